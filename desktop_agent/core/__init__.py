@@ -1,0 +1,1 @@
+"""The engine core: query loop, tool execution pipeline, orchestration, events and context."""

@@ -1,0 +1,179 @@
+"""The tool-use context: everything a tool call may read or change besides its input.
+
+Owns ``ToolUseContext`` (cwd, working dirs, permission context, prompter, hooks, abort signal),
+``ReadFileState`` (what the model has seen of each file, bounded LRU, SPEC §3.5),
+``AbortSignal`` and ``expand_path``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from desktop_agent.permissions.types import PermissionPrompter
+    from desktop_agent.tools.base import Tool
+
+MAX_FILE_STATE_ENTRIES = 100
+MAX_FILE_STATE_BYTES = 25 * 1024 * 1024
+
+
+def expand_path(path: str, cwd: str) -> str:
+    """``~`` expansion, relative-to-cwd resolution and normalization (no symlink resolution)."""
+    p = os.path.expanduser(path.strip()) if path else ""
+    if not os.path.isabs(p):
+        p = os.path.join(cwd, p)
+    return os.path.normpath(p)
+
+
+def mtime_ms(path: str) -> int:
+    """A file's modification time in whole milliseconds, the unit of readFileState timestamps."""
+    return os.stat(path).st_mtime_ns // 1_000_000
+
+
+@dataclass
+class FileStateEntry:
+    content: str
+    timestamp: int  # mtime in ms
+    offset: int | None = None
+    limit: int | None = None
+    is_partial_view: bool = False
+
+
+class ReadFileState:
+    """Normalized absolute path → what was last read or written. LRU, 100 entries / 25 MB."""
+
+    def __init__(self, max_entries: int = MAX_FILE_STATE_ENTRIES, max_bytes: int = MAX_FILE_STATE_BYTES):
+        self._entries: OrderedDict[str, FileStateEntry] = OrderedDict()
+        self._bytes = 0
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+
+    @staticmethod
+    def _key(path: str) -> str:
+        return os.path.normpath(path)
+
+    def get(self, path: str) -> FileStateEntry | None:
+        key = self._key(path)
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+        return entry
+
+    def set(self, path: str, entry: FileStateEntry) -> None:
+        key = self._key(path)
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old.content)
+        self._entries[key] = entry
+        self._bytes += len(entry.content)
+        while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
+            _, evicted = self._entries.popitem(last=False)
+            self._bytes -= len(evicted.content)
+
+    def delete(self, path: str) -> None:
+        old = self._entries.pop(self._key(path), None)
+        if old is not None:
+            self._bytes -= len(old.content)
+
+    def __contains__(self, path: str) -> bool:
+        return self._key(path) in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def items(self) -> list[tuple[str, FileStateEntry]]:
+        return list(self._entries.items())
+
+
+class AbortSignal:
+    """A cancellable flag with a reason (``user_interrupted``, ``interrupt``, ``sibling_error``...).
+
+    ``wait()`` lets awaiting code (a permission wait, a subprocess) race the abort.
+    Children follow their parent but can be aborted alone (sibling cancellation).
+    """
+
+    def __init__(self, parent: AbortSignal | None = None):
+        self._event = asyncio.Event()
+        self.reason: str | None = None
+        self._children: list[AbortSignal] = []
+        self._callbacks: list[Callable[[], None]] = []
+        if parent is not None:
+            parent._children.append(self)
+            if parent.aborted:
+                self.abort(parent.reason)
+
+    @property
+    def aborted(self) -> bool:
+        return self._event.is_set()
+
+    def abort(self, reason: str | None = "user_interrupted") -> None:
+        if self._event.is_set():
+            return
+        self.reason = reason
+        self._event.set()
+        for cb in list(self._callbacks):
+            try:
+                cb()
+            except Exception:  # pragma: no cover - callbacks must not break abort
+                pass
+        for child in self._children:
+            child.abort(reason)
+
+    def on_abort(self, cb: Callable[[], None]) -> None:
+        if self.aborted:
+            cb()
+        else:
+            self._callbacks.append(cb)
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+    def child(self) -> AbortSignal:
+        return AbortSignal(self)
+
+
+@dataclass
+class ToolUseContext:
+    """Mutable per-session state tools run against. Context modifiers may return a changed copy."""
+
+    cwd: str
+    # The original working directory plus --add-dir / additionalDirectories.
+    working_dirs: list[str] = field(default_factory=list)
+    read_file_state: ReadFileState = field(default_factory=ReadFileState)
+    abort: AbortSignal = field(default_factory=AbortSignal)
+    # desktop_agent.permissions: a PermissionContext (mode, rules, trust); None means "allow everything
+    # the tools themselves allow" and is only used by unit tests.
+    permission_context: Any = None
+    prompter: PermissionPrompter | None = None
+    # desktop_agent.permissions.hooks.HookRunner, or None for no hooks.
+    hooks: Any = None
+    # desktop_agent.session.history.FileHistory (backups before each write), or None.
+    file_history: Any = None
+    session_id: str = ""
+    transcript_path: str = ""
+    # The tools sent to the model this turn (lookup searches these first).
+    tools: list[Tool] = field(default_factory=list)
+    # Called with (tool_use_id, data) for UI-only progress; never reaches the model.
+    on_progress: Callable[[str, Any], None] | None = None
+    # Called with AgentEvents the permission flow produces (permission requested / resolved).
+    emit: Callable[[Any], None] | None = None
+    # Answered tool_use_ids: a duplicate permission reply for one of these is ignored.
+    answered_tool_use_ids: set[str] = field(default_factory=set)
+    # Free-form per-session extras (e.g. background shells) keyed by owner module.
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.cwd = os.path.abspath(self.cwd)
+        if not self.working_dirs:
+            self.working_dirs = [self.cwd]
+
+    @property
+    def original_cwd(self) -> str:
+        return self.working_dirs[0]
+
+    def expand(self, path: str) -> str:
+        return expand_path(path, self.cwd)

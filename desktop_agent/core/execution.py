@@ -1,0 +1,232 @@
+"""``run_tool_use``: how one tool_use block becomes exactly one tool_result (SPEC §3.1–3.4, §3.11).
+
+The six steps, each failure leaving by its own exit with the original ``tool_use_id``:
+1. definition (the tools sent this turn), 2. lookup by name/alias, then deprecated aliases among
+all built-ins, 3. schema check then ``validate_input``, 4. PreToolUse hooks and the permission
+decision (ask → prompter), 5. ``call`` (any exception becomes an ``is_error`` result), 6.
+``map_result_to_block`` with the per-tool size cap, then PostToolUse hooks.
+``run_tool_use`` never raises (except ``CancelledError``, which the orchestrator turns into a result).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from desktop_agent.core.context import ToolUseContext
+from desktop_agent.core.errors import input_validation_error, no_such_tool, wrap_error
+from desktop_agent.core.messages import tool_result_block
+from desktop_agent.permissions.flow import can_use_tool
+from desktop_agent.permissions.types import DecisionReason, PermissionDecision
+
+
+@dataclass
+class CallInfo:
+    """What a running ``call`` may need to know about its own invocation (contextvar, per task)."""
+
+    tool_use_id: str
+    user_modified: bool = False
+    decision: PermissionDecision | None = None
+
+
+_current_call: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar("current_call", default=None)
+
+
+def current_call() -> CallInfo | None:
+    return _current_call.get()
+
+
+@dataclass
+class ToolUseOutcome:
+    """The single result of one tool_use, plus what the UI and the orchestrator need."""
+
+    block: dict[str, Any]
+    tool_name: str
+    tool: Any = None
+    data: Any = None
+    context_modifier: Any = None
+    duration_ms: float = 0.0
+    stage: str = "result"  # lookup, schema, validation, hook, permission, call, result
+    stop_reason: str | None = None  # a hook asked to stop the loop
+    extra_messages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.block.get("is_error"))
+
+
+def find_tool_by_name(tools: list[Any], name: str) -> Any | None:
+    for tool in tools:
+        if tool.matches_name(name):
+            return tool
+    return None
+
+
+def lookup_tool(name: str, ctx: ToolUseContext) -> Any | None:
+    """This turn's tools by name or alias, then any built-in through a deprecated alias (SPEC §3.3)."""
+    tool = find_tool_by_name(ctx.tools, name)
+    if tool is not None:
+        return tool
+    from desktop_agent.tools.registry import all_builtin_tools
+
+    for candidate in all_builtin_tools():
+        if name in candidate.deprecated_aliases:
+            return candidate
+    return None
+
+
+def _error(tool_use_id: str, name: str, content: str, stage: str, tool: Any = None, t0: float = 0.0) -> ToolUseOutcome:
+    return ToolUseOutcome(
+        block=tool_result_block(tool_use_id, content, is_error=True), tool_name=name, tool=tool, stage=stage,
+        duration_ms=(time.perf_counter() - t0) * 1000 if t0 else 0.0,
+    )
+
+
+def _dump_input(parsed: Any) -> dict[str, Any]:
+    if isinstance(parsed, BaseModel):
+        return parsed.model_dump(exclude_unset=True)
+    return dict(parsed)
+
+
+def _cap_result(block: dict[str, Any], tool: Any, ctx: ToolUseContext, tool_use_id: str) -> dict[str, Any]:
+    """Per-tool size cap: an oversized text result is saved to a file and replaced by a preview."""
+    limit = tool.max_result_size_chars
+    content = block.get("content")
+    if not isinstance(content, str) or limit == float("inf") or len(content) <= limit:
+        return block
+    directory = os.path.join(tempfile.gettempdir(), "desktop-agent-tool-results", ctx.session_id or "session")
+    path = os.path.join(directory, f"{tool_use_id}.txt")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(content)
+        where = f"Full output saved to: {path}"
+    except OSError:
+        where = "The full output could not be saved"
+    preview = content[:2000]
+    block = dict(block)
+    block["content"] = (
+        f"<persisted-output>\nOutput too large ({len(content)} characters, limit {int(limit)}). {where}\n\n"
+        f"Preview (first 2000 characters):\n{preview}\n...\n</persisted-output>"
+    )
+    return block
+
+
+async def run_tool_use(block: dict[str, Any], ctx: ToolUseContext) -> ToolUseOutcome:
+    """Run one tool_use block through the six steps. Never raises except CancelledError."""
+    t0 = time.perf_counter()
+    tool_use_id = str(block.get("id", ""))
+    name = block.get("name")
+    name = name if isinstance(name, str) else str(name)
+    try:
+        return await _run(block, ctx, tool_use_id, name, t0)
+    except Exception as exc:  # our bug, not the model's: still exactly one result
+        return _error(tool_use_id, name, wrap_error(f"Error: {type(exc).__name__}: {exc}"), "internal", t0=t0)
+
+
+async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, name: str, t0: float) -> ToolUseOutcome:
+    # 2. lookup
+    tool = lookup_tool(name, ctx)
+    if tool is None:
+        return _error(tool_use_id, name, no_such_tool(name), "lookup", t0=t0)
+
+    # 3a. schema
+    raw_input = block.get("input")
+    if isinstance(raw_input, str):  # some providers send the JSON text
+        try:
+            raw_input = json.loads(raw_input)
+        except ValueError:
+            pass
+    try:
+        parsed = tool.input_model.model_validate(raw_input if raw_input is not None else {})
+    except ValidationError as exc:
+        return _error(tool_use_id, tool.name, input_validation_error(tool.name, exc), "schema", tool, t0)
+
+    # 3b. state
+    validation = await tool.validate_input(parsed, ctx)
+    if not validation.result:
+        return _error(tool_use_id, tool.name, wrap_error(validation.message), "validation", tool, t0)
+
+    # 4a. PreToolUse hooks
+    force: PermissionDecision | None = None
+    hook_context: str | None = None
+    if ctx.hooks is not None:
+        hook = await ctx.hooks.pre_tool_use(tool.name, _dump_input(parsed), tool_use_id, ctx)
+        if hook.blocking_error is not None:
+            return _error(tool_use_id, tool.name, hook.blocking_error, "hook", tool, t0)
+        if hook.decision == "deny":
+            return _error(tool_use_id, tool.name, hook.reason or f"Hook denied {tool.name}", "hook", tool, t0)
+        if hook.updated_input is not None:
+            try:
+                parsed = tool.input_model.model_validate(hook.updated_input)
+            except ValidationError as exc:
+                return _error(tool_use_id, tool.name, input_validation_error(tool.name, exc), "schema", tool, t0)
+        hook_context = hook.additional_context
+        if hook.decision in ("allow", "ask"):
+            from desktop_agent.permissions.engine import resolve_hook_decision
+
+            force = await resolve_hook_decision(tool, parsed, ctx, hook.decision, hook.reason)
+
+    # 4b. permission
+    decision = await can_use_tool(tool, parsed, ctx, tool_use_id, force_decision=force)
+    if decision.behavior != "allow":
+        message = decision.message or f"Permission to use {tool.name} has been denied."
+        return _error(tool_use_id, tool.name, message, "permission", tool, t0)
+    if decision.updated_input:
+        try:
+            parsed = tool.input_model.model_validate(decision.updated_input)
+        except ValidationError as exc:
+            return _error(tool_use_id, tool.name, input_validation_error(tool.name, exc), "schema", tool, t0)
+
+    # 5. call
+    token = _current_call.set(CallInfo(tool_use_id, decision.user_modified, decision))
+    try:
+        result = await tool.call(parsed, ctx)
+    except Exception as exc:
+        text = str(exc) or type(exc).__name__
+        return _error(tool_use_id, tool.name, wrap_error(text), "call", tool, t0)
+    finally:
+        _current_call.reset(token)
+
+    # 6. mapping, size cap, PostToolUse
+    out_block = tool.map_result_to_block(result.data, tool_use_id)
+    out_block["tool_use_id"] = tool_use_id
+    out_block = _cap_result(out_block, tool, ctx, tool_use_id)
+    stop_reason = None
+    if ctx.hooks is not None:
+        post = await ctx.hooks.post_tool_use(tool.name, _dump_input(parsed), result.data, tool_use_id, ctx)
+        if post.updated_output is not None:
+            out_block = dict(out_block, content=post.updated_output)
+        if post.block_reason:
+            extra = f"PostToolUse:{tool.name} hook blocking error: {post.block_reason}"
+            out_block = dict(out_block, content=_append_text(out_block.get("content"), extra))
+        if post.additional_context:
+            out_block = dict(out_block, content=_append_text(out_block.get("content"), post.additional_context))
+        if post.stop:
+            stop_reason = post.stop_reason or "PostToolUse hook stopped continuation"
+    if hook_context:
+        out_block = dict(out_block, content=_append_text(out_block.get("content"), hook_context))
+    return ToolUseOutcome(
+        block=out_block, tool_name=tool.name, tool=tool, data=result.data, context_modifier=result.context_modifier,
+        duration_ms=(time.perf_counter() - t0) * 1000, stage="result", stop_reason=stop_reason,
+        extra_messages=list(result.new_messages),
+    )
+
+
+def _append_text(content: Any, text: str) -> Any:
+    if isinstance(content, str):
+        return f"{content}\n\n{text}" if content else text
+    if isinstance(content, list):
+        return [*content, {"type": "text", "text": text}]
+    return text
+
+
+__all__ = ["run_tool_use", "ToolUseOutcome", "current_call", "CallInfo", "lookup_tool", "find_tool_by_name",
+           "DecisionReason"]

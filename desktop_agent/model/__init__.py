@@ -1,0 +1,1 @@
+"""Model access: the ``ModelClient`` protocol, the Anthropic client, and stream accumulation."""

@@ -1,0 +1,1 @@
+"""Sessions: JSONL transcripts, resume, compaction and file-history backups (SPEC §5)."""

@@ -1,0 +1,61 @@
+"""Shared fixtures. Qt runs offscreen; async tests run on a qasync loop (pytest-asyncio hook)."""
+
+import asyncio
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
+
+import pytest
+
+
+def _qasync_loop() -> asyncio.AbstractEventLoop:
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication([])
+    return qasync.QEventLoop(app)
+
+
+def pytest_asyncio_loop_factories(config, item):
+    # Only UI tests need Qt's loop; engine tests run on the plain asyncio loop.
+    if "tests/ui" in str(getattr(item, "path", "")).replace(os.sep, "/"):
+        return {"qasync": _qasync_loop}
+    return None
+
+
+@pytest.fixture
+def qloop(qapp):
+    """For sync UI tests: a qasync loop to drive coroutines with run_until_complete."""
+    import qasync
+
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    try:
+        yield loop
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    """A temp working dir holding the running example's app.ts (no trailing newline)."""
+    d = tmp_path / "work"
+    d.mkdir()
+    (d / "app.ts").write_text("export const value = 1")
+    return d
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """Never touch the real ~/.claude or app data dirs from a test."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_MODEL", raising=False)
+    yield home

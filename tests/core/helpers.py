@@ -1,0 +1,93 @@
+"""Small tools for engine tests, built with ``build_tool`` (no file system, fully instrumented)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import Field
+
+from desktop_agent.core.context import ToolUseContext
+from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+from desktop_agent.tools.base import ToolInput, ToolResult, build_tool
+
+
+class PathInput(ToolInput):
+    file_path: str = Field(description="path")
+
+
+class EditLikeInput(ToolInput):
+    file_path: str
+    old_string: str
+    new_string: str
+    replace_all: bool = False
+
+
+class PatternInput(ToolInput):
+    pattern: str
+    path: str | None = None
+
+
+class Tracker:
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.calls: list[str] = []
+        self.validated: list[str] = []
+        self.permission_checked: list[str] = []
+
+
+def make_tools(tracker: Tracker, delay: float = 0.01) -> list[Any]:
+    async def slow_call(self, input, ctx):
+        tracker.in_flight += 1
+        tracker.max_in_flight = max(tracker.max_in_flight, tracker.in_flight)
+        tracker.calls.append(f"{self.name}:{getattr(input, 'file_path', getattr(input, 'pattern', ''))}")
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            tracker.in_flight -= 1
+        return ToolResult(data=f"{self.name} ok")
+
+    def validate(self, input, ctx):
+        tracker.validated.append(self.name)
+        from desktop_agent.tools.base import ValidationResult
+
+        return ValidationResult.ok()
+
+    def check(self, input, ctx):
+        tracker.permission_checked.append(self.name)
+        from desktop_agent.permissions.types import PermissionDecision
+
+        return PermissionDecision(behavior="allow")
+
+    read = build_tool("Read", PathInput, call=slow_call, validate_input=validate, check_permissions=check,
+                      is_concurrency_safe=lambda self, i: True, is_read_only=lambda self, i: True,
+                      description="Read a file", max_result_size_chars=float("inf"))
+    grep = build_tool("Grep", PatternInput, call=slow_call, is_concurrency_safe=lambda self, i: True,
+                      is_read_only=lambda self, i: True, description="Search", max_result_size_chars=20_000)
+    edit = build_tool("Edit", EditLikeInput, call=slow_call, validate_input=validate, check_permissions=check,
+                      description="Edit a file", aliases=("str_replace",), deprecated_aliases=("EditFile",))
+    return [read, grep, edit]
+
+
+class FakePrompter:
+    """Answers every ask with a fixed reply and records the requests."""
+
+    def __init__(self, reply: PermissionReply | None = None, delay: float = 0.0):
+        self.reply = reply or PermissionReply(behavior="allow")
+        self.requests: list[PermissionRequest] = []
+        self.delay = delay
+
+    async def ask(self, request: PermissionRequest) -> PermissionReply:
+        self.requests.append(request)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return self.reply
+
+
+def ctx_with(tools: list[Any], tmp_path, **kw: Any) -> ToolUseContext:
+    return ToolUseContext(cwd=str(tmp_path), tools=tools, **kw)
+
+
+def tool_use(name: str, input: Any, id: str = "toolu_1") -> dict[str, Any]:
+    return {"type": "tool_use", "id": id, "name": name, "input": input}
