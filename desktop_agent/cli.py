@@ -1,20 +1,815 @@
-"""The ``desktop-agent`` command: the desktop window, or with ``-p`` the same engine headless.
+"""The ``desktop-agent`` command (SPEC App. C): the desktop window, or with ``-p`` the same engine headless.
 
-FOUNDATION: ``--version`` and the window launch. The loop issue adds ``-p`` (App. C).
+``desktop-agent [FOLDER]`` opens the window (``desktop_agent.app.run_desktop``). ``-p``/``--print``,
+``--input-format stream-json`` or ``--output-format`` run headless with the reference agent's flags,
+so scripts and SDKs written for it work unchanged:
+
+- output ``text`` (the final reply), ``json`` (one ``result`` object) or ``stream-json`` (``system``
+  init, ``assistant``/``user`` lines as the transcript grows, ``stream_event`` lines with
+  ``--include-partial-messages``, and one ``result`` line per turn);
+- input ``text`` (the prompt argument or stdin) or ``stream-json`` (user turns and control requests,
+  one JSON object a line, read by an asyncio reader task while turns run);
+- the control protocol on stdio: ``initialize`` (SDK hook callbacks become hooks that send
+  ``hook_callback`` requests), ``can_use_tool`` requests for every ``ask`` with
+  ``--permission-prompt-tool stdio`` (``control_cancel_request`` when the wait is aborted; a duplicate
+  or unknown response is ignored), ``set_permission_mode``, ``set_model`` and ``interrupt``.
+
+Unknown flags are reported on stderr and ignored. A bad flag value or a missing API key is one line
+on stderr and a non-zero exit. Exit code 0 when the last turn succeeded, 1 otherwise.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from desktop_agent import __version__
+
+PROG = "desktop-agent"
+
+# flag → (destination, takes a value, repeatable)
+_FLAGS: dict[str, tuple[str, bool, bool]] = {
+    "-p": ("print", False, False),
+    "--print": ("print", False, False),
+    "--output-format": ("output_format", True, False),
+    "--input-format": ("input_format", True, False),
+    "--verbose": ("verbose", False, False),
+    "--include-partial-messages": ("include_partial", False, False),
+    "--model": ("model", True, False),
+    "--max-turns": ("max_turns", True, False),
+    "--permission-mode": ("permission_mode", True, False),
+    "--dangerously-skip-permissions": ("skip_permissions", False, False),
+    "--tools": ("tools", True, False),
+    "--allowedTools": ("allowed_tools", True, True),
+    "--allowed-tools": ("allowed_tools", True, True),
+    "--disallowedTools": ("disallowed_tools", True, True),
+    "--disallowed-tools": ("disallowed_tools", True, True),
+    "--settings": ("settings", True, False),
+    "--add-dir": ("add_dirs", True, True),
+    "--system-prompt": ("system_prompt", True, False),
+    "--append-system-prompt": ("append_system_prompt", True, False),
+    "--session-id": ("session_id", True, False),
+    "--resume": ("resume", True, False),
+    "-r": ("resume", True, False),
+    "--continue": ("continue_latest", False, False),
+    "-c": ("continue_latest", False, False),
+    "--permission-prompt-tool": ("permission_prompt_tool", True, False),
+    "--trust": ("trust", False, False),
+    "--version": ("version", False, False),
+    "-v": ("version", False, False),
+    "--help": ("help", False, False),
+    "-h": ("help", False, False),
+}
+# Flags of the reference agent that take no value: ignored without swallowing the next argument.
+_UNKNOWN_BOOLEAN = {
+    "--fork-session", "--strict-mcp-config", "--include-hook-events", "--session-mirror", "--debug", "--ide",
+    "--replay-user-messages", "--bare", "--no-session-persistence", "--mcp-debug", "--exclude-dynamic-sections",
+}
+OUTPUT_FORMATS = ("text", "json", "stream-json")
+INPUT_FORMATS = ("text", "stream-json")
+MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+
+USAGE = f"""Usage: {PROG} [FOLDER]            open the desktop window
+       {PROG} -p [options] PROMPT  run one prompt headless
+
+Options (headless):
+  -p, --print                       print the response and exit
+  --output-format text|json|stream-json
+  --input-format text|stream-json
+  --verbose, --include-partial-messages
+  --model MODEL, --max-turns N
+  --permission-mode default|acceptEdits|plan|bypassPermissions|dontAsk
+  --dangerously-skip-permissions
+  --tools A,B  --allowedTools RULES  --disallowedTools RULES
+  --settings FILE|JSON  --add-dir DIR  --system-prompt TEXT  --append-system-prompt TEXT
+  --session-id ID  --resume ID  --continue
+  --permission-prompt-tool stdio    ask permissions through control requests on stdio
+  --trust                           treat the folder as trusted for this run
+  --version
+"""
+
+
+class UsageError(Exception):
+    """A bad flag or flag value: one line on stderr, exit 2."""
+
+
+@dataclass
+class Options:
+    print: bool = False
+    output_format: str | None = None
+    input_format: str = "text"
+    verbose: bool = False
+    include_partial: bool = False
+    model: str | None = None
+    max_turns: int | None = None
+    permission_mode: str | None = None
+    skip_permissions: bool = False
+    tools: list[str] | None = None
+    allowed_tools: list[str] = field(default_factory=list)
+    disallowed_tools: list[str] = field(default_factory=list)
+    settings: str | None = None
+    add_dirs: list[str] = field(default_factory=list)
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    session_id: str | None = None
+    resume: str | None = None
+    continue_latest: bool = False
+    permission_prompt_tool: str | None = None
+    trust: bool = False
+    version: bool = False
+    help: bool = False
+    positionals: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    @property
+    def headless(self) -> bool:
+        return self.print or self.input_format == "stream-json" or self.output_format is not None
+
+    @property
+    def out_format(self) -> str:
+        return self.output_format or "text"
+
+
+def _split_list(values: list[str]) -> list[str]:
+    """``--allowedTools "Read,Edit" "Bash(git log *)"``: comma/space separated, parentheses kept whole."""
+    out: list[str] = []
+    for value in values:
+        depth, cur = 0, ""
+        for ch in value:
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth = max(0, depth - 1)
+            if ch in ", " and depth == 0:
+                if cur.strip():
+                    out.append(cur.strip())
+                cur = ""
+            else:
+                cur += ch
+        if cur.strip():
+            out.append(cur.strip())
+    return out
+
+
+def parse_args(argv: list[str]) -> Options:
+    opts = Options()
+    raw: dict[str, Any] = {}
+    i = 0
+    only_positionals = False
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if only_positionals or not arg.startswith("-") or arg == "-":
+            opts.positionals.append(arg)
+            continue
+        if arg == "--":
+            only_positionals = True
+            continue
+        name, eq, inline = arg.partition("=")
+        spec = _FLAGS.get(name)
+        if spec is None:
+            opts.unknown.append(name)
+            if not eq and name.startswith("--") and name not in _UNKNOWN_BOOLEAN and i < len(argv) \
+                    and not argv[i].startswith("-"):
+                i += 1  # its value
+            continue
+        dest, takes_value, repeatable = spec
+        if takes_value:
+            if eq:
+                value = inline
+            elif i < len(argv) and (not argv[i].startswith("-") or argv[i] == "" or argv[i] == "-"):
+                value = argv[i]
+                i += 1
+            elif dest in ("tools", "system_prompt", "append_system_prompt") and i < len(argv):
+                value = argv[i]
+                i += 1
+            else:
+                raise UsageError(f"option '{name}' needs a value")
+            if repeatable:
+                raw.setdefault(dest, []).append(value)
+            else:
+                raw[dest] = value
+        else:
+            if eq:
+                raise UsageError(f"option '{name}' takes no value")
+            raw[dest] = True
+
+    for dest, value in raw.items():
+        setattr(opts, dest, value)
+    if opts.output_format is not None and opts.output_format not in OUTPUT_FORMATS:
+        raise UsageError(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)} (got '{opts.output_format}')")
+    if opts.input_format not in INPUT_FORMATS:
+        raise UsageError(f"--input-format must be one of {', '.join(INPUT_FORMATS)} (got '{opts.input_format}')")
+    if "max_turns" in raw:
+        try:
+            opts.max_turns = int(raw["max_turns"])
+        except ValueError:
+            raise UsageError(f"--max-turns must be a positive integer (got '{raw['max_turns']}')") from None
+        if opts.max_turns < 1:
+            raise UsageError(f"--max-turns must be a positive integer (got '{raw['max_turns']}')")
+    if opts.permission_mode == "manual":
+        opts.permission_mode = "default"
+    if opts.permission_mode is not None and opts.permission_mode not in MODES:
+        raise UsageError(f"--permission-mode must be one of {', '.join(MODES)} (got '{opts.permission_mode}')")
+    if opts.skip_permissions:
+        opts.permission_mode = "bypassPermissions"
+    if "tools" in raw:
+        value = str(raw["tools"]).strip()
+        opts.tools = None if value == "default" else _split_list([value])
+    opts.allowed_tools = _split_list(raw.get("allowed_tools", []))
+    opts.disallowed_tools = _split_list(raw.get("disallowed_tools", []))
+    if opts.permission_prompt_tool is not None and opts.permission_prompt_tool != "stdio":
+        raise UsageError(f"--permission-prompt-tool supports only 'stdio' (got '{opts.permission_prompt_tool}')")
+    if opts.resume is not None and not opts.resume.strip():
+        raise UsageError("--resume needs a session ID")
+    if opts.session_id is not None:
+        try:
+            uuid.UUID(opts.session_id)
+        except ValueError:
+            raise UsageError(f"--session-id must be a valid UUID (got '{opts.session_id}')") from None
+        if opts.resume or opts.continue_latest:
+            raise UsageError("--session-id cannot be used with --resume or --continue")
+    if opts.input_format == "stream-json" and opts.out_format != "stream-json":
+        raise UsageError("--input-format=stream-json requires --output-format=stream-json")
+    return opts
+
+
+# ------------------------------------------------------------------------------------------- output
+
+
+class Output:
+    """Line-delimited JSON (or text) on stdout, flushed per line."""
+
+    def __init__(self, stream: Any = None):
+        self.stream = stream or sys.stdout
+
+    def json(self, obj: dict[str, Any]) -> None:
+        self.stream.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+        self.stream.flush()
+
+    def text(self, text: str) -> None:
+        self.stream.write(text if text.endswith("\n") else text + "\n")
+        self.stream.flush()
+
+
+def eprint(message: str) -> None:
+    sys.stderr.write(f"{PROG}: {message}\n")
+    sys.stderr.flush()
+
+
+# ------------------------------------------------------------------------------ stdin reading (async)
+
+
+class StdinReader:
+    """Reads stdin lines without blocking the loop: a pipe reader, or a thread for other stdins."""
+
+    def __init__(self, on_line: Callable[[str], None], on_eof: Callable[[], None]):
+        self.on_line = on_line
+        self.on_eof = on_eof
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        except (ValueError, OSError, NotImplementedError):
+            await self._run_thread(loop)
+            return
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                self.on_line(line.decode("utf-8", errors="replace"))
+        finally:
+            self.on_eof()
+
+    async def _run_thread(self, loop: asyncio.AbstractEventLoop) -> None:
+        done = loop.create_future()
+
+        def work() -> None:
+            try:
+                for line in sys.stdin:
+                    loop.call_soon_threadsafe(self.on_line, line)
+            finally:
+                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+
+        threading.Thread(target=work, name="stdin-reader", daemon=True).start()
+        try:
+            await done
+        finally:
+            self.on_eof()
+
+
+# ----------------------------------------------------------------------------- the control protocol
+
+
+class ControlChannel:
+    """Our control requests to the SDK and their responses (``can_use_tool``, ``hook_callback``)."""
+
+    def __init__(self, out: Output, verbose: bool = False):
+        self.out = out
+        self.verbose = verbose
+        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.closed = False
+
+    async def request(self, request: dict[str, Any], request_id: str | None = None) -> dict[str, Any]:
+        """Send a control_request and await its response; cancelled → ``control_cancel_request``."""
+        if self.closed:
+            raise ConnectionError("stdin is closed: no one can answer")
+        request_id = request_id or str(uuid.uuid4())
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[request_id] = fut
+        self.out.json({"type": "control_request", "request_id": request_id, "request": request})
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if request_id in self.pending:
+                self.out.json({"type": "control_cancel_request", "request_id": request_id})
+            raise
+        finally:
+            self.pending.pop(request_id, None)
+
+    def on_response(self, message: dict[str, Any]) -> None:
+        response = message.get("response") or {}
+        request_id = response.get("request_id")
+        fut = self.pending.pop(request_id, None) if isinstance(request_id, str) else None
+        if fut is None or fut.done():
+            if self.verbose:
+                eprint(f"ignoring a control_response for unknown or answered request {request_id}")
+            return
+        if response.get("subtype") == "error":
+            fut.set_exception(RuntimeError(str(response.get("error") or "control request failed")))
+        else:
+            fut.set_result(response.get("response") or {})
+
+    def close(self) -> None:
+        self.closed = True
+        for fut in list(self.pending.values()):
+            if not fut.done():
+                fut.set_exception(ConnectionError("stdin closed before the answer arrived"))
+        self.pending.clear()
+
+
+class StdioPrompter:
+    """``PermissionPrompter`` over the control protocol (``--permission-prompt-tool stdio``)."""
+
+    def __init__(self, channel: ControlChannel, on_interrupt: Callable[[], None] | None = None):
+        self.channel = channel
+        self.on_interrupt = on_interrupt
+
+    async def ask(self, request: Any) -> Any:
+        from desktop_agent.core.errors import USER_DENIED_MESSAGE
+        from desktop_agent.permissions.types import PermissionReply, PermissionUpdate
+
+        payload: dict[str, Any] = {
+            "subtype": "can_use_tool",
+            "tool_name": request.tool_name,
+            "display_name": request.tool_name,
+            "input": request.input,
+            "permission_suggestions": [s.to_wire() for s in request.suggestions],
+            "tool_use_id": request.tool_use_id,
+        }
+        description = request.description or _describe(request)
+        if description:
+            payload["description"] = description
+        if request.blocked_path:
+            payload["blocked_path"] = request.blocked_path
+        if request.decision_reason is not None:
+            payload["decision_reason"] = request.reason_text
+        try:
+            response = await self.channel.request(payload, request_id=request.request_id)
+        except (ConnectionError, RuntimeError) as exc:
+            return PermissionReply(behavior="deny", message=f"Permission request failed: {exc}")
+        if response.get("behavior") == "allow":
+            updates = []
+            for raw in response.get("updatedPermissions") or []:
+                try:
+                    updates.append(PermissionUpdate.model_validate(raw))
+                except Exception:
+                    pass
+            updated = response.get("updatedInput")
+            return PermissionReply(behavior="allow", updated_input=updated if isinstance(updated, dict) and updated
+                                   else None, updated_permissions=updates)
+        if response.get("interrupt") and self.on_interrupt is not None:
+            asyncio.get_running_loop().call_soon(self.on_interrupt)
+        return PermissionReply(behavior="deny", message=str(response.get("message") or USER_DENIED_MESSAGE),
+                               interrupt=bool(response.get("interrupt")))
+
+
+def _describe(request: Any) -> str:
+    path = request.file_path or (request.input or {}).get("file_path") or (request.input or {}).get("path")
+    if isinstance(path, str) and path:
+        return os.path.basename(path)
+    command = (request.input or {}).get("command")
+    return str(command) if isinstance(command, str) else ""
+
+
+class RecordingPrompter:
+    """Keeps the ``permission_denials`` of the result line; with no inner prompter every ask is denied
+    with the ask's own message (the App. A texts)."""
+
+    def __init__(self, inner: Any = None):
+        self.inner = inner
+        self.denials: list[dict[str, Any]] = []
+
+    async def ask(self, request: Any) -> Any:
+        from desktop_agent.permissions.types import PermissionReply
+
+        if self.inner is None:
+            reply = PermissionReply(behavior="deny", message=request.message or "Permission required")
+        else:
+            reply = await self.inner.ask(request)
+        if reply.behavior == "deny":
+            self.denials.append({"tool_name": request.tool_name, "tool_use_id": request.tool_use_id,
+                                 "tool_input": request.input})
+        return reply
+
+
+def register_sdk_hooks(runner: Any, channel: ControlChannel, hooks: dict[str, Any] | None) -> int:
+    """``initialize``'s ``hooks`` → callback hooks of the session's ``HookRunner``.
+
+    Each callback sends a ``hook_callback`` control request and returns the SDK's reply, which is hook
+    output JSON (App. B §B.5) that the runner interprets like a command hook's stdout.
+    Returns how many callbacks were registered.
+    """
+    count = 0
+    for event, matchers in (hooks or {}).items():
+        for m in matchers or []:
+            if not isinstance(m, dict):
+                continue
+            timeout = m.get("timeout")
+            for callback_id in m.get("hookCallbackIds") or []:
+                runner.register_callback(str(event), m.get("matcher"), _hook_callback(channel, str(callback_id)),
+                                         timeout=float(timeout) if timeout else None, name=f"sdk:{callback_id}")
+                count += 1
+    return count
+
+
+def _hook_callback(channel: ControlChannel, callback_id: str) -> Callable[..., Any]:
+    async def call(payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any] | None:
+        request: dict[str, Any] = {"subtype": "hook_callback", "callback_id": callback_id, "input": payload}
+        if tool_use_id:
+            request["tool_use_id"] = tool_use_id
+        result = await channel.request(request)
+        return result if isinstance(result, dict) else None
+
+    call.__name__ = f"sdk_hook_{callback_id}"
+    return call
+
+
+# -------------------------------------------------------------------------------------- headless run
+
+
+RESULT_SUBTYPES = {
+    "completed": "success", "stop_hook_prevented": "success", "hook_stopped": "success",
+    "max_turns": "error_max_turns", "aborted_streaming": "error_during_execution",
+    "aborted_tools": "error_during_execution", "model_error": "error_during_execution",
+    "prompt_blocked": "error_during_execution",
+}
+
+
+class HeadlessRun:
+    def __init__(self, opts: Options, out: Output | None = None):
+        self.opts = opts
+        self.out = out or Output()
+        self.session: Any = None
+        self.channel = ControlChannel(self.out, verbose=opts.verbose)
+        self.prompter = RecordingPrompter(
+            StdioPrompter(self.channel, self._interrupt) if opts.permission_prompt_tool == "stdio" else None)
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.last_ok = True
+        self.turn_task: asyncio.Task[Any] | None = None
+        self.interrupted = False
+        self._emitted: set[str] = set()
+
+    # ---------------------------------------------------------------------- session
+
+    def create_session(self) -> None:
+        from desktop_agent.agent import AgentSession
+
+        o = self.opts
+        self.session = AgentSession.create(
+            os.getcwd(), prompter=self.prompter, session_id=o.session_id, resume=o.resume,
+            continue_latest=o.continue_latest, permission_mode=o.permission_mode, allowed_tools=o.allowed_tools,
+            disallowed_tools=o.disallowed_tools, tools=o.tools, add_dirs=o.add_dirs, max_turns=o.max_turns,
+            system_prompt=o.system_prompt, append_system_prompt=o.append_system_prompt,
+            trusted=True if o.trust else None, settings_arg=o.settings, model=o.model,
+        )
+        self.session.include_stream_events = o.include_partial and o.out_format == "stream-json"
+        self.session.add_message_listener(self._on_entry)
+
+    def _interrupt(self) -> None:
+        self.interrupted = True
+        if self.session is not None:
+            self.session.interrupt()
+
+    # ---------------------------------------------------------------------- stream-json lines
+
+    def _line(self, obj: dict[str, Any]) -> None:
+        if self.opts.out_format == "stream-json":
+            self.out.json(obj)
+
+    def init_line(self) -> dict[str, Any]:
+        s = self.session
+        return {
+            "type": "system", "subtype": "init", "cwd": s.cwd, "session_id": s.session_id,
+            "tools": [t.name for t in s.tools], "mcp_servers": [], "model": s.model,
+            "permissionMode": s.permission_mode, "slash_commands": ["compact"], "apiKeySource": "ANTHROPIC_API_KEY",
+            "output_style": "default", "agents": [], "skills": [], "plugins": [],
+            "claude_code_version": __version__, "uuid": str(uuid.uuid4()),
+        }
+
+    def _on_entry(self, entry: dict[str, Any]) -> None:
+        """Transcript entries become ``assistant`` / ``user`` / ``system`` lines as they are recorded."""
+        if self.opts.out_format != "stream-json":
+            return
+        uid = entry.get("uuid")
+        if uid == self.session.last_prompt_uuid or uid in self._emitted:
+            return
+        if uid:
+            self._emitted.add(uid)
+        kind = entry.get("type")
+        sid = self.session.session_id
+        if kind == "assistant":
+            msg = dict(entry.get("message") or {})
+            msg.setdefault("type", "message")
+            msg.setdefault("id", f"msg_{uid}")
+            msg.setdefault("model", self.session.model)
+            msg.setdefault("stop_reason", None)
+            msg.setdefault("stop_sequence", None)
+            msg.setdefault("usage", {})
+            self._line({"type": "assistant", "message": msg, "parent_tool_use_id": None, "session_id": sid,
+                        "uuid": uid})
+        elif kind == "user" and not entry.get("isMeta"):
+            msg = entry.get("message") or {}
+            line = {"type": "user", "message": {"role": "user", "content": msg.get("content")},
+                    "parent_tool_use_id": None, "session_id": sid, "uuid": uid}
+            if entry.get("toolUseResult") is not None:
+                line["tool_use_result"] = entry["toolUseResult"]
+            self._line(line)
+        elif kind == "system" and entry.get("subtype") == "compact_boundary":
+            meta = entry.get("compactMetadata") or {}
+            self._line({"type": "system", "subtype": "compact_boundary", "session_id": sid, "uuid": uid,
+                        "compact_metadata": {"trigger": meta.get("trigger", "auto"),
+                                             "pre_tokens": meta.get("preTokens", 0)}})
+
+    # ---------------------------------------------------------------------- one turn
+
+    async def run_turn(self, content: Any) -> dict[str, Any]:
+        from desktop_agent.core.events import ErrorEvent, RetryWaiting, StreamEvent, TurnFinished
+
+        s = self.session
+        self.interrupted = False
+        denials_before = len(self.prompter.denials)
+        self._line(self.init_line())
+        t0 = time.perf_counter()
+        finished: Any = None
+        errors: list[str] = []
+        stream = s.submit(content)
+        try:
+            async for event in stream:
+                if isinstance(event, StreamEvent):
+                    self._line({"type": "stream_event", "event": event.event, "session_id": s.session_id,
+                                "parent_tool_use_id": None, "uuid": str(uuid.uuid4())})
+                elif isinstance(event, ErrorEvent):
+                    errors.append(event.message)
+                    if self.opts.verbose:
+                        eprint(f"error: {event.message}")
+                elif isinstance(event, RetryWaiting) and self.opts.verbose:
+                    eprint(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt}/{event.max_attempts}): "
+                           f"{event.error}")
+                elif isinstance(event, TurnFinished):
+                    finished = event
+        finally:
+            await stream.aclose()
+        reason = finished.reason if finished else "model_error"
+        subtype = RESULT_SUBTYPES.get(reason, "error_during_execution")
+        if self.interrupted and subtype == "success":
+            subtype = "error_during_execution"
+        stop_reason = None
+        for m in reversed(s.messages):
+            if m.get("type") == "assistant":
+                stop_reason = (m.get("message") or {}).get("stop_reason")
+                break
+        result: dict[str, Any] = {
+            "type": "result", "subtype": subtype, "is_error": subtype != "success",
+            "duration_ms": int((time.perf_counter() - t0) * 1000),
+            "duration_api_ms": int(finished.duration_api_ms) if finished else 0,
+            "num_turns": finished.num_turns if finished else 0,
+            "result": (finished.result_text if finished else "") or "",
+            "stop_reason": stop_reason, "session_id": s.session_id,
+            "total_cost_usd": round(s.total_cost_usd, 8),
+            "usage": _usage_dict(finished.usage if finished else {}),
+            "modelUsage": {}, "permission_denials": self.prompter.denials[denials_before:],
+            "uuid": str(uuid.uuid4()),
+        }
+        if finished is not None and finished.error:
+            errors.append(finished.error)
+        if subtype != "success":
+            result["errors"] = list(dict.fromkeys(errors)) or [reason]
+        self.last_ok = subtype == "success"
+        return result
+
+    # ---------------------------------------------------------------------- control requests
+
+    async def handle_control_request(self, message: dict[str, Any]) -> None:
+        request_id = message.get("request_id")
+        request = message.get("request") or {}
+        subtype = request.get("subtype")
+        try:
+            if subtype == "initialize":
+                if request.get("hooks"):
+                    runner = self.session.ctx.hooks
+                    if runner is None or not hasattr(runner, "register_callback"):
+                        from desktop_agent.permissions.hooks import HookRunner
+
+                        runner = HookRunner()
+                        self.session.ctx.hooks = runner
+                    register_sdk_hooks(runner, self.channel, request["hooks"])
+                response: dict[str, Any] = {
+                    "commands": [{"name": "compact", "description": "Summarize the conversation so far",
+                                  "argumentHint": ""}],
+                    "output_style": "default", "available_output_styles": ["default"],
+                    "models": [{"value": self.session.model, "displayName": self.session.model,
+                                "description": "The session's model"}],
+                    "account": {}, "pid": os.getpid(), "hooks_applied": True,
+                }
+            elif subtype == "interrupt":
+                self._interrupt()
+                response = {}
+            elif subtype == "set_permission_mode":
+                mode = request.get("mode")
+                self.session.set_permission_mode(str(mode))
+                response = {"mode": self.session.permission_mode}
+                self.out.json({"type": "control_response", "response": {
+                    "subtype": "success", "request_id": request_id, "response": response}})
+                self._line({"type": "system", "subtype": "status", "status": None,
+                            "permissionMode": self.session.permission_mode, "session_id": self.session.session_id,
+                            "uuid": str(uuid.uuid4())})
+                return
+            elif subtype == "set_model":
+                model = request.get("model")
+                from desktop_agent.agent import DEFAULT_MODEL
+
+                self.session.model = str(model) if model else DEFAULT_MODEL
+                response = {}
+            elif subtype == "mcp_status":
+                response = {"mcpServers": []}
+            else:
+                raise ValueError(f"Unsupported control request subtype: {subtype}")
+        except Exception as exc:
+            self.out.json({"type": "control_response", "response": {
+                "subtype": "error", "request_id": request_id, "error": str(exc)}})
+            return
+        self.out.json({"type": "control_response", "response": {
+            "subtype": "success", "request_id": request_id, "response": response}})
+
+    def on_line(self, line: str) -> None:
+        line = line.strip()
+        if not line:
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            eprint(f"ignoring a stdin line that is not JSON: {line[:80]}")
+            return
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind == "control_response":
+            self.channel.on_response(message)
+        elif kind == "control_request":
+            asyncio.ensure_future(self.handle_control_request(message))
+        elif kind == "user":
+            if self.opts.input_format == "stream-json":
+                self.queue.put_nowait(message)
+        elif kind in ("control_cancel_request", "keep_alive", "update_environment_variables"):
+            if kind == "update_environment_variables" and isinstance(message.get("variables"), dict):
+                os.environ.update({str(k): str(v) for k, v in message["variables"].items()})
+        elif self.opts.verbose:
+            eprint(f"ignoring stdin message of type {kind}")
+
+    def on_eof(self) -> None:
+        self.channel.close()
+        self.queue.put_nowait(None)
+
+    # ---------------------------------------------------------------------- main
+
+    async def main(self, prompt: str | None) -> int:
+        self.create_session()
+        reader: StdinReader | None = None
+        needs_stdin = self.opts.input_format == "stream-json" or self.opts.permission_prompt_tool == "stdio"
+        if needs_stdin:
+            reader = StdinReader(self.on_line, self.on_eof)
+            reader.start()
+        try:
+            if self.opts.input_format == "stream-json":
+                if prompt:
+                    await self._run_and_report(prompt)
+                while True:
+                    message = await self.queue.get()
+                    if message is None:
+                        break
+                    content = (message.get("message") or {}).get("content")
+                    if content is None:
+                        continue
+                    await self._run_and_report(content)
+            else:
+                await self._run_and_report(prompt or "")
+        finally:
+            if reader is not None and reader.task is not None and not reader.task.done():
+                reader.task.cancel()
+            self.session.close()
+        return 0 if self.last_ok else 1
+
+    async def _run_and_report(self, content: Any) -> None:
+        result = await self.run_turn(content)
+        fmt = self.opts.out_format
+        if fmt == "stream-json":
+            self.out.json(result)
+        elif fmt == "json":
+            self.out.json(result)
+        else:
+            if result["is_error"]:
+                text = result.get("result") or "; ".join(result.get("errors") or []) or result["subtype"]
+                if result["subtype"] == "error_max_turns":
+                    text = f"Error: Reached max turns ({self.opts.max_turns})"
+                eprint(text)
+            else:
+                self.out.text(result.get("result") or "")
+
+
+def _usage_dict(usage: dict[str, Any]) -> dict[str, Any]:
+    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+    out: dict[str, Any] = {k: int(usage.get(k) or 0) for k in keys}
+    for k, v in usage.items():
+        out.setdefault(k, v)
+    return out
+
+
+def _read_stdin_prompt() -> str | None:
+    if sys.stdin is None or sys.stdin.closed:
+        return None
+    try:
+        if sys.stdin.isatty():
+            return None
+    except (ValueError, OSError):
+        return None
+    data = sys.stdin.read()
+    return data if data.strip() else None
+
+
+def run_headless(opts: Options) -> int:
+    from desktop_agent.agent import ConfigError, SessionError
+
+    prompt: str | None = " ".join(opts.positionals) if opts.positionals else None
+    if opts.input_format == "text" and not prompt:
+        if opts.permission_prompt_tool == "stdio":
+            eprint("a prompt argument is required with --permission-prompt-tool stdio and text input")
+            return 2
+        prompt = _read_stdin_prompt()
+        if not prompt:
+            eprint("Input must be provided either through stdin or as a prompt argument when using --print")
+            return 2
+    run = HeadlessRun(opts)
+    try:
+        return asyncio.run(run.main(prompt))
+    except (ConfigError, SessionError) as exc:
+        eprint(str(exc))
+        return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if "--version" in args or "-v" in args:
+    try:
+        opts = parse_args(args)
+    except UsageError as exc:
+        eprint(f"error: {exc}")
+        return 2
+    if opts.version:
         print(f"{__version__} (Desktop Agent)")
         return 0
+    if opts.help:
+        sys.stdout.write(USAGE)
+        return 0
+    for flag in opts.unknown:
+        eprint(f"warning: unknown option '{flag}' ignored")
+    if opts.headless:
+        return run_headless(opts)
     from desktop_agent.app import run_desktop
 
     return run_desktop(args)

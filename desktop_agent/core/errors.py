@@ -19,6 +19,20 @@ STREAMING_FALLBACK_MESSAGE = "<tool_use_error>Error: Streaming fallback - tool e
 USER_DENIED_MESSAGE = "User denied via UI"
 
 
+class ToolError(Exception):
+    """An error a tool's ``call`` raises for the model to act on.
+
+    ``run_tool_use`` wraps every exception text from ``call`` in ``<tool_use_error>``; a ToolError
+    with ``wrap=False`` is passed through bare (Read's "File does not exist..." and size-cap errors,
+    SPEC Appendix A).
+    """
+
+    def __init__(self, message: str, *, wrap: bool = True):
+        super().__init__(message)
+        self.message = message
+        self.wrap = wrap
+
+
 def wrap_error(text: str) -> str:
     return f"<tool_use_error>{text}</tool_use_error>"
 

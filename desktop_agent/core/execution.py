@@ -135,7 +135,9 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
     # 2. lookup
     tool = lookup_tool(name, ctx)
     if tool is None:
-        return _error(tool_use_id, name, no_such_tool(name), "lookup", t0=t0)
+        from desktop_agent.permissions.engine import unavailable_tool_message
+
+        return _error(tool_use_id, name, unavailable_tool_message(name, ctx) or no_such_tool(name), "lookup", t0=t0)
 
     # 3a. schema
     raw_input = block.get("input")
@@ -191,7 +193,8 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         result = await tool.call(parsed, ctx)
     except Exception as exc:
         text = str(exc) or type(exc).__name__
-        return _error(tool_use_id, tool.name, wrap_error(text), "call", tool, t0)
+        content = text if getattr(exc, "wrap", True) is False else wrap_error(text)  # ToolError(wrap=False)
+        return _error(tool_use_id, tool.name, content, "call", tool, t0)
     finally:
         _current_call.reset(token)
 

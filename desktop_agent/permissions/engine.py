@@ -1,7 +1,19 @@
-"""The permission decision (SPEC §4.2): rules, mode and the tool's own check → allow / deny / ask.
+"""The permission decision (SPEC §4.2, §4.3): rules, mode and the tool's own check → allow / deny / ask.
 
-PLACEHOLDER from the foundation: only the tool's own check, bypass and passthrough→ask, and dontAsk.
-The permissions issue replaces this with the full rule engine.
+``has_permissions_to_use_tool`` follows the order of ``hasPermissionsToUseToolInner``; the first step that
+decides returns:
+
+1a whole-tool deny rule → deny · 1b whole-tool ask rule → ask · 1c the tool's ``check_permissions``
+(Edit/Write → ``paths.check_write_permission_for_tool``, Read/Grep/Glob → ``check_read_permission_for_tool``,
+Bash → ``bash_commands.check_bash_permission``) · 1d its deny · plan mode: anything not read-only is denied ·
+1e an ask of a tool that needs user interaction · 1f an ask from a content-level ask rule · 1g a
+``safetyCheck`` ask (immune to bypass) · 2a bypassPermissions → allow · 2b whole-tool allow rule → allow ·
+3 passthrough → ask. The outer step turns a final ask into deny in ``dontAsk`` mode.
+
+Tools without a matcher of their own (e.g. ``WebFetch(domain:x)``) get generic content rules here, and
+``Tool(param:value)`` parameter rules (deny/ask) apply to every tool. Everything is a pure function of the
+``PermissionContext`` (rules, mode, dirs), the request and path facts; the decision carries its reason and
+the matched rule with its source file.
 """
 
 from __future__ import annotations
@@ -9,7 +21,13 @@ from __future__ import annotations
 from typing import Any
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.permissions.types import DecisionReason, PermissionDecision
+from desktop_agent.core.errors import wrap_error
+from desktop_agent.permissions.rules import generic_content_matches, param_rule_matches
+from desktop_agent.permissions.types import DecisionReason, PermissionDecision, PermissionUpdate, RuleValue
+
+# Tools whose check_permissions consults content rules itself (paths, Bash commands).
+OWN_RULE_MATCHERS = frozenset({"Bash", "Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS",
+                               "NotebookRead", "BashOutput", "KillShell"})
 
 
 def current_mode(ctx: ToolUseContext) -> str:
@@ -17,38 +35,246 @@ def current_mode(ctx: ToolUseContext) -> str:
     return getattr(pc, "mode", "default") if pc is not None else "bypassPermissions"
 
 
-async def has_permissions_to_use_tool(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecision:
-    decision = await tool.check_permissions(input, ctx)
-    if decision.behavior in ("deny", "allow"):
+def _dump(input: Any) -> dict[str, Any]:
+    if hasattr(input, "model_dump"):
+        return input.model_dump(exclude_unset=True)
+    return dict(input) if isinstance(input, dict) else {}
+
+
+def _rule_reason(rule: Any) -> DecisionReason:
+    return DecisionReason(type="rule", rule=rule.rule)
+
+
+def _generic_rule(pc: Any, behavior: str, tool: Any, input_dict: dict[str, Any]) -> Any | None:
+    """Parameter rules (deny/ask, every tool) and content rules of tools without their own matcher."""
+    rules = pc.content_rules(behavior, tool.name)
+    if tool.name in OWN_RULE_MATCHERS and hasattr(pc, "cached"):  # only parameter rules can apply here
+        rules = pc.cached(("param", behavior, tool.name), lambda: [r for r in rules if r.param_rule() is not None])
+    for r in rules:
+        param = r.param_rule()
+        if param is not None and param[0] in input_dict:
+            if param_rule_matches(param[0], param[1], input_dict):
+                return r
+            continue
+        if tool.name in OWN_RULE_MATCHERS:
+            continue
+        try:
+            summary = tool.summary(input_dict)
+        except Exception:
+            summary = ""
+        if summary and generic_content_matches(r.content, summary):
+            return r
+    return None
+
+
+def _plan_mode_message(tool: Any, input_dict: dict[str, Any]) -> str:
+    path = input_dict.get("file_path") or input_dict.get("notebook_path")
+    if path:
+        return f"Cannot write to {path} while in plan mode."
+    if "command" in input_dict:
+        return f"Cannot run {input_dict['command']} while in plan mode."
+    return f"Cannot use {tool.name} while in plan mode."
+
+
+def _is_read_only(tool: Any, input: Any) -> bool:
+    try:
+        return bool(tool.is_read_only(input))
+    except Exception:
+        return False
+
+
+async def rule_based_permissions(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecision | None:
+    """``checkRuleBasedPermissions``: only deny/ask rules and safety checks (used after a hook's allow).
+
+    Returns a deny or ask decision, or None when nothing objects."""
+    pc = _rules_ctx(ctx)
+    if pc is None:
+        return None
+    input_dict = _dump(input)
+    rule = pc.whole_tool_rule("deny", tool.name)
+    if rule is not None:
+        return PermissionDecision(behavior="deny", message=f"Permission to use {tool.name} has been denied.",
+                                  decision_reason=_rule_reason(rule))
+    rule = _generic_rule(pc, "deny", tool, input_dict)
+    if rule is not None:
+        return PermissionDecision(behavior="deny", message=f"Permission to use {tool.name} has been denied.",
+                                  decision_reason=_rule_reason(rule))
+    rule = pc.whole_tool_rule("ask", tool.name) or _generic_rule(pc, "ask", tool, input_dict)
+    if rule is not None:
+        return PermissionDecision(
+            behavior="ask", message=f"Claude requested permissions to use {tool.name}, but you haven't granted it yet.",
+            decision_reason=_rule_reason(rule), updated_input=input_dict)
+    try:
+        decision = await tool.check_permissions(input, ctx)
+    except Exception:
+        return None
+    if decision.behavior == "deny":
         return decision
+    if decision.behavior == "ask" and decision.decision_reason is not None and (
+            decision.decision_reason.type == "safetyCheck"
+            or (decision.decision_reason.type == "rule" and decision.decision_reason.rule is not None
+                and decision.decision_reason.rule.behavior == "ask")):
+        return decision
+    return None
+
+
+def _rules_ctx(ctx: Any) -> Any:
+    """The permission context when it carries rules (a bare object with only ``mode`` has none)."""
+    pc = getattr(ctx, "permission_context", None)
+    return pc if pc is not None and hasattr(pc, "whole_tool_rule") else None
+
+
+async def _inner(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecision:
+    pc = _rules_ctx(ctx)
     mode = current_mode(ctx)
-    if decision.behavior == "ask" and decision.decision_reason and decision.decision_reason.type == "safetyCheck":
-        pass
-    elif mode == "bypassPermissions":
+    input_dict = _dump(input)
+    if pc is not None:
+        # 1a. whole-tool deny (and parameter / generic content deny rules)
+        rule = pc.whole_tool_rule("deny", tool.name) or _generic_rule(pc, "deny", tool, input_dict)
+        if rule is not None:
+            return PermissionDecision(behavior="deny", message=f"Permission to use {tool.name} has been denied.",
+                                      decision_reason=_rule_reason(rule))
+        # 1b. whole-tool ask (and parameter / generic content ask rules)
+        rule = pc.whole_tool_rule("ask", tool.name) or _generic_rule(pc, "ask", tool, input_dict)
+        if rule is not None:
+            return PermissionDecision(
+                behavior="ask",
+                message=f"Claude requested permissions to use {tool.name}, but you haven't granted it yet.",
+                decision_reason=_rule_reason(rule), updated_input=input_dict)
+    # 1c. the tool's own check
+    try:
+        decision = await tool.check_permissions(input, ctx)
+    except Exception as exc:  # a broken check must not allow
+        decision = PermissionDecision(behavior="passthrough",
+                                      message=f"Claude requested permissions to use {tool.name}, but you haven't "
+                                              f"granted it yet.",
+                                      decision_reason=DecisionReason(type="other", reason=f"check failed: {exc}"))
+    if decision.updated_input is None:
+        decision.updated_input = input_dict
+    # 1d. the tool's deny
+    if decision.behavior == "deny":
+        return decision
+    # plan mode: read-only tools only
+    if mode == "plan" and not _is_read_only(tool, input):
+        return PermissionDecision(behavior="deny", message=_plan_mode_message(tool, input_dict),
+                                  decision_reason=DecisionReason(type="mode", mode="plan"))
+    if decision.behavior == "ask":
+        dr = decision.decision_reason
+        # 1e. tools requiring user interaction
+        try:
+            interactive = bool(tool.requires_user_interaction())
+        except Exception:
+            interactive = False
+        if interactive:
+            return decision
+        # 1f. content-level ask rule; 1g. safety check
+        if dr is not None and (dr.type == "safetyCheck" or
+                               (dr.type == "rule" and dr.rule is not None and dr.rule.behavior == "ask")):
+            return decision
+    # 2a. bypass
+    if mode == "bypassPermissions":
         return PermissionDecision(behavior="allow", updated_input=decision.updated_input,
                                   decision_reason=DecisionReason(type="mode", mode="bypassPermissions"))
+    if pc is not None:
+        # 2b. whole-tool allow (and generic content allow for tools without their own matcher)
+        rule = pc.whole_tool_rule("allow", tool.name)
+        if rule is None and tool.name not in OWN_RULE_MATCHERS:
+            rule = _generic_rule(pc, "allow", tool, input_dict)
+        if rule is not None and decision.behavior in ("ask", "passthrough"):
+            return PermissionDecision(behavior="allow", updated_input=decision.updated_input,
+                                      decision_reason=_rule_reason(rule))
+    # 3. passthrough → ask
     if decision.behavior == "passthrough":
-        decision = PermissionDecision(
+        suggestions = decision.suggestions or [
+            PermissionUpdate(type="addRules", behavior="allow", destination="session",
+                             rules=[RuleValue(tool_name=tool.name)])]
+        return PermissionDecision(
             behavior="ask",
-            message=f"Claude requested permissions to use {tool.name}, but you haven't granted it yet.",
+            message=decision.message or f"Claude requested permissions to use {tool.name}, but you haven't granted it yet.",
             updated_input=decision.updated_input,
             decision_reason=decision.decision_reason or DecisionReason(type="mode", mode=mode),  # type: ignore[arg-type]
-            suggestions=decision.suggestions,
-        )
-    if decision.behavior == "ask" and mode == "dontAsk":
-        return PermissionDecision(behavior="deny", message=decision.message,
-                                  decision_reason=DecisionReason(type="mode", mode="dontAsk"))
+            suggestions=suggestions, blocked_path=decision.blocked_path)
     return decision
+
+
+def _dont_ask(decision: PermissionDecision, ctx: ToolUseContext) -> PermissionDecision:
+    if decision.behavior == "ask" and current_mode(ctx) == "dontAsk":
+        return PermissionDecision(behavior="deny", message=decision.message, updated_input=decision.updated_input,
+                                  decision_reason=DecisionReason(type="mode", mode="dontAsk"),
+                                  blocked_path=decision.blocked_path)
+    return decision
+
+
+async def has_permissions_to_use_tool(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecision:
+    """The full decision (§4.2) plus the outer ``dontAsk`` rewrite."""
+    return _dont_ask(await _inner(tool, input, ctx), ctx)
 
 
 async def resolve_hook_decision(tool: Any, input: Any, ctx: ToolUseContext, hook_decision: str,
                                 reason: str | None) -> PermissionDecision | None:
-    """A PreToolUse hook said allow or ask (SPEC §4.7). PLACEHOLDER: allow → allow, ask → ask.
+    """A PreToolUse hook said allow or ask (SPEC §4.7).
 
-    The permissions issue makes deny/ask rules still apply after a hook allow.
+    allow: no dialog, but deny/ask rules and safety checks still apply (``rule_based_permissions``); a tool
+    that requires user interaction goes through the regular flow (None). ask: the user is asked (with the
+    regular suggestions), unless a deny rule or a deny of the tool's own check applies; dontAsk turns it
+    into a deny.
     """
-    dr = DecisionReason(type="hook", reason=reason)
-    if hook_decision == "ask":
-        return PermissionDecision(behavior="ask", message=reason or f"Hook requested approval for {tool.name}",
-                                  decision_reason=dr)
-    return PermissionDecision(behavior="allow", decision_reason=dr)
+    dr = DecisionReason(type="hook", reason=reason, hook_name="PreToolUse")
+    input_dict = _dump(input)
+    if hook_decision == "allow":
+        try:
+            interactive = bool(tool.requires_user_interaction())
+        except Exception:
+            interactive = False
+        if interactive:
+            return None
+        objection = await rule_based_permissions(tool, input, ctx)
+        if objection is not None:
+            return _dont_ask(objection, ctx)
+        if current_mode(ctx) == "plan" and not _is_read_only(tool, input):  # a hook cannot leave plan mode
+            return PermissionDecision(behavior="deny", message=_plan_mode_message(tool, input_dict),
+                                      decision_reason=DecisionReason(type="mode", mode="plan"))
+        return PermissionDecision(behavior="allow", updated_input=input_dict, decision_reason=dr)
+    regular = await _inner(tool, input, ctx)
+    if regular.behavior == "deny":
+        return regular
+    return _dont_ask(PermissionDecision(
+        behavior="ask", message=reason or f"Hook PreToolUse requires confirmation for this {tool.name} call.",
+        updated_input=input_dict, decision_reason=dr,
+        suggestions=regular.suggestions if regular.behavior == "ask" else [],
+        blocked_path=regular.blocked_path), ctx)
+
+
+# --------------------------------------------------------------------------- tool availability
+def _whole_tool_denied(pc: Any, name: str) -> bool:
+    return pc is not None and hasattr(pc, "whole_tool_rule") and pc.whole_tool_rule("deny", name) is not None
+
+
+def filter_denied_tools(tools: list[Any], ctx: Any) -> list[Any]:
+    """Drop tools a whole-tool deny rule removes from the model's context (App. B §B.2); remember them so a
+    call to one gets the "exists but is not enabled" text."""
+    pc = getattr(ctx, "permission_context", ctx)
+    kept = []
+    for t in tools:
+        if _whole_tool_denied(pc, t.name):
+            if pc is not None and hasattr(pc, "disabled_tools"):
+                pc.disabled_tools.add(t.name)
+        else:
+            kept.append(t)
+    return kept
+
+
+def unavailable_tool_message(name: str, ctx: Any) -> str | None:
+    """The lookup error for a tool that exists but was removed (deny rule or ``--tools``), else None."""
+    pc = getattr(ctx, "permission_context", None)
+    if pc is None:
+        return None
+    disabled = name in getattr(pc, "disabled_tools", set())
+    if not disabled and _whole_tool_denied(pc, name):
+        from desktop_agent.tools.registry import tool_by_name
+
+        disabled = tool_by_name(name) is not None
+    if not disabled:
+        return None
+    return wrap_error(f"Error: No such tool available: {name}. {name} exists but is not enabled in this context. "
+                      f"Use one of the available tools instead.")

@@ -5,6 +5,9 @@
 - ``ask`` builds a ``PermissionRequest`` (with the tool's structured patch or sub-commands), emits
   ``PermissionRequested``, awaits ``ctx.prompter.ask`` raced against the turn's abort signal, applies
   the reply's permission updates, emits ``PermissionResolved``;
+- matching ``PermissionRequest`` hooks start at the same time as the prompter: the first answer wins and the
+  loser is cancelled (a cancelled prompter sends its ``control_cancel_request``); a hook with no opinion
+  leaves the prompter to answer; an interrupt (abort) while waiting is a deny;
 - with no prompter an ``ask`` is a deny carrying the ask's own message (headless ``-p``).
 """
 
@@ -16,12 +19,19 @@ from typing import Any
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import USER_DENIED_MESSAGE
 from desktop_agent.permissions import engine
-from desktop_agent.permissions.types import PermissionDecision, PermissionReply, PermissionRequest
+from desktop_agent.permissions.types import PermissionDecision, PermissionReply, PermissionRequest, PermissionUpdate
 
 
 def _emit(ctx: ToolUseContext, event: Any) -> None:
     if ctx.emit is not None:
         ctx.emit(event)
+
+
+def session_scoped(suggestions: list[PermissionUpdate]) -> list[PermissionUpdate]:
+    """Allow for session (``rule: 'always'`` in §1.5): the recorded suggestions rewritten to destination
+    ``session`` (``normalizeSessionPermissionUpdates``). A front end offering "always" keeps the suggestions'
+    own destinations instead (``localSettings`` for Bash, so the grant is written to settings.local.json)."""
+    return [u.model_copy(update={"destination": "session"}) for u in suggestions]
 
 
 def apply_updates(ctx: ToolUseContext, updates: list[Any]) -> None:
@@ -48,7 +58,21 @@ async def can_use_tool(
         return decision
 
     input_dict = input.model_dump(exclude_unset=True) if hasattr(input, "model_dump") else dict(input)
+    if tool_use_id and tool_use_id in ctx.answered_tool_use_ids:
+        # This call was already answered (a duplicate delivery): never prompt or decide twice.
+        return PermissionDecision(behavior="deny", message=USER_DENIED_MESSAGE)
     if ctx.prompter is None:
+        hooks = ctx.hooks
+        if hooks is not None and hasattr(hooks, "permission_request") and \
+                getattr(hooks, "has_hooks", lambda *a: True)("PermissionRequest", tool.name):
+            hook_reply = await hooks.permission_request(tool.name, input_dict, decision.suggestions, ctx, tool_use_id)
+            if hook_reply is not None:
+                if hook_reply.behavior == "allow":
+                    apply_updates(ctx, hook_reply.updated_permissions)
+                    return PermissionDecision(behavior="allow", updated_input=hook_reply.updated_input or input_dict,
+                                              decision_reason=decision.decision_reason)
+                return PermissionDecision(behavior="deny", message=hook_reply.message or USER_DENIED_MESSAGE,
+                                          decision_reason=decision.decision_reason)
         return PermissionDecision(behavior="deny", message=decision.message or "Permission required",
                                   decision_reason=decision.decision_reason)
 
@@ -70,19 +94,9 @@ async def can_use_tool(
     )
     _emit(ctx, PermissionRequested(request=request))
 
-    ask_task = asyncio.ensure_future(ctx.prompter.ask(request))
-    abort_task = asyncio.ensure_future(ctx.abort.wait())
-    try:
-        done, _ = await asyncio.wait({ask_task, abort_task}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        abort_task.cancel()
-    if ask_task in done and not ask_task.cancelled() and ask_task.exception() is None:
-        reply: PermissionReply = ask_task.result()
-        decided_by = "user"
-    else:
-        ask_task.cancel()
-        reply = PermissionReply(behavior="deny", message=USER_DENIED_MESSAGE)
-        decided_by = "cancel"
+    reply, decided_by = await _race(ctx, request, tool.name, input_dict, decision)
+    if reply.interrupt and reply.behavior == "deny":
+        ctx.abort.abort("interrupt")
 
     if tool_use_id in ctx.answered_tool_use_ids:
         # A second answer for a call already answered: ignore, keep the first outcome (deny-safe).
@@ -102,3 +116,52 @@ async def can_use_tool(
         message = f"{message}. The user said: {reply.feedback}" if message == USER_DENIED_MESSAGE else message
     return PermissionDecision(behavior="deny", message=message, decision_reason=decision.decision_reason,
                               feedback=reply.feedback)
+
+
+async def _race(ctx: ToolUseContext, request: PermissionRequest, tool_name: str, input_dict: dict[str, Any],
+                decision: PermissionDecision) -> tuple[PermissionReply, str]:
+    """The prompter, PermissionRequest hooks and the abort signal; the first to decide wins."""
+    ask_task = asyncio.ensure_future(ctx.prompter.ask(request))  # type: ignore[union-attr]
+    abort_task = asyncio.ensure_future(ctx.abort.wait())
+    hook_task: asyncio.Future[Any] | None = None
+    hooks = ctx.hooks
+    if hooks is not None and hasattr(hooks, "permission_request"):
+        has = getattr(hooks, "has_hooks", None)
+        if has is None or has("PermissionRequest", tool_name):
+            hook_task = asyncio.ensure_future(hooks.permission_request(
+                tool_name, input_dict, decision.suggestions, ctx, request.tool_use_id))
+    pending: set[asyncio.Future[Any]] = {ask_task, abort_task} | ({hook_task} if hook_task else set())
+    reply: PermissionReply | None = None
+    decided_by = "cancel"
+    try:
+        while reply is None:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if ask_task in done:
+                if not ask_task.cancelled() and ask_task.exception() is None:
+                    reply, decided_by = ask_task.result(), "user"
+                else:  # the prompter failed or was cancelled: deny
+                    reply = PermissionReply(behavior="deny", message=USER_DENIED_MESSAGE)
+                break
+            if hook_task is not None and hook_task in done:
+                result = None if hook_task.cancelled() or hook_task.exception() is not None else hook_task.result()
+                if result is not None:
+                    reply, decided_by = result, "hook"
+                    break
+                hook_task = None  # no opinion: keep waiting for the prompter
+                if not pending - {abort_task}:
+                    break
+            if abort_task in done:
+                reply = PermissionReply(behavior="deny", message=USER_DENIED_MESSAGE)
+                break
+    except asyncio.CancelledError:
+        for t in (ask_task, abort_task, hook_task):
+            if t is not None:
+                t.cancel()
+        raise
+    finally:
+        for t in (ask_task, abort_task, hook_task):
+            if t is not None and not t.done():
+                t.cancel()
+    if reply is None:
+        reply = PermissionReply(behavior="deny", message=USER_DENIED_MESSAGE)
+    return reply, decided_by

@@ -1,53 +1,300 @@
-"""Path permission checks for Read and Edit/Write (SPEC §4.4, §4.5).
+"""Path permission checks for Read and Edit/Write (SPEC §4.4, §4.5) and the path facts they rest on.
 
-PLACEHOLDER from the foundation (the permissions issue replaces the bodies, keeping the signatures):
-writes → passthrough (so the engine asks), reads inside the working dirs → allow, else ask.
+- ``paths_to_check``: a path as given (normalized) and with symlinks resolved. Deny rules fire on either,
+  allow rules and "inside the working directory" need both.
+- ``protected_reason``: ``.git``, ``.claude`` (except ``.claude/worktrees``), ``.vscode``, ``.idea``, ``.husky``,
+  shell rc files, ``.npmrc``, ``.mcp.json``... compared case-insensitively on NFKC text without zero-width
+  characters, so ``.GIT/config`` or a full-width ``．git`` are caught too.
+- ``check_write_permission_for_tool``: deny → internal paths → session grants under ``.claude/`` → safety
+  check (ask, ``safetyCheck``, immune to bypass) → ask rules → acceptEdits inside the working dirs →
+  allow rules → ask (``workingDir`` when outside), with a narrow "allow for session" suggestion.
+- ``check_read_permission_for_tool``: deny → ask rules → inside the working dirs → allow rules → ask.
 """
 
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from typing import Any
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.permissions.types import DecisionReason, PermissionDecision
+from desktop_agent.core.errors import wrap_error
+from desktop_agent.permissions.rules import CombinedPathMatcher, CompiledRule, fold
+from desktop_agent.permissions.types import DecisionReason, PermissionDecision, PermissionUpdate, RuleValue
+
+DENIED_PATH_MESSAGE = "File is in a directory that is denied by your permission settings."
+PROTECTED_DIRS = frozenset({".git", ".claude", ".vscode", ".idea", ".husky"})
+PROTECTED_FILES = frozenset({
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv",
+    ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".inputrc", ".npmrc", ".yarnrc", ".mcp.json",
+    ".gitconfig", ".gitmodules", ".gitattributes", ".ripgreprc", ".claude.json", ".envrc",
+})
 
 
+# --------------------------------------------------------------------------- path facts
 def is_inside(path: str, directory: str) -> bool:
     path, directory = os.path.normpath(path), os.path.normpath(directory)
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
-def in_working_dirs(path: str, ctx: ToolUseContext) -> bool:
-    return any(is_inside(path, d) for d in ctx.working_dirs)
+def paths_to_check(abs_path: str) -> list[str]:
+    """The path as given and with symlinks resolved (existing prefix), deduplicated."""
+    p = os.path.normpath(abs_path)
+    try:
+        real = os.path.realpath(p)
+    except (OSError, ValueError):
+        real = p
+    return [p] if real == p else [p, real]
 
 
-def check_write_permission_for_tool(tool_name: str, abs_path: str, input: dict[str, Any],
-                                    ctx: ToolUseContext) -> PermissionDecision:
-    """Edit/Write path check (§4.4). Returns allow / deny / ask / passthrough."""
-    return PermissionDecision(
-        behavior="ask",
-        message=f"Claude requested permissions to write to {abs_path}, but you haven't granted it yet.",
-        updated_input=input,
-        decision_reason=DecisionReason(type="workingDir" if not in_working_dirs(abs_path, ctx) else "mode",
-                                       mode=getattr(ctx.permission_context, "mode", "default")),
-    )
+def working_dirs(ctx: Any) -> list[str]:
+    dirs = list(getattr(ctx, "working_dirs", None) or [])
+    pc = getattr(ctx, "permission_context", None)
+    for d in getattr(pc, "working_dirs", None) or []:
+        if d not in dirs:
+            dirs.append(d)
+    if not dirs and getattr(ctx, "cwd", None):
+        dirs.append(ctx.cwd)
+    return dirs
 
 
-def check_read_permission_for_tool(tool_name: str, abs_path: str, input: dict[str, Any],
-                                   ctx: ToolUseContext) -> PermissionDecision:
-    """Read path check (§4.5)."""
-    if in_working_dirs(abs_path, ctx):
-        return PermissionDecision(behavior="allow", updated_input=input)
-    return PermissionDecision(
-        behavior="ask",
-        message=f"Claude requested permissions to read from {abs_path}, but you haven't granted it yet.",
-        updated_input=input, decision_reason=DecisionReason(type="workingDir"),
-    )
+def _wd_forms(dirs: list[str]) -> list[str]:
+    return _wd_forms_cached(tuple(dirs))
+
+
+@lru_cache(maxsize=64)
+def _wd_forms_cached(dirs: tuple[str, ...]) -> list[str]:
+    """The working dirs as given and resolved (cached: working dirs are not expected to be re-linked)."""
+    out: list[str] = []
+    for d in dirs:
+        for f in paths_to_check(d):
+            if f not in out:
+                out.append(f)
+    return out
+
+
+def in_working_dirs(path: str, ctx: Any, checked: list[str] | None = None) -> bool:
+    """Inside a working dir, for the path as given *and* its symlink-resolved target.
+    ``checked``: ``paths_to_check(path)`` when the caller already has it."""
+    forms = _wd_forms(working_dirs(ctx))
+    return all(any(is_inside(p, d) for d in forms) for p in (checked or paths_to_check(path)))
+
+
+def protected_reason(abs_path: str, checked: list[str] | None = None) -> str | None:
+    """Why writing ``abs_path`` needs explicit approval, or None."""
+    for p in checked or paths_to_check(abs_path):
+        comps = [fold(c) for c in p.split(os.sep) if c]
+        for i, c in enumerate(comps[:-1] if comps else []):
+            if c in PROTECTED_DIRS:
+                if c == ".claude" and i + 1 < len(comps) and comps[i + 1] == "worktrees":
+                    continue
+                return f"{c}/ is a protected directory"
+        if comps and (comps[-1] in PROTECTED_FILES or comps[-1] in PROTECTED_DIRS):
+            return f"{comps[-1]} is a protected file"
+    return None
+
+
+def _under_claude_dir(abs_path: str) -> bool:
+    comps = [fold(c) for c in os.path.normpath(abs_path).split(os.sep) if c]
+    return ".claude" in comps and not any(c in PROTECTED_DIRS - {".claude"} for c in comps)
+
+
+# --------------------------------------------------------------------------- rule lookup
+def matching_path_rule(pc: Any, abs_path: str, op: str, behavior: str,
+                       sources: tuple[str, ...] | None = None, checked: list[str] | None = None,
+                       is_dir: bool | None = None) -> CompiledRule | None:
+    """The first ``behavior`` rule covering ``abs_path`` for ``op`` ("read" or "edit").
+
+    deny: Read deny rules (and Edit deny rules for edits) fire on the path *or* its target.
+    ask: Read ask for reads, Edit ask for edits. allow: Edit allow (and Read allow for reads) must cover
+    the path *and* its target.
+    """
+    if pc is None or not hasattr(pc, "content_rules"):
+        return None
+    if behavior == "deny":
+        names = ("Edit", "Read") if op == "edit" else ("Read",)
+    elif behavior == "ask":
+        names = ("Edit",) if op == "edit" else ("Read",)
+    else:
+        names = ("Edit",) if op == "edit" else ("Read", "Edit")
+    key = ("pathmatch", behavior, names, sources)
+
+    def build() -> CombinedPathMatcher | None:
+        candidates = [r for name in names for r in pc.content_rules(behavior, name)
+                      if sources is None or r.rule.source in sources]
+        return CombinedPathMatcher(candidates, pc.original_cwd, pc.home) if candidates else None
+
+    matcher = pc.cached(key, build) if hasattr(pc, "cached") else build()
+    if matcher is None:
+        return None
+    paths = list(checked) if checked else paths_to_check(abs_path)
+    if (os.path.isdir(abs_path) if is_dir is None else is_dir):  # a directory (Grep/Glob/ls): `dir/**` rules cover it
+        dir_forms = [p.rstrip("/") + "/" for p in paths]
+        paths = paths + dir_forms if behavior in ("deny", "ask") else dir_forms
+    if behavior in ("deny", "ask"):
+        return matcher.first_match(paths, [fold(p) for p in paths])
+    first: CompiledRule | None = None
+    for p in paths:  # allow: the link and its target must both be covered
+        hit = matcher.first_match([p], [p])
+        if hit is None:
+            return None
+        first = first or hit
+    return first
+
+
+def read_deny_globs(search_root: str, ctx: Any) -> list[str]:
+    """ripgrep ``--glob`` exclusions (``!pattern``) for the Read deny rules that apply under ``search_root``,
+    so Grep never reads the content of a denied file. Best effort: a deny rule anchored *above* the search
+    root is translated when its fixed prefix leads into the search root; callers should still drop result
+    paths for which ``is_path_denied(path, "read", ctx)`` is true."""
+    pc = getattr(ctx, "permission_context", None)
+    if pc is None or not hasattr(pc, "content_rules"):
+        return []
+    root = os.path.normpath(search_root)
+    out: list[str] = []
+    for r in pc.content_rules("deny", "Read"):
+        pp = r.path_pattern(pc.original_cwd, pc.home)
+        g = pp.glob or "**"
+        if not pp.anchored:
+            globs = [f"**/{g}", f"**/{g}/**"]
+        elif is_inside(pp.root, root):
+            rel = os.path.relpath(pp.root, root).replace(os.sep, "/")
+            base = g if rel == "." else f"{rel}/{g}"
+            globs = [base, f"{base}/**"]
+        elif is_inside(root, pp.root):
+            rel = os.path.relpath(root, pp.root).replace(os.sep, "/") + "/"
+            if not g.startswith(rel):
+                continue  # the rule cannot reach into this search root (or needs post-filtering)
+            rest = g[len(rel):] or "**"
+            globs = [rest, f"{rest}/**"]
+        else:
+            continue
+        for x in globs:
+            if "!" + x not in out:
+                out.append("!" + x)
+    return out
 
 
 def is_path_denied(abs_path: str, operation: str, ctx: ToolUseContext) -> bool:
     """True when a deny rule covers the path for ``operation`` ("read" or "edit"); Edit's validation uses it."""
     pc = ctx.permission_context
-    fn = getattr(pc, "is_path_denied", None)
-    return bool(fn(abs_path, operation, ctx)) if fn is not None else False
+    if pc is None:
+        return False
+    return matching_path_rule(pc, abs_path, "edit" if operation in ("edit", "write") else "read", "deny") is not None
+
+
+def _rule_reason(rule: CompiledRule) -> DecisionReason:
+    return DecisionReason(type="rule", rule=rule.rule)
+
+
+def _mode(ctx: Any) -> str:
+    return getattr(ctx.permission_context, "mode", "default")
+
+
+# --------------------------------------------------------------------------- suggestions
+def _rel_rule_dir(abs_path: str, ctx: Any, pc: Any) -> str:
+    """A narrow path pattern for a grant: the file's directory (``/src/**``), a root file, or ``//abs/dir/**``."""
+    cwd = getattr(pc, "original_cwd", None) or ctx.cwd
+    directory = os.path.dirname(os.path.normpath(abs_path))
+    if is_inside(abs_path, cwd):
+        if os.path.normpath(directory) == os.path.normpath(cwd):
+            return "/" + os.path.basename(abs_path)
+        return "/" + os.path.relpath(directory, cwd).replace(os.sep, "/") + "/**"
+    return "/" + directory.rstrip("/") + "/**"
+
+
+def write_suggestions(abs_path: str, ctx: Any) -> list[PermissionUpdate]:
+    pc = ctx.permission_context
+    return [PermissionUpdate(type="addRules", behavior="allow", destination="session",
+                             rules=[RuleValue(tool_name="Edit", rule_content=_rel_rule_dir(abs_path, ctx, pc))])]
+
+
+def read_suggestions(abs_path: str, ctx: Any) -> list[PermissionUpdate]:
+    pc = ctx.permission_context
+    target = abs_path if os.path.isdir(abs_path) else os.path.dirname(abs_path)
+    content = "/" + os.path.normpath(target).rstrip("/") + "/**"
+    if is_inside(target, getattr(pc, "original_cwd", None) or ctx.cwd):
+        content = _rel_rule_dir(os.path.join(target, "x"), ctx, pc)
+    return [PermissionUpdate(type="addRules", behavior="allow", destination="session",
+                             rules=[RuleValue(tool_name="Read", rule_content=content)])]
+
+
+# --------------------------------------------------------------------------- the checks
+def check_write_permission_for_tool(tool_name: str, abs_path: str, input: dict[str, Any],
+                                    ctx: ToolUseContext) -> PermissionDecision:
+    """Edit/Write path check (§4.4). Returns allow / deny / ask."""
+    pc = ctx.permission_context
+    if pc is None:
+        return PermissionDecision(behavior="allow", updated_input=input)
+    shown = str(input.get("file_path") or abs_path) if isinstance(input, dict) else abs_path
+    checked = paths_to_check(abs_path)  # the path and its target, resolved once for this decision
+    facts = {"checked": checked, "is_dir": os.path.isdir(abs_path)}
+    # 1. deny rules (Edit deny, and Read deny which also blocks writes) on the path or its target
+    rule = matching_path_rule(pc, abs_path, "edit", "deny", **facts)
+    if rule is not None:
+        return PermissionDecision(behavior="deny", message=wrap_error(DENIED_PATH_MESSAGE), updated_input=input,
+                                  decision_reason=_rule_reason(rule), blocked_path=abs_path)
+    # 2. internal editable paths: none in this product.
+    # 3. session grants for paths under .claude/
+    if _under_claude_dir(abs_path):
+        rule = matching_path_rule(pc, abs_path, "edit", "allow", sources=("session",), **facts)
+        if rule is not None:
+            return PermissionDecision(behavior="allow", updated_input=input, decision_reason=_rule_reason(rule))
+    # 4. safety check: protected paths always ask, even in bypass mode
+    why = protected_reason(abs_path, checked)
+    if why is not None:
+        return PermissionDecision(
+            behavior="ask", message=f"Claude requested permissions to edit {shown} which is a sensitive file.",
+            updated_input=input, decision_reason=DecisionReason(type="safetyCheck", reason=why),
+            blocked_path=abs_path, suggestions=write_suggestions(abs_path, ctx))
+    ask_message = f"Claude requested permissions to write to {abs_path}, but you haven't granted it yet."
+    # 5. ask rules
+    rule = matching_path_rule(pc, abs_path, "edit", "ask", **facts)
+    if rule is not None:
+        return PermissionDecision(behavior="ask", message=ask_message, updated_input=input,
+                                  decision_reason=_rule_reason(rule), blocked_path=abs_path,
+                                  suggestions=write_suggestions(abs_path, ctx))
+    inside = in_working_dirs(abs_path, ctx, checked)
+    # 6. acceptEdits inside the working dirs
+    if inside and _mode(ctx) == "acceptEdits":
+        return PermissionDecision(behavior="allow", updated_input=input,
+                                  decision_reason=DecisionReason(type="mode", mode="acceptEdits"))
+    # 7. allow rules (link and target)
+    rule = matching_path_rule(pc, abs_path, "edit", "allow", **facts)
+    if rule is not None:
+        return PermissionDecision(behavior="allow", updated_input=input, decision_reason=_rule_reason(rule))
+    # 8. ask
+    reason = DecisionReason(type="workingDir", reason=f"{abs_path} is outside the working directories") \
+        if not inside else DecisionReason(type="mode", mode=_mode(ctx))  # type: ignore[arg-type]
+    return PermissionDecision(behavior="ask", message=ask_message, updated_input=input, decision_reason=reason,
+                              blocked_path=abs_path, suggestions=write_suggestions(abs_path, ctx))
+
+
+def check_read_permission_for_tool(tool_name: str, abs_path: str, input: dict[str, Any],
+                                   ctx: ToolUseContext) -> PermissionDecision:
+    """Read path check (§4.5): deny → ask rules → inside the working dirs → allow rules → ask."""
+    pc = ctx.permission_context
+    if pc is None:
+        return PermissionDecision(behavior="allow", updated_input=input)
+    checked = paths_to_check(abs_path)
+    facts = {"checked": checked, "is_dir": os.path.isdir(abs_path)}
+    rule = matching_path_rule(pc, abs_path, "read", "deny", **facts)
+    if rule is not None:
+        return PermissionDecision(behavior="deny", message=wrap_error(DENIED_PATH_MESSAGE), updated_input=input,
+                                  decision_reason=_rule_reason(rule), blocked_path=abs_path)
+    message = f"Claude requested permissions to read from {abs_path}, but you haven't granted it yet."
+    rule = matching_path_rule(pc, abs_path, "read", "ask", **facts)
+    if rule is not None:
+        return PermissionDecision(behavior="ask", message=message, updated_input=input,
+                                  decision_reason=_rule_reason(rule), blocked_path=abs_path,
+                                  suggestions=read_suggestions(abs_path, ctx))
+    if in_working_dirs(abs_path, ctx, checked):
+        return PermissionDecision(behavior="allow", updated_input=input,
+                                  decision_reason=DecisionReason(type="workingDir", reason="inside the working directory"))
+    rule = matching_path_rule(pc, abs_path, "read", "allow", **facts)
+    if rule is not None:
+        return PermissionDecision(behavior="allow", updated_input=input, decision_reason=_rule_reason(rule))
+    return PermissionDecision(behavior="ask", message=message, updated_input=input,
+                              decision_reason=DecisionReason(type="workingDir",
+                                                             reason=f"{abs_path} is outside the working directories"),
+                              blocked_path=abs_path, suggestions=read_suggestions(abs_path, ctx))

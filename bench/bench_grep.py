@@ -1,0 +1,130 @@
+"""Benchmark: the Grep tool (through ``run_tool_use``) against ripgrep run directly, on 20,000 files.
+
+Owns nothing but this measurement. It generates a tree of 20,000 small source files in a temp dir,
+then for each case runs, interleaved and several times each (warm cache), the Grep tool through
+``run_tool_use`` and ``rg`` directly with the same arguments the tool builds (``subprocess.run``,
+output captured), and prints the medians and their ratio (target ≤ 1.15×).
+
+    .venv/bin/python bench/bench_grep.py [--files 20000] [--runs 9] [--tree DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from desktop_agent.core.context import ToolUseContext  # noqa: E402
+from desktop_agent.core.execution import run_tool_use  # noqa: E402
+from desktop_agent.tools.grep import GrepInput, GrepTool  # noqa: E402
+from desktop_agent.tools.ripgrep import rg_path  # noqa: E402
+
+WORDS = ("alpha beta gamma delta epsilon value config handler request response stream buffer parse "
+         "render update index cache token error result").split()
+
+
+def make_tree(root: str, n_files: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    per_dir = 100
+    for i in range(n_files):
+        d = os.path.join(root, f"pkg{i // (per_dir * 10):02d}", f"mod{(i // per_dir) % 10}")
+        if i % per_dir == 0:
+            os.makedirs(d, exist_ok=True)
+        lines = []
+        for j in range(30):
+            words = " ".join(rng.choice(WORDS) for _ in range(8))
+            lines.append(f"def fn_{i}_{j}(x):  # {words}")
+        if i % 100 == 0:  # ~1% of the files hold the rare marker
+            lines.append("    # FIXME: rare marker here")
+        with open(os.path.join(d, f"file{i:05d}.py"), "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        os.utime(os.path.join(d, f"file{i:05d}.py"), (1_600_000_000 + i, 1_600_000_000 + i))
+
+
+def bench_case(tree: str, inp: dict, runs: int) -> tuple[float, float, str]:
+    tool = GrepTool()
+    ctx = ToolUseContext(cwd=tree, tools=[tool])
+    args, _ = tool.build_args(GrepInput.model_validate(inp), ctx)
+    rg = rg_path()
+    block = {"type": "tool_use", "id": "toolu_bench", "name": "Grep", "input": inp}
+    tool_times: list[float] = []
+    rg_times: list[float] = []
+    summary = ""
+
+    async def one_tool() -> float:
+        nonlocal summary
+        t0 = time.perf_counter()
+        out = await run_tool_use(block, ctx)
+        dt = time.perf_counter() - t0
+        assert not out.is_error, out.block["content"]
+        summary = str(out.block["content"]).split("\n", 1)[0][:60]
+        return dt
+
+    def one_rg() -> float:
+        t0 = time.perf_counter()
+        proc = subprocess.run([rg, *args], cwd=tree, stdin=subprocess.DEVNULL, capture_output=True)
+        dt = time.perf_counter() - t0
+        assert proc.returncode in (0, 1), proc.stderr
+        return dt
+
+    async def main() -> None:
+        await one_tool()  # warm-up (cache, thread pool, imports)
+        one_rg()
+        for i in range(runs):  # alternate which goes first, so neither side always follows the other
+            if i % 2:
+                tool_times.append(await one_tool())
+                rg_times.append(one_rg())
+            else:
+                rg_times.append(one_rg())
+                tool_times.append(await one_tool())
+
+    asyncio.run(main())
+    return statistics.median(tool_times), statistics.median(rg_times), summary
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--files", type=int, default=20_000)
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--tree", help="reuse (or create and keep) the tree in this directory")
+    opts = ap.parse_args()
+    tree = opts.tree or tempfile.mkdtemp(prefix="bench-grep-")
+    try:
+        t0 = time.perf_counter()
+        if not (opts.tree and os.path.isdir(os.path.join(tree, "pkg00"))):
+            os.makedirs(tree, exist_ok=True)
+            make_tree(tree, opts.files)
+        print(f"tree: {opts.files} files in {tree} (generated in {time.perf_counter() - t0:.1f}s); "
+              f"rg: {rg_path()}; median of {opts.runs} interleaved runs")
+        cases = [
+            ("files_with_matches, rare (1% of files)", {"pattern": "FIXME: rare"}),
+            ("files_with_matches, every file", {"pattern": r"def fn_\d+_0\("}),
+            ("content, rare", {"pattern": "FIXME: rare", "output_mode": "content"}),
+            ("content, every file (head_limit 250)", {"pattern": r"def fn_\d+_29\(", "output_mode": "content"}),
+            ("count, every file", {"pattern": r"def fn_\d+_1\(", "output_mode": "count"}),
+        ]
+        print(f"{'case':42} {'Grep tool':>10} {'rg direct':>10} {'ratio':>7}  first line of the result")
+        worst = 0.0
+        for name, inp in cases:
+            t_tool, t_rg, summary = bench_case(tree, inp, opts.runs)
+            ratio = t_tool / t_rg
+            worst = max(worst, ratio)
+            print(f"{name:42} {t_tool * 1000:8.1f}ms {t_rg * 1000:8.1f}ms {ratio:6.2f}x  {summary}")
+        print(f"worst ratio: {worst:.2f}x (target <= 1.15x)")
+    finally:
+        if not opts.tree:
+            shutil.rmtree(tree, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

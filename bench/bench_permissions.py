@@ -1,0 +1,119 @@
+"""Benchmark: one permission decision against a rule set of 500 rules must take under 1 ms.
+
+Run: ``.venv/bin/python bench/bench_permissions.py [--rules 500] [--n 2000]``. It builds 500 rules (allow,
+deny and ask; Bash prefixes, Read/Edit path globs, tool names, MCP tools) spread over three sources, then
+times ``has_permissions_to_use_tool`` for a mix of requests (Edit inside/outside the project, Read, a Bash
+compound command, a denied command) and prints mean / p50 / p99 per decision. Exit status 1 when the mean
+is over 1 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from desktop_agent.core.context import ToolUseContext  # noqa: E402
+from desktop_agent.permissions import bash_commands, paths  # noqa: E402
+from desktop_agent.permissions.context import PermissionContext  # noqa: E402
+from desktop_agent.permissions.engine import has_permissions_to_use_tool  # noqa: E402
+from desktop_agent.permissions.rules import parse_rule  # noqa: E402
+from desktop_agent.permissions.types import PermissionRule  # noqa: E402
+from desktop_agent.tools.base import ToolInput, build_tool  # noqa: E402
+
+
+class FileIn(ToolInput):
+    file_path: str
+
+
+class CmdIn(ToolInput):
+    command: str
+
+
+def make_rules(n: int) -> list[PermissionRule]:
+    rules: list[PermissionRule] = []
+    sources = ["userSettings", "projectSettings", "localSettings"]
+    for i in range(n):
+        kind = i % 6
+        behavior = "deny" if i % 10 == 0 else "ask" if i % 10 == 1 else "allow"
+        if kind == 0:
+            text = f"Bash(tool{i} sub{i}:*)"
+        elif kind == 1:
+            text = f"Bash(cmd{i} * --flag{i})"
+        elif kind == 2:
+            text = f"Edit(src/module{i}/**)"
+        elif kind == 3:
+            text = f"Read(//data/set{i}/**/*.csv)"
+        elif kind == 4:
+            text = f"mcp__server{i}__tool"
+        else:
+            text = f"Edit(**/*.gen{i}.ts)"
+        rules.append(PermissionRule(value=parse_rule(text), behavior=behavior,  # type: ignore[arg-type]
+                                    source=sources[i % 3]))  # type: ignore[arg-type]
+    rules.append(PermissionRule(value=parse_rule("Bash(rm -rf *)"), behavior="deny", source="userSettings"))
+    return rules[: n]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rules", type=int, default=500)
+    ap.add_argument("--n", type=int, default=2000)
+    args = ap.parse_args()
+
+    ws = tempfile.mkdtemp(prefix="bench-perm-")
+    os.makedirs(os.path.join(ws, "src"), exist_ok=True)
+    rules = make_rules(args.rules)
+    pc = PermissionContext(ws, rules=rules)
+    ctx = ToolUseContext(cwd=ws, permission_context=pc)
+
+    edit = build_tool("Edit", FileIn, description="e", call=lambda s, i, c: None,
+                      check_permissions=lambda s, i, c: paths.check_write_permission_for_tool(
+                          "Edit", c.expand(i.file_path), i.model_dump(), c))
+    read = build_tool("Read", FileIn, description="r", call=lambda s, i, c: None,
+                      is_read_only=lambda s, i: True,
+                      check_permissions=lambda s, i, c: paths.check_read_permission_for_tool(
+                          "Read", c.expand(i.file_path), i.model_dump(), c))
+    bash = build_tool("Bash", CmdIn, description="b", call=lambda s, i, c: None,
+                      is_read_only=lambda s, i: bash_commands.is_read_only_command(i.command),
+                      check_permissions=lambda s, i, c: bash_commands.check_bash_permission(i.model_dump(), c))
+    cases = [
+        ("Edit inside", edit, FileIn(file_path=os.path.join(ws, "src", "module7", "a.py"))),
+        ("Edit outside", edit, FileIn(file_path="/opt/other/x.txt")),
+        ("Read outside", read, FileIn(file_path="/data/set3/a/b.csv")),
+        ("Bash compound", bash, CmdIn(command="tool6 sub6 --x && cmd7 a b --flag7 | grep y")),
+        ("Bash denied", bash, CmdIn(command="rm -rf build")),
+        ("Bash read-only", bash, CmdIn(command="git status && ls -la src")),
+    ]
+
+    async def bench() -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for name, tool, inp in cases:
+            await has_permissions_to_use_tool(tool, inp, ctx)  # warm the caches
+            times = []
+            for _ in range(args.n // len(cases)):
+                t0 = time.perf_counter()
+                await has_permissions_to_use_tool(tool, inp, ctx)
+                times.append((time.perf_counter() - t0) * 1000)
+            out[name] = times
+        return out
+
+    results = asyncio.run(bench())
+    all_times = [t for ts in results.values() for t in ts]
+    print(f"rules: {len(pc.rules)}  decisions: {len(all_times)}")
+    for name, ts in results.items():
+        ts.sort()
+        print(f"  {name:16s} mean {statistics.mean(ts):.3f} ms  p50 {ts[len(ts) // 2]:.3f} ms  "
+              f"p99 {ts[int(len(ts) * 0.99)]:.3f} ms")
+    mean = statistics.mean(all_times)
+    print(f"overall mean {mean:.3f} ms per decision (budget 1 ms)")
+    return 0 if mean < 1.0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

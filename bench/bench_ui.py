@@ -1,0 +1,249 @@
+"""Benchmark: the desktop window — cold start, long sessions, appends at 2,000 cards, loop stalls.
+
+Measures (targets from the desktop issue):
+1. cold start to the first painted window, empty (process wall time, median of 5) and peak RSS;
+2. the same with a 1,000-message session resumed and rendered (target < 1.0 s, RSS < 200 MB);
+3. appending a tool card and a streamed text chunk when the conversation holds 2,000 cards
+   (including the layout and paint that follow; target < 5 ms), and a scroll step;
+4. the largest event-loop stall while a turn streams 200 chunks/s and a Grep runs over a large
+   tree (target < 50 ms), with the real engine and a scripted model on the qasync loop.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from bench._common import report, result  # noqa: E402
+
+
+def _isolated_env(home: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"), XDG_DATA_HOME=os.path.join(home, ".local/share"),
+               XDG_STATE_HOME=os.path.join(home, ".local/state"), QT_QPA_PLATFORM="offscreen", PYTHONPATH=ROOT,
+               ANTHROPIC_API_KEY="bench-dummy-key")
+    return env
+
+
+def _run_child(args: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MB) and stdout of one app process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "desktop_agent", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read() if proc.stdout else ""
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0 or "first_paint_s" not in out:
+        raise RuntimeError(f"app exited with {proc.returncode}: {out!r}")
+    return wall, usage.ru_maxrss / 1024.0, out
+
+
+def make_long_session(home: str, folder: str, n_messages: int = 1000) -> str:
+    """A transcript of ``n_messages`` messages (prompts, text, Read calls and results)."""
+    saved = {k: os.environ.get(k) for k in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")}
+    os.environ.update({k: v for k, v in _isolated_env(home).items() if k in saved})
+    try:
+        from desktop_agent.core.messages import assistant_entry, tool_result_block, user_entry
+        from desktop_agent.session.store import TranscriptStore
+
+        store = TranscriptStore.create(folder)
+        n = 0
+        i = 0
+        while n < n_messages:
+            i += 1
+            tid = f"toolu_b{i:05d}"
+            entries = [
+                user_entry(f"Question {i}: what does module {i} do? Please look at the file."),
+                assistant_entry([{"type": "text", "text": f"Let me read `mod{i}.py`."},
+                                 {"type": "tool_use", "id": tid, "name": "Read",
+                                  "input": {"file_path": os.path.join(folder, f"mod{i}.py")}}]),
+                user_entry([tool_result_block(tid, "\n".join(f"{k}\tline {k} of module {i}" for k in range(1, 40)))]),
+                assistant_entry([{"type": "text", "text": f"Module {i} defines **three** helpers:\n\n"
+                                  f"```python\ndef helper_{i}(x):\n    return x * {i}\n```\n\nand two constants."}]),
+            ]
+            for e in entries[: n_messages - n]:
+                store.record(e)
+                n += 1
+        store.close() if hasattr(store, "close") else None
+        return store.session_id
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def bench_cold_start(runs: int) -> list[dict]:
+    items = []
+    home = tempfile.mkdtemp(prefix="bench-ui-home-")
+    env = _isolated_env(home)
+    env["DESKTOP_AGENT_EXIT_AFTER_PAINT"] = "1"
+    walls, rss = [], []
+    for _ in range(runs):
+        w, r, _ = _run_child([], env)
+        walls.append(w)
+        rss.append(r)
+    items.append(result("ui cold start → first paint (empty window)", walls, target=1.0))
+    items.append(result("ui peak RSS (empty window)", rss, unit="MB", target=200))
+
+    folder = tempfile.mkdtemp(prefix="bench-ui-project-")
+    sid = make_long_session(home, folder, 1000)
+    env["DESKTOP_AGENT_EXIT_AFTER_PAINT"] = "loaded"
+    walls, rss = [], []
+    for _ in range(runs):
+        w, r, _out = _run_child([folder, "--resume", sid], env)
+        walls.append(w)
+        rss.append(r)
+    items.append(result("ui cold start → painted with a 1,000-message session", walls, target=1.0))
+    items.append(result("ui peak RSS (1,000-message session)", rss, unit="MB", target=200))
+    return items
+
+
+def bench_appends(n_cards: int = 2000, samples: int = 200) -> list[dict]:
+    from PySide6.QtWidgets import QApplication
+
+    from desktop_agent.ui.conversation_view import ConversationView
+
+    app = QApplication.instance() or QApplication([])
+    view = ConversationView()
+    view.resize(700, 800)
+    view.show()
+    view.cwd = "/work"
+    for i in range(n_cards):
+        if i % 10 == 0:
+            view.add_user(f"prompt {i}")
+            view.append_text(f"Some **text** for step {i}, with `code` and a [link](https://example.com).")
+        view.start_tool(f"t{i}", "Read", {"file_path": f"/work/src/file{i}.py"})
+        view.finish_tool(f"t{i}", "Read", "\n".join(f"{k}\tx" for k in range(30)), False)
+    app.processEvents()
+    assert len(view.cards) == n_cards
+
+    card_times = []
+    for j in range(samples):
+        t0 = time.perf_counter()
+        view.start_tool(f"x{j}", "Bash", {"command": f"echo {j}"})
+        view.finish_tool(f"x{j}", "Bash", f"{j}\n", False)
+        app.processEvents()  # layout + paint of what changed
+        card_times.append(time.perf_counter() - t0)
+
+    text_times = []
+    view.append_text("Streaming answer: ")
+    block = view.current_text
+    for j in range(samples):
+        t0 = time.perf_counter()
+        view.append_text(f"word{j} and more ")
+        block.flush()  # render now (normally coalesced to one render per 40 ms)
+        app.processEvents()
+        text_times.append(time.perf_counter() - t0)
+
+    append_only = []
+    for j in range(samples):
+        t0 = time.perf_counter()
+        view.append_text(f"chunk{j} ")
+        append_only.append(time.perf_counter() - t0)
+    block.flush()
+
+    bar = view.verticalScrollBar()
+    scroll_times = []
+    for j in range(100):
+        t0 = time.perf_counter()
+        bar.setValue(int(bar.maximum() * ((j * 37) % 100) / 100))
+        app.processEvents()
+        scroll_times.append(time.perf_counter() - t0)
+    view.close()
+    return [
+        result("ui append a tool card at 2,000 cards (+layout/paint)", card_times, unit="ms", scale=1000, target=5),
+        result("ui append a text chunk at 2,000 cards (+markdown render/paint)", text_times, unit="ms", scale=1000,
+               target=5),
+        result("ui append a text chunk, call only (render coalesced)", append_only, unit="ms", scale=1000, target=5),
+        result("ui scroll step at 2,000 cards (+paint)", scroll_times, unit="ms", scale=1000, target=16),
+    ]
+
+
+def bench_stall(chunks: int = 600) -> list[dict]:
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
+    from desktop_agent.ui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication([])
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    import site
+
+    tree = next((p for p in site.getsitepackages() if os.path.isdir(p)), ROOT)
+    body = " ".join(f"w{i:03d}" for i in range(chunks))  # 5-char chunks
+    client = ScriptedModelClient([
+        reply(tool_use("Grep", {"pattern": r"def \w+_stream", "path": tree, "output_mode": "content"}, id="toolu_g"),
+              text(body), delay=1 / 200),
+        reply(text("done")),
+    ], chunk_size=5)
+    home = tempfile.mkdtemp(prefix="bench-ui-stall-")
+    os.environ.update({k: v for k, v in _isolated_env(home).items() if k.startswith("XDG") or k == "HOME"})
+    win = MainWindow(client_factory=lambda: client)
+    win.resize(1280, 800)
+    win.show()
+    gaps: list[float] = []
+
+    async def probe(stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            await asyncio.sleep(0.005)
+            gaps.append(time.perf_counter() - t0 - 0.005)
+
+    async def scenario() -> float:
+        assert await win.open_folder(tree)
+        stop = asyncio.Event()
+        probe_task = asyncio.ensure_future(probe(stop))
+        t0 = time.perf_counter()
+        task = win.controller.submit("stream while grepping")
+        await task
+        elapsed = time.perf_counter() - t0
+        stop.set()
+        await probe_task
+        return elapsed
+
+    with loop:
+        elapsed = loop.run_until_complete(scenario())
+    card = win.conversation.cards.get("toolu_g")
+    print(f"stall run: {elapsed:.2f} s for {chunks} chunks; grep card: {card.state if card else None} "
+          f"{card.summary if card else ''}; probe samples {len(gaps)}")
+    gaps.sort()
+    p99 = gaps[int(len(gaps) * 0.99)] if gaps else 0.0
+    return [
+        result("ui largest event-loop stall (200 chunks/s + Grep)", [max(gaps)], unit="ms", scale=1000, target=50),
+        result("ui p99 event-loop lag (200 chunks/s + Grep)", [p99], unit="ms", scale=1000, target=16),
+    ]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--skip-start", action="store_true")
+    ns = ap.parse_args()
+    items: list[dict] = []
+    if not ns.skip_start:
+        items += bench_cold_start(ns.runs)
+    items += bench_appends()
+    items += bench_stall()
+    report(items)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,625 @@
+"""``AgentSession``: the composition root the CLI and the desktop window share.
+
+settings → model client → tools → permissions (rules, mode, hooks, trust) → session transcript.
+``AgentSession.create`` starts a new session or resumes one (``resume=<id>`` / ``continue_latest``);
+``submit(prompt)`` runs one user turn and yields ``AgentEvent``s:
+
+1. auto-compaction first, when the conversation is over the §5.5 threshold (boundary + summary
+   appended to the transcript; file attachments kept in memory only);
+2. the user entry is written to the JSONL **before** the model is called;
+3. the query loop runs with a fresh ``AbortSignal`` (``interrupt()`` fires it), and every new entry
+   it produces is appended to ``messages`` and the transcript through ``on_message``;
+4. the permission state (mode + session grants) is written when it changed, so a resume restores it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable, Sequence
+
+from desktop_agent.config import AppSettings, find_api_key, resolve_model
+from desktop_agent.core.context import AbortSignal, ToolUseContext
+from desktop_agent.core.events import Compacted, ErrorEvent, TurnFinished
+from desktop_agent.core.messages import tool_result_ids, user_entry
+from desktop_agent.model.pricing import CostTracker
+from desktop_agent.session import compact as compaction
+from desktop_agent.session.resume import history_for_display, load_conversation_for_resume
+from desktop_agent.session.store import (
+    SessionInfo, TranscriptStore, find_session, latest_session, read_transcript,
+)
+from desktop_agent.session.store import list_sessions as _list_sessions
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
+INTERRUPTED = "[Request interrupted by user]"
+
+
+class SessionError(Exception):
+    """A session could not be created or resumed (unknown id, id in use, nothing to continue)."""
+
+
+class ConfigError(Exception):
+    """Missing API key or another configuration problem, with a one-line message for the user."""
+
+
+# ------------------------------------------------------------------------------------------ adapters
+
+
+def _make_client(settings: AppSettings) -> Any:
+    """The Anthropic client from env + settings. Raises ConfigError without an API key."""
+    key, _source = find_api_key()
+    if not key:
+        raise ConfigError("no API key found: set ANTHROPIC_API_KEY (or save a key in the app's settings)")
+    from desktop_agent.model.anthropic_client import AnthropicClient
+
+    kwargs: dict[str, Any] = {"api_key": key}
+    base_url = os.environ.get("ANTHROPIC_BASE_URL") or settings.base_url
+    if base_url:
+        kwargs["base_url"] = base_url
+    if not os.environ.get("DESKTOP_AGENT_STREAM_IDLE_TIMEOUT_S") and settings.stream_idle_timeout_s > 0:
+        kwargs["idle_timeout_s"] = settings.stream_idle_timeout_s
+    return AnthropicClient.from_env(**kwargs)
+
+
+class _SimplePermissionContext:
+    """Stand-in until the permission engine's ``PermissionContext`` is importable: a mode only."""
+
+    def __init__(self, mode: str = "default"):
+        self.mode = mode
+
+    def apply_updates(self, updates: list[Any], ctx: Any = None) -> None:
+        for u in updates:
+            if getattr(u, "type", None) == "setMode" and getattr(u, "mode", None):
+                self.mode = u.mode
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode}
+
+
+def _load_permission_context(cwd: str, *, allowed: Sequence[str], disallowed: Sequence[str], settings_arg: str | None,
+                             mode: str | None, add_dirs: Sequence[str], trusted: bool | None) -> Any:
+    try:
+        from desktop_agent.permissions.context import PermissionContext
+    except ImportError:
+        return _SimplePermissionContext(mode or "default")
+    return PermissionContext.load(cwd, cli_allowed=list(allowed), cli_disallowed=list(disallowed),
+                                  settings_arg=settings_arg, mode=mode, add_dirs=list(add_dirs), trusted=trusted)
+
+
+def _make_hooks(permission_context: Any, cwd: str) -> Any:
+    """B's HookRunner over the settings hooks (None when the runner is not available)."""
+    try:
+        from desktop_agent.permissions.hooks import HookRunner  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    for factory in ("from_permission_context", "from_context"):
+        make = getattr(HookRunner, factory, None)
+        if make is not None:
+            try:
+                return make(permission_context)
+            except Exception as exc:  # pragma: no cover - hooks are optional
+                log.warning("hooks disabled: %s", exc)
+                return None
+    try:
+        return HookRunner(permission_context)
+    except Exception:
+        try:
+            return HookRunner()
+        except Exception as exc:  # pragma: no cover
+            log.warning("hooks disabled: %s", exc)
+            return None
+
+
+async def _build_system_prompt(cwd: str, model: str, working_dirs: list[str], system_prompt: str | None,
+                              append: str | None) -> list[dict[str, Any]]:
+    """The session's system blocks (identity, environment with git status, memory files)."""
+    try:
+        from desktop_agent.core.system_prompt import build_system_prompt
+    except ImportError:  # pragma: no cover - the prompt module ships with the engine
+        text = system_prompt if system_prompt is not None else (
+            "You are Desktop Agent, a coding assistant working in the user's project.\n\n"
+            f"Working directory: {cwd}\nPlatform: {platform.system().lower()}\nToday's date: {time.strftime('%Y-%m-%d')}")
+        blocks = [{"type": "text", "text": text}] if text else []
+        if append:
+            blocks.append({"type": "text", "text": append})
+        return blocks
+    return await build_system_prompt(cwd, model=model, custom_prompt=system_prompt, append_prompt=append,
+                                      additional_dirs=working_dirs[1:])
+
+
+def _tool_names_denied(permission_context: Any) -> set[str]:
+    """Whole-tool deny rules remove the tool from the request (App. A)."""
+    names = set(getattr(permission_context, "disabled_tools", ()) or ())
+    whole = getattr(permission_context, "whole_tool_rule", None)
+    if callable(whole):
+        from desktop_agent.tools.registry import all_builtin_tools
+
+        for tool in all_builtin_tools():
+            try:
+                if whole("deny", tool.name) is not None:
+                    names.add(tool.name)
+            except Exception:
+                pass
+    return names
+
+
+def _make_file_history(session_id: str) -> Any:
+    """Backups before each write (``session.history``), under the app's data dir."""
+    try:
+        from desktop_agent.config import data_dir
+        from desktop_agent.session.history import FileHistory
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        return FileHistory(data_dir(), session_id)
+    except Exception as exc:  # pragma: no cover - backups are a safety net, not a precondition
+        log.warning("file history disabled: %s", exc)
+        return None
+
+
+def _iso_to_ms(value: Any) -> int | None:
+    if not isinstance(value, str):
+        return None
+    from datetime import datetime
+
+    try:
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+# -------------------------------------------------------------------------------------------- session
+
+
+class AgentSession:
+    """One conversation in one working directory. Create with ``AgentSession.create``."""
+
+    def __init__(self) -> None:  # use create()
+        self.session_id: str = ""
+        self.cwd: str = ""
+        self.settings: AppSettings = AppSettings()
+        self.client: Any = None
+        self.model: str = DEFAULT_MODEL
+        self.store: TranscriptStore | None = None
+        self.messages: list[dict[str, Any]] = []
+        self.ctx: ToolUseContext | None = None
+        self.permission_context: Any = None
+        self.tools: list[Any] = []
+        # The system blocks, built at the first turn (git status is an async subprocess).
+        self.system_prompt: list[dict[str, Any]] | None = None
+        self._prompt_args: tuple[Any, ...] = ([], None, None)
+        self.max_turns: int | None = None
+        self.max_tokens: int = 32_000
+        self.cost = CostTracker()
+        self.api_duration_ms: float = 0.0
+        self.compact_state = compaction.AutoCompactState()
+        self.resumed: bool = False
+        self.resume_info: Any = None
+        self.auto_compact: bool = True
+        self.streaming_tool_execution: bool = True
+        self.thinking: dict[str, Any] | None = None
+        self.include_stream_events = False
+        self.last_prompt_uuid: str | None = None
+        self._running = False
+        self._turn_abort: AbortSignal | None = None
+        self._listeners: list[Callable[[dict[str, Any]], None]] = []
+
+    # ---------------------------------------------------------------------------------- creation
+
+    @classmethod
+    def create(
+        cls,
+        cwd: str | os.PathLike[str],
+        *,
+        settings: AppSettings | None = None,
+        client: Any = None,
+        prompter: Any = None,
+        session_id: str | None = None,
+        resume: str | None = None,
+        continue_latest: bool = False,
+        permission_mode: str | None = None,
+        allowed_tools: Sequence[str] = (),
+        disallowed_tools: Sequence[str] = (),
+        tools: Sequence[str] | None = None,
+        add_dirs: Sequence[str] = (),
+        max_turns: int | None = None,
+        system_prompt: str | None = None,
+        append_system_prompt: str | None = None,
+        trusted: bool | None = None,
+        settings_arg: str | None = None,
+        model: str | None = None,
+        hooks: Any = None,
+    ) -> AgentSession:
+        self = cls()
+        self.settings = settings or AppSettings.load()
+        self.cwd = os.path.abspath(os.fspath(cwd))
+        if not os.path.isdir(self.cwd):
+            raise SessionError(f"working directory does not exist: {self.cwd}")
+        self.model = resolve_model(model, self.settings) or DEFAULT_MODEL
+        self.max_turns = max_turns
+        self.max_tokens = self.settings.max_tokens
+        self.auto_compact = self.settings.auto_compact
+        self.streaming_tool_execution = self.settings.streaming_tool_execution
+
+        # 0. the model client first: a missing key must not leave a session file behind
+        self.client = client if client is not None else _make_client(self.settings)
+
+        # 0b. permission rules and settings (a bad --settings fails here, before any file is written)
+        self.permission_context = _load_permission_context(
+            self.cwd, allowed=allowed_tools, disallowed=disallowed_tools, settings_arg=settings_arg,
+            mode=permission_mode, add_dirs=add_dirs, trusted=trusted)
+
+        # 1. which transcript
+        entries: list[dict[str, Any]] | None = None
+        path: Path | None = None
+        if resume:
+            path = find_session(resume, self.cwd)
+            if path is None:
+                raise SessionError(f"No conversation found with session ID: {resume}")
+            self.session_id = resume
+        elif continue_latest:
+            info = latest_session(self.cwd)
+            if info is None:
+                raise SessionError("No conversation found to continue")
+            path = Path(info.path)
+            self.session_id = info.session_id
+        if path is not None:
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as exc:
+                raise SessionError(f"cannot read the transcript of session {self.session_id}: {exc}") from exc
+            entries = read_transcript(path)
+            resumed = load_conversation_for_resume(entries)
+            self.resume_info = resumed
+            self.resumed = True
+            self.store = TranscriptStore.open_existing(path, self.session_id, self.cwd,
+                                                       entries=read_transcript(path, full=True))
+            self.store.set_chain_tip(resumed.chain_tip)
+            self.messages = resumed.messages
+        else:
+            try:
+                self.store = TranscriptStore.create(self.cwd, session_id)
+            except FileExistsError as exc:
+                raise SessionError(str(exc)) from exc
+            self.session_id = self.store.session_id
+
+        # 2. permissions (mode and session grants restored on resume; an explicit mode wins)
+        if self.resumed and self.resume_info.permission_state:
+            self._restore_permission_state(self.resume_info.permission_state, keep_mode=permission_mode is not None)
+
+        # 3. tools
+        from desktop_agent.tools.registry import default_tools
+
+        offered = default_tools(list(tools) if tools is not None else None)
+        denied = _tool_names_denied(self.permission_context)
+        self.tools = [t for t in offered if t.name not in denied]
+
+        # 4. context
+        working_dirs = list(getattr(self.permission_context, "working_dirs", None) or
+                            [self.cwd] + [os.path.abspath(os.path.join(self.cwd, d)) for d in add_dirs])
+        self.ctx = ToolUseContext(
+            cwd=self.cwd, working_dirs=working_dirs, permission_context=self.permission_context,
+            prompter=prompter, hooks=hooks if hooks is not None else _make_hooks(self.permission_context, self.cwd),
+            session_id=self.session_id, transcript_path=str(self.store.path), tools=list(self.tools),
+        )
+        self.ctx.file_history = _make_file_history(self.session_id)
+        self._restore_read_state()
+
+        # 5. model
+        self._prompt_args = (working_dirs, system_prompt, append_system_prompt)
+
+        # the clean-up messages of a resume (continuation, synthetic reply) go to the file now
+        if self.resumed:
+            for entry in self.resume_info.added:
+                self.store.record(entry)
+        else:
+            # a new session's file holds only its two header lines until something differs from the default
+            # (a launch mode other than default is written with the first message)
+            self.store.note_permission_state({"mode": "default", "context": {
+                "mode": "default", "session_rules": [], "session_dirs": []}})
+            return self
+        self._persist_permission_state()
+        return self
+
+    # ---------------------------------------------------------------------------------- properties
+
+    @property
+    def transcript_path(self) -> str:
+        return str(self.store.path) if self.store else ""
+
+    @property
+    def permission_mode(self) -> str:
+        return str(getattr(self.permission_context, "mode", "default"))
+
+    @property
+    def total_cost_usd(self) -> float:
+        return self.cost.cost_usd
+
+    @property
+    def total_usage(self) -> dict[str, int]:
+        return dict(self.cost.usage)
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def history(self) -> list[dict[str, Any]]:
+        """The whole transcript for display (file order, pre-compaction messages kept)."""
+        return history_for_display(read_transcript(self.transcript_path, full=True))
+
+    @staticmethod
+    def list_sessions(cwd: str | os.PathLike[str]) -> list[SessionInfo]:
+        return _list_sessions(os.fspath(cwd))
+
+    def add_message_listener(self, fn: Callable[[dict[str, Any]], None]) -> None:
+        """Called with each entry as it is recorded (the UI may mirror the transcript)."""
+        self._listeners.append(fn)
+
+    # ---------------------------------------------------------------------------------- permissions
+
+    def set_permission_mode(self, mode: str) -> None:
+        """Switch the mode mid-session (the UI's selector, the SDK's ``set_permission_mode``)."""
+        from desktop_agent.permissions.types import PERMISSION_MODES
+
+        if mode == "manual":
+            mode = "default"
+        if mode not in PERMISSION_MODES:
+            raise ValueError(f"unknown permission mode: {mode}")
+        self._set_mode_raw(mode)
+        self._persist_permission_state()
+
+    def _permission_state(self) -> dict[str, Any]:
+        pc = self.permission_context
+        state: dict[str, Any] = {"mode": self.permission_mode}
+        if hasattr(pc, "to_json"):
+            try:
+                state["context"] = pc.to_json()
+            except Exception:
+                pass
+        return state
+
+    def _persist_permission_state(self) -> None:
+        if self.store is not None:
+            try:
+                self.store.record_permission_state(self._permission_state())
+            except OSError as exc:  # pragma: no cover - disk trouble is reported at the next record
+                log.warning("could not record the permission state: %s", exc)
+
+    def _restore_permission_state(self, state: dict[str, Any], keep_mode: bool) -> None:
+        pc = self.permission_context
+        explicit_mode = self.permission_mode
+        context = state.get("context")
+        try:
+            if isinstance(context, dict) and hasattr(pc, "restore"):
+                pc.restore(context)
+            if keep_mode:
+                self._set_mode_raw(explicit_mode)
+            elif state.get("mode"):
+                self._set_mode_raw(str(state["mode"]))
+        except Exception as exc:
+            log.warning("could not restore the session's permission state: %s", exc)
+        if self.store is not None:
+            self.store.note_permission_state(self._permission_state())
+
+    def _set_mode_raw(self, mode: str) -> None:
+        pc = self.permission_context
+        setter = getattr(pc, "set_mode", None)
+        if callable(setter):
+            setter(mode)
+        else:
+            pc.mode = mode
+
+    def _restore_read_state(self) -> None:
+        """After a resume, the files the model read in full (and did not change since) count as read.
+
+        Each restored entry carries the time its result was recorded, so a file changed on disk after that
+        is stale for Edit/Write exactly as in the original session (and a full read's content comparison
+        still forgives a mere touch). Partial reads and files later written by Edit/Write are not restored:
+        the model reads them again.
+        """
+        if not self.resumed or self.ctx is None:
+            return
+        from desktop_agent.core.context import FileStateEntry, expand_path
+
+        calls: dict[str, dict[str, Any]] = {}
+        restored: dict[str, FileStateEntry] = {}
+        for m in self.messages:
+            content = (m.get("message") or {}).get("content")
+            if not isinstance(content, list):
+                continue
+            if m.get("type") == "assistant":
+                for b in content:
+                    if isinstance(b, dict) and b.get("type") == "tool_use":
+                        calls[str(b.get("id"))] = b
+                continue
+            for b in content:
+                if not (isinstance(b, dict) and b.get("type") == "tool_result") or b.get("is_error"):
+                    continue
+                call = calls.get(str(b.get("tool_use_id")))
+                inp = call.get("input") if call else None
+                if not isinstance(inp, dict) or not isinstance(inp.get("file_path"), str):
+                    continue
+                path = expand_path(inp["file_path"], self.cwd)
+                if call.get("name") in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
+                    restored.pop(path, None)
+                    continue
+                result = m.get("toolUseResult")
+                if call.get("name") != "Read" or not isinstance(result, dict) or result.get("type") != "text":
+                    continue
+                if inp.get("limit") is not None or (inp.get("offset") or 1) > 1:
+                    continue
+                text = (result.get("file") or {}).get("content")
+                stamp = _iso_to_ms(m.get("timestamp"))
+                if isinstance(text, str) and stamp:
+                    restored[path] = FileStateEntry(content=text, timestamp=stamp, offset=1, limit=None)
+        for path, entry in restored.items():
+            self.ctx.read_file_state.set(path, entry)
+
+    # ---------------------------------------------------------------------------------- turns
+
+    def interrupt(self) -> None:
+        """Abort the running turn (stream, permission wait, cancellable tools)."""
+        if self._turn_abort is not None:
+            self._turn_abort.abort("user_interrupted")
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        if self.store is not None:
+            self.store.record(entry)
+        for fn in list(self._listeners):
+            try:
+                fn(entry)
+            except Exception:  # pragma: no cover - a listener must not break persistence
+                log.exception("message listener failed")
+
+    def _on_message(self, entry: dict[str, Any]) -> None:
+        """The loop's persistence hook: every new entry, in order, as it appears."""
+        uid = entry.get("uuid")
+        if uid and self.store is not None and self.store.contains(uid):
+            return
+        if not any(m is entry for m in self.messages[-4:]):
+            self.messages.append(entry)
+        self._record(entry)
+        if entry.get("type") == "user" and tool_result_ids(entry):
+            self._persist_permission_state()
+
+    def _tool_schemas(self) -> list[dict[str, Any]]:
+        out = []
+        for t in self.tools:
+            try:
+                out.append(t.to_api_schema())
+            except Exception:
+                pass
+        return out
+
+    async def _compact(self, trigger: str, custom_instructions: str | None = None) -> Compacted:
+        result = await compaction.compact_conversation(
+            self.client, self.model, self.messages, transcript_path=self.transcript_path,
+            read_file_state=self.ctx.read_file_state if self.ctx else None, tools=self._tool_schemas(),
+            trigger=trigger, custom_instructions=custom_instructions)
+        for entry in (result.boundary, result.summary):
+            self.messages.append(entry)
+            self._record(entry)
+        self.messages.extend(result.attachments)  # in memory only (§5.5)
+        return Compacted(pre_tokens=result.pre_tokens, summary=result.summary_text)
+
+    async def compact(self, custom_instructions: str | None = None) -> Compacted:
+        """Manual compaction (the ``/compact`` command)."""
+        if self._running:
+            raise RuntimeError("a turn is running")
+        self._running = True
+        try:
+            return await self._compact("manual", custom_instructions)
+        finally:
+            self._running = False
+
+    async def system_prompt_blocks(self) -> list[dict[str, Any]]:
+        if self.system_prompt is None:
+            working_dirs, custom, append = self._prompt_args
+            self.system_prompt = await _build_system_prompt(self.cwd, self.model, working_dirs, custom, append)
+        return list(self.system_prompt)
+
+    def messages_for_query(self) -> list[dict[str, Any]]:
+        return compaction.messages_after_boundary(self.messages)
+
+    async def submit(self, prompt: str | list[dict[str, Any]], **entry_extra: Any) -> AsyncIterator[Any]:
+        """Run one user turn; yields AgentEvents ending with one TurnFinished."""
+        if self._running:
+            raise RuntimeError("a turn is already running")
+        self._running = True
+        abort = AbortSignal()
+        self._turn_abort = abort
+        assert self.ctx is not None
+        self.ctx.abort = abort
+        t0 = time.perf_counter()
+        try:
+            # 1. auto-compaction before the new input joins the conversation
+            extra = compaction.rough_tokens(prompt)
+            if compaction.should_auto_compact(self.messages, self.model, self.compact_state, self.auto_compact,
+                                              extra_tokens=extra):
+                self.compact_state.attempts += 1
+                try:
+                    event = await self._compact("auto")
+                    self.compact_state.consecutive_failures = 0
+                    yield event
+                except Exception as exc:
+                    self.compact_state.consecutive_failures += 1
+                    self.compact_state.last_error = str(exc)
+                    log.warning("auto-compaction failed (%d in a row): %s", self.compact_state.consecutive_failures,
+                                exc)
+                    yield ErrorEvent(message=f"Auto-compaction failed: {exc}", kind="compact")
+
+            # 2. the user's input is on disk before the model is called
+            entry = user_entry(prompt, **entry_extra)
+            self.last_prompt_uuid = entry["uuid"]
+            self.messages.append(entry)
+            try:
+                self._record(entry)
+            except OSError as exc:  # disk full, permissions: the user sees it; the turn still runs
+                yield ErrorEvent(message=f"Could not save the transcript: {exc}", kind="internal")
+            self._persist_permission_state()
+
+            # 3. the loop
+            from desktop_agent.core.loop import QueryParams, query
+
+            params = QueryParams(
+                messages=self.messages_for_query(), ctx=self.ctx, client=self.client, model=self.model,
+                system_prompt=await self.system_prompt_blocks(), max_turns=self.max_turns, max_tokens=self.max_tokens,
+                thinking=self.thinking, streaming_tool_execution=self.streaming_tool_execution,
+                on_message=self._on_message, cost_tracker=self.cost,
+                include_stream_events=self.include_stream_events,
+            )
+            finished: TurnFinished | None = None
+            try:
+                async for event in query(params):
+                    if isinstance(event, TurnFinished):
+                        finished = event
+                        self.api_duration_ms += event.duration_api_ms
+                        if event.reason in ("aborted_streaming", "aborted_tools"):
+                            for extra_event in self._interrupt_notice(event.reason):
+                                yield extra_event
+                    yield event
+            finally:
+                # context modifiers may have replaced the context during the turn
+                if params.ctx is not self.ctx:
+                    self.ctx = params.ctx
+            if finished is None:  # pragma: no cover - the loop always ends with one
+                yield TurnFinished(reason="completed", duration_ms=(time.perf_counter() - t0) * 1000)
+        finally:
+            self._running = False
+            self._turn_abort = None
+            self._persist_permission_state()
+            if self.store is not None:
+                self.store.sync()
+
+    def _interrupt_notice(self, reason: str) -> list[Any]:
+        """After an abort: the ``[Request interrupted by user…]`` user message, unless the loop added one."""
+        from desktop_agent.core.events import UserMessage
+        from desktop_agent.core.messages import text_of
+
+        for m in reversed(self.messages[-3:]):
+            if m.get("type") == "user" and text_of(m).startswith("[Request interrupted by user"):
+                return []
+        text = INTERRUPTED_FOR_TOOL_USE if reason == "aborted_tools" or (
+            self.messages and tool_result_ids(self.messages[-1])) else INTERRUPTED
+        entry = user_entry([{"type": "text", "text": text}])
+        self.messages.append(entry)
+        self._record(entry)
+        return [UserMessage(message=entry)]
+
+    async def run(self, prompt: str) -> list[Any]:
+        """Convenience for tests and scripts: run a turn and return all its events."""
+        return [ev async for ev in self.submit(prompt)]
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+__all__ = ["AgentSession", "SessionError", "ConfigError", "DEFAULT_MODEL"]

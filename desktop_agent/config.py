@@ -1,0 +1,209 @@
+"""Application settings, directories and the API key.
+
+- ``data_dir()``: ``$XDG_DATA_HOME/desktop-agent`` (sessions live in ``projects/`` under it);
+  ``config_dir()``: ``$XDG_CONFIG_HOME/desktop-agent`` (``settings.json``, ``credentials.json``).
+  ``DESKTOP_AGENT_DATA_DIR`` / ``DESKTOP_AGENT_CONFIG_DIR`` override them (tests, portable installs).
+- ``AppSettings``: the app's own preferences (model, endpoint, UI language, theme, recent folders...),
+  loaded leniently (unknown keys kept, a corrupt file gives defaults) and saved atomically.
+- ``find_api_key()``: ``ANTHROPIC_API_KEY`` → the system keyring (only when ``keyring`` is importable
+  and its backend is a real one) → ``credentials.json`` (mode 0600). The key is never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "desktop-agent"
+KEYRING_SERVICE = "desktop-agent"
+KEYRING_USER = "anthropic-api-key"
+MAX_RECENT_FOLDERS = 10
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path.home() / fallback
+
+
+def data_dir() -> Path:
+    override = os.environ.get("DESKTOP_AGENT_DATA_DIR")
+    if override:
+        return Path(override)
+    return _xdg("XDG_DATA_HOME", ".local/share") / APP_NAME
+
+
+def config_dir() -> Path:
+    override = os.environ.get("DESKTOP_AGENT_CONFIG_DIR")
+    if override:
+        return Path(override)
+    return _xdg("XDG_CONFIG_HOME", ".config") / APP_NAME
+
+
+def projects_dir() -> Path:
+    return data_dir() / "projects"
+
+
+def settings_path() -> Path:
+    return config_dir() / "settings.json"
+
+
+def credentials_path() -> Path:
+    return config_dir() / "credentials.json"
+
+
+def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
+    """Write ``text`` to ``path`` through a temp file in the same directory + fsync + rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class AppSettings(BaseModel):
+    """The app's preferences (not the permission settings of ``.claude/settings*.json``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    base_url: str | None = None
+    stream_idle_timeout_s: float = 90.0
+    max_tokens: int = 32_000
+    ui_language: str = "en"
+    theme: str = "system"
+    recent_folders: list[str] = Field(default_factory=list)
+    default_permission_mode: str = "default"
+    auto_compact: bool = True
+    streaming_tool_execution: bool = True
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> AppSettings:
+        path = path or settings_path()
+        try:
+            raw = json.loads(path.read_text("utf-8"))
+            if not isinstance(raw, dict):
+                raise ValueError("settings file is not a JSON object")
+            return cls.model_validate(raw)
+        except FileNotFoundError:
+            return cls()
+        except Exception as exc:  # a broken settings file must not stop the app
+            log.warning("ignoring unreadable settings file %s: %s", path, exc)
+            return cls()
+
+    def save(self, path: Path | None = None) -> None:
+        path = path or settings_path()
+        atomic_write_text(path, json.dumps(self.model_dump(mode="json"), indent=2) + "\n")
+
+    def add_recent_folder(self, folder: str) -> None:
+        folder = os.path.abspath(folder)
+        self.recent_folders = [folder] + [f for f in self.recent_folders if f != folder]
+        del self.recent_folders[MAX_RECENT_FOLDERS:]
+
+
+# ---------------------------------------------------------------------------------------------- API key
+
+
+def _usable_keyring() -> Any | None:
+    try:
+        import keyring  # type: ignore[import-not-found]
+        from keyring.backends import fail  # type: ignore[import-not-found]
+    except Exception:
+        return None
+    try:
+        backend = keyring.get_keyring()
+    except Exception:
+        return None
+    if isinstance(backend, fail.Keyring) or "fail" in type(backend).__module__.split("."):
+        return None
+    return keyring
+
+
+def _key_from_keyring() -> str | None:
+    kr = _usable_keyring()
+    if kr is None:
+        return None
+    try:
+        value = kr.get_password(KEYRING_SERVICE, KEYRING_USER)
+    except Exception:
+        return None
+    return value or None
+
+
+def _key_from_file(path: Path | None = None) -> str | None:
+    path = path or credentials_path()
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if st.st_mode & 0o077:
+        log.warning("ignoring %s: it must be readable by its owner only (chmod 600)", path)
+        return None
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except Exception:
+        log.warning("ignoring unreadable credentials file %s", path)
+        return None
+    value = data.get("anthropic_api_key") if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def find_api_key() -> tuple[str | None, str]:
+    """The API key and where it came from (``ANTHROPIC_API_KEY``, ``keyring``, ``credentials``, ``none``)."""
+    env = os.environ.get("ANTHROPIC_API_KEY")
+    if env:
+        return env, "ANTHROPIC_API_KEY"
+    value = _key_from_keyring()
+    if value:
+        return value, "keyring"
+    value = _key_from_file()
+    if value:
+        return value, "credentials"
+    return None, "none"
+
+
+def store_api_key(key: str) -> str:
+    """Save the key in the keyring when one is usable, else in ``credentials.json`` (0600). Returns where."""
+    kr = _usable_keyring()
+    if kr is not None:
+        try:
+            kr.set_password(KEYRING_SERVICE, KEYRING_USER, key)
+            return "keyring"
+        except Exception:
+            pass
+    path = credentials_path()
+    data: dict[str, Any] = {}
+    try:
+        existing = json.loads(path.read_text("utf-8"))
+        if isinstance(existing, dict):
+            data = existing
+    except Exception:
+        pass
+    data["anthropic_api_key"] = key
+    atomic_write_text(path, json.dumps(data) + "\n", mode=0o600)
+    return "credentials"
+
+
+def resolve_model(cli_model: str | None = None, settings: AppSettings | None = None) -> str | None:
+    """``--model`` → ``ANTHROPIC_MODEL`` → settings; None lets the client pick its default."""
+    return cli_model or os.environ.get("ANTHROPIC_MODEL") or (settings.model if settings else None) or None

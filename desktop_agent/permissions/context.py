@@ -1,0 +1,252 @@
+"""``PermissionContext``: the session's permission state (mode, rules with sources, working dirs, trust).
+
+One object per session, stored on ``ToolUseContext.permission_context``. It holds
+- the mode (switchable mid-session with ``set_mode`` / a ``setMode`` update),
+- every rule with its source and settings file, indexed by tool name for fast lookup,
+- the working directories: the original cwd plus ``--add-dir`` / ``additionalDirectories`` / session grants,
+- the trusted flag, the load warnings, the hook configuration from settings, and the disabled tools.
+
+``apply_updates`` applies ``PermissionUpdate``s (a dialog's "allow for session" / "always", a hook's
+``updatedPermissions``); ``to_json``/``restore`` carry session grants and the mode across a resume.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable
+
+from desktop_agent.permissions import settings as settings_mod
+from desktop_agent.permissions.rules import CompiledRule, parse_rule, source_root_for, tool_name_matches
+from desktop_agent.permissions.types import (PERMISSION_MODES, PermissionRule, PermissionUpdate, RuleBehavior,
+                                             RuleSource, RuleValue)
+
+_FILE_DESTINATIONS = ("localSettings", "projectSettings", "userSettings")
+
+
+class PermissionContext:
+    def __init__(
+        self,
+        cwd: str,
+        *,
+        mode: str = "default",
+        rules: Iterable[PermissionRule] = (),
+        additional_dirs: Iterable[str] = (),
+        trusted: bool = True,
+        project_dir: str | None = None,
+        warnings: Iterable[str] = (),
+        hooks_config: Iterable[Any] = (),
+        disable_bypass: bool = False,
+        untrusted_rules: Iterable[PermissionRule] = (),
+        disabled_tools: Iterable[str] = (),
+    ):
+        self.original_cwd = os.path.abspath(cwd)
+        self.project_dir = os.path.abspath(project_dir or cwd)
+        self.mode = "default"
+        self.disable_bypass = disable_bypass
+        self.warnings: list[str] = list(warnings)
+        self.set_mode(mode)
+        self.additional_dirs: list[str] = []
+        self.session_dirs: list[str] = []
+        for d in additional_dirs:
+            self._add_dir(d, self.additional_dirs)
+        self.trusted = trusted
+        self.hooks_config = list(hooks_config)
+        self.untrusted_rules = list(untrusted_rules)
+        self.disabled_tools: set[str] = set(disabled_tools)
+        self.home = os.path.expanduser("~")
+        self.user_dir = settings_mod.user_config_dir()
+        self._rules: list[CompiledRule] = []
+        self._keys: set[tuple[str, str, str]] = set()
+        self._cache: dict[tuple[Any, ...], Any] = {}
+        for r in rules:
+            self._add_rule(r)
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def load(
+        cls,
+        cwd: str,
+        *,
+        cli_allowed: list[str] | None = None,
+        cli_disallowed: list[str] | None = None,
+        settings_arg: str | None = None,
+        mode: str | None = None,
+        add_dirs: list[str] | None = None,
+        trusted: bool | None = None,
+    ) -> PermissionContext:
+        from desktop_agent.permissions import trust
+
+        cwd = os.path.abspath(cwd)
+        if trusted is None:
+            trusted = trust.is_trusted(cwd)
+        loaded = settings_mod.load_settings(cwd, cli_allowed=cli_allowed, cli_disallowed=cli_disallowed,
+                                            settings_arg=settings_arg, trusted=trusted)
+        dirs = list(loaded.additional_directories) + [os.path.abspath(os.path.join(cwd, os.path.expanduser(d)))
+                                                       for d in (add_dirs or [])]
+        pc = cls(cwd, mode="default", rules=loaded.rules, additional_dirs=dirs, trusted=trusted,
+                 warnings=loaded.warnings, hooks_config=loaded.hooks, disable_bypass=loaded.disable_bypass,
+                 untrusted_rules=loaded.untrusted_rules)
+        pc.set_mode(mode or loaded.default_mode or "default")
+        return pc
+
+    # ------------------------------------------------------------------ mode
+    def set_mode(self, mode: str) -> None:
+        if mode == "manual":
+            mode = "default"
+        if mode not in PERMISSION_MODES:
+            raise ValueError(f"unknown permission mode {mode!r}")
+        if mode == "bypassPermissions" and self.disable_bypass:
+            self.warnings.append("bypassPermissions mode is disabled by your settings; using default mode.")
+            mode = "default"
+        self.mode = mode
+
+    # ------------------------------------------------------------------ dirs
+    def _add_dir(self, d: str, into: list[str]) -> None:
+        p = os.path.normpath(os.path.abspath(os.path.join(self.original_cwd, os.path.expanduser(d))))
+        if p not in into and p != self.original_cwd:
+            into.append(p)
+
+    @property
+    def working_dirs(self) -> list[str]:
+        return [self.original_cwd, *self.additional_dirs, *self.session_dirs]
+
+    # ------------------------------------------------------------------ rules
+    def _add_rule(self, rule: PermissionRule) -> None:
+        root = source_root_for(rule, self.project_dir, self.original_cwd, getattr(self, "user_dir", ""))
+        key = (rule.behavior, str(rule.value), rule.source)
+        if key in self._keys:
+            return
+        self._keys.add(key)
+        self._rules.append(CompiledRule.of(rule, root))
+        self._cache.clear()
+
+    def add_rules(self, values: Iterable[RuleValue | str], behavior: RuleBehavior, source: RuleSource = "session",
+                  source_path: str | None = None) -> None:
+        for v in values:
+            value = parse_rule(v) if isinstance(v, str) else v
+            self._add_rule(PermissionRule(value=value, behavior=behavior, source=source, source_path=source_path))
+
+    def remove_rules(self, values: Iterable[RuleValue | str], behavior: RuleBehavior,
+                     source: RuleSource | None = None) -> None:
+        names = {str(parse_rule(v) if isinstance(v, str) else v) for v in values}
+        self._rules = [r for r in self._rules if not (r.behavior == behavior and str(r.rule.value) in names
+                                                      and (source is None or r.rule.source == source))]
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self._keys = {(r.behavior, str(r.rule.value), r.rule.source) for r in self._rules}
+        self._cache.clear()
+
+    @property
+    def rules(self) -> list[PermissionRule]:
+        return [r.rule for r in self._rules]
+
+    def rules_for(self, behavior: str, tool_name: str) -> list[CompiledRule]:
+        """Rules of ``behavior`` whose tool name covers ``tool_name`` (cached until the rules change)."""
+        key = (behavior, tool_name)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = [r for r in self._rules if r.behavior == behavior and tool_name_matches(r.tool_name, tool_name, behavior)]
+            self._cache[key] = hit
+        return hit
+
+    def whole_tool_rule(self, behavior: str, tool_name: str) -> CompiledRule | None:
+        for r in self.rules_for(behavior, tool_name):
+            if r.content is None:
+                return r
+        return None
+
+    def content_rules(self, behavior: str, tool_name: str) -> list[CompiledRule]:
+        key = ("content", behavior, tool_name)
+        hit = self._cache.get(key)  # type: ignore[arg-type]
+        if hit is None:
+            hit = [r for r in self.rules_for(behavior, tool_name) if r.content is not None]
+            self._cache[key] = hit  # type: ignore[index]
+        return hit
+
+    def cached(self, key: tuple[Any, ...], build: Any) -> Any:
+        """A derived structure (combined matchers) cached until the rules change."""
+        hit = self._cache.get(key)  # type: ignore[arg-type]
+        if hit is None:
+            hit = build()
+            self._cache[key] = hit  # type: ignore[index]
+        return hit
+
+    # ------------------------------------------------------------------ updates
+    def apply_updates(self, updates: Iterable[PermissionUpdate | dict[str, Any]], ctx: Any = None) -> None:
+        for u in updates:
+            if isinstance(u, dict):
+                u = PermissionUpdate.model_validate(u)
+            dest = u.destination
+            path = settings_mod.settings_path_for_destination(dest, self.project_dir) if dest in _FILE_DESTINATIONS else None
+            source: RuleSource = dest if dest in _FILE_DESTINATIONS else ("cliArg" if dest == "cliArg" else "session")  # type: ignore[assignment]
+            if u.type in ("addRules", "replaceRules") and u.rules and u.behavior:
+                if u.type == "replaceRules":
+                    self._rules = [r for r in self._rules if not (r.behavior == u.behavior and r.rule.source == source)]
+                    self._reindex()
+                self.add_rules(u.rules, u.behavior, source, path)
+                if path:
+                    settings_mod.add_rules_to_file(path, u.behavior, [str(r) for r in u.rules])
+            elif u.type == "removeRules" and u.rules and u.behavior:
+                self.remove_rules(u.rules, u.behavior, source)
+                if path:
+                    settings_mod.remove_rules_from_file(path, u.behavior, [str(r) for r in u.rules])
+            elif u.type == "setMode" and u.mode:
+                self.set_mode(u.mode)
+                if path:
+                    settings_mod.set_default_mode_in_file(path, u.mode)
+            elif u.type == "addDirectories" and u.directories:
+                for d in u.directories:
+                    self._add_dir(d, self.session_dirs)
+                if path:
+                    settings_mod.add_directories_to_file(path, list(u.directories))
+            elif u.type == "removeDirectories" and u.directories:
+                gone = {os.path.normpath(os.path.abspath(d)) for d in u.directories}
+                self.session_dirs = [d for d in self.session_dirs if d not in gone]
+                self.additional_dirs = [d for d in self.additional_dirs if d not in gone]
+        if ctx is not None and hasattr(ctx, "working_dirs"):
+            for d in self.working_dirs:
+                if d not in ctx.working_dirs:
+                    ctx.working_dirs.append(d)
+
+    # ------------------------------------------------------------------ path facts
+    def is_path_denied(self, abs_path: str, operation: str, ctx: Any = None) -> bool:
+        from desktop_agent.permissions.paths import matching_path_rule
+
+        return matching_path_rule(self, abs_path, "edit" if operation in ("edit", "write") else "read",
+                                  "deny") is not None
+
+    # ------------------------------------------------------------------ persistence (resume)
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "session_rules": [{"behavior": r.behavior, "rule": str(r.rule.value)}
+                              for r in self._rules if r.rule.source == "session"],
+            "session_dirs": list(self.session_dirs),
+        }
+
+    def restore(self, data: dict[str, Any]) -> None:
+        """Re-apply session grants and the mode saved by ``to_json`` (on resume)."""
+        if not isinstance(data, dict):
+            return
+        for item in data.get("session_rules") or []:
+            if isinstance(item, dict) and item.get("behavior") in ("allow", "deny", "ask") and item.get("rule"):
+                self.add_rules([item["rule"]], item["behavior"], "session")
+        for d in data.get("session_dirs") or []:
+            self._add_dir(d, self.session_dirs)
+        mode = data.get("mode")
+        if mode in PERMISSION_MODES:
+            try:
+                self.set_mode(mode)
+            except ValueError:
+                pass
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], cwd: str | None = None,
+                  base: PermissionContext | None = None) -> PermissionContext:
+        pc = base if base is not None else cls(cwd or os.getcwd())
+        pc.restore(data)
+        return pc
+
+    def __repr__(self) -> str:
+        return f"<PermissionContext mode={self.mode} rules={len(self._rules)} dirs={self.working_dirs}>"

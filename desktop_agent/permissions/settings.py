@@ -1,0 +1,364 @@
+"""Settings files and their precedence (App. B §B.4), read the way an existing Claude Code user wrote them.
+
+Sources, highest first: managed (``/etc/claude-code/managed-settings.json`` plus ``managed-settings.d/*.json``),
+``--settings FILE|JSON`` (flagSettings) with ``--allowedTools`` / ``--disallowedTools`` (cliArg),
+``.claude/settings.local.json`` (localSettings), ``.claude/settings.json`` (projectSettings) and
+``~/.claude/settings.json`` (userSettings; ``$CLAUDE_CONFIG_DIR`` replaces ``~/.claude``).
+
+Merging: scalar keys (``defaultMode``, ``disableBypassPermissionsMode``) come from the highest source that has
+them; list keys (``allow``, ``ask``, ``deny``, ``additionalDirectories``, hook matchers) merge. Project-level
+allow rules and ``additionalDirectories`` (and a permissive ``defaultMode``) count only in a trusted folder;
+deny/ask rules and hooks count regardless. Malformed files become warnings, never exceptions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from desktop_agent.permissions.rules import INERT_PATH_RULE_TOOLS, parse_rule, split_rule_list
+from desktop_agent.permissions.types import PERMISSION_MODES, PermissionRule, RuleSource
+
+MANAGED_DIR_DEFAULT = "/etc/claude-code"
+PROJECT_SOURCES = ("projectSettings", "localSettings")
+# Modes a folder may set for itself without being trusted (they only restrict).
+_RESTRICTIVE_MODES = ("default", "plan", "dontAsk")
+
+
+def managed_dir() -> str:
+    return os.environ.get("DESKTOP_AGENT_MANAGED_SETTINGS_DIR", MANAGED_DIR_DEFAULT)
+
+
+def user_config_dir() -> str:
+    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+
+
+def user_settings_path() -> str:
+    return os.path.join(user_config_dir(), "settings.json")
+
+
+def project_settings_path(project_dir: str) -> str:
+    return os.path.join(project_dir, ".claude", "settings.json")
+
+
+def local_settings_path(project_dir: str) -> str:
+    return os.path.join(project_dir, ".claude", "settings.local.json")
+
+
+def settings_path_for_destination(destination: str, project_dir: str) -> str | None:
+    return {
+        "localSettings": local_settings_path(project_dir),
+        "projectSettings": project_settings_path(project_dir),
+        "userSettings": user_settings_path(),
+    }.get(destination)
+
+
+@dataclass
+class SettingsSource:
+    source: RuleSource
+    path: str | None  # None for inline --settings JSON and CLI flags
+    data: dict[str, Any]
+    root: str  # what a leading "/" in a path rule from this source is relative to
+
+
+@dataclass
+class HookMatcherConfig:
+    """One ``{"matcher": ..., "hooks": [...]}`` entry with where it came from."""
+
+    event: str
+    matcher: str | None
+    hooks: list[dict[str, Any]]
+    source: str
+    source_path: str | None = None
+
+
+@dataclass
+class LoadedSettings:
+    sources: list[SettingsSource] = field(default_factory=list)
+    rules: list[PermissionRule] = field(default_factory=list)
+    # Project allow rules held back because the folder is not trusted (shown in the UI, never used).
+    untrusted_rules: list[PermissionRule] = field(default_factory=list)
+    default_mode: str | None = None
+    additional_directories: list[str] = field(default_factory=list)
+    disable_bypass: bool = False
+    hooks: list[HookMatcherConfig] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_json_file(path: str, warnings: list[str]) -> dict[str, Any] | None:
+    """A settings file's object, or None when missing; malformed content becomes a warning."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        warnings.append(f"Could not read settings file {path}: {exc}")
+        return None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        warnings.append(f"Settings file {path} is not valid JSON ({exc}); it was ignored.")
+        return None
+    if not isinstance(data, dict):
+        warnings.append(f"Settings file {path} does not contain a JSON object; it was ignored.")
+        return None
+    return data
+
+
+def _managed_sources(warnings: list[str]) -> list[SettingsSource]:
+    base = managed_dir()
+    out: list[SettingsSource] = []
+    path = os.path.join(base, "managed-settings.json")
+    data = read_json_file(path, warnings)
+    if data is not None:
+        out.append(SettingsSource("policySettings", path, data, base))
+    drop_in = os.path.join(base, "managed-settings.d")
+    try:
+        names = sorted(n for n in os.listdir(drop_in) if n.endswith(".json") and not n.startswith("."))
+    except OSError:
+        names = []
+    for name in names:
+        p = os.path.join(drop_in, name)
+        d = read_json_file(p, warnings)
+        if d is not None:
+            out.append(SettingsSource("policySettings", p, d, drop_in))
+    return out
+
+
+def _settings_arg_source(settings_arg: str | None, cwd: str, warnings: list[str]) -> SettingsSource | None:
+    if not settings_arg:
+        return None
+    text = settings_arg.strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            warnings.append(f"--settings is not valid JSON ({exc}); it was ignored.")
+            return None
+        if not isinstance(data, dict):
+            warnings.append("--settings does not contain a JSON object; it was ignored.")
+            return None
+        return SettingsSource("flagSettings", None, data, cwd)
+    path = os.path.abspath(os.path.join(cwd, os.path.expanduser(text)))
+    data = read_json_file(path, warnings)
+    if data is None:
+        if not os.path.exists(path):
+            warnings.append(f"--settings file {path} does not exist; it was ignored.")
+        return None
+    return SettingsSource("flagSettings", path, data, os.path.dirname(path))
+
+
+def collect_sources(cwd: str, settings_arg: str | None, warnings: list[str],
+                    project_dir: str | None = None) -> list[SettingsSource]:
+    """All settings sources, highest precedence first (CLI-flag rules are added by ``load_settings``)."""
+    project_dir = project_dir or cwd
+    out = _managed_sources(warnings)
+    flag = _settings_arg_source(settings_arg, cwd, warnings)
+    if flag is not None:
+        out.append(flag)
+    for source, path, root in (
+        ("localSettings", local_settings_path(project_dir), cwd),
+        ("projectSettings", project_settings_path(project_dir), project_dir),
+        ("userSettings", user_settings_path(), user_config_dir()),
+    ):
+        data = read_json_file(path, warnings)
+        if data is not None:
+            out.append(SettingsSource(source, path, data, root))  # type: ignore[arg-type]
+    return out
+
+
+def _rule_list(value: Any, where: str, key: str, warnings: list[str]) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        warnings.append(f"permissions.{key} in {where} must be a list of strings; it was ignored.")
+        return []
+    return value
+
+
+def _check_rule(text: str, where: str, warnings: list[str]) -> bool:
+    if text.count("(") != text.count(")") or (("(" in text) and not text.rstrip().endswith(")")):
+        warnings.append(f"Permission rule {text!r} in {where} is malformed; it was ignored.")
+        return False
+    value = parse_rule(text)
+    if value.rule_content is not None and value.tool_name in INERT_PATH_RULE_TOOLS:
+        hint = "Edit(...)" if value.tool_name != "Glob" else "Read(...)"
+        warnings.append(
+            f"Permission rule {text!r} in {where} has no effect: path rules on {value.tool_name}(...) are never "
+            f"consulted. Use {hint} instead."
+        )
+    return True
+
+
+def has_allow_rules_or_hooks(data: dict[str, Any] | None) -> bool:
+    if not data:
+        return False
+    perms = data.get("permissions") if isinstance(data.get("permissions"), dict) else {}
+    return bool(perms.get("allow")) or bool(perms.get("additionalDirectories")) or bool(data.get("hooks"))
+
+
+def load_settings(
+    cwd: str,
+    *,
+    cli_allowed: list[str] | None = None,
+    cli_disallowed: list[str] | None = None,
+    settings_arg: str | None = None,
+    trusted: bool = True,
+    project_dir: str | None = None,
+) -> LoadedSettings:
+    cwd = os.path.abspath(cwd)
+    out = LoadedSettings()
+    out.sources = collect_sources(cwd, settings_arg, out.warnings, project_dir)
+    # CLI flag rules sit just below managed settings and the --settings file.
+    insert_at = sum(1 for s in out.sources if s.source in ("policySettings", "flagSettings"))
+    cli_data = {"permissions": {"allow": split_rule_list(cli_allowed), "deny": split_rule_list(cli_disallowed)}}
+    if cli_data["permissions"]["allow"] or cli_data["permissions"]["deny"]:
+        out.sources.insert(insert_at, SettingsSource("cliArg", None, cli_data, cwd))
+
+    seen_mode = seen_bypass = False
+    for src in out.sources:
+        where = src.path or ("--settings" if src.source == "flagSettings" else "command line flags")
+        perms = src.data.get("permissions", {})
+        if not isinstance(perms, dict):
+            out.warnings.append(f"'permissions' in {where} must be an object; it was ignored.")
+            perms = {}
+        project = src.source in PROJECT_SOURCES
+        for behavior in ("deny", "ask", "allow"):
+            for text in _rule_list(perms.get(behavior), where, behavior, out.warnings):
+                if not _check_rule(text, where, out.warnings):
+                    continue
+                rule = PermissionRule(value=parse_rule(text), behavior=behavior, source=src.source,  # type: ignore[arg-type]
+                                      source_path=src.path)
+                if behavior == "allow" and project and not trusted:
+                    out.untrusted_rules.append(rule)
+                else:
+                    out.rules.append(rule)
+        dirs = perms.get("additionalDirectories")
+        if dirs is not None:
+            if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+                out.warnings.append(f"permissions.additionalDirectories in {where} must be a list of strings.")
+            elif not project or trusted:
+                if project and src.path:
+                    base = os.path.dirname(os.path.dirname(src.path))
+                elif src.source == "userSettings":
+                    base = os.path.expanduser("~")
+                else:
+                    base = cwd
+                for d in dirs:
+                    p = os.path.normpath(os.path.join(base, os.path.expanduser(d)))
+                    if p not in out.additional_directories:
+                        out.additional_directories.append(p)
+        mode = perms.get("defaultMode")
+        if mode is not None and not seen_mode:
+            if mode == "manual":
+                mode = "default"
+            if mode not in PERMISSION_MODES:
+                out.warnings.append(f"permissions.defaultMode {mode!r} in {where} is not a known mode; ignored.")
+            elif project and not trusted and mode not in _RESTRICTIVE_MODES:
+                out.warnings.append(f"permissions.defaultMode {mode!r} in {where} ignored: the folder is not trusted.")
+            else:
+                out.default_mode = mode
+                seen_mode = True
+        disable = perms.get("disableBypassPermissionsMode")
+        if disable is not None and not seen_bypass:
+            out.disable_bypass = disable == "disable" or disable is True
+            seen_bypass = True
+        hooks = src.data.get("hooks")
+        if hooks is not None:
+            out.hooks.extend(_parse_hooks(hooks, src, where, out.warnings))
+    return out
+
+
+def _parse_hooks(hooks: Any, src: SettingsSource, where: str, warnings: list[str]) -> list[HookMatcherConfig]:
+    if not isinstance(hooks, dict):
+        warnings.append(f"'hooks' in {where} must be an object; ignored.")
+        return []
+    out: list[HookMatcherConfig] = []
+    for event, entries in hooks.items():
+        if not isinstance(entries, list):
+            warnings.append(f"hooks.{event} in {where} must be a list; ignored.")
+            continue
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("hooks", []), list):
+                warnings.append(f"A hooks.{event} entry in {where} is malformed; ignored.")
+                continue
+            matcher = entry.get("matcher")
+            hook_list = [h for h in entry.get("hooks", []) if isinstance(h, dict)]
+            out.append(HookMatcherConfig(event, matcher if isinstance(matcher, str) else None, hook_list,
+                                         src.source, src.path))
+    return out
+
+
+def update_settings_file(path: str, mutate: Callable[[dict[str, Any]], None]) -> None:
+    """Read (tolerating a missing or broken file), mutate, and write back atomically (temp + fsync + rename)."""
+    warnings: list[str] = []
+    data = read_json_file(path, warnings) or {}
+    mutate(data)
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    mode = None
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=".settings.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def add_rules_to_file(path: str, behavior: str, rules: list[str]) -> None:
+    def mutate(data: dict[str, Any]) -> None:
+        perms = data.setdefault("permissions", {})
+        if not isinstance(perms, dict):
+            perms = data["permissions"] = {}
+        lst = perms.setdefault(behavior, [])
+        if not isinstance(lst, list):
+            lst = perms[behavior] = []
+        for r in rules:
+            if r not in lst:
+                lst.append(r)
+
+    update_settings_file(path, mutate)
+
+
+def remove_rules_from_file(path: str, behavior: str, rules: list[str]) -> None:
+    def mutate(data: dict[str, Any]) -> None:
+        perms = data.get("permissions")
+        if isinstance(perms, dict) and isinstance(perms.get(behavior), list):
+            perms[behavior] = [r for r in perms[behavior] if r not in rules]
+
+    update_settings_file(path, mutate)
+
+
+def add_directories_to_file(path: str, dirs: list[str]) -> None:
+    def mutate(data: dict[str, Any]) -> None:
+        perms = data.setdefault("permissions", {})
+        lst = perms.setdefault("additionalDirectories", [])
+        for d in dirs:
+            if d not in lst:
+                lst.append(d)
+
+    update_settings_file(path, mutate)
+
+
+def set_default_mode_in_file(path: str, mode: str) -> None:
+    update_settings_file(path, lambda data: data.setdefault("permissions", {}).__setitem__("defaultMode", mode))

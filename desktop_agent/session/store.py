@@ -1,0 +1,351 @@
+"""The session transcript: one append-only JSONL file per session (SPEC §5.1, §5.2).
+
+Location: ``<data dir>/projects/<sanitized cwd>/<session id>.jsonl`` (non-alphanumerics of the
+absolute working directory become ``-``, as Claude Code names its project folders).
+
+A new session starts with two lines, ``file-history-snapshot`` and ``session-meta``. Message
+entries (``user``/``assistant``/``system``) are appended as they happen, one line each, flushed at
+every line; ``record`` skips UUIDs already in the file (re-recording is harmless) and links each new
+entry to the last chain participant through ``parentUuid`` (a compact boundary keeps ``null``).
+``progress`` entries and entries marked ``isEphemeral`` (post-compact file attachments) are never
+written. ``permission-state`` lines (our own type) carry the session's permission mode and grants,
+so a resumed session gets them back.
+
+Reading never crashes on a bad line: a corrupt or half-written line is skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from desktop_agent import __version__
+from desktop_agent.config import projects_dir
+from desktop_agent.core.messages import _now_iso, new_uuid, text_of
+
+log = logging.getLogger(__name__)
+
+MESSAGE_TYPES = ("user", "assistant", "attachment", "system")
+NEVER_LOGGED = ("progress",)
+MAX_SANITIZED_LENGTH = 200
+LARGE_TRANSCRIPT_BYTES = 5 * 1024 * 1024
+MAX_RAW_READ_BYTES = 50 * 1024 * 1024
+PERMISSION_STATE = "permission-state"
+
+
+def sanitize_path(path: str) -> str:
+    """``/home/a/my proj`` → ``-home-a-my-proj`` (long names are cut and given a hash suffix)."""
+    name = re.sub(r"[^a-zA-Z0-9]", "-", path)
+    if len(name) <= MAX_SANITIZED_LENGTH:
+        return name
+    digest = hashlib.sha256(path.encode("utf-8")).hexdigest()[:12]
+    return f"{name[:MAX_SANITIZED_LENGTH]}-{digest}"
+
+
+def project_dir(cwd: str) -> Path:
+    return projects_dir() / sanitize_path(os.path.abspath(cwd))
+
+
+def transcript_path_for(cwd: str, session_id: str) -> Path:
+    return project_dir(cwd) / f"{session_id}.jsonl"
+
+
+def is_message_entry(entry: dict[str, Any]) -> bool:
+    return entry.get("type") in MESSAGE_TYPES and bool(entry.get("uuid"))
+
+
+def is_compact_boundary(entry: dict[str, Any]) -> bool:
+    return entry.get("type") == "system" and entry.get("subtype") == "compact_boundary"
+
+
+def count_transcript_messages(entries: Iterable[dict[str, Any]]) -> int:
+    """Entries with a ``message.role`` of user/assistant/system that are not ``isMeta`` (SPEC §5.2)."""
+    n = 0
+    for e in entries:
+        role = (e.get("message") or {}).get("role") if isinstance(e.get("message"), dict) else None
+        if role in ("user", "assistant", "system") and not e.get("isMeta"):
+            n += 1
+    return n
+
+
+def _parse_lines(data: bytes, path: Path) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    lines = data.split(b"\n")
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            where = "last line (half-written?)" if i >= len(lines) - 2 else f"line {i + 1}"
+            log.warning("skipping corrupt %s of transcript %s", where, path)
+            continue
+        if isinstance(obj, dict):
+            entries.append(obj)
+        else:
+            log.warning("skipping non-object line %d of transcript %s", i + 1, path)
+    return entries
+
+
+def read_transcript(path: Path | str, *, full: bool = False) -> list[dict[str, Any]]:
+    """All parseable entries of a transcript in file order (bad lines skipped with a warning).
+
+    For files above 5 MB (unless ``full``) the bytes before the last compact boundary are skipped,
+    except the latest ``permission-state`` line, which is kept.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return []
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if full or size <= LARGE_TRANSCRIPT_BYTES:
+        return _parse_lines(data, path)
+    cut = max(data.rfind(b'"subtype":"compact_boundary"'), data.rfind(b'"subtype": "compact_boundary"'))
+    if cut < 0:
+        return _parse_lines(data, path)
+    start = data.rfind(b"\n", 0, cut) + 1
+    head: list[dict[str, Any]] = []
+    state_at = data.rfind(b'"type":"' + PERMISSION_STATE.encode() + b'"', 0, start)
+    if state_at >= 0:
+        line_start = data.rfind(b"\n", 0, state_at) + 1
+        line_end = data.find(b"\n", state_at)
+        head = _parse_lines(data[line_start:line_end if line_end >= 0 else len(data)], path)
+    return head + _parse_lines(data[start:], path)
+
+
+def latest_permission_state(entries: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    state = None
+    for e in entries:
+        if e.get("type") == PERMISSION_STATE:
+            state = e
+    return state
+
+
+def _chain_participant(entry: dict[str, Any]) -> bool:
+    return entry.get("type") in MESSAGE_TYPES and bool(entry.get("uuid")) and not entry.get("isSidechain")
+
+
+class TranscriptStore:
+    """Appends entries to one session's JSONL file. Not thread-safe; one writer per session."""
+
+    def __init__(self, path: Path | str, session_id: str, cwd: str):
+        self.path = Path(path)
+        self.session_id = session_id
+        self.cwd = os.path.abspath(cwd)
+        self._uuids: set[str] = set()
+        self._last_uuid: str | None = None
+        self._fh: Any = None
+        self._last_permission_state: str | None = None
+
+    # -------------------------------------------------------------------------------------- opening
+
+    @classmethod
+    def create(cls, cwd: str, session_id: str | None = None, *, path: Path | None = None) -> TranscriptStore:
+        """A new session: the file with its snapshot and session-meta lines.
+
+        A placeholder file of the same id (no messages) is cleared first; one with messages is an error.
+        """
+        session_id = session_id or new_uuid()
+        path = path or transcript_path_for(cwd, session_id)
+        if path.exists():
+            if count_transcript_messages(read_transcript(path, full=True)) > 0:
+                raise FileExistsError(f"Session ID {session_id} is already in use.")
+            path.unlink()  # clearSessionTranscript
+        store = cls(path, session_id, cwd)
+        store._append_raw({
+            "type": "file-history-snapshot", "messageId": new_uuid(),
+            "snapshot": {"messageId": None, "trackedFileBackups": {}, "timestamp": _now_iso()},
+            "isSnapshotUpdate": False,
+        })
+        store._append_raw({"type": "session-meta", "isMeta": True, "workDir": store.cwd, "sessionId": session_id,
+                           "timestamp": _now_iso(), "version": __version__})
+        return store
+
+    @classmethod
+    def open_existing(cls, path: Path | str, session_id: str, cwd: str,
+                      entries: list[dict[str, Any]] | None = None) -> TranscriptStore:
+        """Continue appending to an existing transcript (resume). ``entries`` avoids a second read."""
+        store = cls(path, session_id, cwd)
+        if entries is None:
+            entries = read_transcript(store.path, full=True)
+        for e in entries:
+            if e.get("uuid"):
+                store._uuids.add(e["uuid"])
+        return store
+
+    def set_chain_tip(self, uuid: str | None) -> None:
+        """The entry the next new message attaches to (the last restored chain participant)."""
+        self._last_uuid = uuid
+
+    @property
+    def chain_tip(self) -> str | None:
+        return self._last_uuid
+
+    # ------------------------------------------------------------------------------------- writing
+
+    def _open(self) -> Any:
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # A half-written last line must not swallow the next record.
+            needs_newline = False
+            try:
+                with open(self.path, "rb") as fh:
+                    fh.seek(0, os.SEEK_END)
+                    if fh.tell() > 0:
+                        fh.seek(-1, os.SEEK_END)
+                        needs_newline = fh.read(1) != b"\n"
+            except FileNotFoundError:
+                pass
+            self._fh = open(self.path, "ab")
+            if needs_newline:
+                self._fh.write(b"\n")
+        return self._fh
+
+    def _append_raw(self, obj: dict[str, Any]) -> None:
+        fh = self._open()
+        fh.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+        fh.flush()
+
+    def contains(self, uuid: str) -> bool:
+        return uuid in self._uuids
+
+    def record(self, entry: dict[str, Any]) -> bool:
+        """Append one message entry (in place: ``parentUuid`` and session fields are set on it).
+
+        Returns False when it was skipped (not loggable, ephemeral, or its UUID is already written).
+        """
+        kind = entry.get("type")
+        if kind in NEVER_LOGGED or kind not in MESSAGE_TYPES or entry.get("isEphemeral"):
+            return False
+        if not entry.get("uuid"):
+            entry["uuid"] = new_uuid()
+        uuid = entry["uuid"]
+        if uuid in self._uuids:
+            return False
+        if is_compact_boundary(entry):
+            entry["parentUuid"] = None
+            entry.setdefault("logicalParentUuid", self._last_uuid)
+        else:
+            entry["parentUuid"] = self._last_uuid
+        entry.setdefault("isSidechain", False)
+        entry.setdefault("sessionId", self.session_id)
+        entry.setdefault("cwd", self.cwd)
+        entry.setdefault("version", __version__)
+        entry.setdefault("timestamp", _now_iso())
+        self._append_raw(entry)
+        self._uuids.add(uuid)
+        if _chain_participant(entry):
+            self._last_uuid = uuid
+        return True
+
+    def record_all(self, entries: Iterable[dict[str, Any]]) -> int:
+        return sum(1 for e in entries if self.record(e))
+
+    def record_permission_state(self, state: dict[str, Any]) -> bool:
+        """Append a ``permission-state`` line when the state differs from the last one written."""
+        key = json.dumps(state, sort_keys=True, default=str)
+        if key == self._last_permission_state:
+            return False
+        self._last_permission_state = key
+        self._append_raw({"type": PERMISSION_STATE, "sessionId": self.session_id, "timestamp": _now_iso(), **state})
+        return True
+
+    def note_permission_state(self, state: dict[str, Any]) -> None:
+        """Remember a restored state so an unchanged one is not written again."""
+        self._last_permission_state = json.dumps(state, sort_keys=True, default=str)
+
+    def sync(self) -> None:
+        """fsync the file (at turn end: lines are flushed as they are written)."""
+        if self._fh is not None:
+            try:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self.sync()
+            self._fh.close()
+            self._fh = None
+
+
+# ------------------------------------------------------------------------------------ session lists
+
+
+@dataclass
+class SessionInfo:
+    session_id: str
+    path: str
+    first_prompt: str
+    mtime: float
+    message_count: int
+    cwd: str
+
+
+def _first_prompt(entries: list[dict[str, Any]]) -> str:
+    for e in entries:
+        if e.get("type") != "user" or e.get("isMeta") or e.get("isCompactSummary"):
+            continue
+        content = (e.get("message") or {}).get("content")
+        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+            continue
+        text = text_of(e).strip()
+        if text:
+            return " ".join(text.split())[:200]
+    return ""
+
+
+def list_sessions(cwd: str) -> list[SessionInfo]:
+    """The sessions of a working directory, newest first (for the UI's list and ``--continue``)."""
+    folder = project_dir(cwd)
+    out: list[SessionInfo] = []
+    try:
+        files = [p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file()]
+    except OSError:
+        return []
+    for p in files:
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        entries = read_transcript(p) if st.st_size <= MAX_RAW_READ_BYTES else []
+        out.append(SessionInfo(session_id=p.stem, path=str(p), first_prompt=_first_prompt(entries), mtime=st.st_mtime,
+                               message_count=count_transcript_messages(entries), cwd=os.path.abspath(cwd)))
+    out.sort(key=lambda s: s.mtime, reverse=True)
+    return out
+
+
+def latest_session(cwd: str, *, with_messages: bool = True) -> SessionInfo | None:
+    for info in list_sessions(cwd):
+        if not with_messages or info.message_count > 0:
+            return info
+    return None
+
+
+def find_session(session_id: str, cwd: str) -> Path | None:
+    """The transcript of ``session_id``: in the cwd's project folder, else in any project folder."""
+    path = transcript_path_for(cwd, session_id)
+    if path.exists():
+        return path
+    try:
+        for folder in projects_dir().iterdir():
+            candidate = folder / f"{session_id}.jsonl"
+            if candidate.exists():
+                return candidate
+    except OSError:
+        pass
+    return None
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

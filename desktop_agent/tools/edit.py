@@ -1,0 +1,384 @@
+"""The Edit tool (SPEC §3.7, Appendix A "Edit / Write", B.1 ``FileEditOutput``).
+
+Owns exact string replacement in a file: the ten validation checks in the reference agent's order
+and wording, read-before-edit and staleness against ``ctx.read_file_state``, curly-quote matching
+(``find_actual_string``) with the file's quote style kept in the replacement, ``replace_all``,
+creating a file with an empty ``old_string``, and encoding / CRLF preservation.
+
+The structured patch is computed before the permission ask (``permission_extras``) so the dialog
+shows exactly what will be written. ``call`` does the awaitable work first (parent directory,
+file-history backup), then one synchronous critical section under a per-path lock, in a worker
+thread: re-read, staleness re-check, recompute, patch, atomic write. Nothing awaits inside it.
+
+The staleness helpers and texts here are shared with Write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from desktop_agent.core.context import FileStateEntry, ToolUseContext
+from desktop_agent.core.errors import ToolError
+from desktop_agent.core.execution import current_call
+from desktop_agent.permissions.paths import check_write_permission_for_tool, is_path_denied
+from desktop_agent.permissions.types import PermissionDecision
+from desktop_agent.tools import fileio
+from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
+from desktop_agent.tools.patch import structured_patch
+from desktop_agent.tools.read import DENIED_MESSAGE, file_not_found_message
+
+MAX_EDIT_FILE_SIZE = 1024 * 1024 * 1024  # 1 GiB
+
+NOT_READ_MESSAGE = "File has not been read yet. Read it first before writing to it."
+MODIFIED_SINCE_READ_MESSAGE = (
+    "File has been modified since read, either by the user or by a linter. Read it again before attempting to "
+    "write it."
+)
+UNEXPECTEDLY_MODIFIED_MESSAGE = "File has been unexpectedly modified. Read it again before attempting to write it."
+NO_CHANGES_MESSAGE = "No changes to make: old_string and new_string are exactly the same."
+ALREADY_EXISTS_MESSAGE = "Cannot create new file - file already exists."
+NOTEBOOK_MESSAGE = "File is a Jupyter Notebook. Use the NotebookEdit to edit this file."
+USER_MODIFIED_NOTE = ".  The user modified your proposed changes before accepting them. "
+
+LEFT_SINGLE_CURLY_QUOTE = "\u2018"
+RIGHT_SINGLE_CURLY_QUOTE = "\u2019"
+LEFT_DOUBLE_CURLY_QUOTE = "\u201c"
+RIGHT_DOUBLE_CURLY_QUOTE = "\u201d"
+_QUOTES = str.maketrans({LEFT_SINGLE_CURLY_QUOTE: "'", RIGHT_SINGLE_CURLY_QUOTE: "'",
+                         LEFT_DOUBLE_CURLY_QUOTE: '"', RIGHT_DOUBLE_CURLY_QUOTE: '"'})
+
+
+class EditInput(ToolInput):
+    file_path: str = Field(description="The absolute path to the file to modify")
+    old_string: str = Field(description="The text to replace")
+    new_string: str = Field(description="The text to replace it with (must be different from old_string)")
+    replace_all: bool = Field(False, description="Replace all occurrences of old_string (default false)")
+
+
+# ---------------------------------------------------------------- quotes and replacement
+
+
+def normalize_quotes(text: str) -> str:
+    """Curly quotes to straight ones (one character for one, so indices carry over)."""
+    return text.translate(_QUOTES)
+
+
+def find_actual_string(content: str, search: str) -> str | None:
+    """``search`` itself if present; else the file's text that matches it after quote normalization."""
+    if search in content:
+        return search
+    normalized_search = normalize_quotes(search)
+    index = normalize_quotes(content).find(normalized_search)
+    if index == -1:
+        return None
+    return content[index:index + len(search)]
+
+
+def _is_opening_context(chars: str, i: int) -> bool:
+    if i == 0:
+        return True
+    return chars[i - 1] in " \t\n\r([{\u2014\u2013"
+
+
+def _curly_double(text: str) -> str:
+    return "".join(
+        (LEFT_DOUBLE_CURLY_QUOTE if _is_opening_context(text, i) else RIGHT_DOUBLE_CURLY_QUOTE) if c == '"' else c
+        for i, c in enumerate(text))
+
+
+def _curly_single(text: str) -> str:
+    out = []
+    for i, c in enumerate(text):
+        if c != "'":
+            out.append(c)
+            continue
+        prev_letter = i > 0 and text[i - 1].isalpha()
+        next_letter = i + 1 < len(text) and text[i + 1].isalpha()
+        if prev_letter and next_letter:  # an apostrophe: don't, it's
+            out.append(RIGHT_SINGLE_CURLY_QUOTE)
+        else:
+            out.append(LEFT_SINGLE_CURLY_QUOTE if _is_opening_context(text, i) else RIGHT_SINGLE_CURLY_QUOTE)
+    return "".join(out)
+
+
+def preserve_quote_style(old_string: str, actual_old_string: str, new_string: str) -> str:
+    """When the match needed quote normalization, write ``new_string`` in the file's curly style."""
+    if old_string == actual_old_string:
+        return new_string
+    has_double = LEFT_DOUBLE_CURLY_QUOTE in actual_old_string or RIGHT_DOUBLE_CURLY_QUOTE in actual_old_string
+    has_single = LEFT_SINGLE_CURLY_QUOTE in actual_old_string or RIGHT_SINGLE_CURLY_QUOTE in actual_old_string
+    result = new_string
+    if has_double:
+        result = _curly_double(result)
+    if has_single:
+        result = _curly_single(result)
+    return result
+
+
+def apply_edit_to_file(content: str, old_string: str, new_string: str, replace_all: bool = False) -> str:
+    """Replace the first (or every) occurrence; deleting a whole line also removes its newline."""
+    count = -1 if replace_all else 1
+    if new_string == "" and old_string and not old_string.endswith("\n") and (old_string + "\n") in content:
+        return content.replace(old_string + "\n", new_string, count)
+    if old_string == "":  # creating, or filling an empty file
+        return new_string + content
+    return content.replace(old_string, new_string, count)
+
+
+def not_found_message(old_string: str) -> str:
+    return f"String to replace not found in file.\nString: {old_string}"
+
+
+def multiple_matches_message(matches: int, old_string: str) -> str:
+    return (f"Found {matches} matches of the string to replace, but replace_all is false. To replace all "
+            "occurrences, set replace_all to true. To replace only one occurrence, please provide more context "
+            f"to uniquely identify the instance.\nString: {old_string}")
+
+
+# ---------------------------------------------------------------- file snapshots and staleness (shared with Write)
+
+
+@dataclass
+class Snapshot:
+    """The file as it is now: ``exists`` False for a missing file (text ``""``, UTF-8, LF)."""
+
+    exists: bool
+    is_dir: bool = False
+    size: int = 0
+    text: str = ""
+    encoding: str = "utf-8"
+    line_ending: str = "LF"
+    mtime: int = 0
+
+
+def take_snapshot(abs_path: str, read: bool = True) -> Snapshot:
+    try:
+        st = os.stat(abs_path)
+    except (FileNotFoundError, NotADirectoryError):
+        return Snapshot(False)
+    if os.path.isdir(abs_path):
+        return Snapshot(True, is_dir=True)
+    if not read:
+        return Snapshot(True, size=st.st_size, mtime=st.st_mtime_ns // 1_000_000)
+    text, encoding, ending, mtime = fileio.read_text_file_with_mtime(abs_path)
+    return Snapshot(True, False, st.st_size, text, encoding, ending, mtime)
+
+
+def is_full_read(entry: FileStateEntry) -> bool:
+    """A Read of the whole file (no limit, from line 1) or a write by Edit/Write."""
+    return entry.limit is None and (entry.offset is None or entry.offset <= 1) and not entry.is_partial_view
+
+
+def is_stale(entry: FileStateEntry | None, snap: Snapshot) -> bool:
+    """True when the model's view of the file is missing or out of date (SPEC §3.7 checks 7–8).
+
+    A newer mtime is forgiven when the model saw the whole file and its content is unchanged.
+    """
+    if entry is None or entry.is_partial_view:
+        return True
+    if snap.mtime <= entry.timestamp:
+        return False
+    return not (is_full_read(entry) and snap.text == entry.content)
+
+
+def directory_message(abs_path: str) -> str:
+    return f"{abs_path} is a directory, not a file. Give the path of a file inside it."
+
+
+def written_state(text: str, mtime: int) -> FileStateEntry:
+    return FileStateEntry(content=text, timestamp=mtime, offset=None, limit=None)
+
+
+async def prepare_write(abs_path: str, ctx: ToolUseContext) -> None:
+    """The awaitable work before a critical section: parent directories, then the file-history backup."""
+    parent = os.path.dirname(abs_path)
+    if parent and not os.path.isdir(parent):
+        await asyncio.to_thread(os.makedirs, parent, exist_ok=True)
+    if ctx.file_history is not None:
+        await asyncio.to_thread(ctx.file_history.backup, abs_path)
+
+
+def _lf(text: str) -> str:
+    return fileio.normalize_newlines(text)
+
+
+# ---------------------------------------------------------------- the tool
+
+
+@dataclass
+class EditOutcome:
+    original: str
+    updated: str
+    actual_old: str
+    patch: list[dict[str, Any]]
+    mtime: int
+
+
+def locate(content: str, old: str) -> tuple[str, int] | None:
+    """(actual old string, index of its first occurrence), with quote normalization; None if absent."""
+    index = content.find(old)
+    if index != -1:
+        return old, index
+    actual = find_actual_string(content, old)
+    if actual is None:
+        return None
+    return actual, content.find(actual)
+
+
+def _compute(original: str, old: str, new: str, replace_all: bool,
+             shown_old: str | None = None) -> tuple[str, str, int, int]:
+    """(actual old string, updated file, same-prefix length, same-suffix length).
+
+    Raises ToolError like validation would (quoting ``shown_old``, the model's own string). The two lengths are what is known to be unchanged at
+    the start and end of the file (a hint for the patch; 0 when unknown).
+    """
+    if old == "":
+        return "", apply_edit_to_file(original, "", new), 0, 0
+    shown = old if shown_old is None else shown_old
+    found = locate(original, old)
+    if found is None:
+        raise ToolError(not_found_message(shown))
+    actual, index = found
+    if not replace_all and original.find(actual, index + len(actual)) != -1:
+        raise ToolError(multiple_matches_message(original.count(actual), shown))
+    new_actual = preserve_quote_style(old, actual, new)
+    if not replace_all and new_actual != "":
+        # The common case: one occurrence, already located; splice instead of searching again.
+        end = index + len(actual)
+        return actual, original[:index] + new_actual + original[end:], index, len(original) - end
+    return actual, apply_edit_to_file(original, actual, new_actual, replace_all), 0, 0
+
+
+def edit_critical_section(abs_path: str, input: EditInput, entry: FileStateEntry | None) -> EditOutcome:
+    """Re-read, re-check, recompute, patch, write — synchronously, under the path's lock."""
+    old, new = _lf(input.old_string), _lf(input.new_string)
+    with fileio.path_lock(abs_path):
+        snap = take_snapshot(abs_path)
+        if snap.is_dir:
+            raise ToolError(directory_message(abs_path))
+        if snap.exists:
+            if entry is None:
+                # Only filling an empty file with old_string "" is valid without a Read.
+                if not (old == "" and snap.text.strip() == ""):
+                    raise ToolError(UNEXPECTEDLY_MODIFIED_MESSAGE)
+            elif is_stale(entry, snap):
+                raise ToolError(UNEXPECTEDLY_MODIFIED_MESSAGE)
+        elif old != "":  # deleted since validation
+            raise ToolError(UNEXPECTEDLY_MODIFIED_MESSAGE)
+        if old == "" and snap.text.strip() != "":
+            raise ToolError(ALREADY_EXISTS_MESSAGE)
+        actual, updated, same_prefix, same_suffix = _compute(snap.text, old, new, input.replace_all,
+                                                             input.old_string)
+        if snap.exists and updated == snap.text and old != new:
+            raise ToolError("String not found in file. Failed to apply edit.")
+        patch = structured_patch(snap.text, updated, same_prefix=same_prefix, same_suffix=same_suffix)
+        mtime = fileio.write_text_atomic(abs_path, updated, snap.encoding, snap.line_ending)
+        return EditOutcome(snap.text, updated, actual, patch, mtime)
+
+
+class EditTool(Tool):
+    name = "Edit"
+    input_model = EditInput
+    strict = True
+    max_result_size_chars = 100_000
+
+    async def validate_input(self, input: EditInput, ctx: ToolUseContext) -> ValidationResult:
+        old = _lf(input.old_string)
+        # 1
+        if input.old_string == input.new_string:
+            return ValidationResult.fail(NO_CHANGES_MESSAGE, 1)
+        abs_path = ctx.expand(input.file_path)
+        # 2
+        if is_path_denied(abs_path, "edit", ctx):
+            return ValidationResult.fail(DENIED_MESSAGE, 2)
+        # 3
+        head = take_snapshot(abs_path, read=False)
+        if head.exists and not head.is_dir and head.size > MAX_EDIT_FILE_SIZE:
+            return ValidationResult.fail(
+                f"File is too large to edit ({fileio.format_file_size(head.size)}). Maximum editable file size is "
+                f"{fileio.format_file_size(MAX_EDIT_FILE_SIZE)}.", 10)
+        # 4
+        if not head.exists:
+            if old == "":
+                return ValidationResult.ok()
+            return ValidationResult.fail(file_not_found_message(abs_path, ctx.cwd), 4)
+        if head.is_dir:
+            return ValidationResult.fail(directory_message(abs_path), 4)
+        snap = await asyncio.to_thread(take_snapshot, abs_path) if head.size > 256 * 1024 else take_snapshot(abs_path)
+        # 5
+        if old == "":
+            if snap.text.strip() != "":
+                return ValidationResult.fail(ALREADY_EXISTS_MESSAGE, 3)
+            return ValidationResult.ok()
+        # 6
+        if abs_path.endswith(".ipynb"):
+            return ValidationResult.fail(NOTEBOOK_MESSAGE, 5)
+        # 7
+        entry = ctx.read_file_state.get(abs_path)
+        if entry is None or entry.is_partial_view:
+            return ValidationResult.fail(NOT_READ_MESSAGE, 6)
+        # 8
+        if is_stale(entry, snap):
+            return ValidationResult.fail(MODIFIED_SINCE_READ_MESSAGE, 7)
+        # 9
+        found = locate(snap.text, old)
+        if found is None:
+            return ValidationResult.fail(not_found_message(input.old_string), 8)
+        actual, index = found
+        # 10
+        if not input.replace_all and snap.text.find(actual, index + len(actual)) != -1:
+            return ValidationResult.fail(multiple_matches_message(snap.text.count(actual), input.old_string), 9)
+        return ValidationResult.ok(meta={"actual_old_string": actual})
+
+    async def check_permissions(self, input: EditInput, ctx: ToolUseContext) -> PermissionDecision:
+        abs_path = ctx.expand(input.file_path)
+        return check_write_permission_for_tool("Edit", abs_path, input.model_dump(exclude_unset=True), ctx)
+
+    def permission_extras(self, input: EditInput, ctx: ToolUseContext) -> dict[str, Any]:
+        """What the dialog shows: the exact patch against the file as it is now."""
+        abs_path = ctx.expand(input.file_path)
+        snap = take_snapshot(abs_path)
+        try:
+            _, updated, same_prefix, same_suffix = _compute(snap.text, _lf(input.old_string), _lf(input.new_string),
+                                                            input.replace_all)
+        except ToolError:
+            updated, same_prefix, same_suffix = snap.text, 0, 0
+        patch = structured_patch(snap.text, updated, same_prefix=same_prefix, same_suffix=same_suffix)
+        return {"file_path": abs_path, "structured_patch": patch,
+                "original_file": snap.text}
+
+    async def call(self, input: EditInput, ctx: ToolUseContext) -> ToolResult:
+        abs_path = ctx.expand(input.file_path)
+        info = current_call()
+        user_modified = bool(info and info.user_modified)
+        await prepare_write(abs_path, ctx)
+        entry = ctx.read_file_state.get(abs_path)
+        outcome = await asyncio.to_thread(edit_critical_section, abs_path, input, entry)
+        ctx.read_file_state.set(abs_path, written_state(outcome.updated, outcome.mtime))
+        return ToolResult({
+            "filePath": input.file_path,
+            "oldString": outcome.actual_old,
+            "newString": input.new_string,
+            "originalFile": outcome.original,
+            "structuredPatch": outcome.patch,
+            "userModified": user_modified,
+            "replaceAll": input.replace_all,
+        })
+
+    def map_result_to_block(self, data: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
+        note = USER_MODIFIED_NOTE if data.get("userModified") else ""
+        path = data["filePath"]
+        if data.get("replaceAll"):
+            text = f"The file {path} has been updated{note}. All occurrences were successfully replaced."
+        else:
+            text = f"The file {path} has been updated successfully{note}."
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+
+
+__all__ = ["EditTool", "EditInput", "find_actual_string", "preserve_quote_style", "apply_edit_to_file",
+           "normalize_quotes", "is_stale", "take_snapshot", "edit_critical_section"]

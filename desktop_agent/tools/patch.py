@@ -1,0 +1,207 @@
+"""Structured patches: the hunks Edit and Write return and the permission dialog / diff panel show.
+
+Owns ``structured_patch(old, new, context=3)`` → ``[{oldStart, oldLines, newStart, newLines, lines}]``,
+shaped like the ``diff`` npm package's ``structuredPatch`` (SPEC B.1 ``FileEditOutput``): lines are
+prefixed ``" "`` (context), ``"-"`` (removed) or ``"+"`` (added), removals before additions in a
+change, hunks closer than 2×context lines merged. Unlike jsdiff we do not emit
+``\\ No newline at end of file`` marker lines: a changed final newline shows as ``-x`` / ``+x``.
+
+Speed: the common prefix and suffix of the two texts are found with C-level slice comparisons and
+never split into lines, so an edit in a 100,000-line file diffs only the changed lines (difflib's
+``SequenceMatcher`` runs on the middle part alone).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+Hunk = dict[str, Any]
+
+_NOEOL = "\x00<no newline at end of file>"
+
+
+def _common_prefix_len(a: str, b: str, known: int = 0) -> int:
+    lo, hi = min(known, len(a), len(b)), min(len(a), len(b))
+    step = 4096
+    # Gallop forward in growing chunks, then binary-search inside the first differing chunk.
+    while lo < hi:
+        end = min(hi, lo + step)
+        if a[lo:end] == b[lo:end]:
+            lo = end
+            step *= 2
+            continue
+        hi = end - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if a[lo:mid] == b[lo:mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        break
+    return lo
+
+
+def _common_suffix_len(a: str, b: str, max_len: int, known: int = 0) -> int:
+    lo, hi = min(known, max_len), max_len
+    la, lb = len(a), len(b)
+    step = 4096
+    while lo < hi:
+        end = min(hi, lo + step)
+        if a[la - end:la - lo] == b[lb - end:lb - lo]:
+            lo = end
+            step *= 2
+            continue
+        hi = end - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if a[la - mid:la - lo] == b[lb - mid:lb - lo]:
+                lo = mid
+            else:
+                hi = mid - 1
+        break
+    return lo
+
+
+def _lines(region: str, at_eof: bool) -> tuple[list[str], list[str]]:
+    """(display lines, comparison keys). A final line without newline at EOF gets a distinct key."""
+    if not region:
+        return [], []
+    parts = region.split("\n")
+    if parts[-1] == "":
+        parts.pop()
+        return parts, parts
+    keys = parts
+    if at_eof:  # the file's last line has no newline: it differs from the same text with one
+        keys = parts[:-1] + [parts[-1] + _NOEOL]
+    return parts, keys
+
+
+def _tail_lines(text: str, end: int, count: int) -> list[str]:
+    """Up to ``count`` whole lines ending just before ``end`` (``text[end-1]`` is a newline or end == 0)."""
+    out: list[str] = []
+    pos = end - 1  # index of the newline that ends the last line
+    while pos >= 0 and len(out) < count:
+        start = text.rfind("\n", 0, pos) + 1
+        out.append(text[start:pos])
+        pos = start - 1
+    out.reverse()
+    return out
+
+
+def _head_lines(text: str, start: int, count: int) -> list[str]:
+    out: list[str] = []
+    pos = start
+    while pos < len(text) and len(out) < count:
+        nl = text.find("\n", pos)
+        if nl == -1:
+            out.append(text[pos:])
+            break
+        out.append(text[pos:nl])
+        pos = nl + 1
+    return out
+
+
+def _group(codes: list[tuple[str, int, int, int, int]], n: int) -> list[list[tuple[str, int, int, int, int]]]:
+    """difflib's ``get_grouped_opcodes`` on a given opcode list."""
+    codes = list(codes)
+    if codes[0][0] == "equal":
+        tag, i1, i2, j1, j2 = codes[0]
+        codes[0] = tag, max(i1, i2 - n), i2, max(j1, j2 - n), j2
+    if codes[-1][0] == "equal":
+        tag, i1, i2, j1, j2 = codes[-1]
+        codes[-1] = tag, i1, min(i2, i1 + n), j1, min(j2, j1 + n)
+    nn = n + n
+    groups = []
+    group: list[tuple[str, int, int, int, int]] = []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal" and i2 - i1 > nn:
+            group.append((tag, i1, min(i2, i1 + n), j1, min(j2, j1 + n)))
+            groups.append(group)
+            group = []
+            i1, j1 = max(i1, i2 - n), max(j1, j2 - n)
+        group.append((tag, i1, i2, j1, j2))
+    if group and not (len(group) == 1 and group[0][0] == "equal"):
+        groups.append(group)
+    return groups
+
+
+def structured_patch(old: str, new: str, context: int = 3, *, same_prefix: int = 0,
+                     same_suffix: int = 0) -> list[Hunk]:
+    """Hunks turning ``old`` into ``new`` (both with ``\\n`` line endings). ``[]`` when equal.
+
+    ``same_prefix`` / ``same_suffix``: lengths the caller knows to be equal at the start / end of
+    both texts (an Edit knows where it spliced), so they are not compared again.
+    """
+    if old == new:
+        return []
+    # Common prefix, cut back to a line start.
+    k = _common_prefix_len(old, new, same_prefix)
+    cut = old.rfind("\n", 0, k) + 1
+    prefix_lines = old.count("\n", 0, cut)
+    # Common suffix (not overlapping the prefix), cut forward so both sides start it at a line start.
+    m = _common_suffix_len(old, new, min(len(old), len(new)) - cut, same_suffix)
+    s_old = len(old) - m
+    nl = old.find("\n", s_old)
+    s_old = len(old) if nl == -1 else nl + 1
+    s_new = s_old + (len(new) - len(old))
+
+    a_lines, a_keys = _lines(old[cut:s_old], s_old == len(old))
+    b_lines, b_keys = _lines(new[cut:s_new], s_new == len(new))
+    before = _tail_lines(old, cut, context)
+    after_old = _head_lines(old, s_old, context)
+    after_new = _head_lines(new, s_new, context)
+
+    matcher = difflib.SequenceMatcher(None, a_keys, b_keys, autojunk=len(a_keys) + len(b_keys) > 4000)
+    nb = len(before)
+    codes: list[tuple[str, int, int, int, int]] = []
+    if nb:
+        codes.append(("equal", 0, nb, 0, nb))
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        codes.append((tag, i1 + nb, i2 + nb, j1 + nb, j2 + nb))
+    na, nbb = nb + len(a_lines), nb + len(b_lines)
+    if after_old:
+        codes.append(("equal", na, na + len(after_old), nbb, nbb + len(after_new)))
+    # Merge adjacent equal runs (the prefix tail can meet an equal run of the middle).
+    merged: list[tuple[str, int, int, int, int]] = []
+    for code in codes:
+        if merged and code[0] == "equal" and merged[-1][0] == "equal":
+            t, i1, _, j1, _ = merged[-1]
+            merged[-1] = (t, i1, code[2], j1, code[4])
+        elif code[1] != code[2] or code[3] != code[4]:
+            merged.append(code)
+    if not merged:
+        return []
+
+    a_all = before + a_lines + after_old
+    b_all = before + b_lines + after_new
+    base = prefix_lines - nb  # line index (0-based) of a_all[0] / b_all[0] in the files
+    hunks: list[Hunk] = []
+    for group in _group(merged, context):
+        lines: list[str] = []
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines.extend(" " + x for x in a_all[i1:i2])
+                continue
+            if tag in ("replace", "delete"):
+                lines.extend("-" + x for x in a_all[i1:i2])
+            if tag in ("replace", "insert"):
+                lines.extend("+" + x for x in b_all[j1:j2])
+        first, last = group[0], group[-1]
+        hunks.append({
+            "oldStart": base + first[1] + 1,
+            "oldLines": last[2] - first[1],
+            "newStart": base + first[3] + 1,
+            "newLines": last[4] - first[3],
+            "lines": lines,
+        })
+    return hunks
+
+
+def format_unified(hunks: list[Hunk], path: str = "") -> str:
+    """The hunks as unified-diff text (for logs and plain-text front ends)."""
+    out = [f"--- {path}", f"+++ {path}"] if path else []
+    for h in hunks:
+        out.append(f"@@ -{h['oldStart']},{h['oldLines']} +{h['newStart']},{h['newLines']} @@")
+        out.extend(h["lines"])
+    return "\n".join(out)

@@ -1,0 +1,634 @@
+"""The Read tool (SPEC §3.5, §3.6, Appendix A "Read", B.1).
+
+Owns reading a file for the model: text as ``<n>\\t<line>`` numbered lines (offset/limit, the
+256 KB whole-file cap, the 25,000-token output cap), the ``file_unchanged`` stub for repeated reads,
+the empty / past-the-end notices, binary refusal (by extension and by content), images as base64
+image blocks (downscaled when Pillow is installed), PDFs through poppler's ``pdftotext``, Jupyter
+notebooks as cells with their outputs, and a sentence for directories. Every text read records what
+the model saw in ``ctx.read_file_state``; Edit and Write rely on it.
+
+All file system work of a call (stat, sniffing, reading, splitting, numbering) runs as one job on a
+dedicated reader thread, so the event loop (the GUI's) keeps running while files are read; the
+numbered text travels to ``map_result_to_block`` on the result data (``ReadData.rendered``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import math
+import operator
+import os
+import re
+import shutil
+import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from desktop_agent.core.context import FileStateEntry, ToolUseContext
+from desktop_agent.core.errors import ToolError
+from desktop_agent.permissions.paths import check_read_permission_for_tool, is_path_denied
+from desktop_agent.permissions.types import PermissionDecision
+from desktop_agent.tools import fileio
+from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
+
+MAX_FILE_SIZE_BYTES = int(0.25 * 1024 * 1024)  # whole-file reads (no limit)
+DEFAULT_MAX_OUTPUT_TOKENS = 25_000
+MAX_LINES_TO_READ = 2000  # a hint in the prompt, not a hard limit
+PDF_MAX_PAGES_PER_READ = 20
+# The API accepts base64 images up to 5 MB; raw bytes above this cannot be sent as they are.
+MAX_IMAGE_BASE64_BYTES = 5 * 1024 * 1024
+MAX_IMAGE_RAW_BYTES = MAX_IMAGE_BASE64_BYTES * 3 // 4
+MAX_IMAGE_DIMENSION = 2000
+# Files read line by line instead of all at once when only a range is wanted.
+STREAM_THRESHOLD_BYTES = 16 * 1024 * 1024
+
+FILE_UNCHANGED_STUB = (
+    "Wasted call — file unchanged since your last Read. Refer to that earlier tool_result instead."
+)
+EMPTY_FILE_NOTICE = "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
+DENIED_MESSAGE = "File is in a directory that is denied by your permission settings."
+FILE_NOT_FOUND_CWD_NOTE = "Note: your current working directory is"
+SIZE_TAIL = (
+    "Use offset and limit parameters to read specific portions of the file, or search for specific content "
+    "instead of reading the whole file."
+)
+
+BLOCKED_DEVICE_PATHS = frozenset({
+    "/dev/zero", "/dev/random", "/dev/urandom", "/dev/full", "/dev/stdin", "/dev/tty", "/dev/console",
+    "/dev/stdout", "/dev/stderr", "/dev/fd/0", "/dev/fd/1", "/dev/fd/2",
+    "/proc/self/fd/0", "/proc/self/fd/1", "/proc/self/fd/2",
+})
+
+
+class ReadInput(ToolInput):
+    file_path: str = Field(description="The absolute path to the file to read")
+    offset: int | None = Field(
+        None, ge=0,
+        description="The line number to start reading from. Only provide if the file is too large to read at once")
+    limit: int | None = Field(
+        None, gt=0,
+        description="The number of lines to read. Only provide if the file is too large to read at once.")
+    pages: str | None = Field(
+        None,
+        description='Page range for PDF files (e.g., "1-5", "3", "10-20"). Only applicable to PDF files. '
+                    'Maximum 20 pages per request.')
+
+
+# ---------------------------------------------------------------- helpers shared with Edit / Write
+
+
+def file_not_found_message(abs_path: str, cwd: str) -> str:
+    """``File does not exist. Note: your current working directory is <cwd>.`` plus a near match."""
+    message = f"File does not exist. {FILE_NOT_FOUND_CWD_NOTE} {cwd}."
+    similar = find_similar_file(abs_path)
+    if similar:
+        message += f" Did you mean {similar}?"
+    return message
+
+
+def find_similar_file(abs_path: str) -> str | None:
+    """A file in the same directory with the same name but another extension (``app.js`` for ``app.ts``)."""
+    directory, name = os.path.split(abs_path)
+    stem = os.path.splitext(name)[0]
+    if not stem:
+        return None
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError:
+        return None
+    for entry in entries:
+        if entry != name and os.path.splitext(entry)[0] == stem and os.path.isfile(os.path.join(directory, entry)):
+            return os.path.join(directory, entry)
+    return None
+
+
+def max_output_tokens() -> int:
+    raw = os.environ.get("CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS", "").strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        return DEFAULT_MAX_OUTPUT_TOKENS
+    return value if value > 0 else DEFAULT_MAX_OUTPUT_TOKENS
+
+
+def estimate_tokens(text: str) -> int:
+    """A local token estimate (about four characters a token); no network round trip."""
+    return math.ceil(len(text) / 4)
+
+
+def add_line_numbers(content: str, start_line: int) -> str:
+    """``<n>\\t<line>`` joined by ``\\n``, numbering from ``start_line`` (SPEC §3.6); ``""`` is one empty line."""
+    lines = content.split("\n")
+    return "\n".join(f"{n}\t{line}" for n, line in enumerate(lines, start_line))
+
+
+def parse_pdf_page_range(pages: str) -> tuple[int, int | None] | None:
+    """``"3"`` → (3, 3), ``"1-5"`` → (1, 5), ``"10-"`` → (10, None); None when malformed."""
+    text = pages.strip()
+    m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d*))?", text)
+    if not m:
+        return None
+    first = int(m.group(1))
+    if first < 1:
+        return None
+    if m.group(2) is None:
+        return first, first
+    if m.group(2) == "":
+        return first, None
+    last = int(m.group(2))
+    if last < first:
+        return None
+    return first, last
+
+
+# ---------------------------------------------------------------- text reading (worker thread)
+
+
+@dataclass
+class TextRange:
+    content: str  # the selected lines joined by "\n" (raw: undecodable bytes as surrogates)
+    num_lines: int
+    start_line: int
+    total_lines: int
+    mtime: int
+    size: int
+    rendered: str | None = None  # the numbered text for the model (built in the worker thread)
+
+
+def read_text_range(path: str, offset: int | None, limit: int | None) -> TextRange:
+    """Read lines ``[offset, offset+limit)`` (1-based; offset 0 means 1) of a text file.
+
+    UTF-8 files are cut into lines as bytes and only the wanted range is decoded; a range of a very
+    large file is streamed. ``total_lines`` counts the empty line after a final newline, as the
+    numbered output shows it; an empty file has 0 lines.
+    """
+    start = 0 if not offset else offset - 1
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if limit is not None and st.st_size > STREAM_THRESHOLD_BYTES:
+            head = fh.read(3)
+            if not head.startswith(fileio.UTF16LE_BOM):
+                fh.seek(3 if head.startswith(fileio.UTF8_BOM) else 0)
+                return _stream_range(fh, start, limit, st)
+            fh.seek(0)
+        data = fh.read()
+    mtime = st.st_mtime_ns // 1_000_000
+    if data.startswith(fileio.UTF16LE_BOM):
+        return _range_of_text(fileio.normalize_newlines(fileio.decode_bytes(data)[0]), start, limit, mtime, st.st_size)
+    if data.startswith(fileio.UTF8_BOM):
+        data = data[3:]
+    if not data:
+        return TextRange("", 0, start + 1, 0, mtime, st.st_size)
+    total = data.count(b"\n") + 1
+    if start == 0 and (limit is None or limit >= total):
+        text = fileio.normalize_newlines(data.decode("utf-8", errors="surrogateescape"))
+        return TextRange(text, total, 1, total, mtime, st.st_size)
+    chosen = data.split(b"\n")[start:start + limit if limit is not None else None]
+    if not chosen:
+        return TextRange("", 0, start + 1, total, mtime, st.st_size)
+    last_is_final = start + len(chosen) >= total
+    if not last_is_final and chosen[-1].endswith(b"\r"):
+        chosen[-1] = chosen[-1][:-1]  # its CRLF was cut in two by the split
+    text = b"\n".join(chosen).decode("utf-8", errors="surrogateescape")
+    return TextRange(fileio.normalize_newlines(text), len(chosen), start + 1, total, mtime, st.st_size)
+
+
+def _range_of_text(text: str, start: int, limit: int | None, mtime: int, size: int) -> TextRange:
+    if not text:
+        return TextRange("", 0, start + 1, 0, mtime, size)
+    lines = text.split("\n")
+    total = len(lines)
+    if start == 0 and (limit is None or limit >= total):
+        return TextRange(text, total, 1, total, mtime, size)
+    chosen = lines[start:start + limit] if limit is not None else lines[start:]
+    return TextRange("\n".join(chosen), len(chosen), start + 1, total, mtime, size)
+
+
+_prefixes: list[str] = []
+_prefix_lock = threading.Lock()
+
+
+def _line_prefixes(first: int, count: int) -> list[str]:
+    """``["<n>\\t", ...]`` for lines first..first+count-1, from a cache grown on demand."""
+    last = first + count
+    if last > len(_prefixes) + 1:
+        with _prefix_lock:
+            if last > len(_prefixes) + 1:
+                _prefixes.extend(f"{n}\t" for n in range(len(_prefixes) + 1, max(last, 2 * len(_prefixes)) + 1))
+    return _prefixes[first - 1:last - 1]
+
+
+def render_numbered(content: str, start_line: int) -> str:
+    """``add_line_numbers`` for large outputs: same text, C-level concatenation."""
+    lines = content.split("\n")
+    return "\n".join(map(operator.add, _line_prefixes(start_line, len(lines)), lines))
+
+
+def load_text(path: str, offset: int | None, limit: int | None, max_tokens: int,
+              sniff_ext: str | None = None) -> TextRange:
+    """Worker-thread part of a text Read: binary sniffing, the range, the token cap, the numbered text.
+
+    With ``sniff_ext`` (the file's extension) the first 8 KB are checked for binary content first.
+    """
+    if sniff_ext is not None and fileio.sniff_binary_file(path):
+        raise ToolError(_binary_message(sniff_ext))
+    rng = read_text_range(path, offset, limit)
+    tokens = estimate_tokens(rng.content)
+    if tokens > max_tokens:
+        raise ToolError(
+            f"File content ({tokens} tokens) exceeds maximum allowed tokens ({max_tokens}). {SIZE_TAIL}", wrap=False)
+    if rng.num_lines:
+        rng.rendered = fileio.to_display(render_numbered(rng.content, max(offset or 1, 1)))
+    return rng
+
+
+def _stream_range(fh: Any, start: int, limit: int, st: os.stat_result) -> TextRange:
+    chosen: list[str] = []
+    total = 0
+    last_ended_with_newline = True
+    for total, raw in enumerate(fh, 1):
+        last_ended_with_newline = raw.endswith(b"\n")
+        if start < total <= start + limit:
+            if last_ended_with_newline:
+                raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+            chosen.append(raw.decode("utf-8", errors="surrogateescape"))
+    if total and last_ended_with_newline:
+        total += 1  # the empty line after the final newline
+        if start < total <= start + limit:
+            chosen.append("")
+    return TextRange("\n".join(chosen), len(chosen), start + 1, total, st.st_mtime_ns // 1_000_000, st.st_size)
+
+
+# ---------------------------------------------------------------- images, PDFs, notebooks
+
+
+def _image_media_type(data: bytes, ext: str) -> str:
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+            ".webp": "image/webp"}.get(ext, "image/png")
+
+
+def read_image(path: str) -> dict[str, Any]:
+    """An image as base64, downscaled (Pillow) when it is too large in bytes or pixels."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if not data:
+        raise ToolError(f"Image file is empty: {path}")
+    ext = fileio.extension(path)
+    media_type = _image_media_type(data, ext)
+    original_size = len(data)
+    dimensions: dict[str, int] | None = None
+    try:
+        from PIL import Image  # optional: not a dependency
+    except ImportError:
+        Image = None  # type: ignore[assignment]
+    if Image is not None:
+        try:
+            data, media_type, dimensions = _downscale(Image, data, media_type)
+        except Exception:  # a corrupt image is still sent as it is, if small enough
+            pass
+    if len(data) > MAX_IMAGE_RAW_BYTES:
+        how = ("Downscaling did not bring it under the limit." if Image is not None else
+               "Pillow is not installed, so the image cannot be downscaled.")
+        raise ToolError(
+            f"Image file is too large to read ({fileio.format_file_size(len(data))}); the maximum is "
+            f"{fileio.format_file_size(MAX_IMAGE_RAW_BYTES)}. {how} Resize or compress it first (for example "
+            f"with ImageMagick: convert in.png -resize 50% out.png) and read the smaller copy.")
+    return {
+        "type": "image",
+        "file": {"base64": base64.b64encode(data).decode("ascii"), "type": media_type,
+                 "originalSize": original_size, "dimensions": dimensions},
+    }
+
+
+def _downscale(Image: Any, data: bytes, media_type: str) -> tuple[bytes, str, dict[str, int] | None]:
+    with Image.open(io.BytesIO(data)) as img:
+        width, height = img.size
+        dims = {"originalWidth": width, "originalHeight": height, "displayWidth": width, "displayHeight": height}
+        if len(data) <= MAX_IMAGE_RAW_BYTES and max(width, height) <= MAX_IMAGE_DIMENSION:
+            return data, media_type, dims
+        scale = min(1.0, MAX_IMAGE_DIMENSION / max(width, height))
+        quality = 85
+        while True:
+            size = (max(1, int(width * scale)), max(1, int(height * scale)))
+            frame = img.convert("RGB") if img.mode not in ("RGB", "L") else img
+            resized = frame.resize(size)
+            buf = io.BytesIO()
+            resized.save(buf, format="JPEG", quality=quality)
+            out = buf.getvalue()
+            if len(out) <= MAX_IMAGE_RAW_BYTES or scale < 0.05:
+                dims.update(displayWidth=size[0], displayHeight=size[1])
+                return out, "image/jpeg", dims
+            scale *= 0.7
+            quality = max(50, quality - 10)
+
+
+async def read_pdf(path: str, pages: str | None) -> dict[str, Any]:
+    """PDF text through poppler's ``pdftotext``: a page range, or the whole file if it is short enough."""
+    exe = shutil.which("pdftotext")
+    if exe is None:
+        raise ToolError(
+            "Reading PDF files requires pdftotext (poppler-utils), which was not found on PATH. Install "
+            "poppler-utils (e.g. apt install poppler-utils, brew install poppler), or extract the text with "
+            "another tool through Bash.")
+    first, last = 1, None
+    if pages:
+        parsed = parse_pdf_page_range(pages)
+        assert parsed is not None  # validate_input checked it
+        first, last = parsed
+    args = [exe, "-layout", "-f", str(first)]
+    if last is not None:
+        args += ["-l", str(last)]
+    args += [path, "-"]
+    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        detail = err.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
+        raise ToolError(f"Could not read PDF {path}: {detail}")
+    text = out.decode("utf-8", "replace")
+    page_texts = text.split("\f")
+    if page_texts and not page_texts[-1].strip():
+        page_texts.pop()  # pdftotext ends every page with a form feed
+    if not pages and len(page_texts) > PDF_MAX_PAGES_PER_READ:
+        raise ToolError(
+            f"This PDF has {len(page_texts)} pages, which is too many to read at once. Use the pages parameter "
+            f'to read specific page ranges (e.g., pages: "1-5"). Maximum {PDF_MAX_PAGES_PER_READ} pages per '
+            "request.")
+    return {
+        "type": "pdf",
+        "file": {"filePath": path, "pages": [
+            {"page": first + i, "text": t.rstrip()} for i, t in enumerate(page_texts)]},
+    }
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def read_notebook(text: str) -> list[dict[str, Any]]:
+    """Cells with their outputs: ``[{cell_id, cell_type, source, language, outputs:[{text|image}]}]``."""
+    try:
+        nb = json.loads(text)
+    except ValueError as exc:
+        raise ToolError(f"Notebook is not valid JSON: {exc}") from exc
+    language = (nb.get("metadata", {}).get("language_info", {}) or {}).get("name") or "python"
+    cells = []
+    for index, cell in enumerate(nb.get("cells", [])):
+        source = cell.get("source", "")
+        if isinstance(source, list):
+            source = "".join(source)
+        outputs: list[dict[str, Any]] = []
+        for output in cell.get("outputs", []) or []:
+            outputs.extend(_notebook_output(output))
+        cells.append({
+            "cell_id": cell.get("id") or f"cell-{index}",
+            "cell_type": cell.get("cell_type", "code"),
+            "source": source,
+            "language": language,
+            "execution_count": cell.get("execution_count"),
+            "outputs": outputs,
+        })
+    return cells
+
+
+def _join(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def _notebook_output(output: dict[str, Any]) -> list[dict[str, Any]]:
+    kind = output.get("output_type")
+    if kind == "stream":
+        return [{"text": _join(output.get("text"))}]
+    if kind in ("execute_result", "display_data"):
+        data = output.get("data", {}) or {}
+        out: list[dict[str, Any]] = []
+        if "text/plain" in data:
+            out.append({"text": _join(data["text/plain"])})
+        for media in ("image/png", "image/jpeg"):
+            if media in data:
+                out.append({"image": {"media_type": media, "data": _join(data[media]).replace("\n", "")}})
+                break
+        return out
+    if kind == "error":
+        tb = "\n".join(output.get("traceback", []) or [])
+        return [{"text": _ANSI.sub("", f"{output.get('ename', '')}: {output.get('evalue', '')}\n{tb}").strip()}]
+    return []
+
+
+def _cell_blocks(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    cid = cell["cell_id"]
+    meta = ""
+    if cell["cell_type"] != "code":
+        meta += f"<cell_type>{cell['cell_type']}</cell_type>"
+    elif cell["language"] != "python":
+        meta += f"<language>{cell['language']}</language>"
+    blocks: list[dict[str, Any]] = [
+        {"type": "text", "text": f'<cell id="{cid}">{meta}{fileio.to_display(cell["source"])}</cell id="{cid}">'}]
+    for out in cell["outputs"]:
+        if "text" in out:
+            blocks.append({"type": "text", "text": fileio.to_display(out["text"])})
+        else:
+            img = out["image"]
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": img["media_type"],
+                                                       "data": img["data"]}})
+    return blocks
+
+
+# ---------------------------------------------------------------- worker-thread jobs
+
+# A dedicated one-thread pool. With a warm page cache, reading is CPU work under the GIL, so more
+# threads do not finish ten Reads sooner; they do starve the event loop (the GUI's): measured with
+# ten parallel 1 MB Reads, the longest loop stall was ~20 ms with one worker and 65–190 ms with two
+# or more (bench/bench_file_tools.py). Reads still overlap with everything else the loop awaits.
+_READER_POOL: ThreadPoolExecutor | None = None
+_READER_POOL_LOCK = threading.Lock()
+READER_THREADS = 1
+
+
+def _reader_pool() -> ThreadPoolExecutor:
+    global _READER_POOL
+    if _READER_POOL is None:
+        with _READER_POOL_LOCK:
+            if _READER_POOL is None:
+                _READER_POOL = ThreadPoolExecutor(max_workers=READER_THREADS, thread_name_prefix="file-reader")
+    return _READER_POOL
+
+
+async def run_in_reader(fn: Any, *args: Any) -> Any:
+    """Run a blocking read job off the event loop (its exceptions propagate)."""
+    return await asyncio.get_running_loop().run_in_executor(_reader_pool(), fn, *args)
+
+
+def stat_regular_file(abs_path: str, cwd: str) -> os.stat_result:
+    """stat, turning a missing path, a directory or a special file into the model-facing errors."""
+    try:
+        st = os.stat(abs_path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(file_not_found_message(abs_path, cwd), wrap=False) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(
+            f"{abs_path} is a directory, not a file. Use the Glob tool or Bash `ls` to list its contents.",
+            wrap=False)
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"Cannot read '{abs_path}': it is not a regular file (a device, socket or pipe).")
+    return st
+
+
+def _image_job(abs_path: str, cwd: str) -> dict[str, Any]:
+    stat_regular_file(abs_path, cwd)
+    return read_image(abs_path)
+
+
+def _text_job(abs_path: str, cwd: str, ext: str, offset: int | None, limit: int | None, max_tokens: int,
+              entry: FileStateEntry | None) -> tuple[str, Any]:
+    st = stat_regular_file(abs_path, cwd)
+    effective_offset = offset if offset is not None else 1
+    # Repeated read of the same range of an unchanged file: a stub instead of the same text again.
+    if (entry is not None and not entry.is_partial_view and entry.offset is not None
+            and entry.offset == effective_offset and entry.limit == limit
+            and st.st_mtime_ns // 1_000_000 == entry.timestamp):
+        return "file_unchanged", None
+    if limit is None and st.st_size > MAX_FILE_SIZE_BYTES:
+        raise ToolError(
+            f"File content ({fileio.format_file_size(st.st_size)}) exceeds maximum allowed size "
+            f"({fileio.format_file_size(MAX_FILE_SIZE_BYTES)}). {SIZE_TAIL}", wrap=False)
+    if ext == fileio.NOTEBOOK_EXTENSION:
+        text, _, _, mtime = fileio.read_text_file_with_mtime(abs_path)
+        return "notebook", (text, mtime, read_notebook(text))
+    return "text", load_text(abs_path, offset, limit, max_tokens, sniff_ext=ext)
+
+
+# ---------------------------------------------------------------- the tool
+
+
+class ReadData(dict):
+    """Read's result data (a plain dict for JSON) carrying the numbered text built off the event loop."""
+
+    rendered: str | None = None
+
+
+
+class ReadTool(Tool):
+    name = "Read"
+    input_model = ReadInput
+    max_result_size_chars = math.inf
+
+    def is_concurrency_safe(self, input: Any) -> bool:
+        return True
+
+    def is_read_only(self, input: Any) -> bool:
+        return True
+
+    def interrupt_behavior(self) -> str:  # type: ignore[override]
+        return "cancel"
+
+    async def validate_input(self, input: ReadInput, ctx: ToolUseContext) -> ValidationResult:
+        if input.pages is not None:
+            parsed = parse_pdf_page_range(input.pages)
+            if parsed is None:
+                return ValidationResult.fail(
+                    f'Invalid pages parameter: "{input.pages}". Use formats like "1-5", "3", or "10-20". '
+                    "Pages are 1-indexed.", 7)
+            first, last = parsed
+            if last is None or last - first + 1 > PDF_MAX_PAGES_PER_READ:
+                return ValidationResult.fail(
+                    f'Page range "{input.pages}" exceeds maximum of {PDF_MAX_PAGES_PER_READ} pages per request. '
+                    "Please use a smaller range.", 8)
+        abs_path = ctx.expand(input.file_path)
+        if is_path_denied(abs_path, "read", ctx):
+            return ValidationResult.fail(DENIED_MESSAGE, 1)
+        ext = fileio.extension(abs_path)
+        if ext in fileio.BINARY_EXTENSIONS:
+            return ValidationResult.fail(_binary_message(ext), 4)
+        if abs_path in BLOCKED_DEVICE_PATHS:
+            return ValidationResult.fail(
+                f"Cannot read '{abs_path}': this device file would block or produce infinite output.", 9)
+        return ValidationResult.ok()
+
+    async def check_permissions(self, input: ReadInput, ctx: ToolUseContext) -> PermissionDecision:
+        abs_path = ctx.expand(input.file_path)
+        return check_read_permission_for_tool("Read", abs_path, input.model_dump(exclude_unset=True), ctx)
+
+    async def call(self, input: ReadInput, ctx: ToolUseContext) -> ToolResult:
+        abs_path = ctx.expand(input.file_path)
+        ext = fileio.extension(abs_path)
+        if ext in fileio.IMAGE_EXTENSIONS:
+            return ToolResult(await run_in_reader(_image_job, abs_path, ctx.cwd))
+        if ext == fileio.PDF_EXTENSION:
+            await run_in_reader(stat_regular_file, abs_path, ctx.cwd)
+            return ToolResult(await read_pdf(abs_path, input.pages))
+
+        offset = input.offset if input.offset is not None else 1
+        limit = input.limit
+        entry = ctx.read_file_state.get(abs_path)
+        # All file system work of a text read happens in one worker-thread job.
+        kind, payload = await run_in_reader(_text_job, abs_path, ctx.cwd, ext, input.offset, limit,
+                                            max_output_tokens(), entry)
+        if kind == "file_unchanged":
+            return ToolResult({"type": "file_unchanged", "file": {"filePath": input.file_path}})
+        if kind == "notebook":
+            text, mtime, cells = payload
+            ctx.read_file_state.set(abs_path, FileStateEntry(content=text, timestamp=mtime, offset=offset,
+                                                             limit=limit))
+            return ToolResult({"type": "notebook", "file": {"filePath": input.file_path, "cells": cells}})
+        rng: TextRange = payload
+        ctx.read_file_state.set(abs_path, FileStateEntry(content=rng.content, timestamp=rng.mtime, offset=offset,
+                                                         limit=limit))
+        data = ReadData({
+            "type": "text",
+            "file": {"filePath": input.file_path, "content": rng.content, "numLines": rng.num_lines,
+                     "startLine": offset, "totalLines": rng.total_lines},
+        })
+        data.rendered = rng.rendered
+        return ToolResult(data)
+
+    def map_result_to_block(self, data: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
+        kind = data.get("type")
+        file = data.get("file", {})
+        if kind == "file_unchanged":
+            content: Any = FILE_UNCHANGED_STUB
+        elif kind == "image":
+            content = [{"type": "image", "source": {"type": "base64", "data": file["base64"],
+                                                    "media_type": file["type"]}}]
+        elif kind == "pdf":
+            content = "\n\n".join(f'<page number="{p["page"]}">\n{p["text"]}\n</page>' for p in file["pages"])
+            content = content or "<system-reminder>Warning: the PDF has no extractable text in this range.</system-reminder>"
+        elif kind == "notebook":
+            blocks = [b for cell in file["cells"] for b in _cell_blocks(cell)]
+            content = blocks or EMPTY_FILE_NOTICE
+        else:
+            rendered = getattr(data, "rendered", None)
+            if file["numLines"] > 0:
+                content = rendered if rendered is not None else fileio.to_display(
+                    add_line_numbers(file["content"], max(file["startLine"], 1)))
+            elif file["totalLines"] == 0:
+                content = EMPTY_FILE_NOTICE
+            else:
+                content = (
+                    "<system-reminder>Warning: the file exists but is shorter than the provided offset "
+                    f"({file['startLine']}). The file has {file['totalLines']} lines.</system-reminder>")
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+
+
+def _binary_message(ext: str) -> str:
+    what = f"a binary {ext} file" if ext else "a binary file"
+    return (f"This tool cannot read binary files. The file appears to be {what}. "
+            "Please use appropriate tools for binary file analysis.")
+
+
+__all__ = ["ReadTool", "ReadInput", "read_text_range", "load_text", "file_not_found_message", "add_line_numbers",
+           "render_numbered", "FILE_UNCHANGED_STUB", "EMPTY_FILE_NOTICE", "DENIED_MESSAGE"]

@@ -1,0 +1,133 @@
+"""The Write tool (Appendix A "Edit / Write", B.1 ``FileWriteOutput``).
+
+Owns creating a file (with missing parent directories) or replacing a file the model has read.
+The read-before-write and staleness rules are Edit's (shared helpers in ``edit.py``), except that
+only a read of the whole file counts (a range read does not, B.1); the patch is
+computed before the permission ask (``permission_extras``); ``call`` does the awaitable work first
+(directories, file-history backup), then one synchronous critical section under the path's lock:
+re-read, re-check, patch, atomic write. An overwritten file keeps its encoding (UTF-8 / UTF-8 BOM /
+UTF-16LE BOM), its line-ending style (a CRLF file stays CRLF) and its mode bits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from desktop_agent.core.context import ToolUseContext
+from desktop_agent.core.errors import ToolError
+from desktop_agent.permissions.paths import check_write_permission_for_tool, is_path_denied
+from desktop_agent.permissions.types import PermissionDecision
+from desktop_agent.tools import fileio
+from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
+from desktop_agent.tools.edit import (
+    MODIFIED_SINCE_READ_MESSAGE,
+    NOT_READ_MESSAGE,
+    UNEXPECTEDLY_MODIFIED_MESSAGE,
+    directory_message,
+    is_full_read,
+    is_stale,
+    prepare_write,
+    take_snapshot,
+    written_state,
+)
+from desktop_agent.tools.patch import structured_patch
+from desktop_agent.tools.read import DENIED_MESSAGE
+
+
+class WriteInput(ToolInput):
+    file_path: str = Field(description="The absolute path to the file to write (must be absolute, not relative)")
+    content: str = Field(description="The content to write to the file")
+
+
+@dataclass
+class WriteOutcome:
+    existed: bool
+    original: str
+    content: str  # as written, with LF line endings
+    patch: list[dict[str, Any]]
+    mtime: int
+
+
+def write_critical_section(abs_path: str, content: str, entry: Any) -> WriteOutcome:
+    """Re-read, re-check, patch, write — synchronously, under the path's lock.
+
+    A file that exists now must have been read and be unchanged since (a file that appeared after
+    validation fails too). A file deleted meanwhile is simply created again.
+    """
+    with fileio.path_lock(abs_path):
+        snap = take_snapshot(abs_path)
+        if snap.is_dir:
+            raise ToolError(directory_message(abs_path))
+        if snap.exists and (entry is None or not is_full_read(entry) or is_stale(entry, snap)):
+            raise ToolError(UNEXPECTEDLY_MODIFIED_MESSAGE)
+        text = fileio.normalize_newlines(content)
+        patch = structured_patch(snap.text, text)
+        if snap.exists:
+            mtime = fileio.write_text_atomic(abs_path, content, snap.encoding, snap.line_ending)
+        else:
+            mtime = fileio.write_text_atomic(abs_path, content, "utf-8", "LF")
+        return WriteOutcome(snap.exists, snap.text, text, patch, mtime)
+
+
+class WriteTool(Tool):
+    name = "Write"
+    input_model = WriteInput
+    max_result_size_chars = 100_000
+
+    async def validate_input(self, input: WriteInput, ctx: ToolUseContext) -> ValidationResult:
+        abs_path = ctx.expand(input.file_path)
+        if is_path_denied(abs_path, "edit", ctx):
+            return ValidationResult.fail(DENIED_MESSAGE, 1)
+        head = take_snapshot(abs_path, read=False)
+        if not head.exists:
+            return ValidationResult.ok()
+        if head.is_dir:
+            return ValidationResult.fail(directory_message(abs_path), 2)
+        entry = ctx.read_file_state.get(abs_path)
+        # Replacing a whole file needs a view of the whole file: a range read does not count (B.1).
+        if entry is None or not is_full_read(entry):
+            return ValidationResult.fail(NOT_READ_MESSAGE, 2)
+        if head.mtime > entry.timestamp:
+            snap = await asyncio.to_thread(take_snapshot, abs_path)
+            if is_stale(entry, snap):
+                return ValidationResult.fail(MODIFIED_SINCE_READ_MESSAGE, 3)
+        return ValidationResult.ok()
+
+    async def check_permissions(self, input: WriteInput, ctx: ToolUseContext) -> PermissionDecision:
+        abs_path = ctx.expand(input.file_path)
+        return check_write_permission_for_tool("Write", abs_path, input.model_dump(exclude_unset=True), ctx)
+
+    def permission_extras(self, input: WriteInput, ctx: ToolUseContext) -> dict[str, Any]:
+        abs_path = ctx.expand(input.file_path)
+        snap = take_snapshot(abs_path)
+        text = fileio.normalize_newlines(input.content)
+        return {"file_path": abs_path, "structured_patch": structured_patch(snap.text, text),
+                "original_file": snap.text if snap.exists else None}
+
+    async def call(self, input: WriteInput, ctx: ToolUseContext) -> ToolResult:
+        abs_path = ctx.expand(input.file_path)
+        await prepare_write(abs_path, ctx)
+        entry = ctx.read_file_state.get(abs_path)
+        outcome = await asyncio.to_thread(write_critical_section, abs_path, input.content, entry)
+        ctx.read_file_state.set(abs_path, written_state(outcome.content, outcome.mtime))
+        return ToolResult({
+            "type": "update" if outcome.existed else "create",
+            "filePath": input.file_path,
+            "content": input.content,
+            "structuredPatch": outcome.patch,
+            "originalFile": outcome.original if outcome.existed else None,
+        })
+
+    def map_result_to_block(self, data: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
+        if data["type"] == "create":
+            text = f"File created successfully at: {data['filePath']}"
+        else:
+            text = f"The file {data['filePath']} has been updated successfully."
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+
+
+__all__ = ["WriteTool", "WriteInput", "write_critical_section"]

@@ -1,0 +1,291 @@
+"""``AgentController``: the bridge between the engine's two seams and the Qt views.
+
+It runs each turn as an asyncio task on the qasync loop, consumes the ``AgentEvent`` stream and
+re-emits it as Qt signals, tracks the status (idle, thinking, running a tool, waiting for approval,
+error), tokens and cost, and implements ``PermissionPrompter``: ``ask()`` opens the modal
+``PermissionDialog`` with ``open()`` and awaits a Future — never a nested ``exec()`` loop.
+Interrupting the turn closes an open dialog as a deny.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QApplication, QWidget
+
+from desktop_agent.core import events as ev
+from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+
+log = logging.getLogger(__name__)
+
+USER_DENIED = "User denied via UI"
+
+# Status values (SPEC §1.6 plus the states the status bar shows).
+IDLE, THINKING, STREAMING, TOOL, WAITING, RETRYING, ERROR, STOPPING = (
+    "idle", "thinking", "streaming", "tool", "waiting", "retrying", "error", "stopping",
+)
+
+
+class AgentController(QObject):
+    """Owns the session and the running turn; the views only listen to its signals."""
+
+    status_changed = Signal(str, str)  # status, detail (tool name, error text…)
+    busy_changed = Signal(bool)
+    user_prompt = Signal(str)
+    request_started = Signal(int)
+    text_delta = Signal(str)
+    thinking_delta = Signal(str)
+    tool_started = Signal(object)  # ToolCallStarted
+    tool_progress = Signal(object)  # ToolCallProgress
+    tool_finished = Signal(object)  # ToolCallFinished
+    permission_requested = Signal(object)  # PermissionRequest (also from the event stream)
+    permission_resolved = Signal(object)  # PermissionResolved
+    dialog_opened = Signal(object)  # PermissionDialog
+    notice = Signal(str, str)  # kind (retry, fallback, compacted, info), text
+    error = Signal(object)  # ErrorEvent
+    turn_finished = Signal(object)  # TurnFinished
+    usage_changed = Signal(int, float)  # session tokens, session cost (USD)
+    session_changed = Signal(object)  # the new session object
+
+    def __init__(self, parent: QObject | None = None, *, window: QWidget | None = None):
+        super().__init__(parent)
+        self.window = window
+        self.session: Any = None
+        self.cwd: str | None = None
+        self.status = IDLE
+        self.status_detail = ""
+        self.tokens = 0
+        self.cost = 0.0
+        self.turn_index = 0
+        self.current_dialog: Any = None
+        self.notifier: Callable[[str, str], None] | None = None
+        self._task: asyncio.Task | None = None
+        self._pending: dict[str, asyncio.Future] = {}
+        self._saw_text = False
+        self._running_tools: set[str] = set()
+        self._last_error: str = ""
+
+    # ----- session ---------------------------------------------------------------------------
+    async def open_session(self, cwd: str, **kwargs: Any) -> Any:
+        """Create an ``AgentSession`` on ``cwd`` with this controller as its prompter."""
+        import functools
+
+        # Built on a worker thread: the first session imports the API client (~1 s) and reads files;
+        # the window keeps painting meanwhile. create() touches no Qt object.
+        def build() -> Any:
+            from desktop_agent.agent import AgentSession
+
+            return AgentSession.create(cwd, prompter=self, **kwargs)
+
+        loop = asyncio.get_running_loop()
+        created = await loop.run_in_executor(None, functools.partial(build))
+        if inspect.isawaitable(created):
+            created = await created
+        self.set_session(created, cwd)
+        return created
+
+    def set_session(self, session: Any, cwd: str | None = None) -> None:
+        self.session = session
+        self.cwd = cwd or getattr(session, "cwd", None)
+        self.tokens, self.cost, self.turn_index = 0, 0.0, 0
+        self.usage_changed.emit(0, 0.0)
+        self._set_status(IDLE)
+        self.session_changed.emit(session)
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def set_permission_mode(self, mode: str) -> None:
+        if self.session is not None and hasattr(self.session, "set_permission_mode"):
+            self.session.set_permission_mode(mode)
+
+    # ----- turns -----------------------------------------------------------------------------
+    def submit(self, prompt: str) -> asyncio.Task | None:
+        """Start a turn. Returns its task (tests await it); None when busy or without a session."""
+        prompt = prompt.strip()
+        if not prompt or self.session is None or self.busy:
+            return None
+        self.turn_index += 1
+        self.user_prompt.emit(prompt)
+        self._task = asyncio.ensure_future(self._run_turn(prompt))
+        self.busy_changed.emit(True)
+        return self._task
+
+    async def _run_turn(self, prompt: str) -> None:
+        self._set_status(THINKING)
+        finished = False
+        try:
+            stream = self.session.submit(prompt)
+            if inspect.isawaitable(stream) and not hasattr(stream, "__aiter__"):
+                stream = await stream
+            async for event in stream:
+                self.handle_event(event)
+                if isinstance(event, ev.TurnFinished):
+                    finished = True
+        except asyncio.CancelledError:
+            self.turn_finished.emit(ev.TurnFinished(reason="aborted_tools", error="cancelled"))
+            finished = True
+            self._set_status(IDLE)
+            raise
+        except Exception as exc:  # an engine bug: show it, keep the window usable
+            log.exception("turn failed")
+            self.error.emit(ev.ErrorEvent(message=f"{type(exc).__name__}: {exc}", kind="internal"))
+            self._set_status(ERROR, str(exc))
+        finally:
+            self._close_dialogs(deny=True)
+            if not finished:
+                self.turn_finished.emit(ev.TurnFinished(reason="completed"))
+            if self.status not in (ERROR,):
+                self._set_status(IDLE)
+            self._running_tools.clear()
+            self.busy_changed.emit(False)
+
+    def stop(self) -> None:
+        """Interrupt the running turn (Esc). An open permission dialog resolves as a deny."""
+        if not self.busy:
+            return
+        self._set_status(STOPPING)
+        self._close_dialogs(deny=True)
+        if self.session is not None and hasattr(self.session, "interrupt"):
+            try:
+                self.session.interrupt()
+            except Exception:  # pragma: no cover - defensive
+                log.exception("interrupt failed")
+        task = self._task
+
+        def _force() -> None:  # the engine did not wind down in time: cancel the task itself
+            if task is not None and not task.done():
+                task.cancel()
+
+        asyncio.get_event_loop().call_later(3.0, _force)
+
+    # ----- events ----------------------------------------------------------------------------
+    def handle_event(self, event: Any) -> None:
+        """Dispatch one AgentEvent to the signals (public so tests and replays can feed events)."""
+        if isinstance(event, ev.TextDelta):
+            self._saw_text = True
+            if self.status not in (WAITING, STOPPING):
+                self._set_status(STREAMING)
+            self.text_delta.emit(event.text)
+        elif isinstance(event, ev.ThinkingDelta):
+            self.thinking_delta.emit(event.text)
+        elif isinstance(event, (ev.TurnStarted, ev.RequestStarted)):
+            self._saw_text = False
+            if isinstance(event, ev.RequestStarted):
+                self.request_started.emit(event.turn)
+            if self.status != STOPPING:
+                self._set_status(THINKING)
+        elif isinstance(event, ev.AssistantMessage):
+            if not self._saw_text:  # non-streaming fallback: the text arrives whole
+                content = (event.message.get("message") or event.message).get("content") or []
+                for block in content if isinstance(content, list) else []:
+                    if isinstance(block, dict) and block.get("type") == "text" and block.get("text"):
+                        self.text_delta.emit(block["text"])
+                        self._saw_text = True
+        elif isinstance(event, ev.ToolCallStarted):
+            self._running_tools.add(event.tool_use_id)
+            self.tool_started.emit(event)
+            if self.status not in (WAITING, STOPPING):
+                self._set_status(TOOL, event.name)
+        elif isinstance(event, ev.ToolCallProgress):
+            self.tool_progress.emit(event)
+        elif isinstance(event, ev.ToolCallFinished):
+            self._running_tools.discard(event.tool_use_id)
+            self.tool_finished.emit(event)
+            if self.status not in (WAITING, STOPPING):
+                self._set_status(TOOL if self._running_tools else THINKING)
+        elif isinstance(event, ev.PermissionRequested):
+            self.permission_requested.emit(event.request)
+        elif isinstance(event, ev.PermissionResolved):
+            self.permission_resolved.emit(event)
+        elif isinstance(event, ev.Usage):
+            if event.session_tokens or event.session_cost_usd:
+                self.tokens, self.cost = event.session_tokens, event.session_cost_usd
+            else:
+                self.tokens += event.input_tokens + event.output_tokens + event.cache_read_input_tokens \
+                    + event.cache_creation_input_tokens
+                self.cost += event.cost_usd
+            self.usage_changed.emit(self.tokens, self.cost)
+        elif isinstance(event, ev.RetryWaiting):
+            self._set_status(RETRYING, event.error)
+            self.notice.emit("retry", self.tr("Retrying in {0:.0f} s (attempt {1} of {2}): {3}").format(
+                event.delay_s, event.attempt, event.max_attempts, event.error))
+        elif isinstance(event, ev.StreamFallback):
+            self.notice.emit("fallback", self.tr("The stream broke; {0}").format(event.detail or event.action))
+        elif isinstance(event, ev.Compacted):
+            self.notice.emit("compacted", self.tr("Conversation compacted ({0} tokens before)").format(event.pre_tokens))
+        elif isinstance(event, ev.ErrorEvent):
+            self._last_error = event.message
+            self.error.emit(event)
+            self._set_status(ERROR, event.message)
+        elif isinstance(event, ev.TurnFinished):
+            if event.cost_usd and not self.cost:
+                self.cost = event.cost_usd
+                self.usage_changed.emit(self.tokens, self.cost)
+            self.turn_finished.emit(event)
+            if event.reason == "model_error":
+                self._set_status(ERROR, event.error or self._last_error)
+            elif self.status != ERROR:
+                self._set_status(IDLE)
+
+    # ----- PermissionPrompter ----------------------------------------------------------------
+    async def ask(self, request: PermissionRequest) -> PermissionReply:
+        """Open the modal dialog (``open()``) and await the user's reply through a Future."""
+        from desktop_agent.ui.permission_dialog import PermissionDialog
+
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future = loop.create_future()
+        self._pending[request.request_id] = future
+        previous = (self.status, self.status_detail)
+        self._set_status(WAITING, request.tool_name)
+        dialog = PermissionDialog(request, parent=self.window)
+
+        def _decided(reply: PermissionReply) -> None:
+            if not future.done():
+                future.set_result(reply)
+
+        dialog.decided.connect(_decided)
+        self.current_dialog = dialog
+        dialog.open()
+        self.dialog_opened.emit(dialog)
+        self._announce(request)
+        try:
+            return await future
+        finally:
+            self._pending.pop(request.request_id, None)
+            if self.current_dialog is dialog:
+                self.current_dialog = None
+            dialog.close_silently()
+            if self.status == WAITING:
+                self._set_status(TOOL if previous[0] == TOOL else THINKING, request.tool_name)
+
+    def _close_dialogs(self, deny: bool) -> None:
+        for future in list(self._pending.values()):
+            if not future.done():
+                future.set_result(PermissionReply(behavior="deny", message=USER_DENIED, interrupt=True))
+        if self.current_dialog is not None:
+            self.current_dialog.close_silently()
+            self.current_dialog = None
+
+    def _announce(self, request: PermissionRequest) -> None:
+        """When the window is not active: a taskbar alert and a desktop notification."""
+        win = self.window
+        if win is None or win.isActiveWindow():
+            return
+        QApplication.alert(win, 0)
+        if self.notifier is not None:
+            target = request.file_path or request.input.get("file_path") or request.input.get("command") or ""
+            self.notifier(self.tr("Desktop Agent is waiting for approval"),
+                          self.tr("Allow {0}: {1}?").format(request.tool_name, target))
+
+    # ----- status ----------------------------------------------------------------------------
+    def _set_status(self, status: str, detail: str = "") -> None:
+        if status == self.status and detail == self.status_detail:
+            return
+        self.status, self.status_detail = status, detail
+        self.status_changed.emit(status, detail)

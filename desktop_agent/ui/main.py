@@ -1,0 +1,192 @@
+"""Start the desktop app: QApplication first, then the qasync loop, the theme, the window.
+
+``main(args)`` understands ``[FOLDER] [--demo]``. Without a folder it reopens the last one; with
+no API key (and no ``--demo``) the first-run settings dialog appears over the window.
+``DESKTOP_AGENT_EXIT_AFTER_PAINT=1`` prints the time to the first painted window and exits
+(used by ``bench/bench_ui.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from typing import Any
+
+_T0 = time.perf_counter()
+
+from PySide6.QtCore import QEvent, QLocale, QObject, QTimer, QTranslator  # noqa: E402
+from PySide6.QtGui import QPalette  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+EXTRA_QSS = """
+QLabel#paneTitle { font-weight: 600; }
+QPlainTextEdit#promptEdit { padding: 4px 8px; }
+QTextBrowser#changesView { border: none; background: palette(base); }
+QScrollArea#conversation, QWidget#conversationColumn { background: palette(base); border: none; }
+QListWidget#sessionList { background: palette(window); }
+QListWidget#sessionList::item { padding: 6px 8px; }
+QToolBar#mainToolbar { spacing: 8px; padding: 4px 8px; border: none; }
+QLabel#errorText { color: #cf222e; }
+"""
+
+
+def is_dark_palette(app: QApplication) -> bool:
+    return app.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def apply_theme(app: QApplication, theme: str = "system") -> None:
+    """The shipped light/dark style sheet on top of the system palette (or a forced palette)."""
+    dark = is_dark_palette(app) if theme not in ("light", "dark") else theme == "dark"
+    name = "dark" if dark else "light"
+    if theme in ("light", "dark") and dark != is_dark_palette(app):
+        try:
+            from PySide6.QtGui import QColor
+
+            from desktop_agent.resources import theme_colors
+
+            pal_colors = theme_colors(name).get("palette", {})
+            pal = QPalette()
+            roles = {"window": QPalette.ColorRole.Window, "window_text": QPalette.ColorRole.WindowText,
+                     "base": QPalette.ColorRole.Base, "alternate_base": QPalette.ColorRole.AlternateBase,
+                     "text": QPalette.ColorRole.Text, "button": QPalette.ColorRole.Button,
+                     "button_text": QPalette.ColorRole.ButtonText, "highlight": QPalette.ColorRole.Highlight,
+                     "highlighted_text": QPalette.ColorRole.HighlightedText, "link": QPalette.ColorRole.Link,
+                     "tool_tip_base": QPalette.ColorRole.ToolTipBase, "tool_tip_text": QPalette.ColorRole.ToolTipText,
+                     "placeholder_text": QPalette.ColorRole.PlaceholderText}
+            for key, role in roles.items():
+                if key in pal_colors:
+                    pal.setColor(role, QColor(pal_colors[key]))
+            app.setPalette(pal)
+        except Exception:
+            pass
+    qss = ""
+    try:
+        from desktop_agent.resources import theme_path
+
+        qss = theme_path(name).read_text("utf-8")
+    except Exception:
+        pass
+    app.setStyleSheet(qss + EXTRA_QSS)
+
+
+def install_translator(app: QApplication, language: str | None = None) -> QTranslator | None:
+    lang = language or QLocale.system().name()
+    try:
+        from desktop_agent.resources import translation_path
+
+        path = translation_path(lang)
+    except Exception:
+        return None
+    if path is None or not os.path.exists(str(path)):
+        return None
+    tr = QTranslator(app)
+    if tr.load(str(path)):
+        app.installTranslator(tr)
+        return tr
+    return None
+
+
+def make_app(argv: list[str] | None = None) -> QApplication:
+    app = QApplication.instance() or QApplication(argv or [sys.argv[0]])
+    app.setApplicationName("Desktop Agent")
+    app.setOrganizationName("desktop-agent")
+    app.setApplicationDisplayName("Desktop Agent")
+    app.setDesktopFileName("io.github.desktop_agent.DesktopAgent")
+    return app  # type: ignore[return-value]
+
+
+class _FirstPaint(QObject):
+    def __init__(self, on_paint: Any):
+        super().__init__()
+        self.on_paint = on_paint
+        self.done = False
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802
+        if not self.done and event.type() == QEvent.Type.Paint:
+            self.done = True
+            QTimer.singleShot(0, self.on_paint)
+        return False
+
+
+def parse_args(args: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="desktop-agent", description="A desktop coding agent.")
+    p.add_argument("folder", nargs="?", help="the project folder to open")
+    p.add_argument("--demo", action="store_true", help="open the offline tour on a sample project")
+    p.add_argument("--resume", metavar="SESSION_ID", help="resume a session of FOLDER")
+    p.add_argument("--theme", choices=["system", "light", "dark"], default=None)
+    return p.parse_args(args)
+
+
+def main(args: list[str]) -> int:
+    import qasync
+
+    ns = parse_args(args)
+    app = make_app()  # QApplication strictly before the qasync loop
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+
+    try:
+        from desktop_agent.config import AppSettings, find_api_key
+
+        settings = AppSettings.load()
+        has_key = find_api_key()[0] is not None
+    except Exception:
+        settings, has_key = None, False
+    apply_theme(app, ns.theme or (settings.theme if settings is not None else "system"))
+    install_translator(app, settings.ui_language if settings is not None and settings.ui_language != "en" else None)
+
+    from desktop_agent.ui.main_window import MainWindow
+
+    if ns.demo:
+        from desktop_agent.ui.demo import start_tour_window
+
+        window = start_tour_window(show=False)
+    else:
+        window = MainWindow()
+    done = asyncio.Event()
+    if os.environ.get("DESKTOP_AGENT_EXIT_AFTER_PAINT"):
+        def _report() -> None:
+            print(f"first_paint_s={time.perf_counter() - _T0:.3f}", flush=True)
+            done.set()
+
+        painter = _FirstPaint(_report)
+        if os.environ["DESKTOP_AGENT_EXIT_AFTER_PAINT"] == "loaded":  # after the folder's session is shown
+            def _arm(_folder: str) -> None:
+                window.conversation.viewport().installEventFilter(painter)
+                window.conversation.viewport().update()
+
+            window.folder_opened.connect(_arm)
+        else:
+            window.installEventFilter(painter)
+            window.conversation.viewport().installEventFilter(painter)
+    window.show()
+    window.prompt.setFocus()
+    from desktop_agent.ui.main_window import prewarm_engine
+
+    QTimer.singleShot(0, prewarm_engine)
+
+    if not ns.demo:
+        folder = ns.folder or window.last_folder()
+        if folder:
+            if not os.path.isdir(folder):
+                print(f"desktop-agent: not a folder: {folder}", file=sys.stderr)
+                return 2
+            window.open_folder_soon(folder, resume=ns.resume) if ns.resume else window.open_folder_soon(folder)
+        if not has_key and not os.environ.get("DESKTOP_AGENT_EXIT_AFTER_PAINT"):
+            QTimer.singleShot(0, lambda: window.show_settings(first_run=True))
+
+    app.aboutToQuit.connect(done.set)
+    app.lastWindowClosed.connect(done.set)
+    with loop:
+        try:
+            loop.run_until_complete(done.wait())
+        except RuntimeError:  # the Qt loop ended first (app.quit()): nothing left to do
+            pass
+        window.save_state()
+    return 0
+
+
+__all__ = ["main", "apply_theme", "make_app", "install_translator"]

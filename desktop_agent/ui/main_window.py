@@ -1,0 +1,812 @@
+"""The main window: sessions | conversation + prompt | changes, toolbar, menus and status bar.
+
+All agent work goes through ``AgentController``; this module only wires its signals to the views
+and keeps the window state (geometry, splitter sizes, last folder, recent folders) in QSettings.
+Async actions (opening a folder after the trust question, resuming a session) run as tasks on the
+qasync loop; dialogs are shown with ``open()``, never ``exec()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any, Callable
+
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QColor, QFontMetrics, QKeySequence, QPalette
+from PySide6.QtWidgets import (
+    QApplication, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
+    QMainWindow, QMessageBox, QPlainTextEdit, QSizePolicy, QSplitter, QStatusBar, QSystemTrayIcon, QToolBar,
+    QToolButton, QVBoxLayout, QWidget,
+)
+
+from desktop_agent.ui import icons
+from desktop_agent.ui.controller import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, AgentController
+from desktop_agent.ui.conversation_view import ConversationView, is_dark
+from desktop_agent.ui.diff_panel import DiffPanel
+from desktop_agent.ui.highlight import colors
+
+log = logging.getLogger(__name__)
+
+MODES: list[tuple[str, str]] = [
+    ("default", "Default"), ("acceptEdits", "Accept edits"), ("plan", "Plan"),
+    ("bypassPermissions", "Bypass"), ("dontAsk", "Don't ask"),
+]
+ORG, APP = "desktop-agent", "Desktop Agent"
+
+
+def _home(path: str) -> str:
+    home = os.path.expanduser("~")
+    if path and home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home):]
+    return path
+
+
+def _read_history(folder: str, session_id: str) -> list[dict[str, Any]] | None:
+    """A session's transcript for display, read without building the session (no model client)."""
+    try:
+        from desktop_agent.session.resume import history_for_display
+        from desktop_agent.session.store import find_session, read_transcript
+
+        path = find_session(session_id, folder)
+        return history_for_display(read_transcript(path, full=True)) if path is not None else None
+    except Exception:
+        log.exception("could not read the transcript of %s", session_id)
+        return None
+
+
+def prewarm_engine() -> None:
+    """Import the engine and the API client on a worker thread, so opening a folder does not wait."""
+    import threading
+
+    def work() -> None:
+        try:
+            import desktop_agent.agent  # noqa: F401
+            import desktop_agent.model.anthropic_client  # noqa: F401
+            import desktop_agent.tools.registry  # noqa: F401
+        except Exception:
+            pass
+
+    threading.Thread(target=work, name="prewarm-engine", daemon=True).start()
+
+
+class PromptEdit(QPlainTextEdit):
+    """Enter sends, Shift+Enter inserts a newline, Up on the first line recalls the last prompt."""
+
+    submitted = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("promptEdit")
+        self.setAccessibleName(self.tr("Prompt"))
+        self.setTabChangesFocus(True)
+        self.history: list[str] = []
+        self._hist_pos = 0
+        self.document().contentsChanged.connect(self._fit)
+        self._fit()
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        key, mods = event.key(), event.modifiers()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (mods & Qt.KeyboardModifier.ShiftModifier):
+            text = self.toPlainText()
+            if text.strip():
+                self.submitted.emit(text)
+            event.accept()
+            return
+        if key == Qt.Key.Key_Up and self.history and self.textCursor().blockNumber() == 0:
+            if not self.toPlainText() or self._hist_pos < len(self.history):
+                self._hist_pos = max(0, (self._hist_pos if self.toPlainText() else len(self.history)) - 1)
+                self.setPlainText(self.history[self._hist_pos])
+                self.moveCursor(self.textCursor().MoveOperation.End)
+                event.accept()
+                return
+        if key == Qt.Key.Key_Down and self.history and self._hist_pos < len(self.history) and \
+                self.textCursor().blockNumber() == self.document().blockCount() - 1:
+            self._hist_pos += 1
+            self.setPlainText(self.history[self._hist_pos] if self._hist_pos < len(self.history) else "")
+            self.moveCursor(self.textCursor().MoveOperation.End)
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def remember(self, text: str) -> None:
+        if text and (not self.history or self.history[-1] != text):
+            self.history.append(text)
+        self._hist_pos = len(self.history)
+
+    def _fit(self) -> None:
+        lines = max(1, min(8, int(self.document().size().height())))
+        fm = QFontMetrics(self.font())
+        self.setFixedHeight(lines * fm.lineSpacing() + 2 * int(self.document().documentMargin()) + 12)
+
+
+class MainWindow(QMainWindow):
+    """The product window. ``client_factory`` (tour, tests) builds the model client for a session."""
+
+    folder_opened = Signal(str)
+
+    def __init__(self, *, controller: AgentController | None = None, client_factory: Callable[[], Any] | None = None,
+                 demo: bool = False, settings: QSettings | None = None, session_kwargs: dict[str, Any] | None = None):
+        super().__init__()
+        self.setObjectName("mainWindow")
+        self.demo = demo
+        self.client_factory = client_factory
+        self.session_kwargs = dict(session_kwargs or {})
+        self.qsettings = settings or QSettings(ORG, "desktop-agent")
+        self.controller = controller or AgentController(self, window=self)
+        self.controller.window = self
+        self.folder: str | None = None
+        self.open_task: asyncio.Task | None = None
+        self.trust_box: QMessageBox | None = None
+        self.settings_dialog: Any = None
+        self.tray: QSystemTrayIcon | None = None
+        self._model_name = ""
+        self._build()
+        self._wire()
+        self._restore_state()
+        self._update_title()
+        self._show_empty()
+        self._set_status_view(IDLE, "")
+
+    # ----- construction ------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.setWindowTitle(APP)
+        try:
+            from PySide6.QtGui import QIcon
+
+            from desktop_agent.resources import app_icon_path
+
+            self.setWindowIcon(QIcon(str(app_icon_path())))
+        except Exception:
+            pass
+
+        # Toolbar: mode, model, (tour), stop.
+        self.toolbar = QToolBar(self.tr("Main toolbar"))
+        self.toolbar.setObjectName("mainToolbar")
+        self.toolbar.setMovable(False)
+        self.toolbar.setIconSize(QSize(16, 16))
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+        mode_label = QLabel(self.tr("Mode"))
+        mode_label.setObjectName("muted")
+        mode_label.setContentsMargins(8, 0, 4, 0)
+        self.toolbar.addWidget(mode_label)
+        self.mode_combo = QComboBox()
+        self.mode_combo.setObjectName("modeCombo")
+        self.mode_combo.setAccessibleName(self.tr("Permission mode"))
+        self.mode_combo.setToolTip(self.tr("Permission mode (Ctrl+Shift+M cycles)"))
+        for mode, label in MODES:
+            self.mode_combo.addItem(self.tr(label), mode)
+        mode_label.setBuddy(self.mode_combo)
+        self.toolbar.addWidget(self.mode_combo)
+        self.model_label = QLabel()
+        self.model_label.setObjectName("muted")
+        self.model_label.setContentsMargins(16, 0, 8, 0)
+        self.model_label.setAccessibleName(self.tr("Model"))
+        self.toolbar.addWidget(self.model_label)
+        self.tour_label = QLabel(self.tr("Tour · scripted model, sample project"))
+        self.tour_label.setObjectName("tourLabel")
+        self.tour_label.setVisible(False)
+        self.tour_action = self.toolbar.addWidget(self.tour_label)
+        self.tour_action.setVisible(self.demo)
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.toolbar.addWidget(spacer)
+        self.stop_button = QToolButton()
+        self.stop_button.setObjectName("stopButton")
+        self.stop_button.setText(self.tr("Stop  Esc"))
+        self.stop_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.stop_button.setAccessibleName(self.tr("Stop the agent"))
+        self.stop_button.setEnabled(False)
+        self.toolbar.addWidget(self.stop_button)
+
+        # Panes.
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("mainSplitter")
+        self.splitter.setChildrenCollapsible(True)
+        self.sessions = QListWidget()
+        self.sessions.setObjectName("sessionList")
+        self.sessions.setAccessibleName(self.tr("Sessions in this folder"))
+        self.sessions.setFrameShape(QFrame.Shape.NoFrame)
+        self.sessions.setTextElideMode(Qt.TextElideMode.ElideRight)
+        side = QWidget()
+        side.setObjectName("sessionPane")
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.setSpacing(0)
+        self.sessions_title = QLabel(self.tr("Sessions"))
+        self.sessions_title.setObjectName("paneTitle")
+        self.sessions_title.setContentsMargins(16, 8, 8, 8)
+        side_layout.addWidget(self.sessions_title)
+        side_layout.addWidget(self.sessions, 1)
+        self.side = side
+
+        center = QWidget()
+        center.setObjectName("conversationPane")
+        center_layout = QVBoxLayout(center)
+        center_layout.setContentsMargins(0, 0, 0, 0)
+        center_layout.setSpacing(0)
+        self.conversation = ConversationView()
+        center_layout.addWidget(self.conversation, 1)
+        self.find_edit = QLineEdit()
+        self.find_edit.setObjectName("findEdit")
+        self.find_edit.setPlaceholderText(self.tr("Find in conversation (Enter: next, Esc: close)"))
+        self.find_edit.setAccessibleName(self.tr("Find in conversation"))
+        self.find_edit.setVisible(False)
+        find_wrap = QHBoxLayout()
+        find_wrap.setContentsMargins(16, 4, 16, 4)
+        find_wrap.addWidget(self.find_edit)
+        center_layout.addLayout(find_wrap)
+        prompt_row = QVBoxLayout()
+        prompt_row.setContentsMargins(16, 8, 16, 8)
+        prompt_row.setSpacing(4)
+        self.prompt = PromptEdit()
+        self.prompt.setPlaceholderText(self.tr("Ask for a change…   (Enter to send, Shift+Enter for a new line)"))
+        prompt_row.addWidget(self.prompt)
+        center_layout.addLayout(prompt_row)
+
+        self.diff_panel = DiffPanel()
+        self.diff_panel.view.setObjectName("changesView")
+        self.splitter.addWidget(side)
+        self.splitter.addWidget(center)
+        self.splitter.addWidget(self.diff_panel)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setStretchFactor(2, 2)
+        self.splitter.setSizes([200, 620, 460])
+        self.setCentralWidget(self.splitter)
+
+        # Status bar.
+        self.status = QStatusBar()
+        self.status.setObjectName("statusBar")
+        self.status.setSizeGripEnabled(False)
+        self.setStatusBar(self.status)
+        self.status_label = QLabel()
+        self.status_label.setObjectName("statusLabel")
+        self.status_label.setContentsMargins(8, 0, 8, 0)
+        self.status_label.setAccessibleName(self.tr("Agent status"))
+        self.usage_label = QLabel()
+        self.usage_label.setObjectName("muted")
+        self.usage_label.setContentsMargins(8, 0, 8, 0)
+        self.status.addWidget(self.status_label, 1)
+        self.status.addPermanentWidget(self.usage_label)
+
+        self._build_menus()
+        self._apply_icons()
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        file_menu = mb.addMenu(self.tr("&File"))
+        self.open_action = QAction(self.tr("&Open Folder…"), self, shortcut=QKeySequence.StandardKey.Open,
+                                   triggered=self.choose_folder)
+        file_menu.addAction(self.open_action)
+        self.recent_menu = file_menu.addMenu(self.tr("Open &Recent"))
+        self.new_action = QAction(self.tr("&New Session"), self, shortcut=QKeySequence.StandardKey.New,
+                                  triggered=self.new_session)
+        file_menu.addAction(self.new_action)
+        file_menu.addSeparator()
+        file_menu.addAction(QAction(self.tr("&Quit"), self, shortcut=QKeySequence.StandardKey.Quit,
+                                    triggered=self.close))
+
+        edit_menu = mb.addMenu(self.tr("&Edit"))
+        self.find_action = QAction(self.tr("&Find in Conversation…"), self, shortcut=QKeySequence.StandardKey.Find,
+                                   triggered=self.show_find)
+        edit_menu.addAction(self.find_action)
+        self.focus_prompt_action = QAction(self.tr("Focus &Prompt"), self, shortcut=QKeySequence("Ctrl+L"),
+                                           triggered=lambda: self.prompt.setFocus())
+        edit_menu.addAction(self.focus_prompt_action)
+        edit_menu.addSeparator()
+        self.settings_action = QAction(self.tr("&Settings…"), self, shortcut=QKeySequence("Ctrl+,"),
+                                       triggered=lambda: self.show_settings(False))
+        self.settings_action.setMenuRole(QAction.MenuRole.PreferencesRole)
+        edit_menu.addAction(self.settings_action)
+
+        view_menu = mb.addMenu(self.tr("&View"))
+        self.toggle_sessions = QAction(self.tr("&Sessions Pane"), self, checkable=True, checked=True,
+                                       shortcut=QKeySequence("Ctrl+Shift+S"))
+        self.toggle_sessions.toggled.connect(self.side.setVisible)
+        view_menu.addAction(self.toggle_sessions)
+        self.toggle_changes = QAction(self.tr("&Changes Pane"), self, checkable=True, checked=True,
+                                      shortcut=QKeySequence("Ctrl+Shift+D"))
+        self.toggle_changes.toggled.connect(self.diff_panel.setVisible)
+        view_menu.addAction(self.toggle_changes)
+
+        session_menu = mb.addMenu(self.tr("&Session"))
+        self.send_action = QAction(self.tr("Se&nd"), self, triggered=lambda: self.send(self.prompt.toPlainText()))
+        self.send_action.setShortcut(QKeySequence("Ctrl+Return"))
+        session_menu.addAction(self.send_action)
+        self.stop_action = QAction(self.tr("&Stop"), self, shortcut=QKeySequence(Qt.Key.Key_Escape),
+                                   triggered=self.stop)
+        self.stop_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        self.stop_action.setEnabled(False)
+        session_menu.addAction(self.stop_action)
+        self.cycle_mode_action = QAction(self.tr("&Cycle Permission Mode"), self,
+                                         shortcut=QKeySequence("Ctrl+Shift+M"), triggered=self.cycle_mode)
+        session_menu.addAction(self.cycle_mode_action)
+        mode_menu = session_menu.addMenu(self.tr("Permission &Mode"))
+        self.mode_group = QActionGroup(self)
+        for i, (mode, label) in enumerate(MODES):
+            act = QAction(self.tr(label), self, checkable=True)
+            act.setData(mode)
+            act.triggered.connect(lambda _=False, i=i: self.mode_combo.setCurrentIndex(i))
+            self.mode_group.addAction(act)
+            mode_menu.addAction(act)
+
+        help_menu = mb.addMenu(self.tr("&Help"))
+        help_menu.addAction(QAction(self.tr("Take the Offline &Tour"), self, triggered=self.start_tour))
+        help_menu.addAction(QAction(self.tr("&Keyboard Shortcuts"), self, triggered=self.show_shortcuts))
+        help_menu.addAction(QAction(self.tr("&About Desktop Agent"), self, triggered=self.show_about))
+        self.stop_button.setDefaultAction(self.stop_action)
+        self.stop_action.setText(self.tr("Stop  Esc"))
+
+    def _apply_icons(self) -> None:
+        self._icons_dark = is_dark(self)
+        fg = self.palette().color(QPalette.ColorRole.ButtonText)
+        self.stop_action.setIcon(icons.icon("stop", colors(is_dark(self)).error))
+        self.open_action.setIcon(icons.icon("folder", fg))
+        self.new_action.setIcon(icons.icon("plus", fg))
+        self.settings_action.setIcon(icons.icon("settings", fg))
+        c = colors(is_dark(self))
+        self.tour_label.setStyleSheet(
+            f"QLabel#tourLabel {{ color: {c.accent}; border: 1px solid {c.accent}; border-radius: 4px; "
+            f"padding: 2px 8px; margin-left: 8px; font-weight: 600; }}")
+        self.sessions_title.setStyleSheet(f"color: {c.muted}; font-weight: 600;")
+        self.diff_panel.title.setStyleSheet("font-weight: 600;")
+
+    def _wire(self) -> None:
+        c = self.controller
+        c.user_prompt.connect(self.conversation.add_user)
+        c.text_delta.connect(self.conversation.append_text)
+        c.thinking_delta.connect(self.conversation.append_thinking)
+        c.request_started.connect(lambda _t: self.conversation.close_text())
+        c.tool_started.connect(lambda e: self.conversation.start_tool(e.tool_use_id, e.name, e.input))
+        c.tool_progress.connect(self._on_progress)
+        c.tool_finished.connect(self._on_tool_finished)
+        c.permission_requested.connect(self._on_permission_requested)
+        c.permission_resolved.connect(self._on_permission_resolved)
+        c.error.connect(self._on_error)
+        c.notice.connect(lambda kind, text: self.conversation.add_banner("notice", text))
+        c.turn_finished.connect(lambda e: self.conversation.end_turn(e.reason, e.error))
+        c.status_changed.connect(self._set_status_view)
+        c.usage_changed.connect(self._on_usage)
+        c.busy_changed.connect(self._on_busy)
+        c.notifier = self._notify
+        self.prompt.submitted.connect(self.send)
+        self.mode_combo.currentIndexChanged.connect(self._on_mode_changed)
+        self.conversation.card_selected.connect(self.diff_panel.select_tool)
+        self.conversation.banner_action.connect(self._on_banner_action)
+        self.diff_panel.change_selected.connect(lambda tid: self.conversation.select_card(tid, scroll=True))
+        self.sessions.itemActivated.connect(self._on_session_activated)
+        self.find_edit.returnPressed.connect(self._find_next)
+        self._find_hit: Any = None
+        self._sessions_timer = QTimer(self)
+        self._sessions_timer.setSingleShot(True)
+        self._sessions_timer.setInterval(300)
+        self._sessions_timer.timeout.connect(
+            lambda: self._refresh_sessions(getattr(self.controller.session, "session_id", None)))
+
+    # ----- state -------------------------------------------------------------------------------
+    def _restore_state(self) -> None:
+        geo = self.qsettings.value("window/geometry")
+        if isinstance(geo, (QByteArray, bytes)) and geo:
+            self.restoreGeometry(geo)
+        else:
+            self.resize(1280, 800)
+        split = self.qsettings.value("window/splitter")
+        if isinstance(split, (QByteArray, bytes)) and split:
+            self.splitter.restoreState(split)
+        self._refresh_recent()
+
+    def save_state(self) -> None:
+        self.qsettings.setValue("window/geometry", self.saveGeometry())
+        self.qsettings.setValue("window/splitter", self.splitter.saveState())
+        if self.folder and not self.demo:
+            self.qsettings.setValue("session/lastFolder", self.folder)
+        self.qsettings.sync()
+
+    def last_folder(self) -> str | None:
+        value = self.qsettings.value("session/lastFolder")
+        return str(value) if value and os.path.isdir(str(value)) else None
+
+    def _recent(self) -> list[str]:
+        try:
+            from desktop_agent.config import AppSettings
+
+            return [f for f in AppSettings.load().recent_folders if os.path.isdir(f)]
+        except Exception:
+            return []
+
+    def _add_recent(self, folder: str) -> None:
+        if self.demo:
+            return
+        try:
+            from desktop_agent.config import AppSettings
+
+            s = AppSettings.load()
+            s.add_recent_folder(folder)
+            s.save()
+        except Exception:
+            log.exception("could not save recent folders")
+        self._refresh_recent()
+
+    def _refresh_recent(self) -> None:
+        self.recent_menu.clear()
+        folders = self._recent()
+        for f in folders:
+            act = self.recent_menu.addAction(_home(f))
+            act.triggered.connect(lambda _=False, f=f: self.open_folder_soon(f))
+        self.recent_menu.setEnabled(bool(folders))
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        self.save_state()
+        if self.controller.busy:
+            self.controller.stop()
+        super().closeEvent(event)
+
+    # ----- folder and session ------------------------------------------------------------------
+    def choose_folder(self) -> None:
+        dlg = QFileDialog(self, self.tr("Open Folder"), self.folder or os.path.expanduser("~"))
+        dlg.setFileMode(QFileDialog.FileMode.Directory)
+        dlg.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        dlg.fileSelected.connect(self.open_folder_soon)
+        dlg.open()
+
+    def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task:
+        self.open_task = asyncio.ensure_future(self.open_folder(folder, **kwargs))
+        return self.open_task
+
+    async def open_folder(self, folder: str, *, resume: str | None = None) -> bool:
+        """Open ``folder``: the one-time trust question if its settings grant rules or run hooks, then
+        a new (or resumed) session. Returns False when the user cancelled or the session failed."""
+        folder = os.path.abspath(folder)
+        if self.controller.busy:
+            self.controller.stop()
+        trusted = await self._ask_trust(folder)
+        if trusted is None:
+            return False
+        kwargs = dict(self.session_kwargs)
+        if self.client_factory is not None:
+            kwargs["client"] = self.client_factory()
+        if resume:
+            kwargs["resume"] = resume
+        if trusted is False:
+            kwargs["trusted"] = False
+        kwargs.setdefault("permission_mode", self.mode_combo.currentData() or "default")
+        self.conversation.clear()
+        self.diff_panel.clear()
+        self.conversation.cwd = folder
+        self.diff_panel.cwd = folder
+        replayed = False
+        if resume:  # show the transcript first (fast), while the session is built
+            entries = _read_history(folder, resume)
+            if entries is not None:
+                self.replay_history(entries=entries)
+                replayed = True
+        self.status.showMessage(self.tr("Opening {0}…").format(_home(folder)))
+        try:
+            session = await self.controller.open_session(folder, **kwargs)
+        except Exception as exc:
+            self.status.clearMessage()
+            self._session_failed(folder, exc)
+            return False
+        self.status.clearMessage()
+        self.folder = folder
+        self._model_name = str(getattr(session, "model", "") or "")
+        self.model_label.setText(self.tr("Model: {0}").format(self._model_name) if self._model_name else "")
+        mode = getattr(session, "permission_mode", None)
+        if mode:
+            self._select_mode(str(mode))
+        if resume and not replayed:
+            self.replay_history(session)
+        elif not resume:
+            self._show_empty()
+        self._refresh_sessions(current=getattr(session, "session_id", None))
+        self._add_recent(folder)
+        self._update_title()
+        self.save_state()
+        self.prompt.setFocus()
+        self.folder_opened.emit(folder)
+        return True
+
+    def _session_failed(self, folder: str, exc: Exception) -> None:
+        name = type(exc).__name__
+        text = str(exc) or name
+        self.conversation.cwd = folder
+        if name == "ConfigError" or "API key" in text:
+            self.conversation.add_banner(
+                "error", self.tr("No API key is set up, so the agent cannot talk to a model."),
+                [("settings", self.tr("Open settings")), ("tour", self.tr("Take the offline tour"))])
+        else:
+            self.conversation.add_banner("error", self.tr("Could not open the session: {0}").format(text),
+                                         [("settings", self.tr("Open settings"))])
+
+    async def _ask_trust(self, folder: str) -> bool | None:
+        """True/False for trusted, None when the user cancelled. Asked once per folder."""
+        if self.demo:
+            return True
+        try:
+            from desktop_agent.permissions import trust
+        except Exception:
+            return True
+        try:
+            if not trust.needs_trust_prompt(folder):
+                return True
+        except Exception:
+            return True
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle(self.tr("Trust this folder?"))
+        box.setText(self.tr("<b>Do you trust the files in {0}?</b>").format(_home(folder)))
+        box.setInformativeText(self.tr(
+            "Its .claude/settings.json grants permissions or runs hooks. Trusting the folder lets those allow "
+            "rules apply; deny rules and hooks apply either way."))
+        trust_btn = box.addButton(self.tr("&Trust folder"), QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(self.tr("Open &without trusting"), QMessageBox.ButtonRole.RejectRole)
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(trust_btn)
+        fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        box.finished.connect(lambda _r: fut.done() or fut.set_result(box.clickedButton()))
+        self.trust_box = box
+        box.open()
+        clicked = await fut
+        self.trust_box = None
+        if clicked is cancel:
+            return None
+        if clicked is trust_btn:
+            trust.set_trusted(folder, True)
+            return True
+        return False
+
+    def new_session(self) -> None:
+        if self.folder:
+            self.open_folder_soon(self.folder)
+        else:
+            self.choose_folder()
+
+    def _refresh_sessions(self, current: str | None = None) -> None:
+        self.sessions.clear()
+        if not self.folder:
+            return
+        try:
+            from desktop_agent.agent import AgentSession
+
+            infos = AgentSession.list_sessions(self.folder)
+        except Exception:
+            infos = []
+        import time as _time
+
+        for info in sorted(infos, key=lambda i: -i.mtime):
+            when = _time.strftime("%d %b %H:%M", _time.localtime(info.mtime))
+            title = (info.first_prompt or self.tr("(empty)")).strip().splitlines()[0] if info.first_prompt else \
+                self.tr("(no messages yet)")
+            item = QListWidgetItem(f"{'● ' if info.session_id == current else ''}{title[:48]}\n{when}")
+            item.setData(Qt.ItemDataRole.UserRole, info.session_id)
+            item.setToolTip(f"{title}\n{info.message_count} messages · {info.session_id}")
+            self.sessions.addItem(item)
+            if info.session_id == current:
+                self.sessions.setCurrentItem(item)
+
+    def _on_session_activated(self, item: QListWidgetItem) -> None:
+        sid = item.data(Qt.ItemDataRole.UserRole)
+        if sid and self.folder and sid != getattr(self.controller.session, "session_id", None):
+            self.open_folder_soon(self.folder, resume=sid)
+
+    def replay_history(self, session: Any = None, entries: list[dict[str, Any]] | None = None) -> None:
+        """Render a resumed transcript: prompts, text, tool cards with their results (the newest part)."""
+        if entries is None:
+            try:
+                entries = session.history() if hasattr(session, "history") else list(session.messages)
+            except Exception:
+                entries = list(getattr(session, "messages", []))
+        self.conversation.replay(self.conversation.history_ops(entries))
+
+    # ----- sending -----------------------------------------------------------------------------
+    def send(self, text: str) -> None:
+        text = text.strip()
+        if not text:
+            return
+        if self.controller.session is None:
+            self.conversation.add_banner("error", self.tr("Open a folder first (File ▸ Open Folder…, Ctrl+O)."))
+            return
+        if self.controller.busy:
+            self.status.showMessage(self.tr("The agent is still working — press Esc to stop it first."), 4000)
+            return
+        self.prompt.remember(text)
+        self.prompt.clear()
+        if self.controller.submit(text) is not None:
+            self._sessions_timer.start()  # the new prompt is on disk now: show it in the sessions list
+
+    def stop(self) -> None:
+        if self.find_edit.hasFocus():
+            self.find_edit.setVisible(False)
+            self.prompt.setFocus()
+            return
+        self.controller.stop()
+
+    def cycle_mode(self) -> None:
+        self.mode_combo.setCurrentIndex((self.mode_combo.currentIndex() + 1) % self.mode_combo.count())
+
+    def _select_mode(self, mode: str) -> None:
+        idx = self.mode_combo.findData(mode)
+        if idx >= 0 and idx != self.mode_combo.currentIndex():
+            self.mode_combo.blockSignals(True)
+            self.mode_combo.setCurrentIndex(idx)
+            self.mode_combo.blockSignals(False)
+        for act in self.mode_group.actions():
+            act.setChecked(act.data() == mode)
+
+    def _on_mode_changed(self, index: int) -> None:
+        mode = self.mode_combo.itemData(index)
+        for act in self.mode_group.actions():
+            act.setChecked(act.data() == mode)
+        try:
+            self.controller.set_permission_mode(mode)
+        except Exception as exc:
+            self.status.showMessage(str(exc), 4000)
+        self.status.showMessage(self.tr("Permission mode: {0}").format(self.mode_combo.currentText()), 3000)
+
+    # ----- controller signals ------------------------------------------------------------------
+    def _on_progress(self, event: Any) -> None:
+        card = self.conversation.cards.get(event.tool_use_id)
+        if card is not None and isinstance(event.data, (str, dict)):
+            text = event.data if isinstance(event.data, str) else str(event.data.get("message") or "")
+            card.progress = text.strip().splitlines()[-1][:60] if text.strip() else ""
+            card.update()
+
+    def _on_tool_finished(self, e: Any) -> None:
+        self.conversation.finish_tool(e.tool_use_id, e.name, e.content, e.is_error, e.data)
+        change = self.diff_panel.on_tool_finished(e.tool_use_id, e.name, e.is_error, e.data,
+                                                  self.controller.turn_index, e.content)
+        if change is not None:
+            self.diff_panel.select_tool(e.tool_use_id)
+
+    def _on_permission_requested(self, request: Any) -> None:
+        self.conversation.tool_waiting(request.tool_use_id, request.tool_name, request.input)
+        if self.diff_panel.on_permission_requested(request, self.controller.turn_index) is not None:
+            self.diff_panel.select_tool(request.tool_use_id)
+            self.conversation.select_card(request.tool_use_id)
+
+    def _on_permission_resolved(self, event: Any) -> None:
+        allowed = event.reply.behavior == "allow"
+        card = self.conversation.cards.get(event.tool_use_id)
+        if card is not None and card.state == card.WAITING:
+            self.conversation.tool_resumed(event.tool_use_id, allowed)
+        self.diff_panel.on_permission_resolved(event.tool_use_id, allowed, bool(event.reply.updated_input))
+
+    def _on_error(self, e: Any) -> None:
+        actions = [("retry", self.tr("Retry the last message"))]
+        if getattr(e, "kind", "") in ("auth", "model", "model_not_found", "connection"):
+            actions.append(("settings", self.tr("Open settings")))
+        self.conversation.add_banner("error", e.message, actions)
+
+    def _on_banner_action(self, action: str) -> None:
+        if action == "settings":
+            self.show_settings(False)
+        elif action == "tour":
+            self.start_tour()
+        elif action == "retry" and self.prompt.history:
+            self.send(self.prompt.history[-1])
+
+    def _on_usage(self, tokens: int, cost: float) -> None:
+        tok = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+        self.usage_label.setText(self.tr("{0} tokens · ${1:.2f}").format(tok, cost))
+
+    def _on_busy(self, busy: bool) -> None:
+        self.stop_action.setEnabled(busy)
+        if not busy:
+            self._refresh_sessions(current=getattr(self.controller.session, "session_id", None))
+            if QApplication.activeModalWidget() is None:
+                self.prompt.setFocus()
+
+    def _set_status_view(self, status: str, detail: str) -> None:
+        c = colors(is_dark(self))
+        text = {
+            IDLE: self.tr("Idle"), THINKING: self.tr("Thinking…"), STREAMING: self.tr("Responding…"),
+            TOOL: self.tr("Running {0}…").format(detail) if detail else self.tr("Running a tool…"),
+            WAITING: self.tr("Waiting for approval: {0}").format(detail) if detail else self.tr("Waiting for approval"),
+            RETRYING: self.tr("Retrying: {0}").format(detail), ERROR: self.tr("Error: {0}").format(detail),
+            STOPPING: self.tr("Stopping…"),
+        }.get(status, status)
+        dot = {IDLE: c.muted, ERROR: c.error, WAITING: c.accent}.get(status, c.added_fg)
+        self.status_label.setText(f"<span style='color:{dot}'>●</span>&nbsp; {text}")
+        self.status.setProperty("attention", "true" if status == WAITING else "false")
+        self.status.style().unpolish(self.status)
+        self.status.style().polish(self.status)
+        if status == WAITING:
+            self.status.setStyleSheet(f"QStatusBar#statusBar {{ background: {c.accent}; }} "
+                                      f"QStatusBar#statusBar QLabel {{ color: #1f2328; font-weight: 600; }}")
+        else:
+            self.status.setStyleSheet("")
+        self._update_title(waiting=status == WAITING)
+
+    def _update_title(self, waiting: bool = False) -> None:
+        parts = []
+        if waiting:
+            parts.append(self.tr("Waiting for approval"))
+        parts.append(APP + (" " + self.tr("Tour") if self.demo else ""))
+        if self.folder:
+            parts.append(_home(self.folder))
+        self.setWindowTitle(" — ".join(parts))
+
+    def _notify(self, title: str, message: str) -> None:
+        if not QSystemTrayIcon.isSystemTrayAvailable():
+            return
+        if self.tray is None:
+            self.tray = QSystemTrayIcon(self.windowIcon(), self)
+            self.tray.show()
+        self.tray.showMessage(title, message, QSystemTrayIcon.MessageIcon.Information, 8000)
+
+    # ----- misc actions ------------------------------------------------------------------------
+    def _show_empty(self) -> None:
+        c = colors(is_dark(self))
+        if self.folder is None:
+            html = (f"<p style='font-size:large'><b>{self.tr('Open a folder to start')}</b></p>"
+                    f"<p style='color:{c.muted}'>{self.tr('File ▸ Open Folder… (Ctrl+O), then ask for a change.')}"
+                    f"<br/>{self.tr('Every edit is shown as a diff and waits for your Allow.')}</p>")
+        elif self.demo:
+            html = (f"<p style='font-size:large'><b>{self.tr('Welcome to the tour')}</b></p>"
+                    f"<p style='color:{c.muted}'>{self.tr('A scripted model works on a copy of a sample project.')}"
+                    f"<br/>{self.tr('Press Enter to send the prepared prompt, then review and allow each edit.')}</p>")
+        else:
+            html = (f"<p style='font-size:large'><b>{self.tr('What should we change?')}</b></p>"
+                    f"<p style='color:{c.muted}'>{self.tr('Describe the change below and press Enter.')}<br/>"
+                    f"{self.tr('The agent reads freely; writes wait for your approval.')}</p>")
+        self.conversation.show_empty(html)
+
+    def show_find(self) -> None:
+        self.find_edit.setVisible(True)
+        self.find_edit.setFocus()
+        self.find_edit.selectAll()
+
+    def _find_next(self) -> None:
+        text = self.find_edit.text().strip()
+        if text:
+            self._find_hit = self.conversation.find(text, self._find_hit)
+            if self._find_hit is None:
+                self.status.showMessage(self.tr("Not found: {0}").format(text), 3000)
+
+    def show_settings(self, first_run: bool = False) -> Any:
+        from desktop_agent.ui.settings_dialog import SettingsDialog
+
+        dlg = SettingsDialog(self, first_run=first_run)
+        dlg.tour_requested.connect(self.start_tour)
+        dlg.saved.connect(self._on_settings_saved)
+        self.settings_dialog = dlg
+        dlg.open()
+        return dlg
+
+    def _on_settings_saved(self) -> None:
+        self.status.showMessage(self.tr("Settings saved."), 3000)
+        if self.folder and not self.controller.busy and not self.demo:
+            self.open_folder_soon(self.folder)
+
+    def start_tour(self) -> None:
+        from desktop_agent.ui.demo import start_tour_window
+
+        self._tour_window = start_tour_window()
+
+    def show_shortcuts(self) -> None:
+        box = QMessageBox(self)
+        box.setWindowTitle(self.tr("Keyboard Shortcuts"))
+        rows = [("Enter", self.tr("Send")), ("Shift+Enter", self.tr("New line")), ("↑", self.tr("Recall last prompt")),
+                ("Esc", self.tr("Stop the agent / Deny in the dialog")), ("Ctrl+O", self.tr("Open folder")),
+                ("Ctrl+N", self.tr("New session")), ("Ctrl+,", self.tr("Settings")),
+                ("Ctrl+Shift+M", self.tr("Cycle permission mode")), ("Ctrl+F", self.tr("Find in conversation")),
+                ("Ctrl+L", self.tr("Focus the prompt"))]
+        box.setText("<table>" + "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in rows)
+                    + "</table>")
+        box.open()
+
+    def show_about(self) -> None:
+        from desktop_agent import __version__
+
+        box = QMessageBox(self)
+        box.setWindowTitle(self.tr("About Desktop Agent"))
+        box.setText(self.tr("<b>Desktop Agent</b> {0}<br/>A desktop coding agent: review every diff, allow or deny "
+                            "every write.").format(__version__))
+        box.open()
+
+    def changeEvent(self, event) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == event.Type.PaletteChange and getattr(self, "_icons_dark", None) != is_dark(self):
+            self._apply_icons()

@@ -1,0 +1,209 @@
+"""Render the main states of the app to PNGs: ``python -m desktop_agent.ui.screenshots OUTDIR``.
+
+States: the empty window, a streaming turn, the permission dialog with a diff, the changes panel
+with several changes (a real tour run through the engine), and the settings dialog — each in the
+light and the dark palette. Dialogs are composited over their window (offscreen platforms have no
+window manager). Works offscreen or under Xvfb; uses a throwaway HOME so no real key or setting
+shows up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+
+W, H = 1280, 800
+
+
+def _isolate_home() -> None:
+    home = tempfile.mkdtemp(prefix="desktop-agent-shots-")
+    for var, sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
+                     ("XDG_STATE_HOME", ".local/state")):
+        os.environ[var] = os.path.join(home, sub) if sub else home
+    os.environ.pop("ANTHROPIC_API_KEY", None)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+async def _until(cond, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError("screenshot scenario timed out")
+        await asyncio.sleep(0.02)
+    return cond()
+
+
+async def _settle(ms: int = 150) -> None:
+    """Let Qt paint and lay out. Never processEvents() inside a coroutine: the qasync loop runs Qt's
+    events itself, and a nested pass would re-enter other asyncio tasks."""
+    await asyncio.sleep(ms / 1000)
+
+
+def _composite(win, dialog):
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QColor, QPainter, QPen
+
+    base = win.grab().toImage()
+    p = QPainter(base)
+    p.fillRect(base.rect(), QColor(0, 0, 0, 70))
+    shot = dialog.grab()
+    x = (base.width() - shot.width()) // 2
+    y = max(24, (base.height() - shot.height()) // 2)
+    for i in range(12, 0, -2):  # soft shadow
+        p.fillRect(QRect(x - i + 4, y - i + 8, shot.width() + 2 * i - 8, shot.height() + 2 * i - 8),
+                   QColor(0, 0, 0, 10))
+    p.drawPixmap(x, y, shot)
+    p.setPen(QPen(QColor(0, 0, 0, 90), 1))
+    p.drawRect(x - 1, y - 1, shot.width() + 1, shot.height() + 1)
+    p.end()
+    return base
+
+
+def _populate_streaming(win, folder: str) -> None:
+    """A turn in flight, fed through the controller as the engine would (deterministic for the picture)."""
+    from desktop_agent.core import events as ev
+
+    c = win.controller
+    win.folder = folder
+    win.conversation.cwd = folder
+    win.diff_panel.cwd = folder
+    win.model_label.setText(win.tr("Model: {0}").format("claude-sonnet-4-5"))
+    c.turn_index = 1
+    c.user_prompt.emit("Why does `npm test` fail on the date parser? Fix it.")
+    c.handle_event(ev.RequestStarted(turn=1, model="claude-sonnet-4-5"))
+    c.handle_event(ev.TextDelta(index=0, text="Let me find the parser and the failing test."))
+    c.handle_event(ev.ToolCallStarted(tool_use_id="t1", name="Grep", input={"pattern": "parseDate", "path": folder}))
+    c.handle_event(ev.ToolCallFinished(tool_use_id="t1", name="Grep", content="Found 3 files\nsrc/date.ts\n"
+                                       "src/date.test.ts\nsrc/app.ts"))
+    c.handle_event(ev.ToolCallStarted(tool_use_id="t2", name="Read", input={"file_path": f"{folder}/src/date.ts"}))
+    c.handle_event(ev.ToolCallFinished(tool_use_id="t2", name="Read", content="\n".join(f"{i}\tline" for i in range(1, 43))))
+    c.handle_event(ev.ToolCallStarted(tool_use_id="t3", name="Bash", input={"command": "npm test -- src/date.test.ts"}))
+    c.handle_event(ev.ToolCallFinished(tool_use_id="t3", name="Bash", is_error=True,
+                                       content="Exit code 1\nFAIL src/date.test.ts\n  ✕ parses ISO week dates"))
+    c.handle_event(ev.RequestStarted(turn=2, model="claude-sonnet-4-5"))
+    c.handle_event(ev.TextDelta(index=0, text=(
+        "The test fails because `parseDate` reads the **week number** with `getDay()` instead of the ISO week. "
+        "Here is the fix I'll make:\n\n```ts\nexport function isoWeek(d: Date): number {\n"
+        "  const t = new Date(Date.UTC(d.getFullYear(), d.getMonth(), d.getDate()));\n"
+        "  t.setUTCDate(t.getUTCDate() + 4 - (t.getUTCDay() || 7));\n"
+        "  return Math.ceil(((t.getTime() - Date.UTC(t.getUTCFullYear(), 0, 1)) / 864e5 + 1) / 7);\n}\n```\n\n"
+        "Then `parseDate` calls `isoWeek` for the `W` token")))
+    c.handle_event(ev.ToolCallStarted(tool_use_id="t4", name="Bash", input={"command": "npx tsc --noEmit -p ."}))
+    c.handle_event(ev.Usage(input_tokens=11800, output_tokens=640, session_tokens=12440, session_cost_usd=0.0451))
+    win.conversation.close_text()
+    c._set_status("tool", "Bash")
+
+
+async def _tour(win, decisions: list[str]) -> None:
+    """Play the tour's two prompts, answering each dialog from ``decisions`` (allow/deny/session)."""
+    await _until(lambda: win.controller.session is not None and win.prompt.toPlainText())
+    for _turn in range(2):
+        win.send(win.prompt.toPlainText())
+        task = win.controller._task
+        while not task.done():
+            dlg = win.controller.current_dialog
+            if dlg is not None and dlg.isVisible():
+                choice = decisions.pop(0) if decisions else "allow"
+                await _settle(50)
+                {"allow": dlg.allow_button, "deny": dlg.deny_button,
+                 "session": dlg.allow_session_button}[choice].click()
+            await asyncio.sleep(0.02)
+        await _until(lambda: bool(win.prompt.toPlainText()) or _turn == 1, 5)
+
+
+async def _shoot(outdir: str, theme: str) -> list[str]:
+    from PySide6.QtWidgets import QApplication
+
+    from desktop_agent.ui.demo import prepare_demo_project, start_tour_window, tour_client
+    from desktop_agent.ui.main import apply_theme
+    from desktop_agent.ui.main_window import MainWindow
+
+    app = QApplication.instance()
+    apply_theme(app, theme)
+    saved: list[str] = []
+
+    def save(img, name: str) -> None:
+        path = os.path.join(outdir, f"{name}-{theme}.png")
+        img.save(path)
+        saved.append(path)
+
+    # 1. empty window
+    win = MainWindow()
+    win.resize(W, H)
+    win.show()
+    win.prompt.setFocus()
+    await _settle()
+    save(win.grab().toImage(), "01-empty")
+
+    # 2. streaming turn
+    folder = prepare_demo_project()
+    _populate_streaming(win, folder)
+    win._update_title()
+    await _settle(300)
+    save(win.grab().toImage(), "02-streaming")
+    win.close()
+
+    # 3. permission dialog with the diff (the real tour, stopped at its first ask)
+    tour = start_tour_window(show=False)
+    tour.resize(W, H)
+    tour.show()
+    await _until(lambda: tour.controller.session is not None and tour.prompt.toPlainText())
+    tour.send(tour.prompt.toPlainText())
+    await _until(lambda: tour.controller.current_dialog is not None and tour.controller.current_dialog.isVisible())
+    await _settle(300)
+    save(_composite(tour, tour.controller.current_dialog), "03-permission")
+    tour.controller.current_dialog.allow_button.click()
+    await _until(lambda: not tour.controller.busy)
+    await _settle(100)
+
+    # 4. changes panel with several changes (second prompt: allow, allow, deny, allow)
+    decisions = ["allow", "allow", "deny", "allow"]
+    await _until(lambda: bool(tour.prompt.toPlainText()))
+    tour.send(tour.prompt.toPlainText())
+    while tour.controller.busy:
+        dlg = tour.controller.current_dialog
+        if dlg is not None and dlg.isVisible():
+            await _settle(30)
+            {"allow": dlg.allow_button, "deny": dlg.deny_button}[decisions.pop(0) if decisions else "allow"].click()
+        await asyncio.sleep(0.02)
+    tour.prompt.clear()
+    await _settle(400)
+    save(tour.grab().toImage(), "04-changes")
+
+    # 5. settings (first run)
+    dlg = tour.show_settings(first_run=True)
+    await _settle(200)
+    save(_composite(tour, dlg), "05-settings")
+    dlg.close()
+    tour.close()
+    _ = tour_client
+    return saved
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    outdir = os.path.abspath(argv[0] if argv else "screenshots")
+    themes = argv[1:] or ["light", "dark"]
+    os.makedirs(outdir, exist_ok=True)
+    _isolate_home()
+    import qasync
+
+    from desktop_agent.ui.main import make_app
+
+    app = make_app()
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    saved: list[str] = []
+    with loop:
+        for theme in themes:
+            saved += loop.run_until_complete(_shoot(outdir, theme))
+    for path in saved:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

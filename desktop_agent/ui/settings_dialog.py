@@ -1,0 +1,127 @@
+"""Settings: API key (stored through ``desktop_agent.config``: keyring or a 0600 file), base URL, model.
+
+Shown on first run when no API key is found, and later from Edit ▸ Settings… (Ctrl+,). It never
+displays a stored key — only where it comes from — and offers the offline tour to someone without
+a key. Opened with ``open()``; the result arrives through ``finished``/``tour_requested``.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout,
+    QWidget,
+)
+
+from desktop_agent import config
+
+MODELS = ["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"]
+
+
+class SettingsDialog(QDialog):
+    """Edit the app settings. ``saved`` fires after a successful save; ``tour_requested`` for the tour."""
+
+    saved = Signal()
+    tour_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None, *, first_run: bool = False):
+        super().__init__(parent)
+        self.setObjectName("settingsDialog")
+        self.setWindowTitle(self.tr("Welcome to Desktop Agent") if first_run else self.tr("Settings"))
+        self.setModal(True)
+        self.settings = config.AppSettings.load()
+        key, source = config.find_api_key()
+        self._key_source = source
+
+        root = QVBoxLayout(self)
+        root.setContentsMargins(16, 16, 16, 16)
+        root.setSpacing(8)
+        if first_run:
+            intro = QLabel(self.tr(
+                "<b>Connect a model to get started.</b><br/>Desktop Agent talks to Anthropic's Messages API "
+                "(or any compatible endpoint). Your key stays on this computer."))
+            intro.setWordWrap(True)
+            intro.setTextFormat(Qt.TextFormat.RichText)
+            root.addWidget(intro)
+
+        form = QFormLayout()
+        form.setSpacing(8)
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
+        self.key_edit = QLineEdit()
+        self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key_edit.setAccessibleName(self.tr("API key"))
+        self.key_edit.setPlaceholderText(
+            {"ANTHROPIC_API_KEY": self.tr("set by ANTHROPIC_API_KEY in the environment"),
+             "keyring": self.tr("stored in the system keyring — type to replace"),
+             "credentials": self.tr("stored in a private file — type to replace")}.get(source, "sk-ant-…"))
+        form.addRow(self.tr("&API key"), self.key_edit)
+        where = QLabel(self.tr("Saved in the system keyring when available, otherwise in a file only you can read."))
+        where.setObjectName("muted")
+        where.setWordWrap(True)
+        form.addRow("", where)
+        self.base_url_edit = QLineEdit(self.settings.base_url or "")
+        self.base_url_edit.setPlaceholderText("https://api.anthropic.com")
+        self.base_url_edit.setAccessibleName(self.tr("Base URL"))
+        form.addRow(self.tr("&Base URL"), self.base_url_edit)
+        self.model_combo = QComboBox()
+        self.model_combo.setEditable(True)
+        self.model_combo.addItems(MODELS)
+        self.model_combo.setCurrentText(self.settings.model or MODELS[0])
+        self.model_combo.setAccessibleName(self.tr("Model"))
+        form.addRow(self.tr("&Model"), self.model_combo)
+        self.mode_combo = QComboBox()
+        from desktop_agent.ui.main_window import MODES
+
+        for mode, label in MODES:
+            self.mode_combo.addItem(self.tr(label), mode)
+        idx = self.mode_combo.findData(self.settings.default_permission_mode)
+        self.mode_combo.setCurrentIndex(max(0, idx))
+        form.addRow(self.tr("Default &permissions"), self.mode_combo)
+        root.addLayout(form)
+
+        self.error_label = QLabel()
+        self.error_label.setObjectName("errorText")
+        self.error_label.setVisible(False)
+        root.addWidget(self.error_label)
+
+        row = QHBoxLayout()
+        row.setSpacing(8)
+        self.tour_button = QPushButton(self.tr("Try the offline &tour"))
+        self.tour_button.setToolTip(self.tr("A guided demo on a sample project with a scripted model — no key needed"))
+        self.tour_button.clicked.connect(self._tour)
+        row.addWidget(self.tour_button)
+        row.addStretch(1)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self._save)
+        self.buttons.rejected.connect(self.reject)
+        row.addWidget(self.buttons)
+        root.addLayout(row)
+        self.resize(560, self.sizeHint().height())
+
+    def _tour(self) -> None:
+        self.tour_requested.emit()
+        self.reject()
+
+    def _save(self) -> None:
+        key = self.key_edit.text().strip()
+        if not key and self._key_source == "none":
+            self.error_label.setText(self.tr("Enter an API key, or try the offline tour."))
+            self.error_label.setVisible(True)
+            self.key_edit.setFocus()
+            return
+        try:
+            if key:
+                config.store_api_key(key)
+            self.settings.base_url = self.base_url_edit.text().strip() or None
+            self.settings.model = self.model_combo.currentText().strip() or None
+            self.settings.default_permission_mode = self.model_mode()
+            self.settings.save()
+        except OSError as exc:
+            self.error_label.setText(self.tr("Could not save the settings: {0}").format(exc))
+            self.error_label.setVisible(True)
+            return
+        self.saved.emit()
+        self.accept()
+
+    def model_mode(self) -> str:
+        return str(self.mode_combo.currentData() or "default")

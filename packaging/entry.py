@@ -1,0 +1,8 @@
+"""PyInstaller entry point of the bundled app: the same ``main()`` as the ``desktop-agent`` command."""
+
+import sys
+
+from desktop_agent.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

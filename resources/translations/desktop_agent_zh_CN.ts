@@ -1,0 +1,667 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN">
+<context>
+    <name>AgentController</name>
+    <message>
+        <source>Retrying in {0:.0f} s (attempt {1} of {2}): {3}</source>
+        <translation>{0:.0f} 秒后重试（第 {1} 次，共 {2} 次）：{3}</translation>
+    </message>
+    <message>
+        <source>The stream broke; {0}</source>
+        <translation>数据流中断；{0}</translation>
+    </message>
+    <message>
+        <source>Conversation compacted ({0} tokens before)</source>
+        <translation>对话已压缩（压缩前 {0} 个 token）</translation>
+    </message>
+    <message>
+        <source>Desktop Agent is waiting for approval</source>
+        <translation>Desktop Agent 正在等待您的批准</translation>
+    </message>
+    <message>
+        <source>Allow {0}: {1}?</source>
+        <translation>允许 {0}：{1}？</translation>
+    </message>
+</context>
+<context>
+    <name>ConversationView</name>
+    <message>
+        <source>Conversation</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <source>denied</source>
+        <translation>已拒绝</translation>
+    </message>
+    <message>
+        <source>interrupted</source>
+        <translation>已中断</translation>
+    </message>
+    <message>
+        <source>Interrupted by you. The transcript is intact; send a new message to continue.</source>
+        <translation>已由您中断。对话记录完好无损；发送新消息即可继续。</translation>
+    </message>
+    <message>
+        <source>Stopped after the maximum number of turns.</source>
+        <translation>已达到最大轮数，已停止。</translation>
+    </message>
+    <message>
+        <source>A hook stopped this turn.</source>
+        <translation>一个钩子停止了本轮。</translation>
+    </message>
+</context>
+<context>
+    <name>DiffPanel</name>
+    <message>
+        <source>Changes</source>
+        <translation>更改</translation>
+    </message>
+    <message>
+        <source>Diffs of the session</source>
+        <translation>本次会话的差异</translation>
+    </message>
+    <message>
+        <source>Changes ({0})</source>
+        <translation>更改（{0}）</translation>
+    </message>
+    <message>
+        <source>pending</source>
+        <translation>待处理</translation>
+    </message>
+    <message>
+        <source>applied</source>
+        <translation>已应用</translation>
+    </message>
+    <message>
+        <source>rejected</source>
+        <translation>已拒绝</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>Main toolbar</source>
+        <translation>主工具栏</translation>
+    </message>
+    <message>
+        <source>Mode</source>
+        <translation>模式</translation>
+    </message>
+    <message>
+        <source>Permission mode</source>
+        <translation>权限模式</translation>
+    </message>
+    <message>
+        <source>Permission mode (Ctrl+Shift+M cycles)</source>
+        <translation>权限模式（Ctrl+Shift+M 切换）</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Tour · scripted model, sample project</source>
+        <translation>导览 · 脚本模型，示例项目</translation>
+    </message>
+    <message>
+        <source>Stop  Esc</source>
+        <translation>停止  Esc</translation>
+    </message>
+    <message>
+        <source>Stop the agent</source>
+        <translation>停止代理</translation>
+    </message>
+    <message>
+        <source>Sessions in this folder</source>
+        <translation>此文件夹中的会话</translation>
+    </message>
+    <message>
+        <source>Sessions</source>
+        <translation>会话</translation>
+    </message>
+    <message>
+        <source>Find in conversation (Enter: next, Esc: close)</source>
+        <translation>在对话中查找（Enter：下一个，Esc：关闭）</translation>
+    </message>
+    <message>
+        <source>Find in conversation</source>
+        <translation>在对话中查找</translation>
+    </message>
+    <message>
+        <source>Ask for a change…   (Enter to send, Shift+Enter for a new line)</source>
+        <translation>描述您想要的修改…   （Enter 发送，Shift+Enter 换行）</translation>
+    </message>
+    <message>
+        <source>Agent status</source>
+        <translation>代理状态</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Open Folder…</source>
+        <translation>打开文件夹(&amp;O)…</translation>
+    </message>
+    <message>
+        <source>Open &amp;Recent</source>
+        <translation>最近打开(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;New Session</source>
+        <translation>新建会话(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;Edit</source>
+        <translation>编辑(&amp;E)</translation>
+    </message>
+    <message>
+        <source>&amp;Find in Conversation…</source>
+        <translation>在对话中查找(&amp;F)…</translation>
+    </message>
+    <message>
+        <source>Focus &amp;Prompt</source>
+        <translation>聚焦输入框(&amp;P)</translation>
+    </message>
+    <message>
+        <source>&amp;Settings…</source>
+        <translation>设置(&amp;S)…</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>&amp;Sessions Pane</source>
+        <translation>会话面板(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Changes Pane</source>
+        <translation>更改面板(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;Session</source>
+        <translation>会话(&amp;S)</translation>
+    </message>
+    <message>
+        <source>Se&amp;nd</source>
+        <translation>发送(&amp;N)</translation>
+    </message>
+    <message>
+        <source>&amp;Stop</source>
+        <translation>停止(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Cycle Permission Mode</source>
+        <translation>切换权限模式(&amp;C)</translation>
+    </message>
+    <message>
+        <source>Permission &amp;Mode</source>
+        <translation>权限模式(&amp;M)</translation>
+    </message>
+    <message>
+        <source>&amp;Help</source>
+        <translation>帮助(&amp;H)</translation>
+    </message>
+    <message>
+        <source>Take the Offline &amp;Tour</source>
+        <translation>离线导览(&amp;T)</translation>
+    </message>
+    <message>
+        <source>&amp;Keyboard Shortcuts</source>
+        <translation>键盘快捷键(&amp;K)</translation>
+    </message>
+    <message>
+        <source>&amp;About Desktop Agent</source>
+        <translation>关于 Desktop Agent(&amp;A)</translation>
+    </message>
+    <message>
+        <source>Open Folder</source>
+        <translation>打开文件夹</translation>
+    </message>
+    <message>
+        <source>Model: {0}</source>
+        <translation>模型：{0}</translation>
+    </message>
+    <message>
+        <source>No API key is set up, so the agent cannot talk to a model.</source>
+        <translation>尚未设置 API 密钥，代理无法与模型通信。</translation>
+    </message>
+    <message>
+        <source>Open settings</source>
+        <translation>打开设置</translation>
+    </message>
+    <message>
+        <source>Take the offline tour</source>
+        <translation>体验离线导览</translation>
+    </message>
+    <message>
+        <source>Could not open the session: {0}</source>
+        <translation>无法打开会话：{0}</translation>
+    </message>
+    <message>
+        <source>Trust this folder?</source>
+        <translation>信任此文件夹？</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Do you trust the files in {0}?&lt;/b&gt;</source>
+        <translation>&lt;b&gt;您信任 {0} 中的文件吗？&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <source>Its .claude/settings.json grants permissions or runs hooks. Trusting the folder lets those allow rules apply; deny rules and hooks apply either way.</source>
+        <translation>其 .claude/settings.json 会授予权限或运行钩子。信任此文件夹后，其中的允许规则才会生效；拒绝规则和钩子无论如何都会生效。</translation>
+    </message>
+    <message>
+        <source>&amp;Trust folder</source>
+        <translation>信任文件夹(&amp;T)</translation>
+    </message>
+    <message>
+        <source>Open &amp;without trusting</source>
+        <translation>不信任并打开(&amp;W)</translation>
+    </message>
+    <message>
+        <source>(empty)</source>
+        <translation>（空）</translation>
+    </message>
+    <message>
+        <source>(no messages yet)</source>
+        <translation>（暂无消息）</translation>
+    </message>
+    <message>
+        <source>Open a folder first (File ▸ Open Folder…, Ctrl+O).</source>
+        <translation>请先打开一个文件夹（文件 ▸ 打开文件夹…，Ctrl+O）。</translation>
+    </message>
+    <message>
+        <source>The agent is still working — press Esc to stop it first.</source>
+        <translation>代理仍在工作——请先按 Esc 停止。</translation>
+    </message>
+    <message>
+        <source>Permission mode: {0}</source>
+        <translation>权限模式：{0}</translation>
+    </message>
+    <message>
+        <source>Retry the last message</source>
+        <translation>重试上一条消息</translation>
+    </message>
+    <message>
+        <source>{0} tokens · ${1:.2f}</source>
+        <translation>{0} 个 token · ${1:.2f}</translation>
+    </message>
+    <message>
+        <source>Idle</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <source>Thinking…</source>
+        <translation>思考中…</translation>
+    </message>
+    <message>
+        <source>Responding…</source>
+        <translation>回复中…</translation>
+    </message>
+    <message>
+        <source>Running {0}…</source>
+        <translation>正在运行 {0}…</translation>
+    </message>
+    <message>
+        <source>Running a tool…</source>
+        <translation>正在运行工具…</translation>
+    </message>
+    <message>
+        <source>Waiting for approval: {0}</source>
+        <translation>等待批准：{0}</translation>
+    </message>
+    <message>
+        <source>Waiting for approval</source>
+        <translation>等待批准</translation>
+    </message>
+    <message>
+        <source>Retrying: {0}</source>
+        <translation>正在重试：{0}</translation>
+    </message>
+    <message>
+        <source>Error: {0}</source>
+        <translation>错误：{0}</translation>
+    </message>
+    <message>
+        <source>Stopping…</source>
+        <translation>正在停止…</translation>
+    </message>
+    <message>
+        <source>Tour</source>
+        <translation>导览</translation>
+    </message>
+    <message>
+        <source>Not found: {0}</source>
+        <translation>未找到：{0}</translation>
+    </message>
+    <message>
+        <source>Settings saved.</source>
+        <translation>设置已保存。</translation>
+    </message>
+    <message>
+        <source>Keyboard Shortcuts</source>
+        <translation>键盘快捷键</translation>
+    </message>
+    <message>
+        <source>Send</source>
+        <translation>发送</translation>
+    </message>
+    <message>
+        <source>New line</source>
+        <translation>换行</translation>
+    </message>
+    <message>
+        <source>Recall last prompt</source>
+        <translation>调出上一条输入</translation>
+    </message>
+    <message>
+        <source>Stop the agent / Deny in the dialog</source>
+        <translation>停止代理 / 在对话框中拒绝</translation>
+    </message>
+    <message>
+        <source>Open folder</source>
+        <translation>打开文件夹</translation>
+    </message>
+    <message>
+        <source>New session</source>
+        <translation>新建会话</translation>
+    </message>
+    <message>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <source>Cycle permission mode</source>
+        <translation>切换权限模式</translation>
+    </message>
+    <message>
+        <source>Focus the prompt</source>
+        <translation>聚焦输入框</translation>
+    </message>
+    <message>
+        <source>About Desktop Agent</source>
+        <translation>关于 Desktop Agent</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Desktop Agent&lt;/b&gt; {0}&lt;br/&gt;A desktop coding agent: review every diff, allow or deny every write.</source>
+        <translation>&lt;b&gt;Desktop Agent&lt;/b&gt; {0}&lt;br/&gt;桌面编程代理：审阅每一处差异，允许或拒绝每一次写入。</translation>
+    </message>
+</context>
+<context>
+    <name>MarkdownBlock</name>
+    <message>
+        <source>Agent message</source>
+        <translation>代理消息</translation>
+    </message>
+</context>
+<context>
+    <name>PermissionDialog</name>
+    <message>
+        <source>Permission request</source>
+        <translation>权限请求</translation>
+    </message>
+    <message>
+        <source>Allow {0}: {1}?</source>
+        <translation>允许 {0}：{1}？</translation>
+    </message>
+    <message>
+        <source>Allow {0}?</source>
+        <translation>允许 {0}？</translation>
+    </message>
+    <message>
+        <source>in {0}</source>
+        <translation>位于 {0}</translation>
+    </message>
+    <message>
+        <source>Why: {0}</source>
+        <translation>原因：{0}</translation>
+    </message>
+    <message>
+        <source>Proposed change</source>
+        <translation>拟议的更改</translation>
+    </message>
+    <message>
+        <source>Command</source>
+        <translation>命令</translation>
+    </message>
+    <message>
+        <source>Sub-commands:</source>
+        <translation>子命令：</translation>
+    </message>
+    <message>
+        <source>Full tool input</source>
+        <translation>完整的工具输入</translation>
+    </message>
+    <message>
+        <source>Full input</source>
+        <translation>完整输入</translation>
+    </message>
+    <message>
+        <source>✎ Edit</source>
+        <translation>✎ 编辑</translation>
+    </message>
+    <message>
+        <source>Edit the proposed text before allowing it</source>
+        <translation>在允许之前编辑拟议的文本</translation>
+    </message>
+    <message>
+        <source>Edit the proposal</source>
+        <translation>编辑提议</translation>
+    </message>
+    <message>
+        <source>Proposed text</source>
+        <translation>拟议的文本</translation>
+    </message>
+    <message>
+        <source>Feedback for the agent if you deny (optional)</source>
+        <translation>拒绝时给代理的反馈（可选）</translation>
+    </message>
+    <message>
+        <source>Feedback for the agent</source>
+        <translation>给代理的反馈</translation>
+    </message>
+    <message>
+        <source>&amp;Deny  Esc</source>
+        <translation>拒绝(&amp;D)  Esc</translation>
+    </message>
+    <message>
+        <source>Allow for &amp;session</source>
+        <translation>本次会话内允许(&amp;S)</translation>
+    </message>
+    <message>
+        <source>&amp;Allow  ⏎</source>
+        <translation>允许(&amp;A)  ⏎</translation>
+    </message>
+    <message>
+        <source>Allow for session adds: {0}</source>
+        <translation>“本次会话内允许”将添加：{0}</translation>
+    </message>
+    <message>
+        <source>No session rule is available for this request.</source>
+        <translation>此请求没有可用的会话规则。</translation>
+    </message>
+    <message>
+        <source>Default</source>
+        <translation>默认</translation>
+    </message>
+    <message>
+        <source>Accept edits</source>
+        <translation>接受编辑</translation>
+    </message>
+    <message>
+        <source>Plan</source>
+        <translation>计划</translation>
+    </message>
+    <message>
+        <source>Bypass</source>
+        <translation>绕过</translation>
+    </message>
+    <message>
+        <source>Don&apos;t ask</source>
+        <translation>不询问</translation>
+    </message>
+    <message>
+        <source>{0} mode asks before this, and no rule allows it</source>
+        <translation>{0}模式会在此操作前询问，且没有规则允许它</translation>
+    </message>
+    <message>
+        <source>the {0} rule {1} asks for this</source>
+        <translation>{0}规则 {1} 要求对此进行询问</translation>
+    </message>
+    <message>
+        <source>(no textual change)</source>
+        <translation>（无文本更改）</translation>
+    </message>
+</context>
+<context>
+    <name>PromptEdit</name>
+    <message>
+        <source>Prompt</source>
+        <translation>输入框</translation>
+    </message>
+</context>
+<context>
+    <name>SettingsDialog</name>
+    <message>
+        <source>Welcome to Desktop Agent</source>
+        <translation>欢迎使用 Desktop Agent</translation>
+    </message>
+    <message>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Connect a model to get started.&lt;/b&gt;&lt;br/&gt;Desktop Agent talks to Anthropic&apos;s Messages API (or any compatible endpoint). Your key stays on this computer.</source>
+        <translation>&lt;b&gt;连接一个模型即可开始。&lt;/b&gt;&lt;br/&gt;Desktop Agent 使用 Anthropic 的 Messages API（或任何兼容的端点）。您的密钥只保存在这台电脑上。</translation>
+    </message>
+    <message>
+        <source>API key</source>
+        <translation>API 密钥</translation>
+    </message>
+    <message>
+        <source>set by ANTHROPIC_API_KEY in the environment</source>
+        <translation>已由环境变量 ANTHROPIC_API_KEY 设置</translation>
+    </message>
+    <message>
+        <source>stored in the system keyring — type to replace</source>
+        <translation>已保存在系统密钥环中——输入新值以替换</translation>
+    </message>
+    <message>
+        <source>stored in a private file — type to replace</source>
+        <translation>已保存在私有文件中——输入新值以替换</translation>
+    </message>
+    <message>
+        <source>&amp;API key</source>
+        <translation>API 密钥(&amp;A)</translation>
+    </message>
+    <message>
+        <source>Saved in the system keyring when available, otherwise in a file only you can read.</source>
+        <translation>如有系统密钥环则保存在其中，否则保存在只有您能读取的文件中。</translation>
+    </message>
+    <message>
+        <source>Base URL</source>
+        <translation>基础 URL</translation>
+    </message>
+    <message>
+        <source>&amp;Base URL</source>
+        <translation>基础 URL(&amp;B)</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>&amp;Model</source>
+        <translation>模型(&amp;M)</translation>
+    </message>
+    <message>
+        <source>Default &amp;permissions</source>
+        <translation>默认权限(&amp;P)</translation>
+    </message>
+    <message>
+        <source>Try the offline &amp;tour</source>
+        <translation>体验离线导览(&amp;T)</translation>
+    </message>
+    <message>
+        <source>A guided demo on a sample project with a scripted model — no key needed</source>
+        <translation>在示例项目上使用脚本模型的引导演示——无需密钥</translation>
+    </message>
+    <message>
+        <source>Enter an API key, or try the offline tour.</source>
+        <translation>请输入 API 密钥，或体验离线导览。</translation>
+    </message>
+    <message>
+        <source>Could not save the settings: {0}</source>
+        <translation>无法保存设置：{0}</translation>
+    </message>
+</context>
+<context>
+    <name>ThinkingCard</name>
+    <message>
+        <source>Thinking</source>
+        <translation>思考</translation>
+    </message>
+    <message>
+        <source>Thinking…</source>
+        <translation>思考中…</translation>
+    </message>
+    <message>
+        <source>Thought for {0} s</source>
+        <translation>思考了 {0} 秒</translation>
+    </message>
+</context>
+<context>
+    <name>ToolCard</name>
+    <message>
+        <source>(running…)</source>
+        <translation>（运行中…）</translation>
+    </message>
+    <message>
+        <source>… {0} more characters</source>
+        <translation>… 还有 {0} 个字符</translation>
+    </message>
+    <message>
+        <source>running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>waiting for you</source>
+        <translation>等待您的操作</translation>
+    </message>
+</context>
+<context>
+    <name>UserBlock</name>
+    <message>
+        <source>Your message</source>
+        <translation>您的消息</translation>
+    </message>
+</context>
+<context>
+    <name>_Expandable</name>
+    <message>
+        <source>Details</source>
+        <translation>详情</translation>
+    </message>
+</context>
+<context>
+    <name>win</name>
+    <message>
+        <source>Model: scripted (offline tour)</source>
+        <translation>模型：脚本模型（离线导览）</translation>
+    </message>
+    <message>
+        <source>Model: {0}</source>
+        <translation>模型：{0}</translation>
+    </message>
+</context>
+</TS>

@@ -1,0 +1,122 @@
+"""Test tools that answer ``check_permissions`` the way the real Read/Edit/Write/Grep/Glob/Bash tools do, and a
+workspace fixture with symlinks in both directions."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import Field
+
+from desktop_agent.core.context import ToolUseContext
+from desktop_agent.permissions import bash_commands, paths
+from desktop_agent.permissions.context import PermissionContext
+from desktop_agent.permissions.rules import parse_rule
+from desktop_agent.permissions.types import PermissionDecision, PermissionRule
+from desktop_agent.tools.base import ToolInput, ToolResult, build_tool
+
+
+class FileInput(ToolInput):
+    file_path: str = Field(description="path")
+    old_string: str | None = None
+    new_string: str | None = None
+    content: str | None = None
+
+
+class SearchInput(ToolInput):
+    pattern: str = "x"
+    path: str | None = None
+
+
+class BashInput(ToolInput):
+    command: str
+    run_in_background: bool | None = None
+    timeout: int | None = None
+    description: str | None = None
+
+
+class UrlInput(ToolInput):
+    url: str
+
+
+CALLS: list[str] = []
+
+
+async def _call(self, input, ctx):
+    CALLS.append(f"{self.name}:{getattr(input, 'file_path', getattr(input, 'command', ''))}")
+    return ToolResult(data=f"{self.name} ok")
+
+
+def _write_check(self, input, ctx):
+    return paths.check_write_permission_for_tool(self.name, ctx.expand(input.file_path),
+                                                 input.model_dump(exclude_unset=True), ctx)
+
+
+def _read_check(self, input, ctx):
+    return paths.check_read_permission_for_tool(self.name, ctx.expand(input.file_path),
+                                                input.model_dump(exclude_unset=True), ctx)
+
+
+def _search_check(self, input, ctx):
+    return paths.check_read_permission_for_tool(self.name, ctx.expand(input.path or ctx.cwd),
+                                                input.model_dump(exclude_unset=True), ctx)
+
+
+def _bash_check(self, input, ctx):
+    return bash_commands.check_bash_permission(input.model_dump(exclude_unset=True), ctx)
+
+
+def _passthrough(self, input, ctx):
+    return PermissionDecision(behavior="passthrough")
+
+
+def make_tools() -> dict[str, Any]:
+    ro = {"is_read_only": lambda self, i: True, "is_concurrency_safe": lambda self, i: True}
+    return {
+        "Edit": build_tool("Edit", FileInput, call=_call, check_permissions=_write_check, description="e"),
+        "Write": build_tool("Write", FileInput, call=_call, check_permissions=_write_check, description="w"),
+        "Read": build_tool("Read", FileInput, call=_call, check_permissions=_read_check, description="r", **ro),
+        "Grep": build_tool("Grep", SearchInput, call=_call, check_permissions=_search_check, description="g", **ro),
+        "Glob": build_tool("Glob", SearchInput, call=_call, check_permissions=_search_check, description="g", **ro),
+        "Bash": build_tool("Bash", BashInput, call=_call, check_permissions=_bash_check, description="b",
+                           is_read_only=lambda self, i: bash_commands.is_read_only_command(i.command)),
+        "WebFetch": build_tool("WebFetch", UrlInput, call=_call, check_permissions=_passthrough, description="f",
+                               **ro),
+    }
+
+
+TOOLS = make_tools()
+
+
+def rules_of(spec: dict[str, list[str]] | None, source: str = "session") -> list[PermissionRule]:
+    out = []
+    for behavior, items in (spec or {}).items():
+        for text in items:
+            out.append(PermissionRule(value=parse_rule(text), behavior=behavior, source=source))  # type: ignore[arg-type]
+    return out
+
+
+def make_ctx(ws: str, *, mode: str = "default", rules: dict[str, list[str]] | None = None, source: str = "session",
+             add_dirs: list[str] | None = None, **kw: Any) -> ToolUseContext:
+    pc = PermissionContext(ws, mode=mode, rules=rules_of(rules, source), additional_dirs=add_dirs or [])
+    ctx = ToolUseContext(cwd=ws, permission_context=pc, tools=list(TOOLS.values()), **kw)
+    for d in pc.working_dirs:
+        if d not in ctx.working_dirs:
+            ctx.working_dirs.append(d)
+    return ctx
+
+
+def make_workspace(root: str) -> dict[str, str]:
+    """root/ws (cwd) with src/, app.ts, .git/config, .env, link_out -> root/out; root/out with secret and
+    link_in -> ws/src; a home dir (HOME is already isolated by the top-level conftest)."""
+    ws = os.path.join(root, "ws")
+    out = os.path.join(root, "out")
+    for d in (ws, out, os.path.join(ws, "src"), os.path.join(ws, "sub"), os.path.join(ws, ".git")):
+        os.makedirs(d, exist_ok=True)
+    for f, text in ((os.path.join(ws, "app.ts"), "export const value = 1"), (os.path.join(ws, ".env"), "K=1"),
+                    (os.path.join(ws, ".git", "config"), "[core]"), (os.path.join(out, "secret"), "s")):
+        with open(f, "w") as fh:
+            fh.write(text)
+    os.symlink(out, os.path.join(ws, "link_out"))
+    os.symlink(os.path.join(ws, "src"), os.path.join(out, "link_in"))
+    return {"ws": ws, "out": out, "home": os.path.expanduser("~"), "root": root}

@@ -1,0 +1,147 @@
+"""Compaction (SPEC §5.5; §9 items 89–91): threshold, appended lines, post-compact request, failure limit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from desktop_agent.agent import AgentSession
+from desktop_agent.core.context import FileStateEntry
+from desktop_agent.core.events import Compacted, ErrorEvent, TurnFinished
+from desktop_agent.core.messages import assistant_entry, user_entry
+from desktop_agent.model.client import ModelError
+from desktop_agent.model.scripted import ScriptedModelClient, fail, reply, text
+from desktop_agent.session import compact as c
+from desktop_agent.session.resume import load_conversation_for_resume
+from desktop_agent.session.store import read_transcript
+
+
+def test_threshold_is_effective_window_minus_13000(monkeypatch):
+    model = "claude-sonnet-4-5"
+    assert c.effective_context_window(model) == 200_000 - 20_000
+    assert c.auto_compact_threshold(model) == 200_000 - 20_000 - 13_000
+    monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "100000")
+    assert c.auto_compact_threshold(model) == 100_000 - 20_000 - 13_000
+    monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "900000")  # can only lower the window
+    assert c.auto_compact_threshold(model) == 167_000
+
+
+def test_estimate_uses_last_usage_plus_later_messages():
+    a = assistant_entry([{"type": "text", "text": "x"}], usage={"input_tokens": 5000, "output_tokens": 100,
+                                                                "cache_read_input_tokens": 1000})
+    msgs = [user_entry("hi"), a, user_entry("y" * 400)]
+    assert c.estimate_tokens(msgs) == 6100 + 100
+    state = c.AutoCompactState()
+    assert not c.should_auto_compact(msgs, "m", state)
+    assert c.should_auto_compact([user_entry("z" * 800_000)], "m", state)
+    state.consecutive_failures = 3
+    assert not c.should_auto_compact([user_entry("z" * 800_000)], "m", state)
+
+
+def test_format_summary_drops_analysis():
+    raw = "<analysis>scratch</analysis>\n<summary>1. Primary Request: change value</summary>"
+    assert c.format_summary(raw) == "Summary:\n1. Primary Request: change value"
+
+
+def _lines_bytes(path) -> bytes:
+    return open(path, "rb").read()
+
+
+def _files(workdir, n: int) -> list[str]:
+    paths = []
+    for i in range(n):
+        p = workdir / f"f{i}.py"
+        p.write_text(f"value_{i} = {i}\n")
+        paths.append(str(p))
+    return paths
+
+
+def test_auto_compaction_appends_two_lines_and_continues(workdir, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "34000")  # threshold 1000 tokens
+    client = ScriptedModelClient([
+        reply(text("y" * 6000)),  # turn 1: pushes the conversation over the threshold
+        reply(text("<analysis>a</analysis><summary>The user asked for a long answer.</summary>")),  # summary
+        reply(text("ok")),  # turn 2, after compaction
+    ])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
+    events = asyncio.run(s.run("first"))
+    assert events[-1].reason == "completed"
+    for p in _files(workdir, 7):
+        s.ctx.read_file_state.set(p, FileStateEntry(content=open(p).read(), timestamp=0, offset=1))
+    before = _lines_bytes(s.transcript_path)
+
+    events = asyncio.run(s.run("second"))
+    assert isinstance(events[0], Compacted) and events[0].pre_tokens > 1000
+    assert isinstance(events[-1], TurnFinished) and events[-1].reason == "completed"
+    after = _lines_bytes(s.transcript_path)
+    assert after.startswith(before)  # earlier lines byte-identical
+    new = [json.loads(x) for x in after[len(before):].splitlines()]
+    boundary, summary = new[0], new[1]
+    assert boundary["type"] == "system" and boundary["subtype"] == "compact_boundary"
+    assert boundary["parentUuid"] is None and boundary["logicalParentUuid"]
+    assert summary["isCompactSummary"] is True and summary["parentUuid"] == boundary["uuid"]
+    assert summary["message"]["content"].startswith("This session is being continued from a previous conversation")
+    assert s.transcript_path in summary["message"]["content"]
+    # compaction added exactly these two lines; then the turn's own input and reply
+    assert [n["type"] for n in new[2:]] == ["user", "assistant"]
+    assert not any("This file was read before" in json.dumps(n) for n in new)  # attachments not persisted
+
+    summary_req, post_req = client.requests[1], client.requests[2]
+    assert summary_req.system[0]["text"] == c.SUMMARY_SYSTEM_PROMPT
+    assert "summary" in json.dumps(summary_req.messages[-1]).lower()
+    # the post-compact request: no system message at the API layer, ≤5 file attachments, then the input
+    assert all(m["role"] in ("user", "assistant") for m in post_req.messages)
+    body = json.dumps(post_req.messages)
+    assert body.count("This file was read before the conversation was summarized") == 5
+    assert "y" * 6000 not in body and "This session is being continued" in body
+    assert post_req.messages[-1]["content"][-1]["text"] == "second"
+    s.close()
+
+    # resume starts at the boundary
+    resumed = load_conversation_for_resume(read_transcript(s.transcript_path))
+    assert resumed.messages[0]["uuid"] == boundary["uuid"] and resumed.messages[1]["uuid"] == summary["uuid"]
+
+
+def test_three_failures_then_no_more_attempts(workdir, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "34000")
+    err = ModelError("overloaded", kind="overloaded")
+    client = ScriptedModelClient([
+        reply(text("y" * 6000)),
+        fail(err), reply(text("t2")),
+        fail(err), reply(text("t3")),
+        fail(err), reply(text("t4")),
+        reply(text("t5")),  # no 4th compaction attempt: straight to the turn
+    ])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
+    asyncio.run(s.run("one"))
+    errors = []
+    for prompt in ("two", "three", "four", "five"):
+        events = asyncio.run(s.run(prompt))
+        assert events[-1].reason == "completed"
+        errors += [e for e in events if isinstance(e, ErrorEvent)]
+    assert len(errors) == 3 and s.compact_state.gave_up
+    summaries = [r for r in client.requests if r.system and r.system[0]["text"] == c.SUMMARY_SYSTEM_PROMPT]
+    assert len(summaries) == 3
+    assert client.position == len(client.steps)
+    s.close()
+
+
+def test_manual_compact(workdir):
+    client = ScriptedModelClient([reply(text("hello")), reply(text("<summary>S</summary>")), reply(text("after"))])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
+    asyncio.run(s.run("hi"))
+    ev = asyncio.run(s.compact("focus on tests"))
+    assert isinstance(ev, Compacted) and ev.summary == "Summary:\nS"
+    assert "focus on tests" in json.dumps(client.requests[1].messages)
+    asyncio.run(s.run("next"))
+    assert [m["role"] for m in client.requests[2].messages] == ["user"]
+    s.close()
+
+
+def test_compact_with_nothing_fails_cleanly(workdir):
+    s = AgentSession.create(str(workdir), client=ScriptedModelClient([]))
+    with pytest.raises(c.CompactError):
+        asyncio.run(s.compact())
+    s.close()

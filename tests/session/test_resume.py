@@ -1,0 +1,259 @@
+"""Resume (SPEC §5.3; §9 items 85–87) and AgentSession persistence with a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from desktop_agent.agent import AgentSession, SessionError
+from desktop_agent.core.events import TurnFinished
+from desktop_agent.core.messages import assistant_entry, normalize_for_api, system_entry, tool_result_block, user_entry
+from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
+from desktop_agent.session.resume import (
+    CONTINUE_MESSAGE, NO_RESPONSE_REQUESTED, build_chain, history_for_display, load_conversation_for_resume,
+)
+from desktop_agent.session.store import TranscriptStore, read_transcript
+from tests.core.helpers import Tracker, make_tools
+
+
+def _tu(id_: str) -> dict:
+    return {"type": "tool_use", "id": id_, "name": "Read", "input": {"file_path": "a"}}
+
+
+def _conversation(store: TranscriptStore) -> list[dict]:
+    u1 = user_entry("u1")
+    a1 = assistant_entry([_tu("t1")])
+    u2 = user_entry([tool_result_block("t1", "r1")])
+    a2 = assistant_entry([{"type": "text", "text": "a2"}])
+    u3 = user_entry("u3")
+    a3 = assistant_entry([{"type": "text", "text": "a3"}])
+    msgs = [u1, a1, u2, a2, u3, a3]
+    store.record_all(msgs)
+    return msgs
+
+
+def test_restored_array_is_the_chain_without_metadata(workdir):
+    store = TranscriptStore.create(str(workdir))
+    msgs = _conversation(store)
+    store.record_permission_state({"mode": "plan"})
+    store.close()
+    resumed = load_conversation_for_resume(read_transcript(store.path))
+    assert [m["uuid"] for m in resumed.messages] == [m["uuid"] for m in msgs]
+    assert resumed.messages == msgs
+    assert not resumed.interrupted and resumed.added == []
+    assert resumed.permission_state["mode"] == "plan"
+    assert resumed.chain_tip == msgs[-1]["uuid"]
+
+
+def test_chain_order_not_line_order_and_boundary_cut(workdir):
+    store = TranscriptStore.create(str(workdir))
+    old = _conversation(store)
+    boundary = system_entry("compact_boundary", "Conversation compacted", logicalParentUuid=old[-1]["uuid"])
+    summary = user_entry("This session is being continued ...", isCompactSummary=True)
+    after = assistant_entry([{"type": "text", "text": "post"}])
+    store.record_all([boundary, summary, after])
+    store.close()
+    entries = read_transcript(store.path)
+    b = next(e for e in entries if e.get("subtype") == "compact_boundary")
+    assert b["parentUuid"] is None and b["logicalParentUuid"] == old[-1]["uuid"]
+    resumed = load_conversation_for_resume(entries)
+    assert [m["uuid"] for m in resumed.messages] == [boundary["uuid"], summary["uuid"], after["uuid"]]
+    # the desktop's history view still shows the pre-boundary messages, in file order
+    shown = [e["uuid"] for e in history_for_display(entries)]
+    assert shown[:6] == [m["uuid"] for m in old] and after["uuid"] in shown
+    # what the API sees: no system boundary
+    assert [m["role"] for m in normalize_for_api(resumed.messages)] == ["user", "assistant"]
+
+
+def test_sidechain_and_line_order_do_not_matter():
+    a = user_entry("a", parentUuid=None)
+    b = assistant_entry([{"type": "text", "text": "b"}], parentUuid=a["uuid"])
+    c = user_entry("c", parentUuid=b["uuid"])
+    side = user_entry("side", parentUuid=a["uuid"], isSidechain=True)
+    assert [m["uuid"] for m in build_chain([c, side, a, b])] == [a["uuid"], b["uuid"]] or \
+        [m["uuid"] for m in build_chain([a, b, side, c])] == [a["uuid"], b["uuid"], c["uuid"]]
+    assert [m["uuid"] for m in build_chain([a, b, side, c])] == [a["uuid"], b["uuid"], c["uuid"]]
+
+
+def test_unanswered_tool_use_removed_and_continue_appended(workdir):
+    store = TranscriptStore.create(str(workdir))
+    u1 = user_entry("u1")
+    a1 = assistant_entry([_tu("t1"), _tu("t2")])
+    r1 = user_entry([tool_result_block("t1", "r1")])
+    a2 = assistant_entry([{"type": "thinking", "thinking": "hmm", "signature": "s"}, _tu("t3")])  # never answered
+    store.record_all([u1, a1, r1, a2])
+    store.close()
+    resumed = load_conversation_for_resume(read_transcript(store.path))
+    assert set(resumed.removed_tool_use_ids) == {"t2", "t3"}
+    kept_ids = [b.get("id") for m in resumed.messages for b in (m["message"]["content"] if isinstance(
+        m["message"]["content"], list) else []) if b.get("type") == "tool_use"]
+    assert kept_ids == ["t1"]
+    assert resumed.interrupted
+    cont = resumed.messages[-2]
+    assert cont["isMeta"] is True and cont["message"]["content"] == CONTINUE_MESSAGE
+    assert resumed.messages[-1]["type"] == "assistant"
+    assert resumed.messages[-1]["message"]["content"][0]["text"] == NO_RESPONSE_REQUESTED
+    # the result is valid for the API: every tool_use answered, roles alternate
+    api = normalize_for_api(resumed.messages)
+    assert [m["role"] for m in api] == ["user", "assistant", "user", "assistant"]
+
+
+def test_trailing_user_prompt_gets_a_synthetic_assistant(workdir):
+    msgs = [user_entry("u1"), assistant_entry([{"type": "text", "text": "a1"}]), user_entry("u2")]
+    for prev, cur in zip(msgs, msgs[1:]):
+        cur["parentUuid"] = prev["uuid"]
+    resumed = load_conversation_for_resume(msgs)
+    assert not resumed.interrupted
+    assert resumed.messages[-1]["type"] == "assistant" and resumed.messages[-1]["isSynthetic"]
+    assert len(resumed.added) == 1
+
+
+# ---------------------------------------------------------------------------------- AgentSession
+
+
+def _session(workdir, script, **kw) -> tuple[AgentSession, ScriptedModelClient, Tracker]:
+    client = ScriptedModelClient(script)
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions", **kw)
+    tracker = Tracker()
+    s.tools = make_tools(tracker, delay=0.0)
+    s.ctx.tools = list(s.tools)
+    return s, client, tracker
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(x) for x in open(path, encoding="utf-8").read().splitlines() if x.strip()]
+
+
+def test_session_persists_every_entry_and_resumes(workdir):
+    asyncio.run(_persist_and_resume(workdir))
+
+
+async def _persist_and_resume(workdir):
+    seen_at_request: list[int] = []
+
+    def check(request):
+        # item 88: the user input is on disk before the first model call
+        seen_at_request.append(sum(1 for e in _lines(s.transcript_path) if e["type"] == "user"))
+
+    s, client, tracker = _session(workdir, [
+        reply(tool_use("Read", {"file_path": "app.ts"}, id="toolu_read_1"), check=check),
+        reply(text("Done.")),
+    ])
+    events = await s.run("Read app.ts")
+    assert isinstance(events[-1], TurnFinished) and events[-1].reason == "completed"
+    assert seen_at_request[0] == 1
+    s.close()
+    msgs = [e for e in _lines(s.transcript_path) if e["type"] in ("user", "assistant")]
+    assert [m["type"] for m in msgs] == ["user", "assistant", "user", "assistant"]
+    assert msgs[0]["parentUuid"] is None
+    for prev, cur in zip(msgs, msgs[1:]):
+        assert cur["parentUuid"] == prev["uuid"]
+    assert s.total_cost_usd > 0
+
+    # resume by id and continue: the restored array equals what was written, the next prompt chains on
+    r, client2, _ = _session(workdir, [reply(text("again"))], resume=s.session_id)
+    assert [m["uuid"] for m in r.messages] == [m["uuid"] for m in msgs]
+    await r.run("more")
+    r.close()
+    req = client2.requests[0]
+    assert [m["role"] for m in req.messages] == ["user", "assistant", "user", "assistant", "user"]
+    after = [e for e in _lines(s.transcript_path) if e["type"] in ("user", "assistant")]
+    assert after[:4] == msgs and after[4]["parentUuid"] == msgs[-1]["uuid"]
+
+    c, _, _ = _session(workdir, [], continue_latest=True)
+    assert c.session_id == s.session_id
+    assert len(c.messages) == 6
+    c.close()
+
+
+def test_resume_unknown_and_continue_nothing(workdir):
+    with pytest.raises(SessionError):
+        AgentSession.create(str(workdir), client=ScriptedModelClient([]), resume="no-such-id")
+    with pytest.raises(SessionError):
+        AgentSession.create(str(workdir), client=ScriptedModelClient([]), continue_latest=True)
+
+
+def test_permission_mode_and_grants_restored(workdir):
+    from desktop_agent.permissions.types import PermissionUpdate, RuleValue
+
+    s = AgentSession.create(str(workdir), client=ScriptedModelClient([]))
+    assert len(_lines(s.transcript_path)) == 2  # still only the two header lines
+    s.set_permission_mode("acceptEdits")
+    s.permission_context.apply_updates([PermissionUpdate(type="addRules", behavior="allow",
+                                                         rules=[RuleValue(tool_name="Bash", rule_content="npm test")])],
+                                       s.ctx)
+    s._persist_permission_state()
+    s.close()
+    r = AgentSession.create(str(workdir), client=ScriptedModelClient([]), resume=s.session_id)
+    assert r.permission_mode == "acceptEdits"
+    rules = [str(x.value) for x in getattr(r.permission_context, "rules", lambda: [])()
+             if getattr(x, "source", "") == "session"] if callable(getattr(r.permission_context, "rules", None)) \
+        else [str(x.rule.value) for x in r.permission_context._rules if x.rule.source == "session"]
+    assert "Bash(npm test)" in rules
+    r.close()
+    # an explicit mode on the command line wins over the restored one
+    e = AgentSession.create(str(workdir), client=ScriptedModelClient([]), resume=s.session_id, permission_mode="plan")
+    assert e.permission_mode == "plan"
+    e.close()
+
+
+def test_interrupted_session_resumes_with_continue_message(workdir):
+    asyncio.run(_interrupted(workdir))
+
+
+async def _interrupted(workdir):
+    s, client, _ = _session(workdir, [reply(tool_use("Read", {"file_path": "app.ts"}, id="toolu_1"), delay=0.2)])
+    task = asyncio.ensure_future(s.run("go"))
+    await asyncio.sleep(0.05)
+    s.interrupt()
+    events = await task
+    assert events[-1].reason in ("aborted_streaming", "aborted_tools")
+    s.close()
+    r, client2, _ = _session(workdir, [reply(text("resumed"))], resume=s.session_id)
+    await r.run("next")
+    r.close()
+    api = client2.requests[0].messages
+    # valid for the API: alternating roles, every tool_use answered
+    roles = [m["role"] for m in api]
+    assert all(a != b for a, b in zip(roles, roles[1:])) and roles[0] == "user" and roles[-1] == "user"
+    uses = {b["id"] for m in api for b in m["content"] if b.get("type") == "tool_use"}
+    results = {b["tool_use_id"] for m in api for b in m["content"] if b.get("type") == "tool_result"}
+    assert uses == results
+
+
+def test_resumed_session_remembers_full_reads(workdir):
+    """A file read in full before the resume can be edited without reading it again, unless it changed."""
+    app = workdir / "app.ts"
+    other = workdir / "other.ts"
+    other.write_text("export const other = 1")
+    client = ScriptedModelClient([
+        reply(tool_use("Read", {"file_path": str(app)}, id="toolu_r1"),
+              tool_use("Read", {"file_path": str(other)}, id="toolu_r2")),
+        reply(text("read both")),
+    ])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
+    asyncio.run(s.run("read"))
+    s.close()
+    import os
+    import time
+
+    time.sleep(0.01)
+    other.write_text("export const other = 9")  # changed on disk after the read
+    os.utime(other, None)
+    client2 = ScriptedModelClient([
+        reply(tool_use("Edit", {"file_path": str(app), "old_string": "value = 1", "new_string": "value = 2"},
+                       id="toolu_e1"),
+              tool_use("Edit", {"file_path": str(other), "old_string": "other = 9", "new_string": "other = 3"},
+                       id="toolu_e2")),
+        reply(text("done")),
+    ])
+    r = AgentSession.create(str(workdir), client=client2, permission_mode="bypassPermissions", resume=s.session_id)
+    asyncio.run(r.run("edit both"))
+    r.close()
+    results = {b["tool_use_id"]: b for b in client2.requests[1].messages[-1]["content"]}
+    assert "updated successfully" in results["toolu_e1"]["content"]
+    assert app.read_text() == "export const value = 2"
+    assert results["toolu_e2"].get("is_error") and "modified since read" in results["toolu_e2"]["content"]
+    assert other.read_text() == "export const other = 9"

@@ -1,0 +1,177 @@
+"""The JSONL transcript store (SPEC §5.1, §5.2; §9 items 81–84, 88) and the app config."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+
+import pytest
+
+from desktop_agent import config
+from desktop_agent.core.messages import assistant_entry, tool_result_block, user_entry
+from desktop_agent.session.store import (
+    TranscriptStore, count_transcript_messages, find_session, latest_session, list_sessions, read_transcript,
+    sanitize_path, transcript_path_for,
+)
+
+
+def lines(path) -> list[dict]:
+    return [json.loads(x) for x in open(path, encoding="utf-8").read().splitlines() if x.strip()]
+
+
+def test_sanitize_path_like_claude_code():
+    assert sanitize_path("/home/a/my proj_1") == "-home-a-my-proj-1"
+    long = "/x" * 200
+    out = sanitize_path(long)
+    assert len(out) <= 214 and out.startswith("-x-x")
+
+
+def test_new_session_has_exactly_two_header_lines(workdir):
+    store = TranscriptStore.create(str(workdir), "11111111-1111-1111-1111-111111111111")
+    store.close()
+    path = transcript_path_for(str(workdir), "11111111-1111-1111-1111-111111111111")
+    assert path == store.path
+    assert str(config.data_dir()) in str(path) and "/projects/" in str(path)
+    got = lines(path)
+    assert [g["type"] for g in got] == ["file-history-snapshot", "session-meta"]
+    assert got[0]["isSnapshotUpdate"] is False
+    assert got[1]["isMeta"] is True and got[1]["workDir"] == str(workdir)
+    assert count_transcript_messages(got) == 0
+
+
+def test_placeholder_is_cleared_but_a_used_id_is_refused(workdir):
+    sid = "22222222-2222-2222-2222-222222222222"
+    TranscriptStore.create(str(workdir), sid).close()
+    # count == 0 → the placeholder is cleared and the session starts again
+    store = TranscriptStore.create(str(workdir), sid)
+    store.record(user_entry("hi"))
+    store.close()
+    assert len(lines(store.path)) == 3
+    with pytest.raises(FileExistsError):
+        TranscriptStore.create(str(workdir), sid)
+
+
+def test_parent_chain_tool_results_and_dedup(workdir):
+    store = TranscriptStore.create(str(workdir))
+    u1 = user_entry("Change `value` to 2")
+    a1 = assistant_entry([{"type": "tool_use", "id": "toolu_read_1", "name": "Read", "input": {"file_path": "app.ts"}}])
+    r1 = user_entry([tool_result_block("toolu_read_1", "1\texport const value = 1")])
+    a2 = assistant_entry([{"type": "text", "text": "Done."}])
+    for e in (u1, a1, r1, a2):
+        assert store.record(e)
+    # re-recording the same array writes nothing (UUID dedup)
+    assert store.record_all([u1, a1, r1, a2]) == 0
+    # progress is never written
+    assert not store.record({"type": "progress", "uuid": "p1", "data": {}})
+    # ephemeral attachments are never written
+    assert not store.record(user_entry("file", isEphemeral=True))
+    store.close()
+    got = [g for g in lines(store.path) if g["type"] in ("user", "assistant")]
+    assert [g["uuid"] for g in got] == [u1["uuid"], a1["uuid"], r1["uuid"], a2["uuid"]]
+    assert got[0]["parentUuid"] is None
+    for prev, cur in zip(got, got[1:]):
+        assert cur["parentUuid"] == prev["uuid"]
+    assert got[2]["parentUuid"] == a1["uuid"]  # the tool_result points to the calling assistant message
+    assert all(g["sessionId"] == store.session_id for g in got)
+    assert not any(g["type"] == "progress" for g in lines(store.path))
+
+
+def test_each_line_is_on_disk_as_soon_as_recorded(workdir):
+    store = TranscriptStore.create(str(workdir))
+    e = user_entry("written before the model call")
+    store.record(e)
+    # read through a separate file object without closing the store
+    assert lines(store.path)[-1]["uuid"] == e["uuid"]
+    store.close()
+
+
+def test_corrupt_and_half_written_lines_are_skipped(workdir, caplog):
+    store = TranscriptStore.create(str(workdir))
+    store.record(user_entry("one"))
+    store.close()
+    with open(store.path, "ab") as fh:
+        fh.write(b'{"type":"user","uuid":"x","message":{"role":"us')  # half-written, no newline
+    with caplog.at_level(logging.WARNING):
+        entries = read_transcript(store.path)
+    assert [e.get("message", {}).get("content") for e in entries if e["type"] == "user"] == ["one"]
+    assert any("corrupt" in r.message for r in caplog.records)
+    # appending after a torn line starts on a fresh line
+    reopened = TranscriptStore.open_existing(store.path, store.session_id, str(workdir))
+    reopened.record(user_entry("two"))
+    reopened.close()
+    texts = [e["message"]["content"] for e in read_transcript(store.path) if e["type"] == "user"]
+    assert texts == ["one", "two"]
+
+
+def test_garbage_in_the_middle_is_skipped(workdir):
+    store = TranscriptStore.create(str(workdir))
+    store.record(user_entry("a"))
+    store._append_raw({"type": "user", "uuid": "u-b", "message": {"role": "user", "content": "b"}})
+    store.close()
+    raw = open(store.path, "rb").read().splitlines()
+    raw.insert(3, b"\x00\xffnot json at all")
+    open(store.path, "wb").write(b"\n".join(raw) + b"\n")
+    assert [e["message"]["content"] for e in read_transcript(store.path) if e["type"] == "user"] == ["a", "b"]
+
+
+def test_permission_state_lines_only_when_changed(workdir):
+    store = TranscriptStore.create(str(workdir))
+    assert store.record_permission_state({"mode": "acceptEdits"})
+    assert not store.record_permission_state({"mode": "acceptEdits"})
+    assert store.record_permission_state({"mode": "plan"})
+    store.close()
+    assert [g["mode"] for g in lines(store.path) if g["type"] == "permission-state"] == ["acceptEdits", "plan"]
+
+
+def test_list_latest_and_find(workdir, tmp_path):
+    import time
+
+    s1 = TranscriptStore.create(str(workdir))
+    s1.record(user_entry("first session prompt"))
+    s1.close()
+    time.sleep(0.02)
+    s2 = TranscriptStore.create(str(workdir))
+    s2.record(user_entry([{"type": "text", "text": "second   session\nprompt"}]))
+    s2.record(assistant_entry([{"type": "text", "text": "ok"}]))
+    s2.close()
+    os.utime(s1.path, (time.time() - 100, time.time() - 100))
+    time.sleep(0.02)
+    empty = TranscriptStore.create(str(workdir))  # newest, but no messages
+    empty.close()
+    infos = list_sessions(str(workdir))
+    assert [i.session_id for i in infos] == [empty.session_id, s2.session_id, s1.session_id]
+    assert infos[1].first_prompt == "second session prompt" and infos[1].message_count == 2
+    assert latest_session(str(workdir)).session_id == s2.session_id
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    assert find_session(s1.session_id, str(other)) == s1.path
+    assert find_session("nope", str(workdir)) is None
+
+
+def test_app_settings_roundtrip_and_corrupt_file(tmp_path):
+    s = config.AppSettings.load()
+    assert s.stream_idle_timeout_s == 90.0 and s.recent_folders == []
+    s.model = "claude-x"
+    s.add_recent_folder(str(tmp_path))
+    s.add_recent_folder(str(tmp_path))
+    s.save()
+    again = config.AppSettings.load()
+    assert again.model == "claude-x" and again.recent_folders == [str(tmp_path)]
+    assert config.settings_path().parent == config.config_dir()
+    config.settings_path().write_text("{not json")
+    assert config.AppSettings.load().model is None
+
+
+def test_api_key_lookup_order(monkeypatch):
+    assert config.find_api_key() == (None, "none")
+    config.store_api_key("sk-file")  # no usable keyring here → credentials file, 0600
+    path = config.credentials_path()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert config.find_api_key() == ("sk-file", "credentials")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env")
+    assert config.find_api_key() == ("sk-env", "ANTHROPIC_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    os.chmod(path, 0o644)  # readable by others: refused
+    assert config.find_api_key() == (None, "none")

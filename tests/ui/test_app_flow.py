@@ -1,0 +1,364 @@
+"""End to end: the real window, the real engine and AnthropicClient against the fake Anthropic server.
+
+Each test types a prompt, waits for cards and the permission dialog, clicks the real buttons while
+the engine awaits the decision, and checks the file on disk, the diff panel, the conversation and
+what the model received. Sync tests drive the qasync loop with ``run_until_complete``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from desktop_agent.model.anthropic_client import AnthropicClient
+from desktop_agent.ui.main_window import MainWindow
+from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
+
+READ = lambda path, id="toolu_read": reply(tool_use("Read", {"file_path": str(path)}, id=id))  # noqa: E731
+
+
+def edit(path, old, new, id="toolu_edit"):
+    return reply(text("Changing it."), tool_use("Edit", {"file_path": str(path), "old_string": old, "new_string": new},
+                                                 id=id))
+
+
+@pytest.fixture
+def fake():
+    with FakeAnthropic(chunk_size=5) as server:
+        yield server
+
+
+@pytest.fixture
+def make_window(qtbot, qloop, fake, tmp_path):
+    windows = []
+
+    def factory(**session_kwargs):
+        settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+        win = MainWindow(client_factory=lambda: AnthropicClient("test-key", fake.base_url, max_retries=0),
+                         settings=settings, session_kwargs=session_kwargs)
+        qtbot.addWidget(win)
+        win.show()
+        windows.append(win)
+        return win
+
+    yield factory
+    for win in windows:
+        if win.controller.busy:
+            win.controller.stop()
+
+
+async def wait_for(cond, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+async def open_and_send(qtbot, win, folder, prompt):
+    assert await win.open_folder(str(folder))
+    assert win.prompt.hasFocus() or win.focusWidget() is win.prompt
+    qtbot.keyClicks(win.prompt, prompt)
+    qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+    assert win.prompt.toPlainText() == ""
+    return win.controller._task
+
+
+async def wait_dialog(win):
+    return await wait_for(lambda: win.controller.current_dialog if win.controller.current_dialog is not None
+                          and win.controller.current_dialog.isVisible() else None, what="permission dialog")
+
+
+def tool_results(fake, n):
+    """tool_result blocks in the n-th request's last user message."""
+    last = fake.request_messages(n)[-1]
+    return [b for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def result_text(block):
+    content = block.get("content")
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content)
+    return str(content)
+
+
+def test_allow_writes_file_and_shows_hunk(qtbot, qloop, fake, make_window, workdir):
+    app_ts = workdir / "app.ts"
+    fake.script([READ(app_ts), edit(app_ts, "export const value = 1", "export const value = 2"),
+                 reply(text("Changed `value` to **2**."))])
+    win = make_window()
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Change value to 2")
+        card = await wait_for(lambda: win.conversation.cards.get("toolu_read"), what="Read card")
+        assert card.name == "Read" and card.arg == "app.ts"
+        dlg = await wait_dialog(win)
+        assert dlg.isModal()
+        assert dlg.windowTitle() == "Allow Edit: app.ts?"
+        diff_text = dlg.diff_view.toPlainText()
+        assert "export const value = 1" in diff_text and "export const value = 2" in diff_text
+        assert "waiting for approval" in win.windowTitle().lower()
+        assert win.conversation.cards["toolu_edit"].state == "waiting"
+        assert "pending" in win.diff_panel.text_content()
+        assert app_ts.read_text() == "export const value = 1"  # nothing written before Allow
+        assert not task.done()
+        qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+        await asyncio.wait_for(task, 10)
+
+    qloop.run_until_complete(scenario())
+    assert app_ts.read_text() == "export const value = 2"
+    assert win.controller.status == "idle"
+    assert "waiting" not in win.windowTitle().lower()
+    panel = win.diff_panel.text_content()
+    assert "app.ts" in panel and "applied" in panel and "export const value = 2" in panel
+    assert win.diff_panel.changes[0].counts == (1, 1)
+    conv = win.conversation.text_content()
+    assert "Changed value to 2." in conv
+    assert win.conversation.cards["toolu_read"].state == "done"
+    assert win.conversation.cards["toolu_edit"].state == "done"
+    assert win.controller.tokens > 0
+    fake.assert_done()
+
+
+def test_deny_keeps_file_and_tells_model(qtbot, qloop, fake, make_window, workdir):
+    app_ts = workdir / "app.ts"
+    fake.script([READ(app_ts), edit(app_ts, "export const value = 1", "export const value = 2"),
+                 reply(text("OK, I left it alone."))])
+    win = make_window()
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Change value to 2")
+        dlg = await wait_dialog(win)
+        qtbot.keyClicks(dlg.feedback, "keep it at one")
+        qtbot.mouseClick(dlg.deny_button, Qt.MouseButton.LeftButton)
+        await asyncio.wait_for(task, 10)
+
+    qloop.run_until_complete(scenario())
+    assert app_ts.read_text() == "export const value = 1"
+    results = tool_results(fake, 2)
+    assert len(results) == 1 and results[0]["is_error"]
+    assert "User denied via UI" in result_text(results[0])
+    assert "keep it at one" in result_text(results[0])
+    assert "rejected" in win.diff_panel.text_content()
+    assert win.conversation.cards["toolu_edit"].state == "denied"
+    assert win.controller.status == "idle"
+    fake.assert_done()
+
+
+def test_escape_in_dialog_denies(qtbot, qloop, fake, make_window, workdir):
+    app_ts = workdir / "app.ts"
+    fake.script([READ(app_ts), edit(app_ts, "export const value = 1", "export const value = 2"),
+                 reply(text("Left alone."))])
+    win = make_window()
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Change value to 2")
+        dlg = await wait_dialog(win)
+        qtbot.keyClick(dlg, Qt.Key.Key_Escape)
+        await asyncio.wait_for(task, 10)
+
+    qloop.run_until_complete(scenario())
+    assert app_ts.read_text() == "export const value = 1"
+    assert "User denied via UI" in result_text(tool_results(fake, 2)[0])
+
+
+def test_allow_for_session_skips_second_ask(qtbot, qloop, fake, make_window, workdir):
+    app_ts = workdir / "app.ts"
+    fake.script([READ(app_ts), edit(app_ts, "export const value = 1", "export const value = 2", id="toolu_e1"),
+                 edit(app_ts, "export const value = 2", "export const value = 3", id="toolu_e2"),
+                 reply(text("Both edits done."))])
+    win = make_window()
+    dialogs = []
+    win.controller.dialog_opened.connect(dialogs.append)
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Bump value twice")
+        dlg = await wait_dialog(win)
+        assert dlg.session_rules, "the request should carry a suggested rule"
+        assert dlg.session_rules[0] in dlg.rule_label.text()
+        qtbot.mouseClick(dlg.allow_session_button, Qt.MouseButton.LeftButton)
+        await asyncio.wait_for(task, 10)
+
+    qloop.run_until_complete(scenario())
+    assert len(dialogs) == 1
+    assert app_ts.read_text() == "export const value = 3"
+    assert [c.status for c in win.diff_panel.changes] == ["applied", "applied"]
+    fake.assert_done()
+
+
+def test_edited_proposal_is_written_and_reported(qtbot, qloop, fake, make_window, workdir):
+    app_ts = workdir / "app.ts"
+    fake.script([READ(app_ts), edit(app_ts, "export const value = 1", "export const value = 2"),
+                 reply(text("Noted your change."))])
+    win = make_window()
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Change value to 2")
+        dlg = await wait_dialog(win)
+        qtbot.mouseClick(dlg.edit_button, Qt.MouseButton.LeftButton)
+        assert dlg.editor.isVisible()
+        dlg.editor.setPlainText("export const value = 42")
+        dlg._update_preview()
+        assert "value = 42" in dlg.diff_view.toPlainText()
+        qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+        await asyncio.wait_for(task, 10)
+
+    qloop.run_until_complete(scenario())
+    assert app_ts.read_text() == "export const value = 42"
+    msg = result_text(tool_results(fake, 2)[0])
+    assert "user modified" in msg.lower()
+    change = win.diff_panel.changes[0]
+    assert change.user_modified and change.status == "applied"
+    assert "edited by you" in win.diff_panel.text_content()
+
+
+def test_stop_during_tool_run_leaves_ui_idle(qtbot, qloop, fake, make_window, workdir):
+    fake.script([reply(tool_use("Bash", {"command": "sleep 8"}, id="toolu_sleep"))])
+    win = make_window(permission_mode="bypassPermissions")
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Run the slow thing")
+        card = await wait_for(lambda: win.conversation.cards.get("toolu_sleep"), what="Bash card")
+        assert card.state == "running"
+        await asyncio.sleep(0.3)
+        assert win.stop_action.isEnabled()
+        t0 = time.monotonic()
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Escape)
+        await asyncio.wait_for(task, 6)
+        return time.monotonic() - t0
+
+    elapsed = qloop.run_until_complete(scenario())
+    assert elapsed < 4
+    assert win.controller.status == "idle" and not win.controller.busy
+    assert not win.stop_action.isEnabled()
+    assert win.conversation.cards["toolu_sleep"].state in ("cancelled", "error")
+    assert "Interrupted" in win.conversation.text_content()
+    # The transcript stays valid: the tool_use has its tool_result.
+    msgs = win.controller.session.messages
+    uses = {b["id"] for m in msgs if m.get("type") == "assistant" for b in m["message"]["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_use"}
+    results = {b["tool_use_id"] for m in msgs if m.get("type") == "user" and isinstance(m["message"]["content"], list)
+               for b in m["message"]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"}
+    assert uses <= results
+    fake.assert_done()
+
+
+def test_stop_while_dialog_open_denies_and_closes_it(qtbot, qloop, fake, make_window, workdir):
+    app_ts = workdir / "app.ts"
+    fake.script([READ(app_ts), edit(app_ts, "export const value = 1", "export const value = 2")])
+    win = make_window()
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Change value to 2")
+        dlg = await wait_dialog(win)
+        win.stop()
+        await asyncio.wait_for(task, 6)
+        return dlg
+
+    dlg = qloop.run_until_complete(scenario())
+    assert not dlg.isVisible()
+    assert app_ts.read_text() == "export const value = 1"
+    assert win.controller.status == "idle"
+    assert win.diff_panel.changes[0].status == "rejected"
+
+
+def test_model_error_shows_banner_and_window_stays_usable(qtbot, qloop, fake, make_window, workdir):
+    from tests.fakes.anthropic_server import http_error
+
+    fake.script([http_error(401), reply(text("Second try works."))])
+    win = make_window()
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "hello")
+        await asyncio.wait_for(task, 10)
+        assert any(getattr(w, "kind", "") == "error" for w in win.conversation.column.items)
+        qtbot.keyClicks(win.prompt, "again")
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+        await asyncio.wait_for(win.controller._task, 10)
+
+    qloop.run_until_complete(scenario())
+    assert "Second try works." in win.conversation.text_content()
+    assert win.controller.status == "idle"
+
+
+def test_prompt_keys_and_state_persist(qtbot, qloop, fake, make_window, workdir, tmp_path):
+    fake.script([reply(text("one")), reply(text("two"))])
+    win = make_window()
+
+    async def scenario():
+        await win.open_folder(str(workdir))
+        qtbot.keyClicks(win.prompt, "first line")
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+        qtbot.keyClicks(win.prompt, "second")
+        assert win.prompt.toPlainText() == "first line\nsecond"
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+        await asyncio.wait_for(win.controller._task, 10)
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Up)
+        assert win.prompt.toPlainText() == "first line\nsecond"
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+        await asyncio.wait_for(win.controller._task, 10)
+
+    qloop.run_until_complete(scenario())
+    assert win.conversation.text_content().count("you: first line\nsecond") == 2
+    # the sessions list shows this folder's session; state is saved
+    assert win.sessions.count() >= 1
+    win.save_state()
+    settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    assert settings.value("session/lastFolder") == str(workdir)
+    assert settings.value("window/splitter") is not None
+    fake.assert_done()
+
+
+def test_mode_selector_sets_session_mode(qtbot, qloop, fake, make_window, workdir):
+    win = make_window()
+    qloop.run_until_complete(win.open_folder(str(workdir)))
+    win.mode_combo.setCurrentIndex(win.mode_combo.findData("acceptEdits"))
+    assert win.controller.session.permission_mode == "acceptEdits"
+    win.cycle_mode()
+    assert win.controller.session.permission_mode == "plan"
+
+
+def test_resume_replays_history(qtbot, qloop, fake, make_window, workdir):
+    app_ts = workdir / "app.ts"
+    fake.script([READ(app_ts), reply(text("It exports value."))])
+    win = make_window()
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "What is in app.ts?")
+        await asyncio.wait_for(task, 10)
+        sid = win.controller.session.session_id
+        assert await win.open_folder(str(workdir))  # new session
+        assert win.conversation.text_content() == ""
+        assert await win.open_folder(str(workdir), resume=sid)
+
+    qloop.run_until_complete(scenario())
+    conv = win.conversation.text_content()
+    assert "you: What is in app.ts?" in conv and "It exports value." in conv
+    assert win.conversation.cards["toolu_read"].state == "done"
+
+
+def test_trust_question_for_folder_with_allow_rules(qtbot, qloop, fake, make_window, workdir):
+    (workdir / ".claude").mkdir()
+    (workdir / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash(ls:*)"]}}))
+    win = make_window()
+
+    async def scenario():
+        task = asyncio.ensure_future(win.open_folder(str(workdir)))
+        box = await wait_for(lambda: win.trust_box if win.trust_box is not None and win.trust_box.isVisible()
+                             else None, what="trust question")
+        trust_button = box.buttons()[0]
+        assert "Trust" in trust_button.text()
+        qtbot.mouseClick(trust_button, Qt.MouseButton.LeftButton)
+        return await asyncio.wait_for(task, 5)
+
+    assert qloop.run_until_complete(scenario()) is True
+    from desktop_agent.permissions import trust
+
+    assert trust.is_trusted(str(workdir))
+    assert not trust.needs_trust_prompt(str(workdir))
