@@ -104,14 +104,29 @@ def main() -> int:
         return out
 
     results = asyncio.run(bench())
+    # the same requests against no rules at all: what the 500 rules cost on top
+    pc_empty = PermissionContext(ws)
+    ctx_empty = ToolUseContext(cwd=ws, permission_context=pc_empty)
+    saved = ctx.permission_context
+    ctx.permission_context = pc_empty
+    baseline = asyncio.run(bench())
+    ctx.permission_context = saved
+    del ctx_empty
     all_times = [t for ts in results.values() for t in ts]
     print(f"rules: {len(pc.rules)}  decisions: {len(all_times)}")
     for name, ts in results.items():
         ts.sort()
         print(f"  {name:16s} mean {statistics.mean(ts):.3f} ms  p50 {ts[len(ts) // 2]:.3f} ms  "
-              f"p99 {ts[int(len(ts) * 0.99)]:.3f} ms")
+              f"p99 {ts[int(len(ts) * 0.99)]:.3f} ms   (no rules: p50 {sorted(baseline[name])[len(ts) // 2]:.3f} ms)")
     mean = statistics.mean(all_times)
     print(f"overall mean {mean:.3f} ms per decision (budget 1 ms)")
+    from bench._common import report, result
+
+    items = [result(f"permission decision, {len(pc.rules)} rules: {name}", ts, unit="ms", target=1.0,
+                    baseline=baseline[name]) for name, ts in results.items()]
+    items.append(result(f"permission decision, {len(pc.rules)} rules: all", all_times, unit="ms", target=1.0,
+                        baseline=[t for ts in baseline.values() for t in ts]))
+    report(items)
     return 0 if mean < 1.0 else 1
 
 

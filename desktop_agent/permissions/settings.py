@@ -183,7 +183,7 @@ def _rule_list(value: Any, where: str, key: str, warnings: list[str]) -> list[st
 
 
 def _check_rule(text: str, where: str, warnings: list[str]) -> bool:
-    if text.count("(") != text.count(")") or (("(" in text) and not text.rstrip().endswith(")")):
+    if not text.strip() or (("(" in text) and not text.rstrip().endswith(")")):
         warnings.append(f"Permission rule {text!r} in {where} is malformed; it was ignored.")
         return False
     value = parse_rule(text)
