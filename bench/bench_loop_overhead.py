@@ -104,18 +104,26 @@ def main() -> None:
         print(f"through the real SDK + local fake server (HTTP/SSE on 127.0.0.1): {per_turn:.2f} ms/turn "
               f"(engine + SDK + localhost HTTP; not the engine-overhead figure)")
         return
+    from bench._common import report, result
+
     print(f"engine overhead per model turn — {turns} turns per run, median of {repeat} runs")
     worst = 0.0
+    items = []
     for streaming in (True, False):
         for chunk_size in (0, 8):
             asyncio.run(one_run(5, streaming, chunk_size))  # warm-up (imports, caches)
             samples = [asyncio.run(one_run(turns, streaming, chunk_size)) for _ in range(repeat)]
-            per_turn = statistics.median(s[0] for s in samples) / turns * 1000
+            per_turn_s = [s[0] / turns for s in samples]
+            per_turn = statistics.median(per_turn_s) * 1000
             worst = max(worst, per_turn)
-            label = f"streaming_tool_execution={'on ' if streaming else 'off'} deltas={'1/block' if not chunk_size else '8-char'}"
+            label = (f"streaming_tool_execution={'on ' if streaming else 'off'} "
+                     f"deltas={'1/block' if not chunk_size else '8-char'}")
             print(f"  {label}: {per_turn:6.3f} ms/turn  ({samples[0][1]} events/run)")
+            items.append(result(f"loop overhead per turn ({label.replace('  ', ' ')})", per_turn_s, unit="ms",
+                                target=TARGET_MS, scale=1000))
     verdict = "OK" if worst < TARGET_MS else "OVER TARGET"
     print(f"worst: {worst:.3f} ms/turn (target < {TARGET_MS} ms) {verdict}")
+    report(items)
 
 
 if __name__ == "__main__":

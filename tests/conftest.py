@@ -20,7 +20,7 @@ def pytest_asyncio_loop_factories(config, item):
     # Only UI tests need Qt's loop; engine tests run on the plain asyncio loop.
     if "tests/ui" in str(getattr(item, "path", "")).replace(os.sep, "/"):
         return {"qasync": _qasync_loop}
-    return None
+    return {"asyncio": asyncio.new_event_loop}
 
 
 @pytest.fixture

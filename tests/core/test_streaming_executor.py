@@ -316,3 +316,19 @@ async def test_progress_and_started_events_delivered_before_result(tmp_path):
     ex.add_tool(read("a", "P"))
     items = [i async for i in ex.get_remaining_results()]
     assert [type(i).__name__ for i in items] == ["ToolCallStarted", "ToolCallProgress", "TrackedTool"]
+
+
+@aio(timeout=30)
+async def test_item96_with_the_real_bash_tool(tmp_path):
+    from desktop_agent.tools.bash import BashTool
+
+    ctx = ToolUseContext(cwd=str(tmp_path), tools=[BashTool()])
+    ex = StreamingToolExecutor(ctx)
+    ex.add_tool(tool_use("Bash", {"command": "find / -name zz_never_there_zz"}, "LONG"))
+    ex.add_tool(tool_use("Bash", {"command": "ls /nonexistent_dir_zz"}, "FAIL"))
+    done = {t.id: t.outcome.block for t in await drain_all(ex)}
+    assert done["FAIL"]["is_error"] and "Exit code" in str(done["FAIL"]["content"])
+    assert done["LONG"] == {"type": "tool_result", "tool_use_id": "LONG", "is_error": True, "content":
+                            "<tool_use_error>Cancelled: parallel tool call Bash(ls /nonexistent_dir_zz) errored"
+                            "</tool_use_error>"}
+    assert not ctx.abort.aborted
