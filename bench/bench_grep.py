@@ -23,11 +23,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench._common import report, result  # noqa: E402
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.core.execution import run_tool_use  # noqa: E402
 from desktop_agent.tools.grep import GrepInput, GrepTool  # noqa: E402
 from desktop_agent.tools.ripgrep import rg_path  # noqa: E402
 
+TARGET_RATIO = 1.15
 WORDS = ("alpha beta gamma delta epsilon value config handler request response stream buffer parse "
          "render update index cache token error result").split()
 
@@ -50,7 +52,7 @@ def make_tree(root: str, n_files: int, seed: int = 7) -> None:
         os.utime(os.path.join(d, f"file{i:05d}.py"), (1_600_000_000 + i, 1_600_000_000 + i))
 
 
-def bench_case(tree: str, inp: dict, runs: int) -> tuple[float, float, str]:
+def bench_case(tree: str, inp: dict, runs: int) -> tuple[list[float], list[float], str]:
     tool = GrepTool()
     ctx = ToolUseContext(cwd=tree, tools=[tool])
     args, _ = tool.build_args(GrepInput.model_validate(inp), ctx)
@@ -88,7 +90,7 @@ def bench_case(tree: str, inp: dict, runs: int) -> tuple[float, float, str]:
                 tool_times.append(await one_tool())
 
     asyncio.run(main())
-    return statistics.median(tool_times), statistics.median(rg_times), summary
+    return tool_times, rg_times, summary
 
 
 def main() -> int:
@@ -114,12 +116,17 @@ def main() -> int:
         ]
         print(f"{'case':42} {'Grep tool':>10} {'rg direct':>10} {'ratio':>7}  first line of the result")
         worst = 0.0
+        items = []
         for name, inp in cases:
-            t_tool, t_rg, summary = bench_case(tree, inp, opts.runs)
+            tool_times, rg_times, summary = bench_case(tree, inp, opts.runs)
+            t_tool, t_rg = statistics.median(tool_times), statistics.median(rg_times)
             ratio = t_tool / t_rg
             worst = max(worst, ratio)
             print(f"{name:42} {t_tool * 1000:8.1f}ms {t_rg * 1000:8.1f}ms {ratio:6.2f}x  {summary}")
-        print(f"worst ratio: {worst:.2f}x (target <= 1.15x)")
+            items.append(result(f"Grep vs rg: {name}", tool_times, unit="ms", scale=1000, target=TARGET_RATIO,
+                                kind="ratio", baseline=rg_times))
+        print(f"worst ratio: {worst:.2f}x (target <= {TARGET_RATIO}x)")
+        report(items)
     finally:
         if not opts.tree:
             shutil.rmtree(tree, ignore_errors=True)

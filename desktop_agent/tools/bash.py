@@ -13,10 +13,12 @@ it is reset to the original directory and the result says ``Shell cwd was reset 
 On timeout, on the turn's abort signal (the user's Stop) and on task cancellation the WHOLE group is
 killed: SIGTERM, then SIGKILL after a short grace.
 
-Interrupt behaviour: the default ``block``. Bash watches ``ctx.abort`` itself, kills the group at
-once and reports the real partial output with ``<error>Command was aborted before completion</error>``,
-so the model learns what actually ran (a ``cancel`` tool would get REJECT_MESSAGE, which claims
-nothing happened).
+Interrupt behaviour: the default ``block``. Bash watches ``ctx.abort`` itself: on the user's Stop
+(or a sibling's error in the streaming executor) it kills the group at once and reports the real
+partial output with ``<error>Command was aborted before completion</error>``, so the model learns
+what actually ran (a ``cancel`` tool would get REJECT_MESSAGE, which claims nothing happened). An
+abort with reason ``interrupt`` (new user input while tools run) does not stop it, as for every
+``block`` tool.
 
 Output: at most 30,000 characters, keeping head and tail with a note of how much was cut. Exit code
 N ≠ 0 → ``is_error`` with ``Exit code N`` and the output; exit code 1 of grep/rg/find/diff/test/
@@ -400,8 +402,13 @@ class BashInput(ToolInput):
 
 
 def _in_working_dirs(path: str, ctx: ToolUseContext) -> bool:
+    """Inside the original cwd or an added directory (also those the permission context added)."""
     real = os.path.realpath(path)
-    for d in ctx.working_dirs:
+    dirs = list(ctx.working_dirs)
+    for d in getattr(ctx.permission_context, "working_dirs", None) or []:
+        if d not in dirs:
+            dirs.append(d)
+    for d in dirs:
         if is_inside(path, d) or is_inside(real, os.path.realpath(d)):
             return True
     return False
@@ -569,11 +576,15 @@ async def run_foreground(command: str, cwd: str, ctx: ToolUseContext, timeout_ms
         reader = asyncio.ensure_future(_pump(proc.stdout, sink))
         waiter = asyncio.ensure_future(proc.wait_exit())
         abort_task = asyncio.ensure_future(ctx.abort.wait())
+        deadline = loop.time() + timeout_ms / 1000
         done, _ = await asyncio.wait({waiter, abort_task}, timeout=timeout_ms / 1000,
                                      return_when=asyncio.FIRST_COMPLETED)
+        if waiter not in done and abort_task in done and ctx.abort.reason == "interrupt":
+            # New user input while a "block" tool runs does not stop it (SPEC §6): finish or time out.
+            done, _ = await asyncio.wait({waiter}, timeout=max(0.0, deadline - loop.time()))
         interrupted = timed_out = False
         if waiter not in done:
-            interrupted = abort_task in done
+            interrupted = ctx.abort.aborted and ctx.abort.reason != "interrupt"
             timed_out = not interrupted
             await terminate_group(proc)
         else:

@@ -1,10 +1,12 @@
 """The Grep tool: content search with ripgrep (SPEC §3.8, App. A "Grep", App. B.1 GrepInput).
 
 Owns ``GrepTool`` and its input model. Builds the rg command line (hidden files searched, VCS
-directories and .gitignore'd files skipped, ``--max-columns 500``), orders results newest
-modification first (ties by path), paginates with ``head_limit`` (default 250, 0 = unlimited) and
-``offset``, and formats the three output modes exactly as App. A. Concurrency-safe and read-only;
-the permission is a read permission on the searched path.
+directories and .gitignore'd files skipped — as in rg, a ``glob`` that names an ignored file
+overrides the ignore — ``--max-columns 500``), orders files newest modification first (ties by
+path) in all three modes, paginates with ``head_limit`` (default 250, 0 = unlimited) and ``offset``,
+and formats the output exactly as App. A. The stat/grouping work runs on rg's reader thread while rg
+still searches (``ripgrep.run_rg``), never on the loop. Concurrency-safe and read-only; the
+permission is a read permission on the searched path.
 """
 
 from __future__ import annotations
@@ -24,10 +26,6 @@ from desktop_agent.tools.ripgrep import NewestFirst, RipgrepError, run_rg, split
 DEFAULT_HEAD_LIMIT = 250
 MAX_COLUMNS = 500
 CWD_NOTE = "Note: your current working directory is"
-# Field separators with a NUL in front so a path can be cut from its line without ambiguity; the NULs
-# are removed from the final text (rg skips binary files, so text lines carry no NUL of their own).
-_MATCH_SEP = "\x00:"
-_CONTEXT_SEP = "\x00-"
 
 
 class GrepInput(ToolInput):
@@ -240,6 +238,8 @@ class GrepTool(Tool):
                     args += ["-B", str(input.before)]
                 if input.after is not None:
                     args += ["-A", str(input.after)]
+            # Field separators with a NUL in front, so a path can be cut from its line without ambiguity;
+            # the NULs are removed from the final text (rg skips binary files: text lines hold no NUL).
             args += ["--field-match-separator", "\\x00:", "--field-context-separator", "\\x00-"]
         if input.type:
             args += ["--type", input.type]

@@ -2,8 +2,12 @@
 
 Owns ``find_rg`` (``rg`` next to ``sys.executable`` first — the pip ``ripgrep`` wheel puts it in the
 venv's ``bin`` — then ``shutil.which("rg")``), ``RipgrepNotFound`` with the sentence the model and
-the user see, and ``run_rg``: one asyncio subprocess (never blocking the loop), stdin from
-/dev/null, output read up to a byte cap, killed on cancellation, timeout or cap.
+the user see, ``run_rg`` and the newest-first ordering shared by Grep and Glob (``NewestFirst``).
+
+``run_rg`` starts rg as an asyncio subprocess (stdin /dev/null) and reads its stdout on a worker
+thread, optionally handing complete lines to a consumer there while rg still searches (stat'ing
+paths for the mtime order overlaps the search). The loop only awaits; rg is killed on cancellation,
+on timeout and at the output cap.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import asyncio
 import os
 import shutil
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from typing import Callable
@@ -126,6 +131,12 @@ def _read_pipe(fd: int, consumer: Callable[[str], None] | None, max_bytes: int,
     return out, size, capped
 
 
+@cache
+def _readers() -> ThreadPoolExecutor:
+    """Threads that read rg's output (own pool: a long search never starves the loop's default executor)."""
+    return ThreadPoolExecutor(max_workers=16, thread_name_prefix="rg-reader")
+
+
 def _grow_pipe(fd: int) -> None:
     """Linux: a 1 MB pipe buffer, so rg rarely waits for the reader."""
     try:
@@ -169,7 +180,7 @@ async def run_rg(
     def stop() -> None:  # from the reader thread, on the output cap
         loop.call_soon_threadsafe(lambda: proc.returncode is None and proc.kill())
 
-    reader = loop.run_in_executor(None, _read_pipe, rfd, consumer, max_output_bytes, stop)
+    reader = loop.run_in_executor(_readers(), _read_pipe, rfd, consumer, max_output_bytes, stop)
     err_task = asyncio.ensure_future(proc.stderr.read())
     try:
         (out, size, capped), stderr = await asyncio.wait_for(asyncio.gather(reader, err_task), timeout)

@@ -477,3 +477,30 @@ def test_kill_background_shells_at_session_end(ws):
 
     pgid, status, survivors = run(main())
     assert status == "killed" and survivors == []
+
+
+def test_cd_into_an_added_working_dir_persists(ws, tmp_path):
+    extra = tmp_path / "extra"
+    extra.mkdir()
+
+    async def main():
+        ctx = ToolUseContext(cwd=str(ws), working_dirs=[str(ws), str(extra)], tools=tools())
+        first = await call(ctx, {"command": f"cd {extra}"})
+        second = await call(ctx, {"command": "pwd"})
+        return first.block["content"], second.block["content"], ctx.cwd
+
+    assert run(main()) == ("(Bash completed with no output)", str(extra), str(extra))
+
+
+def test_new_user_input_interrupt_does_not_stop_a_running_command(ws):
+    """Abort reason "interrupt" (the user typed while tools run) cancels only "cancel" tools; Bash is "block"."""
+
+    async def main():
+        ctx = make_ctx(ws)
+        task = asyncio.ensure_future(call(ctx, {"command": "sleep 0.4; echo finished"}))
+        await asyncio.sleep(0.1)
+        ctx.abort.abort("interrupt")
+        return await asyncio.wait_for(task, 5)
+
+    out = run(main())
+    assert not out.is_error and out.block["content"] == "finished"

@@ -346,3 +346,89 @@ def test_unreadable_file_is_skipped(ws):
     p.chmod(0)
     out = grep(ws, {"pattern": "TODO"})
     assert not out.is_error and content(out) == "Found 3 files\nnotes.md\nsrc/b.py\nsrc/a.py"
+
+
+def _rg_pids_for(path: str) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    argv = fh.read().split(b"\0")
+            except OSError:
+                continue
+            if path.encode() in argv and os.path.basename(argv[0].decode(errors="replace")) == "rg":
+                pids.append(int(entry))
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
+def test_cancelled_search_kills_rg_and_timeout_is_an_error(ws):
+    fifo = str(ws / "never-written.fifo")
+    os.mkfifo(fifo)  # rg blocks opening it: a search that never ends
+
+    async def main():
+        task = asyncio.ensure_future(ripgrep.run_rg(["--regexp", "x", "--", fifo], str(ws)))
+        for _ in range(50):
+            await asyncio.sleep(0.05)
+            pids = _rg_pids_for(fifo)
+            if pids:
+                break
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.1)
+        cancelled_pids = pids
+        with pytest.raises(ripgrep.RipgrepError, match=r"^Search timed out after 0.3s"):
+            await ripgrep.run_rg(["--regexp", "x", "--", fifo], str(ws), timeout=0.3)
+        await asyncio.sleep(0.1)
+        return cancelled_pids, _rg_pids_for(fifo)
+
+    cancelled, left = run(main())
+    assert cancelled and not any(_alive(p) for p in cancelled)
+    assert not any(_alive(p) for p in left)
+
+
+def test_grep_runs_off_the_loop(many):
+    """Searching, stat'ing and ordering 300 files leaves the loop free: a ticker keeps ticking."""
+
+    async def main():
+        ctx = ToolUseContext(cwd=str(many), tools=default_tools())
+        ticks = 0
+        done = False
+
+        async def ticker():
+            nonlocal ticks
+            while not done:
+                ticks += 1
+                await asyncio.sleep(0.001)
+
+        t = asyncio.ensure_future(ticker())
+        out = await run_tool_use({"type": "tool_use", "id": "g", "name": "Grep",
+                                  "input": {"pattern": "hit", "output_mode": "count", "head_limit": 0}}, ctx)
+        done = True
+        await t
+        return out, ticks
+
+    out, ticks = run(main())
+    assert out.block["content"].endswith("Found 600 total occurrences across 301 files.")
+    assert ticks >= 2
+
+
+def test_output_cap_stops_the_search(ws):
+    (ws / "big.txt").write_text("hit\n" * 100_000)
+
+    async def main():
+        return await ripgrep.run_rg(["--regexp", "hit", "--", "big.txt"], str(ws), max_output_bytes=10_000)
+
+    result = run(main())
+    assert result.truncated and result.stdout.endswith("hit\n")
+    assert 10_000 <= result.output_bytes and len(result.stdout) <= result.output_bytes
