@@ -34,7 +34,7 @@ REQUIRES_APPROVAL = "This command requires approval"
 READ_ONLY_COMMANDS = frozenset({
     "ls", "cat", "echo", "pwd", "head", "tail", "grep", "egrep", "fgrep", "rg", "find", "wc", "which", "diff",
     "stat", "du", "cd", "true", "false", "test", "[", "basename", "dirname", "realpath", "readlink", "file",
-    "tree", "whoami", "date", "uname", "printf", "nl", "cmp", "type", "id", "hostname", "df",
+    "tree", "whoami", "date", "uname", "printf", "nl", "cmp", "type", "id", "hostname", "df", "sleep",
 })
 GIT_READ_ONLY = frozenset({"status", "log", "diff", "show", "blame", "rev-parse", "ls-files", "describe",
                            "shortlog", "grep", "ls-tree", "cat-file", "reflog", "whatchanged", "merge-base",

@@ -482,7 +482,13 @@ class BashTool(Tool):
             return False
 
     def is_concurrency_safe(self, input: Any) -> bool:
-        return self.is_read_only(input)
+        # Read-only commands may share a batch — except a `cd`, which changes the shell's cwd for later
+        # calls and must run in order so its context change is applied (the streaming executor applies
+        # context modifiers only for unsafe tools).
+        if not self.is_read_only(input):
+            return False
+        parsed = bash_commands.parse_command(input.command)
+        return not any(cmd.argv[:1] == ["cd"] for cmd in parsed.commands)
 
     def summary(self, input: dict[str, Any]) -> str:
         command = input.get("command") if isinstance(input, dict) else None

@@ -370,11 +370,8 @@ def test_progress_streams_output_before_the_end(ws):
     assert t_end - first[0] > 0.3  # arrived while the command was still running
 
 
-def test_concurrent_batch_results_in_completion_order(ws, monkeypatch):
+def test_concurrent_batch_results_in_completion_order(ws):
     """App. A: [Bash "sleep 0.3; echo slow", Read, Bash "echo fast"] → Read, fast, slow."""
-    real = bash_commands.is_read_only_command
-    monkeypatch.setattr(bash_commands, "is_read_only_command",
-                        lambda c: c in ("sleep 0.3; echo slow", "echo fast") or real(c))
     read = make_tools(Tracker(), delay=0)[0]
     blocks = [use("Bash", {"command": "sleep 0.3; echo slow"}, "b_slow"), use("Read", {"file_path": "x"}, "r"),
               use("Bash", {"command": "echo fast"}, "b_fast")]
@@ -390,6 +387,13 @@ def test_concurrent_batch_results_in_completion_order(ws, monkeypatch):
     assert [(e.tool_use_id, e.content) for e in finished] == [("r", "Read ok"), ("b_fast", "fast"),
                                                              ("b_slow", "slow")]
     assert [b["tool_use_id"] for b in runner.results_in_order_of_completion()] == ["r", "b_fast", "b_slow"]
+
+
+def test_cd_is_read_only_but_runs_alone_so_its_cwd_change_applies(ws):
+    (ws / "sub").mkdir(exist_ok=True)
+    tool = BashTool()
+    cd = tool.input_model.model_validate({"command": "cd sub"})
+    assert tool.is_read_only(cd) and not tool.is_concurrency_safe(cd)
 
 
 # ---- background shells
