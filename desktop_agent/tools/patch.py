@@ -7,13 +7,16 @@ change, hunks closer than 2×context lines merged. Unlike jsdiff we do not emit
 ``\\ No newline at end of file`` marker lines: a changed final newline shows as ``-x`` / ``+x``.
 
 Speed: the common prefix and suffix of the two texts are found with C-level slice comparisons and
-never split into lines, so an edit in a 100,000-line file diffs only the changed lines (difflib's
-``SequenceMatcher`` runs on the middle part alone).
+never split into lines, so an edit in a 100,000-line file diffs only the changed lines. The middle
+part is anchored on lines unique to both sides (patience diff) and only the gaps between anchors go
+through difflib's ``SequenceMatcher``.
 """
 
 from __future__ import annotations
 
+import bisect
 import difflib
+from collections import Counter
 from typing import Any
 
 Hunk = dict[str, Any]
@@ -126,6 +129,80 @@ def _group(codes: list[tuple[str, int, int, int, int]], n: int) -> list[list[tup
     return groups
 
 
+Opcode = tuple[str, int, int, int, int]
+
+
+def _difflib_opcodes(a: list[str], b: list[str], i0: int = 0, j0: int = 0) -> list[Opcode]:
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=len(a) + len(b) > 4000)
+    return [(t, i1 + i0, i2 + i0, j1 + j0, j2 + j0) for t, i1, i2, j1, j2 in matcher.get_opcodes()]
+
+
+def _anchors(a: list[str], b: list[str]) -> list[tuple[int, int]]:
+    """Patience anchors: lines occurring once in each list, kept in a longest increasing run."""
+    count_a = Counter(a)
+    count_b = Counter(b)
+    where_b = {line: j for j, line in enumerate(b) if count_b[line] == 1}
+    pairs = [(i, where_b[line]) for i, line in enumerate(a) if count_a[line] == 1 and line in where_b]
+    if not pairs:
+        return []
+    # Longest increasing subsequence of the b indexes (pairs are in a order), patience sorting.
+    tails: list[int] = []  # tails[k] = index into pairs of the smallest tail of a run of length k+1
+    prev = [-1] * len(pairs)
+    tail_js: list[int] = []
+    for k, (_, j) in enumerate(pairs):
+        pos = bisect.bisect_left(tail_js, j)
+        if pos:
+            prev[k] = tails[pos - 1]
+        if pos == len(tails):
+            tails.append(k)
+            tail_js.append(j)
+        else:
+            tails[pos] = k
+            tail_js[pos] = j
+    out = []
+    k = tails[-1]
+    while k != -1:
+        out.append(pairs[k])
+        k = prev[k]
+    out.reverse()
+    return out
+
+
+def line_opcodes(a: list[str], b: list[str]) -> list[Opcode]:
+    """difflib-style opcodes for two line lists.
+
+    Lines unique to both sides anchor the diff (patience diff); only the gaps between anchors go
+    through ``SequenceMatcher``, which keeps large files with scattered changes fast (difflib alone
+    is roughly quadratic in the number of changed blocks) and gives code-friendly hunks.
+    """
+    if len(a) + len(b) <= 200:
+        return _difflib_opcodes(a, b)
+    anchors = _anchors(a, b)
+    if not anchors:
+        return _difflib_opcodes(a, b)
+    codes: list[Opcode] = []
+    i = j = 0
+    for ai, bj in anchors + [(len(a), len(b))]:
+        if ai > i or bj > j:
+            if ai > i and bj > j:
+                codes.extend(_difflib_opcodes(a[i:ai], b[j:bj], i, j))
+            elif ai > i:
+                codes.append(("delete", i, ai, j, j))
+            else:
+                codes.append(("insert", i, i, j, bj))
+        if ai < len(a):
+            codes.append(("equal", ai, ai + 1, bj, bj + 1))
+        i, j = ai + 1, bj + 1
+    merged: list[Opcode] = []
+    for code in codes:
+        if merged and code[0] == "equal" and merged[-1][0] == "equal":
+            t, i1, _, j1, _ = merged[-1]
+            merged[-1] = (t, i1, code[2], j1, code[4])
+        else:
+            merged.append(code)
+    return merged
+
+
 def structured_patch(old: str, new: str, context: int = 3, *, same_prefix: int = 0,
                      same_suffix: int = 0) -> list[Hunk]:
     """Hunks turning ``old`` into ``new`` (both with ``\\n`` line endings). ``[]`` when equal.
@@ -152,12 +229,11 @@ def structured_patch(old: str, new: str, context: int = 3, *, same_prefix: int =
     after_old = _head_lines(old, s_old, context)
     after_new = _head_lines(new, s_new, context)
 
-    matcher = difflib.SequenceMatcher(None, a_keys, b_keys, autojunk=len(a_keys) + len(b_keys) > 4000)
     nb = len(before)
     codes: list[tuple[str, int, int, int, int]] = []
     if nb:
         codes.append(("equal", 0, nb, 0, nb))
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in line_opcodes(a_keys, b_keys):
         codes.append((tag, i1 + nb, i2 + nb, j1 + nb, j2 + nb))
     na, nbb = nb + len(a_lines), nb + len(b_lines)
     if after_old:

@@ -7,9 +7,10 @@ image blocks (downscaled when Pillow is installed), PDFs through poppler's ``pdf
 notebooks as cells with their outputs, and a sentence for directories. Every text read records what
 the model saw in ``ctx.read_file_state``; Edit and Write rely on it.
 
-All file system work of a call (stat, sniffing, reading, splitting, numbering) runs as one job on a
-dedicated reader thread, so the event loop (the GUI's) keeps running while files are read; the
-numbered text travels to ``map_result_to_block`` on the result data (``ReadData.rendered``).
+Nothing of a text Read runs on the event loop (the GUI's): stat and reading run on an I/O thread
+pool (parallel Reads overlap their waits), decoding, splitting and numbering on one CPU thread (so
+the loop is not starved of the GIL). The numbered text travels to ``map_result_to_block`` on the
+result data (``ReadData.rendered``).
 """
 
 from __future__ import annotations
@@ -179,25 +180,57 @@ def read_text_range(path: str, offset: int | None, limit: int | None) -> TextRan
                 return _stream_range(fh, start, limit, st)
             fh.seek(0)
         data = fh.read()
-    mtime = st.st_mtime_ns // 1_000_000
+    return text_range_from_bytes(data, offset, limit, st.st_mtime_ns // 1_000_000, st.st_size)
+
+
+def text_range_from_bytes(data: bytes, offset: int | None, limit: int | None, mtime: int, size: int) -> TextRange:
+    """``read_text_range`` on bytes already read."""
+    start = 0 if not offset else offset - 1
     if data.startswith(fileio.UTF16LE_BOM):
-        return _range_of_text(fileio.normalize_newlines(fileio.decode_bytes(data)[0]), start, limit, mtime, st.st_size)
+        return _range_of_text(fileio.normalize_newlines(fileio.decode_bytes(data)[0]), start, limit, mtime, size)
     if data.startswith(fileio.UTF8_BOM):
         data = data[3:]
     if not data:
-        return TextRange("", 0, start + 1, 0, mtime, st.st_size)
-    total = data.count(b"\n") + 1
-    if start == 0 and (limit is None or limit >= total):
-        text = fileio.normalize_newlines(data.decode("utf-8", errors="surrogateescape"))
-        return TextRange(text, total, 1, total, mtime, st.st_size)
-    chosen = data.split(b"\n")[start:start + limit if limit is not None else None]
-    if not chosen:
-        return TextRange("", 0, start + 1, total, mtime, st.st_size)
-    last_is_final = start + len(chosen) >= total
-    if not last_is_final and chosen[-1].endswith(b"\r"):
-        chosen[-1] = chosen[-1][:-1]  # its CRLF was cut in two by the split
-    text = b"\n".join(chosen).decode("utf-8", errors="surrogateescape")
-    return TextRange(fileio.normalize_newlines(text), len(chosen), start + 1, total, mtime, st.st_size)
+        return TextRange("", 0, start + 1, 0, mtime, size)
+    if start == 0:
+        total = data.count(b"\n") + 1
+        if limit is None or limit >= total:
+            text = fileio.normalize_newlines(data.decode("utf-8", errors="surrogateescape"))
+            return TextRange(text, total, 1, total, mtime, size)
+        first = 0
+    else:
+        first = _line_start(data, start)
+        if first == -1:
+            return TextRange("", 0, start + 1, data.count(b"\n") + 1, mtime, size)
+        total = start + data.count(b"\n", first) + 1  # one pass over the file in all
+    after = -1 if limit is None else _line_start(data, limit, first)
+    if after == -1:  # the range runs to the end of the file
+        segment, count = data[first:], total - start
+    else:
+        segment, count = data[first:after - 1], limit
+        if segment.endswith(b"\r"):
+            segment = segment[:-1]  # the CR of the CRLF that ends the range
+    text = segment.decode("utf-8", errors="surrogateescape")
+    return TextRange(fileio.normalize_newlines(text), count, start + 1, total, mtime, size)
+
+
+def _line_start(data: bytes, n: int, pos: int = 0, step: int = 65536) -> int:
+    """Index where the line ``n`` lines after the one starting at ``pos`` starts; -1 past the end.
+
+    Counts newlines chunk by chunk at C speed and splits only the chunk that holds the answer.
+    """
+    if n == 0:
+        return pos
+    size = len(data)
+    while pos < size:
+        chunk_end = min(size, pos + step)
+        found = data.count(b"\n", pos, chunk_end)
+        if found >= n:
+            rest = data[pos:chunk_end].split(b"\n", n)[n]
+            return chunk_end - len(rest)
+        n -= found
+        pos = chunk_end
+    return -1
 
 
 def _range_of_text(text: str, start: int, limit: int | None, mtime: int, size: int) -> TextRange:
@@ -231,15 +264,8 @@ def render_numbered(content: str, start_line: int) -> str:
     return "\n".join(map(operator.add, _line_prefixes(start_line, len(lines)), lines))
 
 
-def load_text(path: str, offset: int | None, limit: int | None, max_tokens: int,
-              sniff_ext: str | None = None) -> TextRange:
-    """Worker-thread part of a text Read: binary sniffing, the range, the token cap, the numbered text.
-
-    With ``sniff_ext`` (the file's extension) the first 8 KB are checked for binary content first.
-    """
-    if sniff_ext is not None and fileio.sniff_binary_file(path):
-        raise ToolError(_binary_message(sniff_ext))
-    rng = read_text_range(path, offset, limit)
+def finish_text(rng: TextRange, offset: int | None, max_tokens: int) -> TextRange:
+    """The token cap, then the numbered display text."""
     tokens = estimate_tokens(rng.content)
     if tokens > max_tokens:
         raise ToolError(
@@ -247,6 +273,14 @@ def load_text(path: str, offset: int | None, limit: int | None, max_tokens: int,
     if rng.num_lines:
         rng.rendered = fileio.to_display(render_numbered(rng.content, max(offset or 1, 1)))
     return rng
+
+
+def load_text(path: str, offset: int | None, limit: int | None, max_tokens: int,
+              sniff_ext: str | None = None) -> TextRange:
+    """A whole text Read in one call: binary sniffing (with ``sniff_ext``), range, token cap, numbering."""
+    if sniff_ext is not None and fileio.sniff_binary_file(path):
+        raise ToolError(_binary_message(sniff_ext))
+    return finish_text(read_text_range(path, offset, limit), offset, max_tokens)
 
 
 def _stream_range(fh: Any, start: int, limit: int, st: os.stat_result) -> TextRange:
@@ -450,27 +484,37 @@ def _cell_blocks(cell: dict[str, Any]) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------- worker-thread jobs
 
-# A dedicated one-thread pool. With a warm page cache, reading is CPU work under the GIL, so more
-# threads do not finish ten Reads sooner; they do starve the event loop (the GUI's): measured with
-# ten parallel 1 MB Reads, the longest loop stall was ~20 ms with one worker and 65–190 ms with two
-# or more (bench/bench_file_tools.py). Reads still overlap with everything else the loop awaits.
-_READER_POOL: ThreadPoolExecutor | None = None
-_READER_POOL_LOCK = threading.Lock()
-READER_THREADS = 1
+# Two stages, two pools. File system calls (stat, open, read) run on a wide I/O pool: they release
+# the GIL, so parallel Reads overlap their disk or network waits. Turning the bytes into numbered
+# text is CPU work under the GIL; it runs on one CPU thread, because more threads would not finish
+# sooner and would starve the event loop (the GUI's): with ten parallel 1 MB Reads on a warm cache
+# the longest loop stall measured ~10-20 ms with one CPU thread and 65-190 ms with several
+# (bench/bench_file_tools.py).
+IO_THREADS = 10  # as CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY's default
+CPU_THREADS = 1
+_pools: dict[str, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
 
 
-def _reader_pool() -> ThreadPoolExecutor:
-    global _READER_POOL
-    if _READER_POOL is None:
-        with _READER_POOL_LOCK:
-            if _READER_POOL is None:
-                _READER_POOL = ThreadPoolExecutor(max_workers=READER_THREADS, thread_name_prefix="file-reader")
-    return _READER_POOL
+def _pool(kind: str) -> ThreadPoolExecutor:
+    pool = _pools.get(kind)
+    if pool is None:
+        with _pools_lock:
+            pool = _pools.get(kind)
+            if pool is None:
+                workers = IO_THREADS if kind == "io" else CPU_THREADS
+                pool = _pools[kind] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"file-read-{kind}")
+    return pool
 
 
-async def run_in_reader(fn: Any, *args: Any) -> Any:
-    """Run a blocking read job off the event loop (its exceptions propagate)."""
-    return await asyncio.get_running_loop().run_in_executor(_reader_pool(), fn, *args)
+async def run_io(fn: Any, *args: Any) -> Any:
+    """Run blocking file system work off the event loop (exceptions propagate)."""
+    return await asyncio.get_running_loop().run_in_executor(_pool("io"), fn, *args)
+
+
+async def run_cpu(fn: Any, *args: Any) -> Any:
+    """Run CPU-heavy text work on the single CPU thread (exceptions propagate)."""
+    return await asyncio.get_running_loop().run_in_executor(_pool("cpu"), fn, *args)
 
 
 def stat_regular_file(abs_path: str, cwd: str) -> os.stat_result:
@@ -493,8 +537,10 @@ def _image_job(abs_path: str, cwd: str) -> dict[str, Any]:
     return read_image(abs_path)
 
 
-def _text_job(abs_path: str, cwd: str, ext: str, offset: int | None, limit: int | None, max_tokens: int,
-              entry: FileStateEntry | None) -> tuple[str, Any]:
+def _io_job(abs_path: str, cwd: str, offset: int | None, limit: int | None, max_tokens: int,
+            entry: FileStateEntry | None) -> tuple[str, Any]:
+    """Stage 1: checks and the raw bytes. ``("file_unchanged", None)``, ``("bytes", (data, mtime, size))``,
+    or ``("text", TextRange)`` for a range of a very large file (streamed here, line by line)."""
     st = stat_regular_file(abs_path, cwd)
     effective_offset = offset if offset is not None else 1
     # Repeated read of the same range of an unchanged file: a stub instead of the same text again.
@@ -506,10 +552,23 @@ def _text_job(abs_path: str, cwd: str, ext: str, offset: int | None, limit: int 
         raise ToolError(
             f"File content ({fileio.format_file_size(st.st_size)}) exceeds maximum allowed size "
             f"({fileio.format_file_size(MAX_FILE_SIZE_BYTES)}). {SIZE_TAIL}", wrap=False)
+    if limit is not None and st.st_size > STREAM_THRESHOLD_BYTES:
+        return "text", load_text(abs_path, offset, limit, max_tokens, sniff_ext=fileio.extension(abs_path))
+    with open(abs_path, "rb") as fh:
+        data = fh.read()
+        st = os.fstat(fh.fileno())
+    return "bytes", (data, st.st_mtime_ns // 1_000_000, st.st_size)
+
+
+def _cpu_job(data: bytes, mtime: int, size: int, ext: str, offset: int | None, limit: int | None,
+             max_tokens: int) -> tuple[str, Any]:
+    """Stage 2: binary sniffing, notebook cells or the text range, token cap, numbering."""
     if ext == fileio.NOTEBOOK_EXTENSION:
-        text, _, _, mtime = fileio.read_text_file_with_mtime(abs_path)
+        text = fileio.normalize_newlines(fileio.decode_bytes(data)[0])
         return "notebook", (text, mtime, read_notebook(text))
-    return "text", load_text(abs_path, offset, limit, max_tokens, sniff_ext=ext)
+    if fileio.looks_binary(data[:8192]):
+        raise ToolError(_binary_message(ext))
+    return "text", finish_text(text_range_from_bytes(data, offset, limit, mtime, size), offset, max_tokens)
 
 
 # ---------------------------------------------------------------- the tool
@@ -532,9 +591,6 @@ class ReadTool(Tool):
 
     def is_read_only(self, input: Any) -> bool:
         return True
-
-    def interrupt_behavior(self) -> str:  # type: ignore[override]
-        return "cancel"
 
     async def validate_input(self, input: ReadInput, ctx: ToolUseContext) -> ValidationResult:
         if input.pages is not None:
@@ -567,17 +623,19 @@ class ReadTool(Tool):
         abs_path = ctx.expand(input.file_path)
         ext = fileio.extension(abs_path)
         if ext in fileio.IMAGE_EXTENSIONS:
-            return ToolResult(await run_in_reader(_image_job, abs_path, ctx.cwd))
+            return ToolResult(await run_io(_image_job, abs_path, ctx.cwd))
         if ext == fileio.PDF_EXTENSION:
-            await run_in_reader(stat_regular_file, abs_path, ctx.cwd)
+            await run_io(stat_regular_file, abs_path, ctx.cwd)
             return ToolResult(await read_pdf(abs_path, input.pages))
 
         offset = input.offset if input.offset is not None else 1
         limit = input.limit
         entry = ctx.read_file_state.get(abs_path)
-        # All file system work of a text read happens in one worker-thread job.
-        kind, payload = await run_in_reader(_text_job, abs_path, ctx.cwd, ext, input.offset, limit,
-                                            max_output_tokens(), entry)
+        kind, payload = await run_io(_io_job, abs_path, ctx.cwd, input.offset, limit, max_output_tokens(), entry)
+        if kind == "bytes":
+            data_bytes, mtime, size = payload
+            kind, payload = await run_cpu(_cpu_job, data_bytes, mtime, size, ext, input.offset, limit,
+                                          max_output_tokens())
         if kind == "file_unchanged":
             return ToolResult({"type": "file_unchanged", "file": {"filePath": input.file_path}})
         if kind == "notebook":

@@ -229,3 +229,47 @@ def test_splice_hints_give_the_same_patch(a_lines, at, cut_len, insert):
     end = min(len(old), at + cut_len)
     new = old[:at] + insert + old[end:]
     assert structured_patch(old, new, same_prefix=at, same_suffix=len(old) - end) == structured_patch(old, new)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(120, 400), st.lists(st.tuples(st.sampled_from(["del", "ins", "mod", "dup"]),
+                                                st.integers(0, 10**6)), max_size=40), st.booleans())
+def test_anchored_diff_of_larger_files_applies_back(n, edits, final_newline):
+    """Large enough to take the patience-anchored path, with repeated lines mixed in."""
+    lines = [f"line {i}" if i % 7 else "}" for i in range(n)]
+    new = list(lines)
+    for kind, r in edits:
+        if not new:
+            break
+        k = r % len(new)
+        if kind == "del":
+            del new[k]
+        elif kind == "ins":
+            new.insert(k, f"inserted {r}")
+        elif kind == "mod":
+            new[k] += " changed"
+        else:
+            new.insert(k, new[(k * 7) % len(new)])
+    old_text = "\n".join(lines) + "\n"
+    new_text = "\n".join(new) + ("\n" if final_newline and new else "")
+    hunks = structured_patch(old_text, new_text)
+    rebuilt = apply_hunks(old_text, hunks)
+    assert rebuilt.rstrip("\n") == new_text.rstrip("\n")
+
+
+def test_scattered_changes_in_a_large_file_are_fast():
+    import random
+    import time
+
+    rng = random.Random(7)
+    old = [f"line {i} {rng.randint(0, 10**6)}" for i in range(20_000)]
+    new = list(old)
+    for _ in range(1000):
+        j = rng.randrange(len(new))
+        new[j] += " changed"
+    a, b = "\n".join(old) + "\n", "\n".join(new) + "\n"
+    t0 = time.perf_counter()
+    hunks = structured_patch(a, b)
+    elapsed = time.perf_counter() - t0
+    assert apply_hunks(a, hunks) == b
+    assert elapsed < 2.0, elapsed  # ~0.1 s anchored; plain SequenceMatcher is far slower on this shape

@@ -436,6 +436,26 @@ def test_ranges_match_reference(tmp_path, monkeypatch, mode):
             assert (got.content, got.num_lines, got.total_lines) == _reference_range(data, o, n), (name, o, n)
 
 
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"bb", b"", b"\r", b"x\r", b"\xff"]), max_size=40),
+       st.sampled_from([b"\n", b"\r\n"]), st.booleans(),
+       st.one_of(st.none(), st.integers(0, 45)), st.one_of(st.none(), st.integers(1, 45)),
+       st.sampled_from([4, 7, 65536]))
+def test_byte_ranges_match_reference(parts, sep, final, offset, limit, step):
+    data = sep.join(parts) + (sep if final and parts else b"")
+    original = read_mod._line_start
+    read_mod._line_start = lambda d, n, pos=0, step_=step: original(d, n, pos, step_)  # tiny chunks too
+    try:
+        got = read_mod.text_range_from_bytes(data, offset, limit, 0, len(data))
+    finally:
+        read_mod._line_start = original
+    assert (got.content, got.num_lines, got.total_lines) == _reference_range(data, offset, limit)
+
+
 def test_rendered_numbering_matches_simple_numbering():
     text = "\n".join(f"l{i}" for i in range(3000))
     assert read_mod.render_numbered(text, 1) == read_mod.add_line_numbers(text, 1)
@@ -450,14 +470,14 @@ def test_reads_run_off_the_event_loop(tmp_path, ctx, monkeypatch):
 
     (tmp_path / "f.txt").write_text("hello\n")
     loop_thread = []
-    real = read_mod.load_text
+    real = read_mod.text_range_from_bytes
 
     def slow(*args, **kw):
         loop_thread.append(threading.current_thread() is threading.main_thread())
         _time.sleep(0.2)
         return real(*args, **kw)
 
-    monkeypatch.setattr(read_mod, "load_text", slow)
+    monkeypatch.setattr(read_mod, "text_range_from_bytes", slow)
 
     async def main():
         ticks = 0
@@ -487,3 +507,44 @@ def test_fifo_is_not_read(tmp_path, ctx):
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     out = read(ctx, fifo)
     assert out.is_error and "not a regular file" in out.block["content"]
+
+
+def test_parallel_reads_overlap_their_io_waits(tmp_path, monkeypatch):
+    """Slow storage (each read waits 0.3 s): ten Reads in one concurrent batch take about one wait."""
+    import time as _time
+
+    from desktop_agent.core.events import ToolCallFinished
+    from desktop_agent.core.orchestration import run_tools
+
+    real = read_mod._io_job
+
+    def slow_io(*args):
+        _time.sleep(0.3)
+        return real(*args)
+
+    monkeypatch.setattr(read_mod, "_io_job", slow_io)
+    for i in range(10):
+        (tmp_path / f"f{i}.txt").write_text(f"content {i}\n")
+    ctx = ctx_with(tools(), tmp_path)
+    blocks = [tool_use("Read", {"file_path": str(tmp_path / f"f{i}.txt")}, f"t{i}") for i in range(10)]
+
+    async def main():
+        return [e async for e in run_tools(blocks, ctx)]
+
+    t0 = _time.perf_counter()
+    events = run(main())
+    elapsed = _time.perf_counter() - t0
+    results = {e.tool_use_id: e.content for e in events if isinstance(e, ToolCallFinished)}
+    assert results == {f"t{i}": f"1\tcontent {i}\n2\t" for i in range(10)}
+    assert elapsed < 1.5, elapsed  # sequential would be 3 s
+
+
+def test_streamed_range_through_the_tool(tmp_path, ctx, monkeypatch):
+    monkeypatch.setattr(read_mod, "STREAM_THRESHOLD_BYTES", 10)
+    p = tmp_path / "big.log"
+    p.write_bytes(b"".join(b"entry %d\r\n" % i for i in range(1, 101)))
+    out = read(ctx, p, offset=99, limit=5)
+    assert out.block["content"] == "99\tentry 99\n100\tentry 100\n101\t"
+    (tmp_path / "big.bin2").write_bytes(b"\x00" * 100)
+    out = read(ctx, tmp_path / "big.bin2", offset=1, limit=1)
+    assert out.is_error and "cannot read binary files" in out.block["content"]
