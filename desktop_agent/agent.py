@@ -6,10 +6,13 @@ settings → model client → tools → permissions (rules, mode, hooks, trust) 
 
 1. auto-compaction first, when the conversation is over the §5.5 threshold (boundary + summary
    appended to the transcript; file attachments kept in memory only);
-2. the user entry is written to the JSONL **before** the model is called;
-3. the query loop runs with a fresh ``AbortSignal`` (``interrupt()`` fires it), and every new entry
-   it produces is appended to ``messages`` and the transcript through ``on_message``;
-4. the permission state (mode + session grants) is written when it changed, so a resume restores it.
+2. SessionStart (once) and UserPromptSubmit hooks: a blocked prompt ends the turn ``prompt_blocked``
+   without a model call; hook context becomes an ``isMeta`` message after the prompt;
+3. the user entry is written to the JSONL **before** the model is called;
+4. the query loop runs with a fresh ``AbortSignal`` (``interrupt()`` fires it), and every new entry
+   it produces is appended to ``messages`` and the transcript through ``on_message``; its model
+   client is wrapped so that auto-compaction also happens between the requests of a long turn;
+5. the permission state (mode + session grants) is written when it changed, so a resume restores it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ INTERRUPTED = "[Request interrupted by user]"
 
 class SessionError(Exception):
     """A session could not be created or resumed (unknown id, id in use, nothing to continue)."""
+
+
+class _Interrupted(Exception):
+    """The user interrupted the turn before the model loop started."""
 
 
 class ConfigError(Exception):
@@ -174,6 +181,54 @@ def _iso_to_ms(value: Any) -> int | None:
         return None
 
 
+class _CompactingClient:
+    """The session's model client as the query loop sees it: before each request of a turn, auto-compaction
+    (SPEC §5.5) runs when the conversation is over the threshold, and once a turn has compacted, its requests
+    are built from the session's messages after the boundary (the loop's own copy still holds the rest).
+
+    The session's ``messages`` mirror the loop's (every new entry arrives through ``on_message``), so
+    ``normalize_for_api(messages_after_boundary(session.messages))`` is the loop's conversation minus what the
+    summary replaced. Everything else (``aclose``, counters) passes through to the real client.
+    """
+
+    def __init__(self, session: AgentSession, inner: Any):
+        self._session = session
+        self._inner = inner
+        self._requests = 0
+
+    async def _prepare(self, request: Any) -> Any:
+        s = self._session
+        self._requests += 1
+        # the first request of a turn was checked before the prompt was recorded (``submit``)
+        compacted = self._requests > 1 and await s.compact_before_request(s.messages) is not None
+        if compacted or s._compacted_this_turn:
+            import dataclasses
+
+            from desktop_agent.core.messages import normalize_for_api
+
+            request = dataclasses.replace(
+                request, messages=normalize_for_api(compaction.messages_after_boundary(s.messages)))
+        return request
+
+    async def stream(self, request: Any, on_retry: Any = None) -> AsyncIterator[dict[str, Any]]:
+        request = await self._prepare(request)
+        stream = self._inner.stream(request, on_retry=on_retry)
+        try:
+            async for event in stream:
+                yield event
+        finally:
+            closer = getattr(stream, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    async def create(self, request: Any, on_retry: Any = None) -> dict[str, Any]:
+        request = await self._prepare(request)
+        return await self._inner.create(request, on_retry=on_retry)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 # -------------------------------------------------------------------------------------------- session
 
 
@@ -206,6 +261,10 @@ class AgentSession:
         self.thinking: dict[str, Any] | None = None
         self.include_stream_events = False
         self.last_prompt_uuid: str | None = None
+        self._session_started = False
+        self._compacted_this_turn = False
+        self._side_events: list[Any] = []  # events produced outside the loop's stream (mid-turn compaction)
+        self._start_context: list[str] = []
         self._running = False
         self._turn_abort: AbortSignal | None = None
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
@@ -509,6 +568,36 @@ class AgentSession:
         self.messages.extend(result.attachments)  # in memory only (§5.5)
         return Compacted(pre_tokens=result.pre_tokens, summary=result.summary_text)
 
+    async def compact_before_request(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """Mid-turn auto-compaction for the query loop (SPEC §5.5), to be called before each model request.
+
+        ``messages`` are the loop's entries. When they are over the threshold, the conversation is summarised
+        (boundary + summary recorded, attachments in memory) and the new entries are returned for the loop to
+        append — the next request then starts at the boundary. None: nothing to do (or compaction failed;
+        after 3 failures in a row the session stops trying). The loop does not call this yet.
+        """
+        if not compaction.should_auto_compact(messages, self.model, self.compact_state, self.auto_compact):
+            return None
+        self.compact_state.attempts += 1
+        try:
+            result = await compaction.compact_conversation(
+                self.client, self.model, messages, transcript_path=self.transcript_path,
+                read_file_state=self.ctx.read_file_state if self.ctx else None, tools=self._tool_schemas(),
+                trigger="auto", continuation=True)
+        except Exception as exc:
+            self.compact_state.consecutive_failures += 1
+            self.compact_state.last_error = str(exc)
+            log.warning("auto-compaction failed (%d in a row): %s", self.compact_state.consecutive_failures, exc)
+            return None
+        self.compact_state.consecutive_failures = 0
+        for entry in (result.boundary, result.summary):
+            self.messages.append(entry)
+            self._record(entry)
+        self.messages.extend(result.attachments)
+        self._compacted_this_turn = True
+        self._side_events.append(Compacted(pre_tokens=result.pre_tokens, summary=result.summary_text))
+        return result.messages
+
     async def compact(self, custom_instructions: str | None = None) -> Compacted:
         """Manual compaction (the ``/compact`` command)."""
         if self._running:
@@ -545,9 +634,13 @@ class AgentSession:
                                               extra_tokens=extra):
                 self.compact_state.attempts += 1
                 try:
-                    event = await self._compact("auto")
+                    event = await self._until_aborted(self._compact("auto"), abort)
                     self.compact_state.consecutive_failures = 0
                     yield event
+                except _Interrupted:
+                    yield TurnFinished(reason="aborted_streaming", error="Interrupted during compaction",
+                                       duration_ms=(time.perf_counter() - t0) * 1000)
+                    return
                 except Exception as exc:
                     self.compact_state.consecutive_failures += 1
                     self.compact_state.last_error = str(exc)
@@ -555,7 +648,16 @@ class AgentSession:
                                 exc)
                     yield ErrorEvent(message=f"Auto-compaction failed: {exc}", kind="compact")
 
-            # 2. the user's input is on disk before the model is called
+            # 2. SessionStart (first turn) and UserPromptSubmit hooks; a blocked prompt is never sent
+            contexts: list[str] = []
+            blocked = await self._prompt_hooks(prompt, contexts)
+            if blocked is not None:
+                yield ErrorEvent(message=f"UserPromptSubmit operation blocked by hook:\n{blocked}", kind="hook")
+                yield TurnFinished(reason="prompt_blocked", error=blocked,
+                                   duration_ms=(time.perf_counter() - t0) * 1000)
+                return
+
+            # 3. the user's input is on disk before the model is called
             entry = user_entry(prompt, **entry_extra)
             self.last_prompt_uuid = entry["uuid"]
             self.messages.append(entry)
@@ -563,21 +665,33 @@ class AgentSession:
                 self._record(entry)
             except OSError as exc:  # disk full, permissions: the user sees it; the turn still runs
                 yield ErrorEvent(message=f"Could not save the transcript: {exc}", kind="internal")
+            for text in contexts:  # hook context rides along as a meta message after the prompt
+                meta = user_entry([{"type": "text", "text": f"<system-reminder>\n{text}\n</system-reminder>"}],
+                                  isMeta=True)
+                self.messages.append(meta)
+                try:
+                    self._record(meta)
+                except OSError:
+                    pass
             self._persist_permission_state()
 
-            # 3. the loop
+            # 4. the loop
             from desktop_agent.core.loop import QueryParams, query
 
             params = QueryParams(
-                messages=self.messages_for_query(), ctx=self.ctx, client=self.client, model=self.model,
+                messages=self.messages_for_query(), ctx=self.ctx, client=_CompactingClient(self, self.client),
+                model=self.model,
                 system_prompt=await self.system_prompt_blocks(), max_turns=self.max_turns, max_tokens=self.max_tokens,
                 thinking=self.thinking, streaming_tool_execution=self.streaming_tool_execution,
                 on_message=self._on_message, cost_tracker=self.cost,
                 include_stream_events=self.include_stream_events,
             )
             finished: TurnFinished | None = None
+            self._compacted_this_turn = False
             try:
                 async for event in query(params):
+                    while self._side_events:
+                        yield self._side_events.pop(0)
                     if isinstance(event, TurnFinished):
                         finished = event
                         self.api_duration_ms += event.duration_api_ms
@@ -586,6 +700,8 @@ class AgentSession:
                                 yield extra_event
                     yield event
             finally:
+                self._compacted_this_turn = False
+                self._side_events.clear()
                 # context modifiers may have replaced the context during the turn
                 if params.ctx is not self.ctx:
                     self.ctx = params.ctx
@@ -613,13 +729,72 @@ class AgentSession:
         self._record(entry)
         return [UserMessage(message=entry)]
 
+    @staticmethod
+    async def _until_aborted(coro: Any, abort: AbortSignal) -> Any:
+        """Await ``coro`` unless the turn is interrupted first (then it is cancelled: ``_Interrupted``)."""
+        import asyncio
+
+        task = asyncio.ensure_future(coro)
+        waiter = asyncio.ensure_future(abort.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        try:
+            await task
+        except BaseException:
+            pass
+        raise _Interrupted()
+
+    async def _prompt_hooks(self, prompt: Any, contexts: list[str]) -> str | None:
+        """Runs SessionStart once per session object, then UserPromptSubmit. Returns a block reason, or None."""
+        hooks = self.ctx.hooks if self.ctx is not None else None
+        if hooks is None:
+            return None
+
+        def has(event: str) -> bool:
+            check = getattr(hooks, "has_hooks", None)
+            return bool(check(event)) if callable(check) else hasattr(hooks, "user_prompt_submit")
+
+        if not self._session_started:
+            self._session_started = True
+            if hasattr(hooks, "session_start") and has("SessionStart"):
+                out = await hooks.session_start("resume" if self.resumed else "startup", self.ctx)
+                if getattr(out, "additional_context", None):
+                    self._start_context.append(f"SessionStart hook additional context: {out.additional_context}")
+        if hasattr(hooks, "user_prompt_submit") and has("UserPromptSubmit"):
+            text = prompt if isinstance(prompt, str) else "".join(
+                b.get("text", "") for b in prompt if isinstance(b, dict) and b.get("type") == "text")
+            out = await hooks.user_prompt_submit(text, self.ctx)
+            if getattr(out, "block", False) or getattr(out, "stop", False):
+                return getattr(out, "reason", None) or getattr(out, "stop_reason", None) or "blocked"
+            if getattr(out, "additional_context", None):
+                contexts.append(f"UserPromptSubmit hook additional context: {out.additional_context}")
+        contexts[:0] = self._start_context  # SessionStart's context goes with the first prompt actually sent
+        self._start_context = []
+        return None
+
     async def run(self, prompt: str) -> list[Any]:
         """Convenience for tests and scripts: run a turn and return all its events."""
         return [ev async for ev in self.submit(prompt)]
 
     def close(self) -> None:
+        """Flush and close the transcript (the session can still be resumed later)."""
         if self.store is not None:
             self.store.close()
+
+    async def aclose(self) -> None:
+        """``close()`` plus the model client's connections."""
+        self.close()
+        closer = getattr(self.client, "aclose", None)
+        if closer is not None:
+            try:
+                await closer()
+            except Exception:  # pragma: no cover - closing is best effort
+                pass
 
 
 __all__ = ["AgentSession", "SessionError", "ConfigError", "DEFAULT_MODEL"]

@@ -9,10 +9,11 @@ so scripts and SDKs written for it work unchanged:
   ``--include-partial-messages``, and one ``result`` line per turn);
 - input ``text`` (the prompt argument or stdin) or ``stream-json`` (user turns and control requests,
   one JSON object a line, read by an asyncio reader task while turns run);
-- the control protocol on stdio: ``initialize`` (SDK hook callbacks become hooks that send
-  ``hook_callback`` requests), ``can_use_tool`` requests for every ``ask`` with
+- the control protocol on stdio: ``initialize`` (SDK hook callbacks are registered as callback hooks of
+  the session's ``HookRunner``; each sends a ``hook_callback`` request), ``can_use_tool`` requests for every ``ask`` with
   ``--permission-prompt-tool stdio`` (``control_cancel_request`` when the wait is aborted; a duplicate
-  or unknown response is ignored), ``set_permission_mode``, ``set_model`` and ``interrupt``.
+  or unknown response is ignored), ``set_permission_mode``, ``set_model`` and ``interrupt``;
+- ``/compact [instructions]`` as a prompt compacts the session instead of calling the model.
 
 Unknown flags are reported on stderr and ignored. A bad flag value or a missing API key is one line
 on stderr and a non-zero exit. Exit code 0 when the last turn succeeded, 1 otherwise.
@@ -282,6 +283,8 @@ class StdinReader:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
         try:
+            if sys.stdin.isatty():  # never leave a shared terminal in non-blocking mode
+                raise ValueError("tty")
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         except (ValueError, OSError, NotImplementedError):
             await self._run_thread(loop)
@@ -508,7 +511,16 @@ class HeadlessRun:
             trusted=True if o.trust else None, settings_arg=o.settings, model=o.model,
         )
         self.session.include_stream_events = o.include_partial and o.out_format == "stream-json"
-        self.session.add_message_listener(self._on_entry)
+        self._fit_prompter()
+
+    def _fit_prompter(self) -> None:
+        """Without ``--permission-prompt-tool stdio`` an ask is denied; but when PermissionRequest hooks exist the
+        engine must run them first, which it does only with no prompter at all (denials then go unlisted)."""
+        if self.prompter.inner is not None or self.session is None:
+            return
+        hooks = self.session.ctx.hooks
+        has = getattr(hooks, "has_hooks", None)
+        self.session.ctx.prompter = None if callable(has) and has("PermissionRequest") else self.prompter
 
     def _interrupt(self) -> None:
         self.interrupted = True
@@ -532,7 +544,7 @@ class HeadlessRun:
         }
 
     def _on_entry(self, entry: dict[str, Any]) -> None:
-        """Transcript entries become ``assistant`` / ``user`` / ``system`` lines as they are recorded."""
+        """A transcript entry the turn produced → an ``assistant`` / ``user`` / ``system`` line, in event order."""
         if self.opts.out_format != "stream-json":
             return
         uid = entry.get("uuid")
@@ -552,25 +564,49 @@ class HeadlessRun:
             msg.setdefault("usage", {})
             self._line({"type": "assistant", "message": msg, "parent_tool_use_id": None, "session_id": sid,
                         "uuid": uid})
-        elif kind == "user" and not entry.get("isMeta"):
+        elif kind == "user" and not entry.get("isMeta") and not entry.get("isCompactSummary"):
             msg = entry.get("message") or {}
             line = {"type": "user", "message": {"role": "user", "content": msg.get("content")},
                     "parent_tool_use_id": None, "session_id": sid, "uuid": uid}
             if entry.get("toolUseResult") is not None:
                 line["tool_use_result"] = entry["toolUseResult"]
             self._line(line)
-        elif kind == "system" and entry.get("subtype") == "compact_boundary":
-            meta = entry.get("compactMetadata") or {}
-            self._line({"type": "system", "subtype": "compact_boundary", "session_id": sid, "uuid": uid,
-                        "compact_metadata": {"trigger": meta.get("trigger", "auto"),
-                                             "pre_tokens": meta.get("preTokens", 0)}})
 
     # ---------------------------------------------------------------------- one turn
 
+    async def run_compact(self, instructions: str | None) -> dict[str, Any]:
+        """``/compact [instructions]``: manual compaction instead of a model turn."""
+        s = self.session
+        self._line(self.init_line())
+        t0 = time.perf_counter()
+        subtype, text, errors = "success", "Compacted. ", []
+        try:
+            event = await s.compact(instructions or None)
+            self._line({"type": "system", "subtype": "compact_boundary", "session_id": s.session_id,
+                        "uuid": str(uuid.uuid4()),
+                        "compact_metadata": {"trigger": "manual", "pre_tokens": event.pre_tokens}})
+        except Exception as exc:
+            subtype, text, errors = "error_during_execution", "", [f"Error during compaction: {exc}"]
+        result: dict[str, Any] = {
+            "type": "result", "subtype": subtype, "is_error": subtype != "success",
+            "duration_ms": int((time.perf_counter() - t0) * 1000), "duration_api_ms": 0, "num_turns": 0,
+            "result": text, "stop_reason": None, "session_id": s.session_id,
+            "total_cost_usd": round(s.total_cost_usd, 8), "usage": _usage_dict({}), "modelUsage": {},
+            "permission_denials": [], "uuid": str(uuid.uuid4()),
+        }
+        if errors:
+            result["errors"] = errors
+        self.last_ok = subtype == "success"
+        return result
+
     async def run_turn(self, content: Any) -> dict[str, Any]:
-        from desktop_agent.core.events import ErrorEvent, RetryWaiting, StreamEvent, TurnFinished
+        from desktop_agent.core.events import (
+            AssistantMessage, Compacted, ErrorEvent, RetryWaiting, StreamEvent, TurnFinished, UserMessage,
+        )
 
         s = self.session
+        if isinstance(content, str) and (content.strip() == "/compact" or content.strip().startswith("/compact ")):
+            return await self.run_compact(content.strip()[len("/compact"):].strip())
         self.interrupted = False
         denials_before = len(self.prompter.denials)
         self._line(self.init_line())
@@ -580,7 +616,13 @@ class HeadlessRun:
         stream = s.submit(content)
         try:
             async for event in stream:
-                if isinstance(event, StreamEvent):
+                if isinstance(event, (AssistantMessage, UserMessage)):
+                    self._on_entry(event.message)
+                elif isinstance(event, Compacted):
+                    self._line({"type": "system", "subtype": "compact_boundary", "session_id": s.session_id,
+                                "uuid": str(uuid.uuid4()),
+                                "compact_metadata": {"trigger": "auto", "pre_tokens": event.pre_tokens}})
+                elif isinstance(event, StreamEvent):
                     self._line({"type": "stream_event", "event": event.event, "session_id": s.session_id,
                                 "parent_tool_use_id": None, "uuid": str(uuid.uuid4())})
                 elif isinstance(event, ErrorEvent):
@@ -638,6 +680,7 @@ class HeadlessRun:
                         runner = HookRunner()
                         self.session.ctx.hooks = runner
                     register_sdk_hooks(runner, self.channel, request["hooks"])
+                    self._fit_prompter()
                 response: dict[str, Any] = {
                     "commands": [{"name": "compact", "description": "Summarize the conversation so far",
                                   "argumentHint": ""}],
@@ -731,7 +774,7 @@ class HeadlessRun:
         finally:
             if reader is not None and reader.task is not None and not reader.task.done():
                 reader.task.cancel()
-            self.session.close()
+            await self.session.aclose()
         return 0 if self.last_ok else 1
 
     async def _run_and_report(self, content: Any) -> None:

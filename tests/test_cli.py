@@ -476,3 +476,33 @@ def test_session_composition_from_flags(workdir, tmp_path, monkeypatch):
         assert init["tools"] == ["Read", "Glob"] and init["permissionMode"] == "bypassPermissions"
     finally:
         s.close()
+
+
+def test_compact_command_in_process(workdir, monkeypatch):
+    """``/compact`` as the prompt compacts the session instead of running a model turn."""
+    import asyncio
+    import io
+
+    from desktop_agent import agent
+    from desktop_agent.cli import HeadlessRun, Output, parse_args
+    from desktop_agent.model.scripted import ScriptedModelClient
+
+    client = ScriptedModelClient([reply(text("hi there")), reply(text("<summary>The user said hello.</summary>"))])
+    monkeypatch.setattr(agent, "_make_client", lambda settings: client)
+    monkeypatch.chdir(workdir)
+
+    def run(args: list[str]) -> tuple[int, list[dict]]:
+        buf = io.StringIO()
+        opts = parse_args(args)
+        code = asyncio.run(HeadlessRun(opts, Output(buf)).main(" ".join(opts.positionals)))
+        return code, jsonl(buf.getvalue())
+
+    code, lines = run(["-p", "--output-format", "stream-json", "hello"])
+    assert code == 0 and lines[-1]["result"] == "hi there"
+    code, lines = run(["-p", "--continue", "--output-format", "stream-json", "/compact", "keep", "names"])
+    assert code == 0, lines
+    assert [(x["type"], x.get("subtype")) for x in lines] == [
+        ("system", "init"), ("system", "compact_boundary"), ("result", "success")]
+    assert lines[1]["compact_metadata"]["trigger"] == "manual"
+    assert "keep names" in json.dumps(client.requests[1].messages)
+    assert client.position == 2

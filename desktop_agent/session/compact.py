@@ -110,16 +110,26 @@ def _usage_tokens(usage: dict[str, Any]) -> int:
         "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"))
 
 
-def estimate_tokens(entries: list[dict[str, Any]]) -> int:
-    """Estimated context size of the messages the next request would carry."""
-    msgs = messages_after_boundary(entries)
-    char_estimate = sum(rough_tokens(m.get("message", {}).get("content", "")) for m in msgs
-                        if m.get("type") in ("user", "assistant"))
+def _entry_tokens(entry: dict[str, Any], cache: dict[str, int] | None) -> int:
+    uid = entry.get("uuid")
+    if cache is not None and uid and uid in cache:
+        return cache[uid]
+    n = rough_tokens((entry.get("message") or {}).get("content", ""))
+    if cache is not None and uid:
+        cache[uid] = n
+    return n
+
+
+def estimate_tokens(entries: list[dict[str, Any]], cache: dict[str, int] | None = None) -> int:
+    """Estimated context size of the messages the next request would carry (``cache``: uuid → tokens,
+    so a check before every request stays cheap)."""
+    msgs = [m for m in messages_after_boundary(entries) if m.get("type") in ("user", "assistant")]
+    sizes = [_entry_tokens(m, cache) for m in msgs]
+    char_estimate = sum(sizes)
     for i in range(len(msgs) - 1, -1, -1):
         usage = (msgs[i].get("message") or {}).get("usage") if msgs[i].get("type") == "assistant" else None
         if isinstance(usage, dict) and _usage_tokens(usage) > 0:
-            after = sum(rough_tokens(m.get("message", {}).get("content", "")) for m in msgs[i + 1:])
-            return max(_usage_tokens(usage) + after, char_estimate)
+            return max(_usage_tokens(usage) + sum(sizes[i + 1:]), char_estimate)
     return char_estimate
 
 
@@ -128,6 +138,7 @@ class AutoCompactState:
     consecutive_failures: int = 0
     attempts: int = 0
     last_error: str | None = None
+    token_cache: dict[str, int] = field(default_factory=dict)
 
     @property
     def gave_up(self) -> bool:
@@ -141,7 +152,7 @@ def should_auto_compact(entries: list[dict[str, Any]], model: str | None, state:
     if not any(m.get("type") in ("user", "assistant") and not m.get("isEphemeral") and not m.get("isCompactSummary")
                for m in messages_after_boundary(entries)):
         return False  # nothing new since the last compaction
-    return estimate_tokens(entries) + extra_tokens > auto_compact_threshold(model)
+    return estimate_tokens(entries, state.token_cache) + extra_tokens > auto_compact_threshold(model)
 
 
 class CompactError(Exception):
@@ -170,14 +181,21 @@ def format_summary(raw: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-def summary_message_text(summary: str, transcript_path: str) -> str:
-    return (
+CONTINUE_INSTRUCTION = (
+    "Please continue the conversation from where we left it off without asking the user any further questions. "
+    "Continue with the last task that you were asked to work on."
+)
+
+
+def summary_message_text(summary: str, transcript_path: str, continuation: bool = False) -> str:
+    text = (
         "This session is being continued from a previous conversation that ran out of context. "
         "The summary below covers the earlier portion of the conversation.\n\n"
         f"{summary}\n\n"
         "If you need specific details from before compaction (like exact code snippets, error messages, or content "
         f"you generated), read the full transcript at: {transcript_path}"
     )
+    return f"{text}\n{CONTINUE_INSTRUCTION}" if continuation else text
 
 
 def _numbered(text: str) -> str:
@@ -258,7 +276,10 @@ async def summarize(client: Any, model: str, entries: list[dict[str, Any]], *, t
 
 async def compact_conversation(client: Any, model: str, entries: list[dict[str, Any]], *, transcript_path: str,
                                read_file_state: Any = None, tools: list[dict[str, Any]] | None = None,
-                               trigger: str = "auto", custom_instructions: str | None = None) -> CompactResult:
+                               trigger: str = "auto", custom_instructions: str | None = None,
+                               continuation: bool = False) -> CompactResult:
+    """Summarise ``entries``. ``continuation``: compaction in the middle of a turn, so the summary tells the
+    model to carry on with the task (the request after it has no new user input)."""
     if not [m for m in entries if m.get("type") in ("user", "assistant")]:
         raise CompactError("Not enough messages to compact.")
     pre_tokens = estimate_tokens(entries)
@@ -266,7 +287,7 @@ async def compact_conversation(client: Any, model: str, entries: list[dict[str, 
     last_uuid = next((m.get("uuid") for m in reversed(entries) if m.get("uuid") and not m.get("isEphemeral")), None)
     boundary = system_entry("compact_boundary", "Conversation compacted", parentUuid=None, logicalParentUuid=last_uuid,
                             level="info", compactMetadata={"trigger": trigger, "preTokens": pre_tokens})
-    summary_entry = user_entry(summary_message_text(summary, transcript_path), isCompactSummary=True,
+    summary_entry = user_entry(summary_message_text(summary, transcript_path, continuation), isCompactSummary=True,
                                isVisibleInTranscriptOnly=True)
     attachments = file_attachments(read_file_state)
     return CompactResult(boundary=boundary, summary=summary_entry, attachments=attachments, pre_tokens=pre_tokens,

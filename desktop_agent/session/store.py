@@ -305,6 +305,35 @@ def _first_prompt(entries: list[dict[str, Any]]) -> str:
     return ""
 
 
+_INFO_CACHE: dict[str, tuple[tuple[int, int], tuple[str, int]]] = {}
+_QUICK_SCAN_BYTES = 256 * 1024
+
+
+def _summary(p: Path, st: os.stat_result) -> tuple[str, int]:
+    """(first prompt, message count) of one transcript; cached by (mtime, size)."""
+    key = (st.st_mtime_ns, st.st_size)
+    cached = _INFO_CACHE.get(str(p))
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    if st.st_size <= _QUICK_SCAN_BYTES:
+        entries = read_transcript(p)
+        result = (_first_prompt(entries), count_transcript_messages(entries))
+    else:
+        # Large file: the first prompt from the head; messages counted by a byte scan of our own compact lines.
+        with open(p, "rb") as fh:
+            head = fh.read(_QUICK_SCAN_BYTES)
+            fh.seek(0)
+            count = 0
+            for line in fh:
+                if (b'"role":"user"' in line or b'"role":"assistant"' in line or b'"role":"system"' in line) \
+                        and b'"isMeta":true' not in line:
+                    count += 1
+        cut = head.rfind(b"\n")
+        result = (_first_prompt(_parse_lines(head[:cut] if cut > 0 else head, p)), count)
+    _INFO_CACHE[str(p)] = (key, result)
+    return result
+
+
 def list_sessions(cwd: str) -> list[SessionInfo]:
     """The sessions of a working directory, newest first (for the UI's list and ``--continue``)."""
     folder = project_dir(cwd)
@@ -316,11 +345,11 @@ def list_sessions(cwd: str) -> list[SessionInfo]:
     for p in files:
         try:
             st = p.stat()
+            first, count = _summary(p, st)
         except OSError:
             continue
-        entries = read_transcript(p) if st.st_size <= MAX_RAW_READ_BYTES else []
-        out.append(SessionInfo(session_id=p.stem, path=str(p), first_prompt=_first_prompt(entries), mtime=st.st_mtime,
-                               message_count=count_transcript_messages(entries), cwd=os.path.abspath(cwd)))
+        out.append(SessionInfo(session_id=p.stem, path=str(p), first_prompt=first, mtime=st.st_mtime,
+                               message_count=count, cwd=os.path.abspath(cwd)))
     out.sort(key=lambda s: s.mtime, reverse=True)
     return out
 

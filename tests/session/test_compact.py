@@ -145,3 +145,70 @@ def test_compact_with_nothing_fails_cleanly(workdir):
     with pytest.raises(c.CompactError):
         asyncio.run(s.compact())
     s.close()
+
+
+def test_interrupt_during_auto_compaction(workdir, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "34000")
+    client = ScriptedModelClient([reply(text("y" * 6000)), reply(text("<summary>S</summary>"), delay=0.5)])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
+    asyncio.run(s.run("first"))
+    before = _lines_bytes(s.transcript_path)
+
+    async def go():
+        task = asyncio.ensure_future(s.run("second"))
+        await asyncio.sleep(0.1)
+        s.interrupt()
+        return await asyncio.wait_for(task, 5)
+
+    events = asyncio.run(go())
+    assert events[-1].reason == "aborted_streaming"
+    assert _lines_bytes(s.transcript_path) == before  # nothing half-written
+    assert s.compact_state.consecutive_failures == 0
+    s.close()
+
+
+def test_compact_before_request_for_the_loop(workdir, monkeypatch):
+    """The mid-turn hook: over the threshold → boundary + continuation summary (+ attachments) to append."""
+    client = ScriptedModelClient([reply(text("<summary>Working on app.ts</summary>"))])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
+    msgs = [user_entry("do it"), assistant_entry([{"type": "text", "text": "z" * 8000}])]
+    assert asyncio.run(s.compact_before_request(msgs)) is None  # under the threshold: nothing
+    monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "34000")
+    new = asyncio.run(s.compact_before_request(msgs))
+    assert new[0]["subtype"] == "compact_boundary" and new[1]["isCompactSummary"]
+    assert new[1]["message"]["content"].endswith(c.CONTINUE_INSTRUCTION)
+    on_disk = [json.loads(x) for x in open(s.transcript_path).read().splitlines()]
+    assert [e.get("subtype") or e["type"] for e in on_disk[-2:]] == ["compact_boundary", "user"]
+    s.close()
+
+
+def test_auto_compaction_in_the_middle_of_a_turn(workdir, monkeypatch):
+    """A tool round pushes the conversation over the threshold: the next request of the same turn is preceded
+    by a summary request and starts from the summary (with the continue instruction and the file attachments)."""
+    from desktop_agent.model.scripted import tool_use
+
+    monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "34000")  # threshold 1000 tokens
+    big = workdir / "big.txt"
+    big.write_text("line of text\n" * 600)  # ~2000 tokens once read
+    client = ScriptedModelClient([
+        reply(tool_use("Read", {"file_path": str(big)}, id="toolu_read_1")),
+        reply(text("<summary>Read big.txt; next: report its size.</summary>")),  # mid-turn summary
+        reply(text("It has 600 lines.")),
+    ])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
+    events = asyncio.run(s.run("how long is big.txt?"))
+    assert events[-1].reason == "completed" and events[-1].result_text == "It has 600 lines."
+    assert [type(e).__name__ for e in events].count("Compacted") == 1
+    summary_req, post = client.requests[1], client.requests[2]
+    assert summary_req.system[0]["text"] == c.SUMMARY_SYSTEM_PROMPT
+    assert [m["role"] for m in post.messages] == ["user"]
+    body = json.dumps(post.messages)
+    assert c.CONTINUE_INSTRUCTION in body and "This file was read before the conversation was summarized" in body
+    assert "toolu_read_1" not in body
+    s.close()
+    lines = [json.loads(x) for x in open(s.transcript_path).read().splitlines()]
+    kinds = [x.get("subtype") or x["type"] for x in lines if x["type"] in ("user", "assistant", "system")]
+    assert kinds == ["user", "assistant", "user", "compact_boundary", "user", "assistant"]
+    # resumed later: the chain starts at the boundary and ends with the reply
+    resumed = load_conversation_for_resume(read_transcript(s.transcript_path))
+    assert resumed.messages[0]["subtype"] == "compact_boundary" and resumed.messages[-1]["type"] == "assistant"

@@ -257,3 +257,63 @@ def test_resumed_session_remembers_full_reads(workdir):
     assert app.read_text() == "export const value = 2"
     assert results["toolu_e2"].get("is_error") and "modified since read" in results["toolu_e2"]["content"]
     assert other.read_text() == "export const other = 9"
+
+
+def test_prompt_hooks_block_or_add_context(workdir):
+    """UserPromptSubmit can block a prompt (no model call, nothing recorded) or add context; SessionStart runs once."""
+    from desktop_agent.permissions.hooks import HookRunner
+
+    calls: list[str] = []
+
+    async def on_start(payload, tool_use_id):
+        calls.append(f"start:{payload['source']}")
+        return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "branch is main"}}
+
+    async def on_prompt(payload, tool_use_id):
+        calls.append(f"prompt:{payload['prompt']}")
+        if "secret" in payload["prompt"]:
+            return {"decision": "block", "reason": "no secrets"}
+        return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "be brief"}}
+
+    runner = HookRunner()
+    runner.register_callback("SessionStart", None, on_start)
+    runner.register_callback("UserPromptSubmit", None, on_prompt)
+    client = ScriptedModelClient([reply(text("ok")), reply(text("ok2"))])
+    s = AgentSession.create(str(workdir), client=client, hooks=runner)
+    events = asyncio.run(s.run("tell me the secret"))
+    assert events[-1].reason == "prompt_blocked" and "no secrets" in events[-1].error
+    assert client.requests == []
+    assert not [e for e in _lines(s.transcript_path) if e["type"] == "user"]
+    asyncio.run(s.run("hello"))
+    asyncio.run(s.run("again"))
+    assert calls == ["start:startup", "prompt:tell me the secret", "prompt:hello", "prompt:again"]
+    body = json.dumps(client.requests[0].messages)
+    assert "branch is main" in body and "be brief" in body
+    s.close()
+
+
+def test_broken_stream_transcript_resumes_valid(workdir, monkeypatch):
+    """A stream that breaks after a completed tool_use (fallback off) ends model_error; the transcript keeps the
+    user message and every result, and the resumed conversation's next request pairs every tool_use."""
+    monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK", "1")
+    app = workdir / "app.ts"
+    client = ScriptedModelClient([
+        reply(tool_use("Read", {"file_path": str(app)}, id="toolu_r1"),
+              tool_use("Read", {"file_path": str(app), "offset": 1}, id="toolu_r2"), break_after=8),
+    ])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
+    events = asyncio.run(s.run("read twice"))
+    assert events[-1].reason == "model_error"
+    s.close()
+    lines = _lines(s.transcript_path)
+    assert any(e["type"] == "user" and e["message"]["content"] == "read twice" for e in lines)
+    client2 = ScriptedModelClient([reply(text("recovered"))])
+    r = AgentSession.create(str(workdir), client=client2, permission_mode="bypassPermissions", resume=s.session_id)
+    asyncio.run(r.run("go on"))
+    r.close()
+    api = client2.requests[0].messages
+    roles = [m["role"] for m in api]
+    assert roles[0] == "user" and roles[-1] == "user" and all(a != b for a, b in zip(roles, roles[1:]))
+    uses = [b["id"] for m in api for b in m["content"] if b.get("type") == "tool_use"]
+    results = [b["tool_use_id"] for m in api for b in m["content"] if b.get("type") == "tool_result"]
+    assert sorted(uses) == sorted(results)

@@ -175,3 +175,72 @@ def test_api_key_lookup_order(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     os.chmod(path, 0o644)  # readable by others: refused
     assert config.find_api_key() == (None, "none")
+
+
+def test_large_transcript_is_read_from_the_last_boundary(workdir):
+    from desktop_agent.core.messages import system_entry
+    from desktop_agent.session.resume import load_conversation_for_resume
+
+    store = TranscriptStore.create(str(workdir))
+    store.record_permission_state({"mode": "acceptEdits"})
+    big = "x" * 100_000
+    for _ in range(60):  # ~6 MB of pre-compaction history
+        store.record(user_entry(big))
+        store.record(assistant_entry([{"type": "text", "text": "ok"}]))
+    boundary = system_entry("compact_boundary", "Conversation compacted")
+    summary = user_entry("summary", isCompactSummary=True)
+    tail = assistant_entry([{"type": "text", "text": "after"}])
+    store.record_all([boundary, summary, tail])
+    store.close()
+    assert store.path.stat().st_size > 5 * 1024 * 1024
+    entries = read_transcript(store.path)
+    assert [e["type"] for e in entries] == ["permission-state", "system", "user", "assistant"]
+    resumed = load_conversation_for_resume(entries)
+    assert [m["uuid"] for m in resumed.messages] == [boundary["uuid"], summary["uuid"], tail["uuid"]]
+    assert resumed.permission_state["mode"] == "acceptEdits"
+    assert len(read_transcript(store.path, full=True)) == 2 + 1 + 120 + 3
+
+
+def test_list_sessions_large_file_quick_scan(workdir):
+    store = TranscriptStore.create(str(workdir))
+    store.record(user_entry("the first prompt"))
+    for _ in range(40):
+        store.record(assistant_entry([{"type": "text", "text": "x" * 10_000}]))
+        store.record(user_entry([tool_result_block("t", "r")]))
+    store.record(user_entry("meta", isMeta=True))
+    store.close()
+    assert store.path.stat().st_size > 256 * 1024
+    info = list_sessions(str(workdir))[0]
+    assert info.first_prompt == "the first prompt"
+    assert info.message_count == count_transcript_messages(read_transcript(store.path)) == 81
+    assert list_sessions(str(workdir))[0] == info  # cached
+
+
+def test_api_key_from_keyring_before_file(monkeypatch):
+    import sys
+    import types
+
+    class Backend:  # a working backend
+        pass
+
+    store: dict = {}
+    fake = types.ModuleType("keyring")
+    fake.get_keyring = lambda: Backend()
+    fake.get_password = lambda service, user: store.get((service, user))
+    fake.set_password = lambda service, user, value: store.__setitem__((service, user), value)
+    backends = types.ModuleType("keyring.backends")
+    failmod = types.ModuleType("keyring.backends.fail")
+
+    class FailKeyring:
+        pass
+
+    failmod.Keyring = FailKeyring
+    backends.fail = failmod
+    monkeypatch.setitem(sys.modules, "keyring", fake)
+    monkeypatch.setitem(sys.modules, "keyring.backends", backends)
+    monkeypatch.setitem(sys.modules, "keyring.backends.fail", failmod)
+    assert config.store_api_key("sk-ring") == "keyring"
+    assert config.find_api_key() == ("sk-ring", "keyring")
+    assert not config.credentials_path().exists()
+    fake.get_keyring = lambda: FailKeyring()  # the fail backend is treated as "no keyring"
+    assert config.find_api_key() == (None, "none")
