@@ -91,11 +91,26 @@ def tool_input_schema(model: type[BaseModel]) -> dict[str, Any]:
         }
 
     out = walk(schema)
+    # Optional fields (``X | None = None``) are advertised as the reference agent's ``field?: X``:
+    # no ``null`` branch, no ``default: null`` (the model simply omits them).
+    for name, prop in list(out.get("properties", {}).items()):
+        out["properties"][name] = _drop_null_branch(prop)
     out.setdefault("type", "object")
     out.setdefault("properties", {})
     out["additionalProperties"] = False
     out["$schema"] = "http://json-schema.org/draft-07/schema#"
     return out
+
+
+def _drop_null_branch(prop: dict[str, Any]) -> dict[str, Any]:
+    branches = prop.get("anyOf")
+    if not isinstance(branches, list):
+        return prop
+    non_null = [b for b in branches if b != {"type": "null"}]
+    if len(non_null) != 1 or len(non_null) == len(branches):
+        return prop
+    merged = {k: v for k, v in prop.items() if k != "anyOf" and not (k == "default" and v is None)}
+    return {**non_null[0], **merged}
 
 
 class Tool:
