@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.permissions.paths import check_read_permission_for_tool
+from desktop_agent.permissions.paths import check_read_permission_for_tool, is_path_denied, read_deny_globs
 from desktop_agent.permissions.types import PermissionDecision
 from desktop_agent.tools.base import ToolInput, ToolResult, ValidationResult, Tool
 from desktop_agent.tools.ripgrep import NewestFirst, RipgrepError, run_rg, split_rel, vcs_exclude_args
@@ -244,6 +244,9 @@ class GrepTool(Tool):
         if input.type:
             args += ["--type", input.type]
         args += _glob_args(input.glob)
+        # Read deny rules: rg never opens a denied file (later globs take precedence over the user's).
+        for deny in read_deny_globs(self._search_path(input, ctx), ctx):
+            args += ["--glob", deny]
         args += ["--regexp", input.pattern]
         target = split_rel(self._search_path(input, ctx), ctx.cwd)
         if target:
@@ -295,6 +298,8 @@ class GrepTool(Tool):
             data = {"mode": "count", "numFiles": files, "filenames": [], "content": "\n".join(page),
                     "numMatches": total}
         else:
+            # Belt and braces for deny rules the globs could not express.
+            lines = [p for p in lines if not is_path_denied(os.path.join(cwd, p), "read", ctx)]
             page, applied_limit = apply_head_limit(lines, input.head_limit, offset)
             data = {"mode": "files_with_matches", "numFiles": len(page), "filenames": page}
         if applied_limit is not None:

@@ -432,3 +432,28 @@ def test_output_cap_stops_the_search(ws):
     result = run(main())
     assert result.truncated and result.stdout.endswith("hit\n")
     assert 10_000 <= result.output_bytes and len(result.stdout) <= result.output_bytes
+
+
+def test_read_deny_rule_hides_file_contents_from_grep(tmp_path):
+    """A Read deny rule (`Read(./secrets/**)`, `Read(.env)`) also keeps Grep out of those files."""
+    from desktop_agent.core.context import ToolUseContext
+    from desktop_agent.core.execution import run_tool_use
+    from desktop_agent.permissions.context import PermissionContext
+    from desktop_agent.tools.grep import GrepTool
+
+    ws = tmp_path / "ws"
+    (ws / "secrets").mkdir(parents=True)
+    (ws / "secrets" / "key.txt").write_text("TOKEN=abc\n")
+    (ws / ".env").write_text("TOKEN=def\n")
+    (ws / "app.py").write_text("TOKEN = read_env()\n")
+    pc = PermissionContext.load(str(ws), cli_disallowed=["Read(./secrets/**)", "Read(.env)"])
+    ctx = ToolUseContext(cwd=str(ws), tools=[GrepTool()], permission_context=pc)
+
+    async def go(inp):
+        return (await run_tool_use({"type": "tool_use", "id": "g", "name": "Grep", "input": inp}, ctx)).block
+
+    import asyncio
+
+    assert asyncio.run(go({"pattern": "TOKEN"}))["content"] == "Found 1 file\napp.py"
+    content = asyncio.run(go({"pattern": "TOKEN", "output_mode": "content"}))["content"]
+    assert content == "app.py:1:TOKEN = read_env()"
