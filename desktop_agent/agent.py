@@ -787,7 +787,13 @@ class AgentSession:
             self.store.close()
 
     async def aclose(self) -> None:
-        """``close()`` plus the model client's connections."""
+        """``close()`` plus background shells and the model client's connections."""
+        try:
+            from desktop_agent.tools.bash import kill_background_shells
+
+            await kill_background_shells(self.ctx)
+        except Exception:  # pragma: no cover - best effort at shutdown
+            pass
         self.close()
         closer = getattr(self.client, "aclose", None)
         if closer is not None:
