@@ -34,11 +34,11 @@ from desktop_agent.session.resume import history_for_display, load_conversation_
 from desktop_agent.session.store import (
     SessionInfo, TranscriptStore, find_session, latest_session, read_transcript,
 )
+from desktop_agent.model.client import DEFAULT_MODEL  # re-exported for the CLI
 from desktop_agent.session.store import list_sessions as _list_sessions
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
 INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
 INTERRUPTED = "[Request interrupted by user]"
 

@@ -29,9 +29,10 @@ from typing import Any, AsyncIterator
 
 import anthropic
 
-from desktop_agent.model.client import ModelError, ModelRequest, RetryCallback, StreamBroken
+from desktop_agent.model.client import (  # noqa: F401 - DEFAULT_MODEL re-exported
+    DEFAULT_MODEL, ModelError, ModelRequest, RetryCallback, StreamBroken,
+)
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
 DEFAULT_IDLE_TIMEOUT_S = 90.0
 DEFAULT_MAX_RETRIES = 8
 RAW_EVENT_TYPES = frozenset({

@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Protocol
 
+# The model used when neither the settings, ANTHROPIC_MODEL nor --model names one.
+DEFAULT_MODEL = "claude-sonnet-4-6"
+
 
 @dataclass
 class ModelRequest:
