@@ -28,6 +28,7 @@ from desktop_agent.tools.edit import (
     NOT_READ_MESSAGE,
     UNEXPECTEDLY_MODIFIED_MESSAGE,
     directory_message,
+    forget_stale_view,
     is_full_read,
     is_stale,
     prepare_write,
@@ -91,10 +92,11 @@ class WriteTool(Tool):
         # Replacing a whole file needs a view of the whole file: a range read does not count (B.1).
         if entry is None or not is_full_read(entry):
             return ValidationResult.fail(NOT_READ_MESSAGE, 2)
-        if head.mtime > entry.timestamp:
-            snap = await asyncio.to_thread(take_snapshot, abs_path)
-            if is_stale(entry, snap):
-                return ValidationResult.fail(MODIFIED_SINCE_READ_MESSAGE, 3)
+        # The content decides for a whole-file view, even when the mtime did not move (see ``is_stale``).
+        snap = await asyncio.to_thread(take_snapshot, abs_path) if head.size > 256 * 1024 else take_snapshot(abs_path)
+        if is_stale(entry, snap):
+            forget_stale_view(entry)
+            return ValidationResult.fail(MODIFIED_SINCE_READ_MESSAGE, 3)
         return ValidationResult.ok()
 
     async def check_permissions(self, input: WriteInput, ctx: ToolUseContext) -> PermissionDecision:
@@ -112,7 +114,12 @@ class WriteTool(Tool):
         abs_path = ctx.expand(input.file_path)
         await prepare_write(abs_path, ctx)
         entry = ctx.read_file_state.get(abs_path)
-        outcome = await asyncio.to_thread(write_critical_section, abs_path, input.content, entry)
+        try:
+            outcome = await asyncio.to_thread(write_critical_section, abs_path, input.content, entry)
+        except ToolError as exc:
+            if exc.message == UNEXPECTEDLY_MODIFIED_MESSAGE:
+                forget_stale_view(entry)
+            raise
         ctx.read_file_state.set(abs_path, written_state(outcome.content, outcome.mtime))
         return ToolResult({
             "type": "update" if outcome.existed else "create",
