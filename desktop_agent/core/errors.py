@@ -15,6 +15,12 @@ REJECT_MESSAGE = (
     "to proceed."
 )
 INTERRUPTED_MESSAGE = "Interrupted by user"
+# A started tool that was still running a grace period after the user's Stop (our wording: it may have had
+# effects, so it must not claim nothing happened).
+STOPPED_AFTER_GRACE_MESSAGE = (
+    "<tool_use_error>Interrupted by user: the tool was still running {grace:g}s after the interrupt and was "
+    "stopped. It may have made partial changes; check the current state before retrying.</tool_use_error>"
+)
 STREAMING_FALLBACK_MESSAGE = "<tool_use_error>Error: Streaming fallback - tool execution discarded</tool_use_error>"
 USER_DENIED_MESSAGE = "User denied via UI"
 

@@ -6,7 +6,8 @@ every other call is a batch of its own, run in order. Context modifiers of a con
 applied after it in the original call order; a serial call's right after it. Every tool_use gets
 exactly one result, also on abort (a call not started gets REJECT_MESSAGE; a started call with
 ``interrupt_behavior() == "cancel"`` is cancelled; a ``block`` call finishes and reports its real
-result — the model is never told a write did not happen when it did).
+result — the model is never told a write did not happen when it did — unless it is still running a
+grace period after the Stop, when it is cancelled and the model is told it may have had effects).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.errors import REJECT_MESSAGE
+from desktop_agent.core.errors import REJECT_MESSAGE, STOPPED_AFTER_GRACE_MESSAGE
 from desktop_agent.core.events import ToolCallFinished, ToolCallProgress, ToolCallStarted
 from desktop_agent.core.execution import ToolUseOutcome, lookup_tool, run_tool_use
 from desktop_agent.core.messages import tool_result_block
@@ -89,6 +90,46 @@ def started_event(block: dict[str, Any], ctx: ToolUseContext) -> ToolCallStarted
                            summary=summary)
 
 
+def abort_grace_s() -> float:
+    """How long a started ``block`` tool may keep running after the user's Stop before it is cancelled."""
+    try:
+        return max(0.0, float(os.environ.get("DESKTOP_AGENT_ABORT_GRACE_S") or 3.0))
+    except ValueError:
+        return 3.0
+
+
+def stopped_outcome(block: dict[str, Any], grace: float) -> ToolUseOutcome:
+    """A started tool that ignored the abort past the grace period. It may have had effects, so the model is
+    told exactly that (never "was NOT written")."""
+    return rejected_outcome(block, STOPPED_AFTER_GRACE_MESSAGE.format(grace=grace))
+
+
+async def await_block_tool(task: asyncio.Future[ToolUseOutcome], abort: Any, block: dict[str, Any]) -> ToolUseOutcome:
+    """Await a started ``block`` tool: it finishes and reports its real result, even after an abort — but a
+    tool still running ``abort_grace_s()`` after the user's Stop is cancelled (a hung tool must not keep the
+    turn alive). New user input (abort reason ``interrupt``) does not stop a ``block`` tool."""
+    abort_wait = asyncio.ensure_future(abort.wait())
+    try:
+        done, _ = await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        abort_wait.cancel()
+    if task in done or getattr(abort, "reason", None) == "interrupt":
+        return await task
+    grace = abort_grace_s()
+    try:
+        return await asyncio.wait_for(asyncio.shield(task), grace)
+    except asyncio.TimeoutError:
+        task.cancel()
+        try:
+            await task
+        except BaseException:
+            pass
+        return stopped_outcome(block, grace)
+
+
 async def run_one(block: dict[str, Any], ctx: ToolUseContext) -> ToolUseOutcome:
     """One call with the abort rules: not started after an abort; cancel-able tools cancelled."""
     if ctx.abort.aborted:
@@ -102,7 +143,7 @@ async def run_one(block: dict[str, Any], ctx: ToolUseContext) -> ToolUseOutcome:
             behavior = "block"
     task = asyncio.ensure_future(run_tool_use(block, ctx))
     if behavior != "cancel":
-        return await task
+        return await await_block_tool(task, ctx.abort, block)
     abort_wait = asyncio.ensure_future(ctx.abort.wait())
     try:
         done, _ = await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)

@@ -37,7 +37,7 @@ from desktop_agent.core.errors import REJECT_MESSAGE, STREAMING_FALLBACK_MESSAGE
 from desktop_agent.core.events import ToolCallProgress
 from desktop_agent.core.execution import ToolUseOutcome, lookup_tool, run_tool_use
 from desktop_agent.core.messages import tool_result_block
-from desktop_agent.core.orchestration import started_event
+from desktop_agent.core.orchestration import await_block_tool, started_event
 
 Status = Literal["queued", "executing", "completed", "yielded"]
 AbortReason = Literal["streaming_fallback", "sibling_error", "user_interrupted", "closed"]
@@ -223,7 +223,8 @@ class StreamingToolExecutor:
                     except BaseException:
                         pass
             if not cancelled:
-                outcome = await task
+                outcome = await await_block_tool(task, self.sibling_abort, tracked.block) \
+                    if tracked.behavior != "cancel" else await task
         except asyncio.CancelledError:
             task.cancel()
             raise
