@@ -383,7 +383,32 @@ def _nested_parts(parts: list[SimpleCommand], depth: int = 0) -> list[SimpleComm
             inner_parts = inner.commands if inner.ok else _fallback_parts(script)
             out.extend(inner_parts)
             out.extend(_nested_parts(inner_parts, depth + 1))
+        if argv and argv[0] == "find":
+            # find -exec/-execdir/-ok/-okdir CMD ... ; runs CMD: match deny rules against it too.
+            i = 1
+            while i < len(argv):
+                if argv[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+                    j = i + 1
+                    while j < len(argv) and argv[j] not in (";", "+", "\\;"):
+                        j += 1
+                    inner_argv = argv[i + 1:j]
+                    if inner_argv:
+                        sub = SimpleCommand(inner_argv, list(inner_argv), [], [], [False] * len(inner_argv),
+                                            " ".join(inner_argv))
+                        out.append(sub)
+                        out.extend(_nested_parts([sub], depth + 1))
+                    i = j
+                i += 1
     return out
+
+
+def _dynamic_command_name(part: SimpleCommand) -> bool:
+    """True when the command name itself is built at run time (``$a x``, ``$(echo rm) x``, ``rm${IFS}x``):
+    no deny rule can be checked against it."""
+    _argv, raw = strip_for_deny(part.argv, part.raw)
+    if not raw:
+        return False
+    return any(ch in raw[0] for ch in "$`") or raw[0].startswith(("<(", ">("))
 
 
 def _match_rules(rules: Any, forms: list[str]) -> Any | None:
@@ -701,6 +726,18 @@ def _decide(command: str, input: dict[str, Any], ctx: ToolUseContext, pc: Any) -
                 return PermissionDecision(behavior="ask", message=REQUIRES_APPROVAL,
                                           decision_reason=DecisionReason(type="rule", rule=rule.rule),
                                           suggestions=_suggest(parts if parsed.ok else [], command))
+    # 2b. with deny/ask rules in force, a command whose name is built at run time cannot be checked against
+    # them: ask, as a safety check that neither bypass mode nor a broader allow rule can skip.
+    if deny_rules or ask_rules:
+        for part in [*parts, *nested]:
+            if _dynamic_command_name(part):
+                return PermissionDecision(
+                    behavior="ask", message=REQUIRES_APPROVAL,
+                    decision_reason=DecisionReason(
+                        type="safetyCheck",
+                        reason=f"the command name in `{part.text}` is built at run time, so the deny and ask "
+                               f"rules cannot be checked against it"),
+                    suggestions=[])
     if not parsed.ok:
         exact = _match_rules([r for r in pc.content_rules("allow", "Bash") if "*" not in (r.content or "")],
                              [command])

@@ -1,10 +1,9 @@
 """Hostile spellings of a denied command: with ``deny: Bash(rm:*)`` and ``allow: Bash`` every way of running
 ``rm`` must be denied (or at least not allowed), in ``default`` and in ``bypassPermissions`` mode.
 
-The spellings the engine catches are pinned as regressions; the ones it lets through today are strict
-``xfail``s naming the bug (found by this suite; the fix belongs in ``permissions/bash_commands.py``):
-a command name built at run time (``rm${IFS}x``, ``$(echo rm)``, ``$a``) cannot be matched against a deny
-rule, and ``find -exec rm`` runs ``rm`` as an argument. Prints the decision for each spelling.
+All spellings are pinned as regressions. ``BYPASS`` were found by this suite and fixed: a command name built
+at run time (``rm${IFS}x``, ``$(echo rm)``, ``$a``) cannot be matched against a deny rule, so it asks as a
+safety check; ``find -exec rm`` runs ``rm`` as an argument, so the deny rules see it. Prints each decision.
 """
 
 from __future__ import annotations
@@ -28,8 +27,6 @@ CAUGHT = ["rm x", "\\rm x", "'rm' x", '"rm" x', 'r""m x', "ls; rm x", "ls && rm 
           "if true; then rm x; fi", "eval rm x", "exec rm x", "sudo rm x", "nohup rm x &", "builtin rm x",
           "time rm x", "true\nrm x"]
 BYPASS = ["find . -exec rm {} +", "rm${IFS}x", "$(echo rm) x", "a=rm; $a x"]
-BUG = ("BUG (permissions/bash_commands.py): a deny rule is bypassed when the command name is built at run time "
-       "or run by find -exec, and the whole-tool allow rule then allows it")
 
 
 def _decide(mode: str, command: str, ws: str):
@@ -49,7 +46,6 @@ def test_denied_spellings_stay_denied(tmp_path, mode, command):
     assert d.behavior == "deny"
 
 
-@pytest.mark.xfail(strict=True, reason=BUG)
 @pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
 @pytest.mark.parametrize("command", BYPASS)
 def test_dynamic_or_nested_rm_is_not_allowed(tmp_path, mode, command):
