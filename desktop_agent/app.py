@@ -1,6 +1,10 @@
-"""Composition root: settings → model → tools → permissions → session, for the window and the CLI.
+"""Composition root for the window: ``run_desktop(args)`` starts the PySide6 app.
 
-FOUNDATION: launching the desktop window is added by the desktop issue.
+The engine's own composition (settings → model → tools → permissions → session) lives in
+``desktop_agent.agent.AgentSession.create``; the window calls it per folder. This module must not
+import Qt (the layering test imports every non-UI module without PySide6), so the Qt start-up —
+QApplication first, then the qasync loop, theme and window — is in ``desktop_agent.ui.main``.
+``args``: ``[FOLDER] [--demo] [--resume SESSION_ID] [--theme system|light|dark]``.
 """
 
 from __future__ import annotations

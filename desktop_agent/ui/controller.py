@@ -17,8 +17,26 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication, QWidget
 
-from desktop_agent.core import events as ev
-from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the engine's pydantic types load on first use, after the window has painted
+    from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+
+
+class _LazyEvents:
+    def __getattr__(self, name: str) -> Any:
+        from desktop_agent.core import events
+
+        return getattr(events, name)
+
+
+ev: Any = _LazyEvents()
+
+
+def _reply(**kw: Any) -> Any:
+    from desktop_agent.permissions.types import PermissionReply
+
+    return PermissionReply(**kw)
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +46,36 @@ USER_DENIED = "User denied via UI"
 IDLE, THINKING, STREAMING, TOOL, WAITING, RETRYING, ERROR, STOPPING = (
     "idle", "thinking", "streaming", "tool", "waiting", "retrying", "error", "stopping",
 )
+
+
+async def _in_thread(fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` on a plain daemon thread and await its result (qasync's QThread executor is avoided:
+    a result delivered through it crashed the Qt loop now and then)."""
+    import threading
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+
+    def deliver(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def work() -> None:
+        try:
+            value, ok = fn(), True
+        except BaseException as exc:  # delivered to the awaiting coroutine
+            value, ok = exc, False
+        try:
+            loop.call_soon_threadsafe(deliver, ok, value)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+    threading.Thread(target=work, name="session-build", daemon=True).start()
+    return await future
 
 
 class AgentController(QObject):
@@ -68,12 +116,11 @@ class AgentController(QObject):
         self._saw_text = False
         self._running_tools: set[str] = set()
         self._last_error: str = ""
+        self._force_handle: asyncio.TimerHandle | None = None
 
     # ----- session ---------------------------------------------------------------------------
     async def open_session(self, cwd: str, **kwargs: Any) -> Any:
         """Create an ``AgentSession`` on ``cwd`` with this controller as its prompter."""
-        import functools
-
         # Built on a worker thread: the first session imports the API client (~1 s) and reads files;
         # the window keeps painting meanwhile. create() touches no Qt object.
         def build() -> Any:
@@ -81,8 +128,7 @@ class AgentController(QObject):
 
             return AgentSession.create(cwd, prompter=self, **kwargs)
 
-        loop = asyncio.get_running_loop()
-        created = await loop.run_in_executor(None, functools.partial(build))
+        created = await _in_thread(build)
         if inspect.isawaitable(created):
             created = await created
         self.set_session(created, cwd)
@@ -137,6 +183,9 @@ class AgentController(QObject):
             self.error.emit(ev.ErrorEvent(message=f"{type(exc).__name__}: {exc}", kind="internal"))
             self._set_status(ERROR, str(exc))
         finally:
+            if self._force_handle is not None:  # no timer may outlive the turn
+                self._force_handle.cancel()
+                self._force_handle = None
             self._close_dialogs(deny=True)
             if not finished:
                 self.turn_finished.emit(ev.TurnFinished(reason="completed"))
@@ -162,7 +211,9 @@ class AgentController(QObject):
             if task is not None and not task.done():
                 task.cancel()
 
-        asyncio.get_event_loop().call_later(3.0, _force)
+        if self._force_handle is not None:
+            self._force_handle.cancel()
+        self._force_handle = asyncio.get_event_loop().call_later(3.0, _force)
 
     # ----- events ----------------------------------------------------------------------------
     def handle_event(self, event: Any) -> None:
@@ -267,7 +318,7 @@ class AgentController(QObject):
     def _close_dialogs(self, deny: bool) -> None:
         for future in list(self._pending.values()):
             if not future.done():
-                future.set_result(PermissionReply(behavior="deny", message=USER_DENIED, interrupt=True))
+                future.set_result(_reply(behavior="deny", message=USER_DENIED, interrupt=True))
         if self.current_dialog is not None:
             self.current_dialog.close_silently()
             self.current_dialog = None

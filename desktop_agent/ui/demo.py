@@ -150,7 +150,9 @@ def start_tour_window(show: bool = True) -> Any:
             win.prompt.moveCursor(win.prompt.textCursor().MoveOperation.End)
 
     def opened(_f: str) -> None:
-        win.model_label.setText(win.tr("Model: scripted (offline tour)"))
+        from PySide6.QtCore import QCoreApplication
+
+        win.model_label.setText(QCoreApplication.translate("MainWindow", "Model: scripted (offline tour)"))
         prefill()
 
     win.folder_opened.connect(opened)

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QUrl, Signal
-from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout, QWidget
 
 from desktop_agent.ui import highlight
@@ -281,4 +280,4 @@ class DiffPanel(QWidget):
         return self.view.toPlainText()
 
 
-__all__ = ["DiffPanel", "Change", "PENDING", "APPLIED", "REJECTED", "FAILED", "QPalette"]
+__all__ = ["DiffPanel", "Change", "PENDING", "APPLIED", "REJECTED", "FAILED"]

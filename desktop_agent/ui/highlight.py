@@ -13,45 +13,136 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 from pygments import lex
-from pygments.formatters.html import HtmlFormatter  # noqa: F401  (explicit import for frozen builds)
+from PySide6.QtCore import QCoreApplication
 from pygments.lexer import Lexer
-from pygments.lexers.c_cpp import CLexer, CppLexer
-from pygments.lexers.configs import IniLexer, TOMLLexer
-from pygments.lexers.data import JsonLexer, YamlLexer
-from pygments.lexers.diff import DiffLexer
-from pygments.lexers.go import GoLexer
-from pygments.lexers.html import HtmlLexer, XmlLexer
-from pygments.lexers.javascript import JavascriptLexer, TypeScriptLexer
-from pygments.lexers.jvm import JavaLexer, KotlinLexer
-from pygments.lexers.markup import MarkdownLexer
-from pygments.lexers.css import CssLexer
-from pygments.lexers.python import PythonLexer
-from pygments.lexers.rust import RustLexer
-from pygments.lexers.shell import BashLexer
-from pygments.lexers.special import TextLexer
-from pygments.lexers.sql import SqlLexer
 from pygments.style import Style
 from pygments.styles.default import DefaultStyle
 from pygments.styles.gh_dark import GhDarkStyle
 from pygments.token import Token
 
+
+# Lexers load on first use (importing all of them costs ~0.2 s at start-up). Each loader is a plain
+# ``from pygments.lexers.X import Y`` statement, so PyInstaller and Nuitka still see every module.
+def _python() -> type[Lexer]:
+    from pygments.lexers.python import PythonLexer
+    return PythonLexer
+
+
+def _typescript() -> type[Lexer]:
+    from pygments.lexers.javascript import TypeScriptLexer
+    return TypeScriptLexer
+
+
+def _javascript() -> type[Lexer]:
+    from pygments.lexers.javascript import JavascriptLexer
+    return JavascriptLexer
+
+
+def _json() -> type[Lexer]:
+    from pygments.lexers.data import JsonLexer
+    return JsonLexer
+
+
+def _yaml() -> type[Lexer]:
+    from pygments.lexers.data import YamlLexer
+    return YamlLexer
+
+
+def _toml() -> type[Lexer]:
+    from pygments.lexers.configs import TOMLLexer
+    return TOMLLexer
+
+
+def _ini() -> type[Lexer]:
+    from pygments.lexers.configs import IniLexer
+    return IniLexer
+
+
+def _markdown() -> type[Lexer]:
+    from pygments.lexers.markup import MarkdownLexer
+    return MarkdownLexer
+
+
+def _bash() -> type[Lexer]:
+    from pygments.lexers.shell import BashLexer
+    return BashLexer
+
+
+def _c() -> type[Lexer]:
+    from pygments.lexers.c_cpp import CLexer
+    return CLexer
+
+
+def _cpp() -> type[Lexer]:
+    from pygments.lexers.c_cpp import CppLexer
+    return CppLexer
+
+
+def _go() -> type[Lexer]:
+    from pygments.lexers.go import GoLexer
+    return GoLexer
+
+
+def _rust() -> type[Lexer]:
+    from pygments.lexers.rust import RustLexer
+    return RustLexer
+
+
+def _java() -> type[Lexer]:
+    from pygments.lexers.jvm import JavaLexer
+    return JavaLexer
+
+
+def _kotlin() -> type[Lexer]:
+    from pygments.lexers.jvm import KotlinLexer
+    return KotlinLexer
+
+
+def _html() -> type[Lexer]:
+    from pygments.lexers.html import HtmlLexer
+    return HtmlLexer
+
+
+def _xml() -> type[Lexer]:
+    from pygments.lexers.html import XmlLexer
+    return XmlLexer
+
+
+def _css() -> type[Lexer]:
+    from pygments.lexers.css import CssLexer
+    return CssLexer
+
+
+def _sql() -> type[Lexer]:
+    from pygments.lexers.sql import SqlLexer
+    return SqlLexer
+
+
+def _diff() -> type[Lexer]:
+    from pygments.lexers.diff import DiffLexer
+    return DiffLexer
+
+
+def _text() -> type[Lexer]:
+    from pygments.lexers.special import TextLexer
+    return TextLexer
+
+
 MONO_FALLBACK = "DejaVu Sans Mono"
 
-_BY_EXT: dict[str, type[Lexer]] = {
-    "py": PythonLexer, "pyi": PythonLexer, "ts": TypeScriptLexer, "tsx": TypeScriptLexer, "js": JavascriptLexer,
-    "jsx": JavascriptLexer, "mjs": JavascriptLexer, "cjs": JavascriptLexer, "json": JsonLexer, "yml": YamlLexer,
-    "yaml": YamlLexer, "toml": TOMLLexer, "ini": IniLexer, "cfg": IniLexer, "md": MarkdownLexer, "sh": BashLexer,
-    "bash": BashLexer, "zsh": BashLexer, "c": CLexer, "h": CLexer, "cc": CppLexer, "cpp": CppLexer, "hpp": CppLexer,
-    "go": GoLexer, "rs": RustLexer, "java": JavaLexer, "kt": KotlinLexer, "html": HtmlLexer, "htm": HtmlLexer,
-    "xml": XmlLexer, "css": CssLexer, "sql": SqlLexer, "diff": DiffLexer, "patch": DiffLexer,
+_BY_EXT: dict[str, Any] = {
+    "py": _python, "pyi": _python, "ts": _typescript, "tsx": _typescript, "js": _javascript, "jsx": _javascript,
+    "mjs": _javascript, "cjs": _javascript, "json": _json, "yml": _yaml, "yaml": _yaml, "toml": _toml, "ini": _ini,
+    "cfg": _ini, "md": _markdown, "sh": _bash, "bash": _bash, "zsh": _bash, "c": _c, "h": _c, "cc": _cpp,
+    "cpp": _cpp, "hpp": _cpp, "go": _go, "rs": _rust, "java": _java, "kt": _kotlin, "html": _html, "htm": _html,
+    "xml": _xml, "css": _css, "sql": _sql, "diff": _diff, "patch": _diff,
 }
-_BY_LANG: dict[str, type[Lexer]] = {
-    "python": PythonLexer, "py": PythonLexer, "typescript": TypeScriptLexer, "ts": TypeScriptLexer,
-    "javascript": JavascriptLexer, "js": JavascriptLexer, "json": JsonLexer, "yaml": YamlLexer, "toml": TOMLLexer,
-    "bash": BashLexer, "sh": BashLexer, "shell": BashLexer, "console": BashLexer, "c": CLexer, "cpp": CppLexer,
-    "go": GoLexer, "rust": RustLexer, "java": JavaLexer, "kotlin": KotlinLexer, "html": HtmlLexer, "xml": XmlLexer,
-    "css": CssLexer, "sql": SqlLexer, "diff": DiffLexer, "markdown": MarkdownLexer, "md": MarkdownLexer,
-    "ini": IniLexer,
+_BY_LANG: dict[str, Any] = {
+    "python": _python, "py": _python, "typescript": _typescript, "ts": _typescript, "javascript": _javascript,
+    "js": _javascript, "json": _json, "yaml": _yaml, "toml": _toml, "bash": _bash, "sh": _bash, "shell": _bash,
+    "console": _bash, "c": _c, "cpp": _cpp, "go": _go, "rust": _rust, "java": _java, "kotlin": _kotlin,
+    "html": _html, "xml": _xml, "css": _css, "sql": _sql, "diff": _diff, "markdown": _markdown, "md": _markdown,
+    "ini": _ini,
 }
 
 
@@ -94,16 +185,16 @@ def colors(dark: bool) -> DiffColors:
 
 def lexer_for_filename(path: str | None) -> Lexer:
     ext = (path or "").rsplit("/", 1)[-1].rsplit(".", 1)[-1].lower() if path and "." in path else ""
-    return _cached_lexer(_BY_EXT.get(ext, TextLexer))
+    return _cached_lexer(_BY_EXT.get(ext, _text))
 
 
 def lexer_for_language(lang: str | None) -> Lexer:
-    return _cached_lexer(_BY_LANG.get((lang or "").strip().lower(), TextLexer))
+    return _cached_lexer(_BY_LANG.get((lang or "").strip().lower(), _text))
 
 
 @lru_cache(maxsize=None)
-def _cached_lexer(cls: type[Lexer]) -> Lexer:
-    return cls(stripnl=False, ensurenl=False)
+def _cached_lexer(loader: Any) -> Lexer:
+    return loader()(stripnl=False, ensurenl=False)
 
 
 def _style(dark: bool) -> type[Style]:
@@ -252,7 +343,8 @@ def diff_table_html(hunks: list[dict[str, Any]], file_path: str | None, dark: bo
                 new_no += 1
     if shown >= max_lines:
         rows.append(f'<tr><td></td><td></td><td style="color:{c.muted}; padding:4px 8px">'
-                    f"… diff truncated for display ({shown} lines shown)</td></tr>")
+                    f"{html.escape(QCoreApplication.translate('Highlight', '… diff truncated for display ({0} lines shown)').format(shown))}"
+                    "</td></tr>")
     return (
         f'<table width="100%" cellspacing="0" cellpadding="0" style="font-family:\'{font_family}\'; '
         f'color:{c.text}; border-collapse:collapse">' + "".join(rows) + "</table>"

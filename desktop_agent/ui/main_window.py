@@ -13,8 +13,8 @@ import logging
 import os
 from typing import Any, Callable
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QColor, QFontMetrics, QKeySequence, QPalette
+from PySide6.QtCore import QT_TRANSLATE_NOOP, QByteArray, QCoreApplication, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QFontMetrics, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QApplication, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
     QMainWindow, QMessageBox, QPlainTextEdit, QSizePolicy, QSplitter, QStatusBar, QSystemTrayIcon, QToolBar,
@@ -29,10 +29,18 @@ from desktop_agent.ui.highlight import colors
 
 log = logging.getLogger(__name__)
 
+# Labels are marked for lupdate with QT_TRANSLATE_NOOP and translated where shown (mode_label()).
 MODES: list[tuple[str, str]] = [
-    ("default", "Default"), ("acceptEdits", "Accept edits"), ("plan", "Plan"),
-    ("bypassPermissions", "Bypass"), ("dontAsk", "Don't ask"),
+    ("default", QT_TRANSLATE_NOOP("Modes", "Default")),
+    ("acceptEdits", QT_TRANSLATE_NOOP("Modes", "Accept edits")),
+    ("plan", QT_TRANSLATE_NOOP("Modes", "Plan")),
+    ("bypassPermissions", QT_TRANSLATE_NOOP("Modes", "Bypass")),
+    ("dontAsk", QT_TRANSLATE_NOOP("Modes", "Don't ask")),
 ]
+
+
+def mode_label(label: str) -> str:
+    return QCoreApplication.translate("Modes", label)
 ORG, APP = "desktop-agent", "Desktop Agent"
 
 
@@ -125,6 +133,7 @@ class MainWindow(QMainWindow):
     """The product window. ``client_factory`` (tour, tests) builds the model client for a session."""
 
     folder_opened = Signal(str)
+    history_shown = Signal(str)  # a resumed transcript is on screen (the session may still be loading)
 
     def __init__(self, *, controller: AgentController | None = None, client_factory: Callable[[], Any] | None = None,
                  demo: bool = False, settings: QSettings | None = None, session_kwargs: dict[str, Any] | None = None):
@@ -167,17 +176,17 @@ class MainWindow(QMainWindow):
         self.toolbar.setMovable(False)
         self.toolbar.setIconSize(QSize(16, 16))
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
-        mode_label = QLabel(self.tr("Mode"))
-        mode_label.setObjectName("muted")
-        mode_label.setContentsMargins(8, 0, 4, 0)
-        self.toolbar.addWidget(mode_label)
+        mode_caption = QLabel(self.tr("Mode"))
+        mode_caption.setObjectName("muted")
+        mode_caption.setContentsMargins(8, 0, 4, 0)
+        self.toolbar.addWidget(mode_caption)
         self.mode_combo = QComboBox()
         self.mode_combo.setObjectName("modeCombo")
         self.mode_combo.setAccessibleName(self.tr("Permission mode"))
         self.mode_combo.setToolTip(self.tr("Permission mode (Ctrl+Shift+M cycles)"))
         for mode, label in MODES:
-            self.mode_combo.addItem(self.tr(label), mode)
-        mode_label.setBuddy(self.mode_combo)
+            self.mode_combo.addItem(mode_label(label), mode)
+        mode_caption.setBuddy(self.mode_combo)
         self.toolbar.addWidget(self.mode_combo)
         self.model_label = QLabel()
         self.model_label.setObjectName("muted")
@@ -326,7 +335,7 @@ class MainWindow(QMainWindow):
         mode_menu = session_menu.addMenu(self.tr("Permission &Mode"))
         self.mode_group = QActionGroup(self)
         for i, (mode, label) in enumerate(MODES):
-            act = QAction(self.tr(label), self, checkable=True)
+            act = QAction(mode_label(label), self, checkable=True)
             act.setData(mode)
             act.triggered.connect(lambda _=False, i=i: self.mode_combo.setCurrentIndex(i))
             self.mode_group.addAction(act)
@@ -395,7 +404,7 @@ class MainWindow(QMainWindow):
         split = self.qsettings.value("window/splitter")
         if isinstance(split, (QByteArray, bytes)) and split:
             self.splitter.restoreState(split)
-        self._refresh_recent()
+        self.recent_menu.aboutToShow.connect(self._refresh_recent)  # read lazily: keeps start-up light
 
     def save_state(self) -> None:
         self.qsettings.setValue("window/geometry", self.saveGeometry())
@@ -435,7 +444,8 @@ class MainWindow(QMainWindow):
         for f in folders:
             act = self.recent_menu.addAction(_home(f))
             act.triggered.connect(lambda _=False, f=f: self.open_folder_soon(f))
-        self.recent_menu.setEnabled(bool(folders))
+        if not folders:
+            self.recent_menu.addAction(self.tr("(no recent folders)")).setEnabled(False)
 
     def closeEvent(self, event) -> None:  # noqa: N802
         self.save_state()
@@ -482,6 +492,9 @@ class MainWindow(QMainWindow):
             if entries is not None:
                 self.replay_history(entries=entries)
                 replayed = True
+                self.history_shown.emit(folder)
+                if self.isVisible():
+                    await asyncio.sleep(0.03)  # let it paint before the session build competes for the GIL
         self.status.showMessage(self.tr("Opening {0}…").format(_home(folder)))
         try:
             session = await self.controller.open_session(folder, **kwargs)
@@ -575,6 +588,10 @@ class MainWindow(QMainWindow):
             infos = []
         import time as _time
 
+        if not infos:
+            hint = QListWidgetItem(self.tr("No earlier sessions\nin this folder"))
+            hint.setFlags(Qt.ItemFlag.NoItemFlags)
+            self.sessions.addItem(hint)
         for info in sorted(infos, key=lambda i: -i.mtime):
             when = _time.strftime("%d %b %H:%M", _time.localtime(info.mtime))
             title = (info.first_prompt or self.tr("(empty)")).strip().splitlines()[0] if info.first_prompt else \
@@ -606,6 +623,9 @@ class MainWindow(QMainWindow):
         if not text:
             return
         if self.controller.session is None:
+            if self.open_task is not None and not self.open_task.done():
+                self.status.showMessage(self.tr("Still opening the folder — one moment…"), 3000)
+                return
             self.conversation.add_banner("error", self.tr("Open a folder first (File ▸ Open Folder…, Ctrl+O)."))
             return
         if self.controller.busy:

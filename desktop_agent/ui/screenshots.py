@@ -43,34 +43,50 @@ async def _settle(ms: int = 150) -> None:
 
 
 def _composite(win, dialog):
-    from PySide6.QtCore import QRect
-    from PySide6.QtGui import QColor, QPainter, QPen
+    """The window, dimmed, with the dialog centred on it under a simple title bar (no window manager
+    offscreen, so the dialog's title — e.g. "Allow Edit: app.ts?" — is drawn here)."""
+    from PySide6.QtCore import QRect, Qt
+    from PySide6.QtGui import QColor, QFont, QPainter, QPen
 
+    from desktop_agent.ui.conversation_view import is_dark
+
+    dark = is_dark()
     base = win.grab().toImage()
     p = QPainter(base)
-    p.fillRect(base.rect(), QColor(0, 0, 0, 70))
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    p.fillRect(base.rect(), QColor(0, 0, 0, 90 if dark else 70))
     shot = dialog.grab()
+    bar = 30
     x = (base.width() - shot.width()) // 2
-    y = max(24, (base.height() - shot.height()) // 2)
-    for i in range(12, 0, -2):  # soft shadow
-        p.fillRect(QRect(x - i + 4, y - i + 8, shot.width() + 2 * i - 8, shot.height() + 2 * i - 8),
-                   QColor(0, 0, 0, 10))
+    y = max(bar + 16, (base.height() - shot.height() + bar) // 2)
+    for i in range(14, 0, -2):  # soft shadow
+        p.fillRect(QRect(x - i + 6, y - bar - i + 10, shot.width() + 2 * i - 12, shot.height() + bar + 2 * i - 12),
+                   QColor(0, 0, 0, 9))
+    p.fillRect(QRect(x, y - bar, shot.width(), bar), QColor("#2d333b" if dark else "#e6e9ed"))
+    font = QFont(dialog.font())
+    font.setWeight(QFont.Weight.DemiBold)
+    p.setFont(font)
+    p.setPen(QColor("#e6edf3" if dark else "#1f2328"))
+    p.drawText(QRect(x, y - bar, shot.width(), bar), Qt.AlignmentFlag.AlignCenter, dialog.windowTitle())
     p.drawPixmap(x, y, shot)
-    p.setPen(QPen(QColor(0, 0, 0, 90), 1))
-    p.drawRect(x - 1, y - 1, shot.width() + 1, shot.height() + 1)
+    p.setPen(QPen(QColor(0, 0, 0, 110), 1))
+    p.setBrush(Qt.BrushStyle.NoBrush)
+    p.drawRect(x - 1, y - bar - 1, shot.width() + 1, shot.height() + bar + 1)
     p.end()
     return base
 
 
 def _populate_streaming(win, folder: str) -> None:
     """A turn in flight, fed through the controller as the engine would (deterministic for the picture)."""
+    from PySide6.QtCore import QCoreApplication
+
     from desktop_agent.core import events as ev
 
     c = win.controller
     win.folder = folder
     win.conversation.cwd = folder
     win.diff_panel.cwd = folder
-    win.model_label.setText(win.tr("Model: {0}").format("claude-sonnet-4-5"))
+    win.model_label.setText(QCoreApplication.translate("MainWindow", "Model: {0}").format("claude-sonnet-4-5"))
     c.turn_index = 1
     c.user_prompt.emit("Why does `npm test` fail on the date parser? Fix it.")
     c.handle_event(ev.RequestStarted(turn=1, model="claude-sonnet-4-5"))
@@ -170,15 +186,20 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
             {"allow": dlg.allow_button, "deny": dlg.deny_button}[decisions.pop(0) if decisions else "allow"].click()
         await asyncio.sleep(0.02)
     tour.prompt.clear()
+    tour.diff_panel.view.verticalScrollBar().setValue(0)  # newest turn at the top
     await _settle(400)
     save(tour.grab().toImage(), "04-changes")
-
-    # 5. settings (first run)
-    dlg = tour.show_settings(first_run=True)
-    await _settle(200)
-    save(_composite(tour, dlg), "05-settings")
-    dlg.close()
     tour.close()
+
+    # 5. settings (first run, over the empty window as on a first launch)
+    first = MainWindow()
+    first.resize(W, H)
+    first.show()
+    dlg = first.show_settings(first_run=True)
+    await _settle(200)
+    save(_composite(first, dlg), "05-settings")
+    dlg.close()
+    first.close()
     _ = tour_client
     return saved
 
@@ -189,12 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     themes = argv[1:] or ["light", "dark"]
     os.makedirs(outdir, exist_ok=True)
     _isolate_home()
-    import qasync
-
-    from desktop_agent.ui.main import make_app
+    from desktop_agent.ui.main import make_app, make_loop
 
     app = make_app()
-    loop = qasync.QEventLoop(app)
+    loop = make_loop(app)
     asyncio.set_event_loop(loop)
     saved: list[str] = []
     with loop:

@@ -70,10 +70,10 @@ class SettingsDialog(QDialog):
         self.model_combo.setAccessibleName(self.tr("Model"))
         form.addRow(self.tr("&Model"), self.model_combo)
         self.mode_combo = QComboBox()
-        from desktop_agent.ui.main_window import MODES
+        from desktop_agent.ui.main_window import MODES, mode_label
 
         for mode, label in MODES:
-            self.mode_combo.addItem(self.tr(label), mode)
+            self.mode_combo.addItem(mode_label(label), mode)
         idx = self.mode_combo.findData(self.settings.default_permission_mode)
         self.mode_combo.setCurrentIndex(max(0, idx))
         form.addRow(self.tr("Default &permissions"), self.mode_combo)

@@ -12,7 +12,7 @@ import json
 import time
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QPoint, QSettings, Qt
 
 from desktop_agent.model.anthropic_client import AnthropicClient
 from desktop_agent.ui.main_window import MainWindow
@@ -123,6 +123,11 @@ def test_allow_writes_file_and_shows_hunk(qtbot, qloop, fake, make_window, workd
     assert win.conversation.cards["toolu_read"].state == "done"
     assert win.conversation.cards["toolu_edit"].state == "done"
     assert win.controller.tokens > 0
+    # clicking the Edit card selects its change in the panel; selecting the change selects the card
+    win.diff_panel.selected_id = None
+    qtbot.mouseClick(win.conversation.cards["toolu_edit"], Qt.MouseButton.LeftButton, pos=QPoint(120, 12))
+    assert win.diff_panel.selected_id == win.diff_panel.changes[0].id
+    assert win.conversation.selected is win.conversation.cards["toolu_edit"]
     fake.assert_done()
 
 
