@@ -78,7 +78,10 @@ INPUT_FORMATS = ("text", "stream-json")
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 USAGE = f"""Usage: {PROG} [FOLDER]            open the desktop window
+       {PROG} --demo               open the offline tour (no API key needed)
        {PROG} -p [options] PROMPT  run one prompt headless
+
+Options (window): --demo, --resume SESSION_ID, --theme system|light|dark
 
 Options (headless):
   -p, --print                       print the response and exit
@@ -868,9 +871,9 @@ def main(argv: list[str] | None = None) -> int:
     if opts.help:
         sys.stdout.write(USAGE)
         return 0
-    for flag in opts.unknown:
-        eprint(f"warning: unknown option '{flag}' ignored")
     if opts.headless:
+        for flag in opts.unknown:
+            eprint(f"warning: unknown option '{flag}' ignored")
         code = run_headless(opts)
         _freeze_heap()  # skip the exit-time collection over every object (about 1 s with the SDK loaded)
         return code
