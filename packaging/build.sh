@@ -22,6 +22,24 @@ PYINSTALLER_SPEC="pyinstaller>=6.10,<7"
 start=$(date +%s)
 log() { printf 'build.sh [%3ss] %s\n' "$(( $(date +%s) - start ))" "$*"; }
 
+# Build tools PyInstaller needs on Linux: objdump/strip (binutils) and the shared libpython
+# (Debian's python3 binary is static; the .so comes from libpython3.X). Installed when root + apt.
+PYSO="$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("INSTSONAME") or "")')"
+PYLIBDIR="$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')"
+need_apt=""
+command -v objdump >/dev/null || need_apt="$need_apt binutils"
+if [ -n "$PYSO" ] && [ ! -e "$PYLIBDIR/$PYSO" ] && ! ldconfig -p 2>/dev/null | grep -q "$PYSO"; then
+  need_apt="$need_apt lib$("$PY" -c 'import sys; print(f"python{sys.version_info[0]}.{sys.version_info[1]}")')"
+fi
+if [ -n "$need_apt" ]; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    log "installing build tools:$need_apt"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need_apt >/dev/null
+  else
+    echo "build.sh: please install:$need_apt" >&2; exit 1
+  fi
+fi
+
 mkdir -p "$OUT"
 VENV="$OUT/venv"
 if [ "${KEEP_VENV:-1}" = 0 ]; then rm -rf "$VENV"; fi
@@ -75,15 +93,17 @@ run_app() { HOME="$SMOKE_HOME" XDG_CONFIG_HOME="$SMOKE_HOME/.config" XDG_DATA_HO
 got="$(run_app --version)"
 [ "$got" = "$VERSION (Desktop Agent)" ] || { echo "build.sh: --version printed '$got'" >&2; exit 1; }
 log "  --version: $got"
-# The window: open it offscreen on an empty folder with the dark theme (palette, style sheet and
-# icon all come from the bundled resources), paint once, exit 0. ui/main.py supports this through
-# DESKTOP_AGENT_EXIT_AFTER_PAINT; a --smoke-test flag, when the app grows one, is preferred.
-mkdir -p "$SMOKE_HOME/project"
+# The window: open it offscreen on an empty folder with the dark theme from settings.json (palette,
+# style sheet and icon all come from the bundled resources), paint once, exit 0. ui/main.py
+# supports this through DESKTOP_AGENT_EXIT_AFTER_PAINT; a --smoke-test flag, if the app grows one,
+# is used instead.
+mkdir -p "$SMOKE_HOME/project" "$SMOKE_HOME/.config/desktop-agent"
+echo '{"theme": "dark"}' > "$SMOKE_HOME/.config/desktop-agent/settings.json"
 if grep -rqs -- '"--smoke-test"' "$VENV"/lib/python3*/site-packages/desktop_agent/; then
   run_app --smoke-test >/dev/null || { echo "build.sh: --smoke-test failed" >&2; exit 1; }
   log "  --smoke-test: window opened offscreen and exited 0"
 else
-  painted="$(DESKTOP_AGENT_EXIT_AFTER_PAINT=1 run_app --theme dark "$SMOKE_HOME/project" 2>"$SMOKE_HOME/stderr")" \
+  painted="$(DESKTOP_AGENT_EXIT_AFTER_PAINT=1 run_app "$SMOKE_HOME/project" 2>"$SMOKE_HOME/stderr")" \
     || { cat "$SMOKE_HOME/stderr" >&2; echo "build.sh: the window did not start offscreen" >&2; exit 1; }
   case "$painted" in *first_paint_s=*) ;; *) echo "build.sh: the window never painted: $painted" >&2; exit 1 ;; esac
   # "Exits cleanly" includes no Python traceback on the way (Qt overrides swallow them otherwise).

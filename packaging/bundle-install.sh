@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install (or --uninstall) the Desktop Agent bundle for the current user, from the unpacked tarball:
-#   app          -> ${XDG_DATA_HOME:-~/.local/share}/desktop-agent/app/
+#   app          -> ~/.local/lib/desktop-agent/ (kept apart from the data in ~/.local/share/desktop-agent)
 #   command      -> ~/.local/bin/desktop-agent (symlink)
 #   menu entry   -> ${XDG_DATA_HOME:-~/.local/share}/applications/io.github.desktop_agent.DesktopAgent.desktop
 #   icons        -> ${XDG_DATA_HOME:-~/.local/share}/icons/hicolor/<size>/apps/desktop-agent.{png,svg}
@@ -11,7 +11,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 DATA="${XDG_DATA_HOME:-$HOME/.local/share}"
 BIN="$HOME/.local/bin"
-APP_DIR="$DATA/desktop-agent/app"
+APP_DIR="$HOME/.local/lib/desktop-agent"
 DESKTOP="$DATA/applications/io.github.desktop_agent.DesktopAgent.desktop"
 METAINFO="$DATA/metainfo/io.github.desktop_agent.DesktopAgent.metainfo.xml"
 

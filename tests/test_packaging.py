@@ -1,11 +1,15 @@
 """Packaging: the shipped resources are complete and valid, and they load from an installed wheel.
 
-Fast checks run on the source tree (icons, themes, desktop entry, metainfo, translations). The wheel
-checks build the wheel from a clean copy of the project, install it into a fresh venv and run the
-installed ``desktop-agent`` from a neutral directory, so the resources must come from site-packages,
-never from the checkout. The fresh venv gets the already-installed dependencies through a ``.pth``
-line pointing at this interpreter's site-packages (appended *after* its own site-packages, whose
-copy of ``desktop_agent`` therefore wins): offline, about 15 s, and robust on a fresh CI machine.
+Fast checks run on the source tree: icons, themes, desktop entry, AppStream metainfo, and the
+translation (complete, compiled, and covering every tr() string of desktop_agent/ui today).
+
+The wheel checks build the wheel from a clean copy of the project (``pip wheel``; offline with
+``--no-build-isolation`` when this venv has setuptools>=68 and wheel, otherwise pip fetches them),
+install it with ``--no-deps`` into a fresh venv, and run the installed ``desktop-agent`` from a
+neutral directory, so the resources must come from site-packages, never from the checkout. The fresh
+venv sees the already-installed dependencies through a ``.pth`` line pointing at this interpreter's
+site-packages; that path comes *after* its own site-packages, so its copy of ``desktop_agent`` wins.
+No dependency download, about 25 s in all.
 """
 
 from __future__ import annotations
@@ -212,33 +216,66 @@ def _ts_messages() -> list[tuple[str, str, ET.Element]]:
             for ctx in root.iter("context") for msg in ctx.iter("message")]
 
 
+def _texts(translation: ET.Element | None) -> list[str]:
+    """The translated text, or each plural form of a ``numerus`` message (Chinese has one)."""
+    if translation is None:
+        return [""]
+    forms = translation.findall("numerusform")
+    return [f.text or "" for f in forms] if forms else [translation.text or ""]
+
+
 def test_every_ui_string_is_translated():
     messages = _ts_messages()
     assert messages, "the .ts holds no strings: run packaging/update_translations.sh"
     untranslated = [(ctx, src) for ctx, src, tr in messages
-                    if tr is None or tr.get("type") in ("unfinished", "vanished", "obsolete") or not (tr.text or "").strip()]
+                    if tr is None or tr.get("type") in ("unfinished", "vanished", "obsolete")
+                    or not all(text.strip() for text in _texts(tr))]
     assert untranslated == [], "translate these in resources/translations/desktop_agent_zh_CN.ts, then run " \
                                "packaging/update_translations.sh"
     # Placeholders survive translation ({0}, {0:.2f}, {name}, %1, %n), and so do mnemonics (&F).
     holder = re.compile(r"\{[^{}]*\}|%\d|%n")
     for ctx, src, tr in messages:
-        assert sorted(holder.findall(tr.text or "")) == sorted(holder.findall(src)), (ctx, src, tr.text)
-        if re.search(r"&\w", src.replace("&amp;", "")):
-            assert re.search(r"&\w", tr.text), (ctx, src, tr.text)
+        for text in _texts(tr):
+            assert sorted(holder.findall(text)) == sorted(holder.findall(src)), (ctx, src, text)
+            if re.search(r"&\w", src):
+                assert re.search(r"&\w", text), (ctx, src, text)
+
+
+def test_translation_covers_the_current_ui_sources(tmp_path):
+    """Re-extract the tr() strings of desktop_agent/ui into a scratch copy of the .ts: any string
+    that comes out untranslated is new in the UI and missing from the committed translation."""
+    lupdate = Path(sys.executable).parent / "pyside6-lupdate"
+    if not lupdate.exists():
+        lupdate = shutil.which("pyside6-lupdate")
+        if lupdate is None:
+            pytest.skip("pyside6-lupdate is not installed")
+    sources = sorted(str(p) for p in (ROOT / "desktop_agent" / "ui").rglob("*.py"))
+    scratch = tmp_path / TS_FILE.name
+    shutil.copy2(TS_FILE, scratch)
+    out = subprocess.run([str(lupdate), "-silent", "-no-obsolete", "-locations", "none", *sources, "-ts", str(scratch)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    root = ET.parse(scratch).getroot()
+    new = [f"{ctx.findtext('name')}: {msg.findtext('source')}" for ctx in root.iter("context")
+           for msg in ctx.iter("message") if msg.find("translation").get("type") == "unfinished"]
+    assert new == [], "UI strings without a Chinese translation; run packaging/update_translations.sh and " \
+                      "translate them in resources/translations/desktop_agent_zh_CN.ts"
 
 
 def test_compiled_translation_is_current_and_loads(qapp):
     from PySide6.QtCore import QCoreApplication, QTranslator
 
-    assert QM_FILE.stat().st_mtime >= TS_FILE.stat().st_mtime - 2, \
-        "desktop_agent_zh_CN.qm is older than the .ts: run packaging/update_translations.sh"
     translator = QTranslator()
     assert translator.load(str(res.translation_path("zh_CN")))
     assert translator.language() == "zh_CN"
     QCoreApplication.installTranslator(translator)
     try:
-        for ctx, src, tr in _ts_messages():
-            assert QCoreApplication.translate(ctx, src) == tr.text, (ctx, src)
+        # Every translation in the .ts is in the .qm: a stale .qm (the .ts edited, lrelease not
+        # run) fails here. Fix: bash packaging/update_translations.sh
+        stale = [(ctx, src) for ctx, src, tr in _ts_messages()
+                 if QCoreApplication.translate(ctx, src, None, 3) != _texts(tr)[0].replace("%n", "3")
+                 and QCoreApplication.translate(ctx, src) != _texts(tr)[0]]
+        assert stale == [], "the .qm is older than the .ts: run packaging/update_translations.sh"
     finally:
         QCoreApplication.removeTranslator(translator)
 
@@ -386,8 +423,8 @@ def test_installed_package_loads_resources_from_site_packages(installed_venv, tm
 
 
 def test_installed_window_starts_offscreen(installed_venv, tmp_path):
-    """The installed app opens its window offscreen (dark theme: palette, style sheet and icon all
-    from site-packages), paints once and exits 0. Uses ``--smoke-test`` when the app has the flag,
+    """The installed app opens its window offscreen (dark theme and Chinese UI from settings.json:
+    palette, style sheet, icon and translation all from site-packages), paints once and exits 0. Uses ``--smoke-test`` when the app has the flag,
     otherwise ui/main.py's ``DESKTOP_AGENT_EXIT_AFTER_PAINT``."""
     pkg = next(installed_venv.glob("lib/python*/site-packages/desktop_agent"))
     exe = str(installed_venv / "bin" / "desktop-agent")
@@ -400,9 +437,11 @@ def test_installed_window_starts_offscreen(installed_venv, tmp_path):
         return
     if not any("DESKTOP_AGENT_EXIT_AFTER_PAINT" in text for text in sources):
         pytest.skip("the app has neither --smoke-test nor DESKTOP_AGENT_EXIT_AFTER_PAINT")
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "desktop-agent"  # the test's isolated home (conftest)
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "settings.json").write_text('{"theme": "dark", "ui_language": "zh_CN"}')
     env = {**_clean_env(installed_venv), "DESKTOP_AGENT_EXIT_AFTER_PAINT": "1"}
-    out = subprocess.run([exe, "--theme", "dark", str(project)], capture_output=True, text=True, timeout=120,
-                         cwd=tmp_path, env=env)
+    out = subprocess.run([exe, str(project)], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "first_paint_s=" in out.stdout, out.stdout + out.stderr
     # Exiting cleanly includes no Python traceback on the way (Qt virtual overrides swallow them).

@@ -27,6 +27,46 @@
 <context>
     <name>ConversationView</name>
     <message>
+        <source>error</source>
+        <translation>错误</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n line(s)</source>
+        <translation>
+            <numerusform>%n 行</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n file(s)</source>
+        <translation>
+            <numerusform>%n 个文件</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n match(es)</source>
+        <translation>
+            <numerusform>%n 处匹配</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>no matches</source>
+        <translation>无匹配</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n result(s)</source>
+        <translation>
+            <numerusform>%n 个结果</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>no output</source>
+        <translation>无输出</translation>
+    </message>
+    <message>
+        <source>done</source>
+        <translation>完成</translation>
+    </message>
+    <message>
         <source>Conversation</source>
         <translation>对话</translation>
     </message>
@@ -49,6 +89,22 @@
     <message>
         <source>A hook stopped this turn.</source>
         <translation>一个钩子停止了本轮。</translation>
+    </message>
+    <message>
+        <source>{0} earlier items are not shown.</source>
+        <translation>还有 {0} 条更早的内容未显示。</translation>
+    </message>
+    <message>
+        <source>Show more</source>
+        <translation>显示更多</translation>
+    </message>
+    <message>
+        <source>Interrupted by you.</source>
+        <translation>已由您中断。</translation>
+    </message>
+    <message>
+        <source>no result</source>
+        <translation>无结果</translation>
     </message>
 </context>
 <context>
@@ -225,8 +281,16 @@
         <translation>关于 Desktop Agent(&amp;A)</translation>
     </message>
     <message>
+        <source>(no recent folders)</source>
+        <translation>（没有最近的文件夹）</translation>
+    </message>
+    <message>
         <source>Open Folder</source>
         <translation>打开文件夹</translation>
+    </message>
+    <message>
+        <source>Opening {0}…</source>
+        <translation>正在打开 {0}…</translation>
     </message>
     <message>
         <source>Model: {0}</source>
@@ -269,12 +333,22 @@
         <translation>不信任并打开(&amp;W)</translation>
     </message>
     <message>
+        <source>No earlier sessions
+in this folder</source>
+        <translation>此文件夹中
+没有更早的会话</translation>
+    </message>
+    <message>
         <source>(empty)</source>
         <translation>（空）</translation>
     </message>
     <message>
         <source>(no messages yet)</source>
         <translation>（暂无消息）</translation>
+    </message>
+    <message>
+        <source>Still opening the folder — one moment…</source>
+        <translation>仍在打开文件夹——请稍候…</translation>
     </message>
     <message>
         <source>Open a folder first (File ▸ Open Folder…, Ctrl+O).</source>
@@ -396,12 +470,39 @@
         <source>&lt;b&gt;Desktop Agent&lt;/b&gt; {0}&lt;br/&gt;A desktop coding agent: review every diff, allow or deny every write.</source>
         <translation>&lt;b&gt;Desktop Agent&lt;/b&gt; {0}&lt;br/&gt;桌面编程代理：审阅每一处差异，允许或拒绝每一次写入。</translation>
     </message>
+    <message>
+        <source>Model: scripted (offline tour)</source>
+        <translation>模型：脚本模型（离线导览）</translation>
+    </message>
 </context>
 <context>
     <name>MarkdownBlock</name>
     <message>
         <source>Agent message</source>
         <translation>代理消息</translation>
+    </message>
+</context>
+<context>
+    <name>Modes</name>
+    <message>
+        <source>Default</source>
+        <translation>默认</translation>
+    </message>
+    <message>
+        <source>Accept edits</source>
+        <translation>接受编辑</translation>
+    </message>
+    <message>
+        <source>Plan</source>
+        <translation>计划</translation>
+    </message>
+    <message>
+        <source>Bypass</source>
+        <translation>绕过</translation>
+    </message>
+    <message>
+        <source>Don&apos;t ask</source>
+        <translation>不询问</translation>
     </message>
 </context>
 <context>
@@ -651,17 +752,6 @@
     <message>
         <source>Details</source>
         <translation>详情</translation>
-    </message>
-</context>
-<context>
-    <name>win</name>
-    <message>
-        <source>Model: scripted (offline tour)</source>
-        <translation>模型：脚本模型（离线导览）</translation>
-    </message>
-    <message>
-        <source>Model: {0}</source>
-        <translation>模型：{0}</translation>
     </message>
 </context>
 </TS>
