@@ -17,7 +17,7 @@ from typing import Any
 
 _T0 = time.perf_counter()
 
-from PySide6.QtCore import QEvent, QLocale, QObject, QTimer, QTranslator  # noqa: E402
+from PySide6.QtCore import QEvent, QLibraryInfo, QLocale, QObject, QTimer, QTranslator  # noqa: E402
 from PySide6.QtGui import QPalette  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
@@ -101,6 +101,11 @@ def install_translator(app: QApplication, language: str | None = None) -> QTrans
     tr = QTranslator(app)
     if tr.load(str(path)):
         app.installTranslator(tr)
+        # Qt's own strings (standard buttons such as Save / Cancel) come from qtbase_<lang>.qm.
+        qt_tr = QTranslator(app)
+        qt_dir = QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)
+        if qt_tr.load(QLocale(lang), "qtbase", "_", qt_dir):
+            app.installTranslator(qt_tr)
         return tr
     return None
 
