@@ -241,7 +241,8 @@ class UserBlock(QLabel):
         c = highlight.colors(dark)
         muted = c.muted
         body = html.escape(self.prompt).replace("\n", "<br/>")
-        self.setText(f'<span style="color:{muted}; font-size:small; font-weight:600">{self.tr("you")}</span>'
+        you = self.tr("you")  # (tr() outside f-strings: pyside6-lupdate does not look inside them)
+        self.setText(f'<span style="color:{muted}; font-size:small; font-weight:600">{you}</span>'
                      f'<div style="margin-top:4px">{body}</div>')
 
     def heightForWidth(self, w: int) -> int:  # noqa: N802
@@ -580,7 +581,8 @@ class ToolCard(_Expandable):
         limit = 200_000
         if len(out) > limit:
             out = out[:limit] + "\n" + self.tr("… {0} more characters").format(len(out) - limit)
-        return f"{self.tr('Input')}\n{inp}\n\n{self.tr('Result')}\n{out}"
+        input_label, result_label = self.tr("Input"), self.tr("Result")
+        return f"{input_label}\n{inp}\n\n{result_label}\n{out}"
 
     def body_is_error(self) -> bool:
         return self.is_error

@@ -203,11 +203,12 @@ class DiffPanel(QWidget):
             f"<span style='color:{c.added_fg}'>+{added}</span> <span style='color:{c.removed_fg}'>\u2212{removed}</span>"
             if total else "")
         if not self.changes:
-            self.view.setHtml(
-                f"<div style='color:{c.muted}; margin-top:24px' align='center'>"
-                f"{html.escape(self.tr('No changes yet.'))}<br/><br/>"
-                f"{html.escape(self.tr('Every edit the agent proposes shows up here as a diff,'))}<br/>"
-                f"{html.escape(self.tr('before anything is written to disk.'))}</div>")
+            # tr() outside f-strings: pyside6-lupdate does not look inside them.
+            line1 = html.escape(self.tr("No changes yet."))
+            line2 = html.escape(self.tr("Every edit the agent proposes shows up here as a diff,"))
+            line3 = html.escape(self.tr("before anything is written to disk."))
+            self.view.setHtml(f"<div style='color:{c.muted}; margin-top:24px' align='center'>"
+                              f"{line1}<br/><br/>{line2}<br/>{line3}</div>")
             return
         scroll = self.view.verticalScrollBar().value()
         parts: list[str] = []
@@ -217,9 +218,10 @@ class DiffPanel(QWidget):
         for turn in sorted(turns, reverse=True):
             group = list(reversed(turns[turn]))
             stamp = time.strftime("%H:%M", time.localtime(group[-1].created))
+            heading = html.escape(self.tr("TURN {0}").format(turn))
             parts.append(
                 f"<p style='color:{c.muted}; font-size:small; margin-top:12px; margin-bottom:4px'>"
-                f"<b>{html.escape(self.tr('TURN {0}').format(turn))}</b> · {stamp}</p>")
+                f"<b>{heading}</b> · {stamp}</p>")
             for change in group:
                 parts.append(self._change_html(change, dark, c))
         self.view.setHtml("".join(parts))
@@ -232,7 +234,7 @@ class DiffPanel(QWidget):
             REJECTED: (self.tr("rejected"), c.error, "✗"),
             FAILED: (self.tr("failed"), c.error, "✗"),
         }[change.status]
-        extra = f" · {html.escape(self.tr('edited by you'))}" if change.user_modified else ""
+        extra = " · " + html.escape(self.tr("edited by you")) if change.user_modified else ""
         return f"<span style='color:{color}'>{mark} {html.escape(label)}</span>{extra}"
 
     def _change_html(self, change: Change, dark: bool, c: highlight.DiffColors) -> str:
@@ -265,7 +267,8 @@ class DiffPanel(QWidget):
         body = self._cache.get(key)
         if body is None:
             body = highlight.diff_table_html(change.hunks, change.file_path, dark, self._mono.family()) \
-                if change.hunks else f"<p style='color:{c.muted}'>{html.escape(self.tr('(no textual change)'))}</p>"
+                if change.hunks else (f"<p style='color:{c.muted}'>" + html.escape(self.tr("(no textual change)"))
+                                      + "</p>")
             self._cache[key] = body
         return head + note + body + "<p style='margin:0'></p>"
 

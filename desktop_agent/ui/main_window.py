@@ -759,18 +759,21 @@ class MainWindow(QMainWindow):
     # ----- misc actions ------------------------------------------------------------------------
     def _show_empty(self) -> None:
         c = colors(is_dark(self))
+        # tr() outside f-strings: pyside6-lupdate does not look inside them.
         if self.folder is None:
-            html = (f"<p style='font-size:large'><b>{self.tr('Open a folder to start')}</b></p>"
-                    f"<p style='color:{c.muted}'>{self.tr('File ▸ Open Folder… (Ctrl+O), then ask for a change.')}"
-                    f"<br/>{self.tr('Every edit is shown as a diff and waits for your Allow.')}</p>")
+            title = self.tr("Open a folder to start")
+            lines = [self.tr("File ▸ Open Folder… (Ctrl+O), then ask for a change."),
+                     self.tr("Every edit is shown as a diff and waits for your Allow.")]
         elif self.demo:
-            html = (f"<p style='font-size:large'><b>{self.tr('Welcome to the tour')}</b></p>"
-                    f"<p style='color:{c.muted}'>{self.tr('A scripted model works on a copy of a sample project.')}"
-                    f"<br/>{self.tr('Press Enter to send the prepared prompt, then review and allow each edit.')}</p>")
+            title = self.tr("Welcome to the tour")
+            lines = [self.tr("A scripted model works on a copy of a sample project."),
+                     self.tr("Press Enter to send the prepared prompt, then review and allow each edit.")]
         else:
-            html = (f"<p style='font-size:large'><b>{self.tr('What should we change?')}</b></p>"
-                    f"<p style='color:{c.muted}'>{self.tr('Describe the change below and press Enter.')}<br/>"
-                    f"{self.tr('The agent reads freely; writes wait for your approval.')}</p>")
+            title = self.tr("What should we change?")
+            lines = [self.tr("Describe the change below and press Enter."),
+                     self.tr("The agent reads freely; writes wait for your approval.")]
+        html = (f"<p style='font-size:large'><b>{title}</b></p>"
+                f"<p style='color:{c.muted}'>{'<br/>'.join(lines)}</p>")
         self.conversation.show_empty(html)
 
     def show_find(self) -> None:

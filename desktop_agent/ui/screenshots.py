@@ -210,9 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     themes = argv[1:] or ["light", "dark"]
     os.makedirs(outdir, exist_ok=True)
     _isolate_home()
-    from desktop_agent.ui.main import make_app, make_loop
+    from desktop_agent.ui.main import install_translator, make_app, make_loop
 
     app = make_app()
+    if os.environ.get("DESKTOP_AGENT_UI_LANGUAGE"):  # e.g. zh_CN: shoot the translated UI
+        install_translator(app, os.environ["DESKTOP_AGENT_UI_LANGUAGE"])
     loop = make_loop(app)
     asyncio.set_event_loop(loop)
     saved: list[str] = []

@@ -122,6 +122,22 @@
         <translation>更改（{0}）</translation>
     </message>
     <message>
+        <source>No changes yet.</source>
+        <translation>暂无更改。</translation>
+    </message>
+    <message>
+        <source>Every edit the agent proposes shows up here as a diff,</source>
+        <translation>代理提出的每一处修改都会以差异的形式显示在这里，</translation>
+    </message>
+    <message>
+        <source>before anything is written to disk.</source>
+        <translation>在写入磁盘之前。</translation>
+    </message>
+    <message>
+        <source>TURN {0}</source>
+        <translation>第 {0} 轮</translation>
+    </message>
+    <message>
         <source>pending</source>
         <translation>待处理</translation>
     </message>
@@ -136,6 +152,14 @@
     <message>
         <source>failed</source>
         <translation>失败</translation>
+    </message>
+    <message>
+        <source>edited by you</source>
+        <translation>已由您修改</translation>
+    </message>
+    <message>
+        <source>(no textual change)</source>
+        <translation>（无文本更改）</translation>
     </message>
 </context>
 <context>
@@ -413,6 +437,42 @@ in this folder</source>
     <message>
         <source>Tour</source>
         <translation>导览</translation>
+    </message>
+    <message>
+        <source>Open a folder to start</source>
+        <translation>打开一个文件夹以开始</translation>
+    </message>
+    <message>
+        <source>File ▸ Open Folder… (Ctrl+O), then ask for a change.</source>
+        <translation>文件 ▸ 打开文件夹…（Ctrl+O），然后提出修改请求。</translation>
+    </message>
+    <message>
+        <source>Every edit is shown as a diff and waits for your Allow.</source>
+        <translation>每一处修改都会以差异显示，并等待您允许。</translation>
+    </message>
+    <message>
+        <source>Welcome to the tour</source>
+        <translation>欢迎体验导览</translation>
+    </message>
+    <message>
+        <source>A scripted model works on a copy of a sample project.</source>
+        <translation>脚本模型会在示例项目的副本上工作。</translation>
+    </message>
+    <message>
+        <source>Press Enter to send the prepared prompt, then review and allow each edit.</source>
+        <translation>按 Enter 发送预设的提示，然后审阅并允许每一处修改。</translation>
+    </message>
+    <message>
+        <source>What should we change?</source>
+        <translation>要修改什么？</translation>
+    </message>
+    <message>
+        <source>Describe the change below and press Enter.</source>
+        <translation>在下方描述修改并按 Enter。</translation>
+    </message>
+    <message>
+        <source>The agent reads freely; writes wait for your approval.</source>
+        <translation>代理可以自由读取；写入需等待您的批准。</translation>
     </message>
     <message>
         <source>Not found: {0}</source>
@@ -732,6 +792,14 @@ in this folder</source>
         <translation>… 还有 {0} 个字符</translation>
     </message>
     <message>
+        <source>Input</source>
+        <translation>输入</translation>
+    </message>
+    <message>
+        <source>Result</source>
+        <translation>结果</translation>
+    </message>
+    <message>
         <source>running</source>
         <translation>运行中</translation>
     </message>
@@ -745,6 +813,10 @@ in this folder</source>
     <message>
         <source>Your message</source>
         <translation>您的消息</translation>
+    </message>
+    <message>
+        <source>you</source>
+        <translation>您</translation>
     </message>
 </context>
 <context>
