@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -62,23 +61,11 @@ def credentials_path() -> Path:
 
 
 def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
-    """Write ``text`` to ``path`` through a temp file in the same directory + fsync + rename."""
+    """Write ``text`` to ``path`` atomically (the project's one atomic writer: temp file + fsync + rename)."""
+    from desktop_agent.tools.fileio import write_bytes_atomic
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_bytes_atomic(str(path), text.encode("utf-8"), mode=mode)
 
 
 class AppSettings(BaseModel):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -300,29 +299,10 @@ def update_settings_file(path: str, mutate: Callable[[dict[str, Any]], None]) ->
     warnings: list[str] = []
     data = read_json_file(path, warnings) or {}
     mutate(data)
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    mode = None
-    try:
-        mode = os.stat(path).st_mode & 0o777
-    except OSError:
-        pass
-    fd, tmp = tempfile.mkstemp(prefix=".settings.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from desktop_agent.tools.fileio import write_bytes_atomic
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_bytes_atomic(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
 
 
 def add_rules_to_file(path: str, behavior: str, rules: list[str]) -> None:

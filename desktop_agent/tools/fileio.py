@@ -203,7 +203,8 @@ def _umask() -> int:
     return _UMASK
 
 
-def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True, durable_rename: bool = False) -> int:
+def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True, durable_rename: bool = False,
+                       mode: int | None = None) -> int:
     """Replace ``path`` with ``data`` atomically: temp file beside it, fsync, ``os.replace``.
 
     The data is on disk before the rename, so after a crash the path holds the old or the new
@@ -214,8 +215,10 @@ def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True, durable_re
     if someone else writes the path right after.
 
     A symlink is written through (its target is replaced, the link stays). The old file's permission
-    bits (and owner, where allowed) are kept; a new file gets ``0o666 & ~umask``. If anything fails
-    the temp file is removed and the original is untouched.
+    bits (and owner, where allowed) are kept; a new file gets ``0o666 & ~umask`` — or ``mode`` for
+    both when given (e.g. ``0o600`` for credentials). If anything fails the temp file is removed and
+    the original is untouched. The one atomic writer of the project (settings files and the app's
+    config use it too).
     """
     target = os.path.realpath(path) if os.path.islink(path) else path
     directory = os.path.dirname(target) or "."
@@ -231,7 +234,9 @@ def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True, durable_re
             if fsync:
                 os.fsync(fh.fileno())
             mtime = os.fstat(fh.fileno()).st_mtime_ns // 1_000_000
-        if st is not None:
+        if mode is not None:
+            os.chmod(tmp, mode)
+        elif st is not None:
             os.chmod(tmp, stat.S_IMODE(st.st_mode))
             if hasattr(os, "chown") and (st.st_uid != os.getuid() or st.st_gid != os.getgid()):
                 try:
