@@ -141,28 +141,9 @@ class Options:
         return self.output_format or "text"
 
 
-def _split_list(values: list[str]) -> list[str]:
-    """``--allowedTools "Read,Edit" "Bash(git log *)"``: comma/space separated, parentheses kept whole."""
-    out: list[str] = []
-    for value in values:
-        depth, cur = 0, ""
-        for ch in value:
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth = max(0, depth - 1)
-            if ch in ", " and depth == 0:
-                if cur.strip():
-                    out.append(cur.strip())
-                cur = ""
-            else:
-                cur += ch
-        if cur.strip():
-            out.append(cur.strip())
-    return out
-
-
 def parse_args(argv: list[str]) -> Options:
+    from desktop_agent.permissions.rules import split_rule_list  # lazy: keeps --version fast
+
     opts = Options()
     raw: dict[str, Any] = {}
     i = 0
@@ -226,9 +207,9 @@ def parse_args(argv: list[str]) -> Options:
         opts.permission_mode = "bypassPermissions"
     if "tools" in raw:
         value = str(raw["tools"]).strip()
-        opts.tools = None if value == "default" else _split_list([value])
-    opts.allowed_tools = _split_list(raw.get("allowed_tools", []))
-    opts.disallowed_tools = _split_list(raw.get("disallowed_tools", []))
+        opts.tools = None if value == "default" else split_rule_list([value])
+    opts.allowed_tools = split_rule_list(raw.get("allowed_tools", []))
+    opts.disallowed_tools = split_rule_list(raw.get("disallowed_tools", []))
     if opts.permission_prompt_tool is not None and opts.permission_prompt_tool != "stdio":
         raise UsageError(f"--permission-prompt-tool supports only 'stdio' (got '{opts.permission_prompt_tool}')")
     if opts.resume is not None and not opts.resume.strip():
