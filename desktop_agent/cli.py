@@ -142,8 +142,6 @@ class Options:
 
 
 def parse_args(argv: list[str]) -> Options:
-    from desktop_agent.permissions.rules import split_rule_list  # lazy: keeps --version fast
-
     opts = Options()
     raw: dict[str, Any] = {}
     i = 0
@@ -205,11 +203,16 @@ def parse_args(argv: list[str]) -> Options:
         raise UsageError(f"--permission-mode must be one of {', '.join(MODES)} (got '{opts.permission_mode}')")
     if opts.skip_permissions:
         opts.permission_mode = "bypassPermissions"
+    if any(k in raw for k in ("tools", "allowed_tools", "disallowed_tools")):
+        # Lazy: pydantic is not needed for --version / --help.
+        from desktop_agent.permissions.rules import split_rule_list
     if "tools" in raw:
         value = str(raw["tools"]).strip()
         opts.tools = None if value == "default" else split_rule_list([value])
-    opts.allowed_tools = split_rule_list(raw.get("allowed_tools", []))
-    opts.disallowed_tools = split_rule_list(raw.get("disallowed_tools", []))
+    if "allowed_tools" in raw:
+        opts.allowed_tools = split_rule_list(raw["allowed_tools"])
+    if "disallowed_tools" in raw:
+        opts.disallowed_tools = split_rule_list(raw["disallowed_tools"])
     if opts.permission_prompt_tool is not None and opts.permission_prompt_tool != "stdio":
         raise UsageError(f"--permission-prompt-tool supports only 'stdio' (got '{opts.permission_prompt_tool}')")
     if opts.resume is not None and not opts.resume.strip():
