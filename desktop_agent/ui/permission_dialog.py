@@ -9,47 +9,24 @@ the reply then carries ``updated_input``.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QFontDatabase, QKeySequence
+from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QTextBrowser, QToolButton,
     QVBoxLayout, QWidget,
 )
 
 from desktop_agent.permissions.types import PermissionReply, PermissionRequest, PermissionUpdate
+from desktop_agent.tools.patch import structured_patch
 from desktop_agent.ui import highlight
+from desktop_agent.ui.conversation_view import is_dark, mono_font, rel_path
 
 USER_DENIED = "User denied via UI"
 EDITABLE_FIELD = {"Edit": "new_string", "Write": "content", "Bash": "command", "MultiEdit": None}
-
-
-def is_dark(widget: QWidget | None = None) -> bool:
-    from desktop_agent.ui.conversation_view import is_dark as _is_dark
-
-    return _is_dark(widget)
-
-
-def mono_font():
-    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-    return font
-
-
-def relative_to(path: str | None, cwd: str | None) -> str:
-    if not path:
-        return ""
-    if cwd:
-        try:
-            rel = os.path.relpath(path, cwd)
-            if not rel.startswith(".."):
-                return rel
-        except ValueError:
-            pass
-    return path
 
 
 def describe_update(update: PermissionUpdate) -> str:
@@ -63,28 +40,16 @@ def describe_update(update: PermissionUpdate) -> str:
 
 
 def hunks_from_texts(old: str, new: str) -> list[dict[str, Any]]:
-    """Structured-patch hunks (3 lines of context) between two texts, for the live edit preview."""
-    a, b = old.split("\n"), new.split("\n")
-    hunks = []
-    for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(3):
-        i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
-        lines: list[str] = []
-        for tag, a1, a2, b1, b2 in group:
-            if tag == "equal":
-                lines += [" " + x for x in a[a1:a2]]
-            else:
-                lines += ["-" + x for x in a[a1:a2]]
-                lines += ["+" + x for x in b[b1:b2]]
-        hunks.append({"oldStart": i1 + 1, "oldLines": i2 - i1, "newStart": j1 + 1, "newLines": j2 - j1,
-                      "lines": lines})
-    return hunks
+    """Structured-patch hunks for the live preview of an edited proposal — the engine's own
+    ``structured_patch``, so the preview has exactly the shape of the patch the tool reports."""
+    return [dict(h) for h in structured_patch(old, new)]
 
 
 def target_of(request: PermissionRequest) -> str:
     inp = request.input
     path = request.file_path or inp.get("file_path") or inp.get("path") or inp.get("notebook_path")
     if path:
-        return relative_to(str(path), request.cwd)
+        return rel_path(str(path), request.cwd)
     if inp.get("command"):
         return str(inp["command"])
     if inp.get("pattern"):
@@ -418,5 +383,5 @@ def _home(path: str) -> str:
     return path
 
 
-__all__ = ["PermissionDialog", "hunks_from_texts", "describe_update", "target_of", "relative_to", "is_dark",
+__all__ = ["PermissionDialog", "hunks_from_texts", "describe_update", "target_of", "is_dark",
            "mono_font"]

@@ -203,9 +203,14 @@ def test_dialog_edit_toggle_updates_input_and_preview(qtbot):
 
 
 def test_hunks_from_texts():
+    # The live preview uses the engine's patch: no phantom empty context line after a final newline
+    # (the UI's own difflib copy used to add one, so the preview differed from the Edit's patch).
     hunks = hunks_from_texts("a\nb\nc\n", "a\nB\nc\n")
-    assert hunks == [{"oldStart": 1, "oldLines": 4, "newStart": 1, "newLines": 4,
-                      "lines": [" a", "-b", "+B", " c", " "]}]
+    assert hunks == [{"oldStart": 1, "oldLines": 3, "newStart": 1, "newLines": 3,
+                      "lines": [" a", "-b", "+B", " c"]}]
+    from desktop_agent.tools.patch import structured_patch
+
+    assert hunks_from_texts("x = 1\n", "x = 2\n") == structured_patch("x = 1\n", "x = 2\n")
 
 
 # ----- diff panel ---------------------------------------------------------------------------------
