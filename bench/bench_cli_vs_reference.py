@@ -28,10 +28,10 @@ expected post-edit content.
 Also: cold start of ``--version`` and of a one-turn ``-p`` run for both, and (ours) where the
 start-up time goes (``python -X importtime``).
 
-    .venv/bin/python bench/bench_cli_vs_reference.py [--runs N] [--no-reference] [--keep] [--what-if-no-sdk]
+    .venv/bin/python bench/bench_cli_vs_reference.py [--runs N] [--no-reference] [--keep] [--sdk-transport]
 
-``--what-if-no-sdk`` adds an experiment: ours with the ``anthropic`` SDK swapped for a bare httpx2 client
-(see ``OursWithoutSDK``), to size what importing the SDK costs; it is printed, never in BENCH_JSON.
+``--sdk-transport`` also runs ours over the ``anthropic`` SDK (``DESKTOP_AGENT_API_TRANSPORT=sdk``, see
+``OursOverSDK``), to size what importing the SDK costs; it is printed, never in BENCH_JSON.
 
 The reference agent comes from ``bench/reference_setup.sh`` (npm, into a scratch folder outside the
 repo); ``REFERENCE_CLAUDE=/path/to/claude`` overrides. Targets: wall < 0.6×, peak memory < 0.35× of
@@ -413,60 +413,17 @@ class Reference(Agent):
         return env
 
 
-class OursWithoutSDK(Ours):
-    """``--what-if-no-sdk`` (an experiment, not the product): ours with ``desktop_agent.model.anthropic_client``
-    replaced by a 30-line httpx2 + SSE client (no retries, watchdog or caching), to size what ``import
-    anthropic`` costs the CLI. Reported on its own lines, never in BENCH_JSON."""
+class OursOverSDK(Ours):
+    """``--sdk-transport``: ours with ``DESKTOP_AGENT_API_TRANSPORT=sdk`` (the ``anthropic`` SDK under
+    ``AnthropicClient`` instead of ``model/wire.py``; the default before 2026-12-01), so the cost of
+    importing the SDK is measured in the same run. Reported on its own lines, never in BENCH_JSON."""
 
-    name = "desktop-agent (what-if: no anthropic SDK)"
+    name = "desktop-agent (sdk transport)"
 
-    def argv(self, prompt: str) -> list[str]:
-        return [PY, str(Path(__file__).resolve()), "--no-sdk-cli", *super().argv(prompt)[3:]]
-
-
-def no_sdk_cli(argv: list[str]) -> int:
-    import types
-
-    raw = {"message_start", "message_delta", "message_stop", "content_block_start", "content_block_delta",
-           "content_block_stop"}
-
-    class AnthropicClient:
-        def __init__(self, api_key: str, base_url: str | None = None, **_: Any):
-            import httpx2
-
-            self.base_url = (base_url or "https://api.anthropic.com").rstrip("/")
-            self.headers = {"x-api-key": api_key, "anthropic-version": "2023-06-01", "content-type": "application/json"}
-            self.http = httpx2.AsyncClient(timeout=600)
-
-        @classmethod
-        def from_env(cls, **kw: Any) -> AnthropicClient:
-            return cls(kw.pop("api_key", None) or os.environ["ANTHROPIC_API_KEY"],
-                       kw.pop("base_url", None) or os.environ.get("ANTHROPIC_BASE_URL"))
-
-        async def stream(self, request: Any, on_retry: Any = None) -> Any:
-            body = json.dumps(dict(request.to_params(), stream=True))
-            async with self.http.stream("POST", self.base_url + "/v1/messages", content=body,
-                                        headers=self.headers) as resp:
-                async for line in resp.aiter_lines():
-                    if line.startswith("data:"):
-                        event = json.loads(line[5:])
-                        if event.get("type") in raw:
-                            yield event
-
-        async def create(self, request: Any, on_retry: Any = None) -> dict[str, Any]:
-            resp = await self.http.post(self.base_url + "/v1/messages", content=json.dumps(request.to_params()),
-                                        headers=self.headers)
-            return resp.json()
-
-        async def aclose(self) -> None:
-            await self.http.aclose()
-
-    mod = types.ModuleType("desktop_agent.model.anthropic_client")
-    mod.AnthropicClient = AnthropicClient  # type: ignore[attr-defined]
-    sys.modules[mod.__name__] = mod
-    from desktop_agent.cli import main as cli_main
-
-    return cli_main(argv)
+    def env(self, home: Path, fake: FakeServer) -> dict[str, str]:
+        env = super().env(home, fake)
+        env["DESKTOP_AGENT_API_TRANSPORT"] = "sdk"
+        return env
 
 
 def final_result(stdout: str) -> dict[str, Any] | None:
@@ -631,25 +588,24 @@ def main() -> int:
             if not r["problems"]:
                 samples[a.name].append(r)
 
-    if "--what-if-no-sdk" in args:
-        stub = OursWithoutSDK()
-        home = work / "home-no-sdk"
+    if "--sdk-transport" in args:
+        other = OursOverSDK()
+        home = work / "home-sdk"
         home.mkdir()
-        session_run(stub, fake, home, work, search_with_bash)
-        xs = [session_run(stub, fake, home, work, search_with_bash) for _ in range(runs)]
+        session_run(other, fake, home, work, search_with_bash)
+        xs = [session_run(other, fake, home, work, search_with_bash) for _ in range(runs)]
         ok = [x for x in xs if not x["problems"]]
         if ok:
             w, m = statistics.median(x["wall"] for x in ok), statistics.median(x["peak_tree"] for x in ok)
             c = statistics.median(x["cpu"] for x in ok)
-            line = (f"what-if (experiment, not the product) {stub.name}: wall {w:.3f}s, peak tree RSS {mb(m)}, "
-                    f"cpu {c:.2f}s")
+            line = f"{other.name}: wall {w:.3f}s, peak tree RSS {mb(m)}, cpu {c:.2f}s"
             if len(agents) > 1 and samples[agents[1].name]:
                 ref = samples[agents[1].name]
                 line += (f"; vs reference: wall ratio {w / statistics.median(r['wall'] for r in ref):.3f}, "
                          f"memory ratio {m / statistics.median(r['peak_tree'] for r in ref):.3f}")
             print(line)
         else:
-            print(f"what-if run failed: {xs[0]['problems']}")
+            print(f"{other.name} run failed: {xs[0]['problems']}")
 
     # cold start: --version and a one-turn -p run
     cold: dict[str, dict[str, list[float]]] = {}
@@ -714,6 +670,4 @@ def main() -> int:
 if __name__ == "__main__":
     if "--serve" in sys.argv:
         raise SystemExit(serve())
-    if sys.argv[1:2] == ["--no-sdk-cli"]:
-        raise SystemExit(no_sdk_cli(sys.argv[2:]))
     raise SystemExit(main())

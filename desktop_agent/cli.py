@@ -501,7 +501,7 @@ class HeadlessRun:
         self.session.include_stream_events = o.include_partial and o.out_format == "stream-json"
         self._fit_prompter()
         if self.freeze_heap:
-            _freeze_heap()  # start-up is done: the SDK's classes and modules live until exit
+            _freeze_heap()  # start-up is done: its modules and classes live until exit
 
     def _fit_prompter(self) -> None:
         """Without ``--permission-prompt-tool stdio`` an ask is denied; but when PermissionRequest hooks exist the
@@ -807,11 +807,11 @@ def _read_stdin_prompt() -> str | None:
 def _freeze_heap() -> None:
     """``gc.freeze()``: move every object alive now into the collector's permanent generation.
 
-    ``import anthropic`` leaves ~1,500 pydantic classes and ~500k objects that live until exit; every
-    full collection walks them all (measured: ~150-250 ms per gen-2 pass, several per session) and the
-    interpreter's collection at exit walks them once more (~1 s on a loaded 2-core box; ~35 ms frozen).
-    Frozen objects are still freed by reference counting and atexit handlers still run; only reference
-    cycles among them are not collected, and these are module-level objects that live until exit anyway.
+    What start-up imported (pydantic models, tool schemas, httpx2) lives until exit; frozen, it is not
+    walked by every full collection nor by the interpreter's collection at exit (with the ``anthropic``
+    SDK transport loaded that walk was ~1 s on a loaded 2-core box; ~35 ms frozen). Frozen objects are
+    still freed by reference counting and atexit handlers still run; only reference cycles among them
+    are not collected, and these are module-level objects that live until exit anyway.
     Called by the program only (``run_headless``/``main``), never for an in-process ``HeadlessRun``.
     """
     import gc
@@ -859,7 +859,7 @@ def main(argv: list[str] | None = None) -> int:
         for flag in opts.unknown:
             eprint(f"warning: unknown option '{flag}' ignored")
         code = run_headless(opts)
-        _freeze_heap()  # skip the exit-time collection over every object (about 1 s with the SDK loaded)
+        _freeze_heap()  # skip the exit-time collection over every object
         return code
     from desktop_agent.app import run_desktop
 

@@ -1,6 +1,9 @@
-"""``AnthropicClient``: the ``ModelClient`` over the official SDK (``AsyncAnthropic.messages.stream``).
+"""``AnthropicClient``: the ``ModelClient`` the query loop talks to — policy over a transport.
 
-What it adds to the SDK (whose own retries are switched off so ours are the only ones):
+The transport posts the request and yields raw events: ``model.wire.MessagesAPI`` (httpx2 + SSE,
+the default) or ``model.sdk_transport.SDKMessagesAPI`` (``AsyncAnthropic.messages.stream``; with
+``DESKTOP_AGENT_API_TRANSPORT=sdk`` or ``transport="sdk"``). Both raise the wire exceptions, so
+everything below holds for either:
 - **Prompt caching**: ``cache_control: ephemeral`` on the last system block, the last tool and the
   last block of the latest message — three of the four breakpoints the API allows. The request
   dicts are copied, never mutated.
@@ -14,10 +17,9 @@ What it adds to the SDK (whose own retries are switched off so ours are the only
 - **Stream watchdog**: no event for ``idle_timeout_s`` (default 90 s, env
   ``DESKTOP_AGENT_STREAM_IDLE_TIMEOUT_S``) aborts the stream → ``StreamBroken(kind="stream_stalled")``
   (retried when nothing had been received yet).
-- Raw events are handed on as plain dicts (the SDK's derived ``text``/``input_json`` events dropped).
 
-``from_env()`` reads ``ANTHROPIC_API_KEY`` (required), ``ANTHROPIC_BASE_URL`` and
-``ANTHROPIC_MODEL``; the key is always passed to the SDK explicitly.
+``from_env()`` reads ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``, sent as a bearer token),
+``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_MODEL``.
 """
 
 from __future__ import annotations
@@ -27,18 +29,14 @@ import os
 import random
 from typing import Any, AsyncIterator
 
-import anthropic
-
+from desktop_agent.model import wire
 from desktop_agent.model.client import (  # noqa: F401 - DEFAULT_MODEL re-exported
     DEFAULT_MODEL, ModelError, ModelRequest, RetryCallback, StreamBroken,
 )
 
 DEFAULT_IDLE_TIMEOUT_S = 90.0
 DEFAULT_MAX_RETRIES = 8
-RAW_EVENT_TYPES = frozenset({
-    "message_start", "message_delta", "message_stop", "content_block_start", "content_block_delta",
-    "content_block_stop",
-})
+TRANSPORTS = ("wire", "sdk")
 CACHE_CONTROL = {"type": "ephemeral"}
 _NO_CACHE_BLOCKS = ("thinking", "redacted_thinking")
 
@@ -90,9 +88,8 @@ def with_cache_control(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
+    headers = exc.headers if isinstance(exc, wire.APIStatusError) else None
+    if not headers:
         return None
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)
@@ -107,7 +104,7 @@ def _retry_after(exc: BaseException) -> float | None:
     return None
 
 
-def _error_body_text(exc: anthropic.APIStatusError) -> tuple[str, str]:
+def _error_body_text(exc: wire.APIStatusError) -> tuple[str, str]:
     """(error type, message) from an API error body."""
     body = exc.body
     if isinstance(body, dict):
@@ -117,10 +114,10 @@ def _error_body_text(exc: anthropic.APIStatusError) -> tuple[str, str]:
 
 
 def classify(exc: BaseException, model: str = "") -> ModelError:
-    """Any SDK/transport exception → a ``ModelError`` with a kind and a sentence for the user."""
+    """Any transport exception → a ``ModelError`` with a kind and a sentence for the user."""
     if isinstance(exc, ModelError):
         return exc
-    if isinstance(exc, anthropic.APIStatusError):
+    if isinstance(exc, wire.APIStatusError):
         status = exc.status_code
         etype, message = _error_body_text(exc)
         if etype == "overloaded_error" or status == 529:
@@ -149,15 +146,16 @@ def classify(exc: BaseException, model: str = "") -> ModelError:
         if status == 400:
             return ModelError(f"The API rejected the request (400): {message}", "bad_request", status)
         return ModelError(f"The API returned {status}: {message}", "server", status, retryable=status >= 500)
-    if isinstance(exc, anthropic.APITimeoutError):
+    if isinstance(exc, wire.APITimeoutError):
         return ModelError("The request to the API timed out.", "connection", retryable=True)
-    if isinstance(exc, anthropic.APIConnectionError):
-        cause = exc.__cause__ or exc
-        return ModelError(f"Could not reach the API: {cause}", "connection", retryable=True)
+    if isinstance(exc, wire.APIConnectionError):
+        if exc.mid_stream:
+            return ModelError(f"The connection to the API dropped ({exc})", "connection", retryable=True)
+        return ModelError(f"Could not reach the API: {exc}", "connection", retryable=True)
     if isinstance(exc, ValueError):  # an SSE data line that is not JSON
         return ModelError(f"The API sent a malformed stream event ({type(exc).__name__}: {exc})", "malformed",
                           retryable=True)
-    if type(exc).__module__.split(".")[0].startswith("httpx") or isinstance(exc, OSError):
+    if isinstance(exc, OSError):
         return ModelError(f"The connection to the API dropped ({type(exc).__name__}: {exc})", "connection",
                           retryable=True)
     return ModelError(f"Unexpected error talking to the API: {type(exc).__name__}: {exc}", "connection",
@@ -165,7 +163,7 @@ def classify(exc: BaseException, model: str = "") -> ModelError:
 
 
 class AnthropicClient:
-    """``ModelClient`` over ``anthropic.AsyncAnthropic`` with our retries, watchdog and caching."""
+    """``ModelClient`` over a Messages API transport with our retries, watchdog and caching."""
 
     def __init__(
         self,
@@ -179,8 +177,10 @@ class AnthropicClient:
         request_timeout_s: float = 600.0,
         prompt_caching: bool = True,
         default_headers: dict[str, str] | None = None,
+        auth_token: str | None = None,
+        transport: str | None = None,
     ):
-        if not api_key:
+        if not api_key and not auth_token:
             raise ModelError("No API key: set ANTHROPIC_API_KEY or add a key in settings.", "auth")
         self.api_key = api_key
         self.base_url = base_url
@@ -195,20 +195,27 @@ class AnthropicClient:
         self.base_delay_s = base_delay_s
         self.max_delay_s = max_delay_s
         self.prompt_caching = prompt_caching
-        self.sdk = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=request_timeout_s,
-            default_headers=default_headers,
-        )
+        self.transport = transport or os.environ.get("DESKTOP_AGENT_API_TRANSPORT") or "wire"
+        if self.transport not in TRANSPORTS:
+            raise ModelError(f"Unknown API transport {self.transport!r} (DESKTOP_AGENT_API_TRANSPORT): "
+                             f"use one of {', '.join(TRANSPORTS)}.", "bad_request")
+        if self.transport == "sdk":
+            from desktop_agent.model.sdk_transport import SDKMessagesAPI as api_class
+        else:
+            api_class = wire.MessagesAPI
+        self.api = api_class(api_key, base_url, timeout_s=request_timeout_s, default_headers=default_headers,
+                             auth_token=auth_token)
         self.requests_sent = 0
 
     @classmethod
     def from_env(cls, **kw: Any) -> AnthropicClient:
         key = kw.pop("api_key", None) or os.environ.get("ANTHROPIC_API_KEY", "")
-        if not key:
+        token = kw.pop("auth_token", None) or os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
+        if not key and not token:
             raise ModelError("ANTHROPIC_API_KEY is not set. Export it (or add a key in settings) and try again.",
                              "auth")
         base_url = kw.pop("base_url", None) or os.environ.get("ANTHROPIC_BASE_URL") or None
-        return cls(key, base_url, **kw)
+        return cls(key, base_url, auth_token=token, **kw)
 
     # ------------------------------------------------------------------ helpers
     def params(self, request: ModelRequest) -> dict[str, Any]:
@@ -264,37 +271,27 @@ class AnthropicClient:
     async def _stream_once(self, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         idle = self.idle_timeout_s
         self.requests_sent += 1
-        manager = self.sdk.messages.stream(**params)
-        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation (the abort).
+        events = self.api.stream(params)
+        first = True
         try:
-            async with asyncio.timeout(idle):
-                stream = await manager.__aenter__()
-        except TimeoutError:
-            raise StreamBroken(f"No response from the API for {idle:g} s (stream watchdog)",
-                               kind="stream_stalled") from None
-        try:
-            iterator = stream.__aiter__()
             while True:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation (the abort).
                 try:
                     async with asyncio.timeout(idle):
-                        event = await iterator.__anext__()
+                        event = await events.__anext__()
                 except StopAsyncIteration:
-                    break
+                    return
                 except TimeoutError:
+                    if first:
+                        raise StreamBroken(f"No response from the API for {idle:g} s (stream watchdog)",
+                                           kind="stream_stalled") from None
                     raise StreamBroken(f"The stream stalled: no event for {idle:g} s (stream watchdog)",
                                        kind="stream_stalled") from None
-                etype = event.type
-                if etype not in RAW_EVENT_TYPES:
-                    continue
-                if etype == "content_block_stop":
-                    yield {"type": "content_block_stop", "index": event.index}
-                elif etype == "message_stop":
-                    yield {"type": "message_stop"}
-                else:
-                    yield event.model_dump(mode="json", exclude_none=True)
+                first = False
+                yield event
         finally:
             try:
-                await manager.__aexit__(None, None, None)
+                await events.aclose()
             except Exception:
                 pass
 
@@ -305,8 +302,7 @@ class AnthropicClient:
         while True:
             try:
                 self.requests_sent += 1
-                message = await self.sdk.messages.create(**params)
-                return message.model_dump(mode="json", exclude_none=True)
+                return await self.api.create(params)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -317,4 +313,4 @@ class AnthropicClient:
                 await self._wait_before_retry(attempt, err, exc, on_retry)
 
     async def aclose(self) -> None:
-        await self.sdk.close()
+        await self.api.aclose()

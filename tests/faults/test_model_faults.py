@@ -1,5 +1,5 @@
-"""Fault: model/API faults at random points over 200 turns, through the real ``AnthropicClient`` (real SDK,
-real HTTP/SSE) against the fake server.
+"""Fault: model/API faults at random points over 200 turns, through the real ``AnthropicClient`` (its default
+wire transport, real HTTP/SSE) against the fake server.
 
 The fake model is adaptive: it answers from the request itself (a new prompt → a reply with Read and Bash
 calls, tool results → a closing text), so whatever the loop does (retry, non-streaming fallback, keeping

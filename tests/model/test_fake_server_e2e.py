@@ -1,4 +1,7 @@
-"""End to end: ``query()`` + the real ``AnthropicClient`` (real SDK, real HTTP/SSE) + the fake server.
+"""End to end: ``query()`` + the real ``AnthropicClient`` (real HTTP/SSE) + the fake server.
+
+Every test runs twice: over the wire transport (``model/wire.py``, the default) and over the
+``anthropic`` SDK (``model/sdk_transport.py``), so both meet the same behaviour.
 
 The running example (§9 items 2–3) with the exact request sequence, and one test per injected
 fault: each recovers (retry, fallback) or ends with a visible ``ErrorEvent``; in every case the
@@ -25,6 +28,13 @@ from tests.fakes.anthropic_server import FakeAnthropic, fake_anthropic, http_err
 from tests.model.aio import aio
 
 SYSTEM = [{"type": "text", "text": "You are Desktop Agent."}]
+
+
+@pytest.fixture(autouse=True, params=["wire", "sdk"])
+def api_transport(request, monkeypatch):
+    """The transport every ``AnthropicClient`` in the test uses."""
+    monkeypatch.setenv("DESKTOP_AGENT_API_TRANSPORT", request.param)
+    return request.param
 PROMPT = "Change `value` to 2"
 
 

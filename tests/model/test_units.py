@@ -11,9 +11,11 @@ import pytest
 
 from desktop_agent.model.anthropic_client import AnthropicClient, DEFAULT_MODEL, classify, default_model_from_env, \
     with_cache_control
+from desktop_agent.model import wire
 from desktop_agent.model.client import ModelError, ModelRequest, StreamBroken
 from desktop_agent.model.pricing import CostTracker, cost_usd, price_for
 from desktop_agent.model.scripted import ScriptedModelClient, reply, text, thinking, tool_use
+from desktop_agent.model.sdk_transport import translate
 from desktop_agent.model.stream import MessageAccumulator, message_to_events
 from tests.model.aio import aio
 
@@ -107,7 +109,11 @@ def test_cache_breakpoints_on_system_last_tool_latest_message_without_mutation()
     assert out["messages"][0] == {"role": "user", "content": "hi"}
 
 
-def _status_error(status: int, body: dict) -> anthropic.APIStatusError:
+def _status_error(status: int, body: dict) -> wire.APIStatusError:
+    return wire.APIStatusError(status, body, {"content-type": "application/json"})
+
+
+def _sdk_status_error(status: int, body: dict) -> anthropic.APIStatusError:
     request = httpx2.Request("POST", "http://x/v1/messages")
     response = httpx2.Response(status, request=request, json=body)
     return anthropic.APIStatusError("err", response=response, body=body)
@@ -126,15 +132,24 @@ def _status_error(status: int, body: dict) -> anthropic.APIStatusError:
     (200, "overloaded_error", "Overloaded (in-stream error event)", "overloaded", True),
 ])
 def test_classify_status_errors(status, etype, message, kind, retryable):
-    err = classify(_status_error(status, {"type": "error", "error": {"type": etype, "message": message}}), "m")
+    body = {"type": "error", "error": {"type": etype, "message": message}}
+    err = classify(_status_error(status, body), "m")
     assert err.kind == kind and err.retryable is retryable and message.split(":")[0] in str(err)
+    # The SDK transport's errors, translated at its boundary, classify the same.
+    sdk_err = classify(translate(_sdk_status_error(status, body)), "m")
+    assert (sdk_err.kind, sdk_err.retryable, str(sdk_err)) == (err.kind, err.retryable, str(err))
 
 
 def test_classify_transport_errors():
-    request = httpx2.Request("POST", "http://x")
-    assert classify(anthropic.APIConnectionError(request=request)).kind == "connection"
-    assert classify(anthropic.APITimeoutError(request=request)).retryable
+    assert classify(wire.APIConnectionError("ConnectError: refused")).kind == "connection"
+    assert "Could not reach the API" in str(classify(wire.APIConnectionError("ConnectError: refused")))
+    dropped = classify(wire.APIConnectionError("RemoteProtocolError: peer closed", mid_stream=True))
+    assert dropped.kind == "connection" and dropped.retryable and "dropped" in str(dropped)
+    assert classify(wire.APITimeoutError("read timeout")).retryable
     assert classify(ValueError("bad json")).kind == "malformed"
+    request = httpx2.Request("POST", "http://x")
+    assert classify(translate(anthropic.APIConnectionError(request=request))).kind == "connection"
+    assert isinstance(translate(anthropic.APITimeoutError(request=request)), wire.APITimeoutError)
 
 
 def test_from_env(monkeypatch):
@@ -145,11 +160,26 @@ def test_from_env(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("ANTHROPIC_MODEL", "claude-opus-4-8")
     client = AnthropicClient.from_env()
-    assert client.api_key == "sk-env" and str(client.sdk.base_url).startswith("http://127.0.0.1:9")
-    assert client.sdk.api_key == "sk-env" and client.sdk.max_retries == 0
+    assert client.api_key == "sk-env" and client.api.url == "http://127.0.0.1:9/v1/messages"
+    assert client.api.headers["x-api-key"] == "sk-env" and client.api.headers["anthropic-version"] == "2023-06-01"
+    sdk = AnthropicClient.from_env(transport="sdk").api.sdk
+    assert sdk.api_key == "sk-env" and sdk.max_retries == 0 and str(sdk.base_url).startswith("http://127.0.0.1:9")
     assert default_model_from_env() == "claude-opus-4-8"
     monkeypatch.delenv("ANTHROPIC_MODEL")
     assert default_model_from_env() == DEFAULT_MODEL
+
+
+def test_from_env_bearer_token_and_transport_choice(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "tok-1")
+    client = AnthropicClient.from_env()
+    assert client.api.headers["authorization"] == "Bearer tok-1" and "x-api-key" not in client.api.headers
+    monkeypatch.setenv("DESKTOP_AGENT_API_TRANSPORT", "sdk")
+    assert type(AnthropicClient.from_env().api).__name__ == "SDKMessagesAPI"
+    monkeypatch.setenv("DESKTOP_AGENT_API_TRANSPORT", "carrier-pigeon")
+    with pytest.raises(ModelError) as exc:
+        AnthropicClient.from_env()
+    assert "DESKTOP_AGENT_API_TRANSPORT" in str(exc.value) and "wire, sdk" in str(exc.value)
 
 
 def test_backoff_is_exponential_with_jitter_and_capped():
