@@ -172,7 +172,10 @@ class Tool:
         return ""
 
     def permission_extras(self, input: Any, ctx: ToolUseContext) -> dict[str, Any]:
-        """Extra fields for a PermissionRequest (the structured patch of an Edit, Bash sub-commands)."""
+        """Extra fields for a PermissionRequest (the structured patch of an Edit, Bash sub-commands).
+
+        Called on a worker thread (``asyncio.to_thread``), so it may read files and diff them; it must
+        not touch the event loop or mutate ``ctx``."""
         return {}
 
     def matches_name(self, name: str) -> bool:

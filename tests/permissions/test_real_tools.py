@@ -75,3 +75,36 @@ def test_whole_tool_deny_and_headless_texts(workdir):
     ctx = ctx_for(ws, mode="plan")
     out = call(ctx, "Write", {"file_path": os.path.join(ws, "p.txt"), "content": "x"})
     assert out.is_error and out.block["content"] == f"Cannot write to {os.path.join(ws, 'p.txt')} while in plan mode."
+
+
+def test_the_patch_for_the_dialog_is_computed_off_the_event_loop(workdir, monkeypatch):
+    """In the window the loop is the Qt thread: the Edit's patch (file read + diff) must not run on it."""
+    import threading
+
+    from desktop_agent.tools.edit import EditTool
+    from tests.core.helpers import FakePrompter
+
+    ws = str(workdir)
+    path = os.path.join(ws, "big.py")
+    with open(path, "w") as fh:
+        fh.write("".join(f"line_{i} = {i}\n" for i in range(4_000)))  # under Read's 25,000-token cap
+    threads: list[threading.Thread] = []
+    real = EditTool.permission_extras
+
+    def spy(self, input, ctx):
+        threads.append(threading.current_thread())
+        return real(self, input, ctx)
+
+    monkeypatch.setattr(EditTool, "permission_extras", spy)
+    ctx = ctx_for(ws)
+    ctx.prompter = FakePrompter()
+    assert not call(ctx, "Read", {"file_path": path}, id="r").is_error
+    out = call(ctx, "Edit", {"file_path": path, "old_string": "line_2000 = 2000\n", "new_string": "line_2000 = 0\n"},
+               id="e")
+    assert not out.is_error, out.block
+    assert threads and threads[0] is not threading.main_thread()
+    (request,) = ctx.prompter.requests
+    hunk = request.structured_patch[0]
+    assert "-line_2000 = 2000" in hunk["lines"] and "+line_2000 = 0" in hunk["lines"]
+    with open(path) as fh:
+        assert "line_2000 = 0\n" in fh.read()
