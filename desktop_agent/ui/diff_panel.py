@@ -3,8 +3,9 @@
 Each change comes from a tool's structured patch — from ``PermissionRequested`` before the write
 (status *pending*) and from ``ToolCallFinished.data`` after it (*applied* or *failed*); a denied
 proposal stays visible as *rejected*. Unified diffs with old/new line numbers, GitHub-like colours
-and syntax highlighting by file type. Each file row collapses on click; selecting a change tells
-the conversation which card to show.
+and syntax highlighting by file type. Each file row collapses on click (a change of more than
+``diff_render.INLINE_LINES`` diff lines starts collapsed; expanded, it is rendered off the Qt
+thread); selecting a change tells the conversation which card to show.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QTextBrowser, QVBoxLa
 
 from desktop_agent.ui import highlight
 from desktop_agent.ui.conversation_view import is_dark, mono_font, rel_path
+from desktop_agent.ui.diff_render import INLINE_LINES, renderer
 
 PENDING, APPLIED, REJECTED, FAILED = "pending", "applied", "rejected", "failed"
 FILE_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
@@ -73,7 +75,8 @@ class DiffPanel(QWidget):
         self.by_tool: dict[str, Change] = {}
         self.selected_id: int | None = None
         self._next = 1
-        self._cache: dict[tuple[int, bool, int], str] = {}
+        self._waiting: set[Any] = set()  # diffs being rendered in the background
+        renderer().ready.connect(self._on_diff_ready)
 
         root = QVBoxLayout(self)
         root.setContentsMargins(0, 0, 0, 0)
@@ -147,13 +150,15 @@ class DiffPanel(QWidget):
                 if hunks:
                     change.hunks = hunks
                 change.user_modified = bool(data.get("userModified", change.user_modified))
-        self._cache = {k: v for k, v in self._cache.items() if k[0] != change.id}
         self.render()
         return change
 
     def _add(self, tool_use_id: str, tool: str, turn: int, path: str, hunks: list[dict[str, Any]],
              status: str) -> Change:
-        change = Change(self._next, tool_use_id, tool, turn, path, hunks, status)
+        # A big change starts collapsed ("▸ big.py +500 −500"), as GitHub does with large diffs: the
+        # dialog shows it while it is reviewed, and the panel re-renders on every event of the turn.
+        change = Change(self._next, tool_use_id, tool, turn, path, hunks, status,
+                        collapsed=highlight.diff_line_count(hunks) > INLINE_LINES)
         self._next += 1
         self.changes.append(change)
         self.by_tool[tool_use_id] = change
@@ -162,17 +167,20 @@ class DiffPanel(QWidget):
     def clear(self) -> None:
         self.changes.clear()
         self.by_tool.clear()
-        self._cache.clear()
+        self._waiting.clear()
         self.selected_id = None
         self.render()
 
     # ----- selection ---------------------------------------------------------------------------
-    def select_tool(self, tool_use_id: str) -> bool:
+    def select_tool(self, tool_use_id: str, expand: bool = True) -> bool:
+        """Highlight the change of a tool call and scroll to it; ``expand=False`` when the window
+        follows the turn by itself (a big change the user has not opened stays collapsed)."""
         change = self.by_tool.get(tool_use_id)
         if change is None:
             return False
         self.selected_id = change.id
-        change.collapsed = False
+        if expand:
+            change.collapsed = False
         self.render()
         self.view.scrollToAnchor(f"c{change.id}")
         return True
@@ -263,20 +271,26 @@ class DiffPanel(QWidget):
         note = ""
         if change.status == FAILED and change.note:
             note = f"<p style='color:{c.error}; margin:4px 8px'>{html.escape(change.note)}</p>"
-        key = (change.id, dark, len(change.hunks) * 100000 + sum(len(h['lines']) for h in change.hunks))
-        body = self._cache.get(key)
-        if body is None:
-            body = highlight.diff_table_html(change.hunks, change.file_path, dark, self._mono.family()) \
-                if change.hunks else (f"<p style='color:{c.muted}'>" + html.escape(self.tr("(no textual change)"))
-                                      + "</p>")
-            self._cache[key] = body
+        if not change.hunks:
+            body = f"<p style='color:{c.muted}'>" + html.escape(self.tr("(no textual change)")) + "</p>"
+        else:
+            key, body = renderer().html(change.hunks, change.file_path, dark, self._mono.family())
+            if body is None:
+                self._waiting.add(key)
+                lines = highlight.diff_line_count(change.hunks)
+                body = (f"<p style='color:{c.muted}; margin:4px 8px'>"
+                        + html.escape(self.tr("Rendering the diff ({0} lines)…").format(f"{lines:,}")) + "</p>")
         return head + note + body + "<p style='margin:0'></p>"
+
+    def _on_diff_ready(self, key: Any) -> None:
+        if key in self._waiting:
+            self._waiting.discard(key)
+            self.render()
 
     def changeEvent(self, event) -> None:  # noqa: N802 - re-render when the palette flips light/dark
         super().changeEvent(event)
         if event.type() == event.Type.PaletteChange and getattr(self, "_dark", None) != is_dark(self):
             self._dark = is_dark(self)
-            self._cache.clear()
             self.render()
 
     def text_content(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Generator, Iterable
 
 from pygments import lex
 from PySide6.QtCore import QCoreApplication
@@ -214,9 +214,11 @@ def _token_css(ttype: Any, dark: bool) -> str:
     return ";".join(parts)
 
 
-def highlight_lines(text: str, lexer: Lexer, dark: bool) -> list[str]:
-    """Highlight ``text`` and return one HTML fragment per line (inline styles, entities escaped)."""
+def highlight_lines_steps(text: str, lexer: Lexer, dark: bool, every: int = 0) -> Generator[None, None, list[str]]:
+    """``highlight_lines`` as a generator that yields after every ``every`` tokens (0: never), so a
+    caller on the Qt thread can lex a long text in slices with the lexer's state intact."""
     lines: list[list[str]] = [[]]
+    count = 0
     for ttype, value in lex(text, lexer):
         css = "" if ttype in Token.Text else _token_css(ttype, dark)
         pieces = value.split("\n")
@@ -226,10 +228,27 @@ def highlight_lines(text: str, lexer: Lexer, dark: bool) -> list[str]:
             if piece:
                 esc = html.escape(piece, quote=False).replace(" ", "&nbsp;").replace("\t", "&nbsp;" * 4)
                 lines[-1].append(f'<span style="{css}">{esc}</span>' if css else esc)
+        count += 1
+        if every and count % every == 0:
+            yield
     out = ["".join(parts) for parts in lines]
     # lex() ensures a trailing newline; drop the empty line it adds when the text had none.
     want = text.count("\n") + 1
     return out[:want] + [""] * (want - len(out[:want]))
+
+
+def run_steps(steps: Generator[None, None, Any]) -> Any:
+    """Drive a ``*_steps`` generator to its end at once and return its value."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return stop.value
+
+
+def highlight_lines(text: str, lexer: Lexer, dark: bool) -> list[str]:
+    """Highlight ``text`` and return one HTML fragment per line (inline styles, entities escaped)."""
+    return run_steps(highlight_lines_steps(text, lexer, dark))
 
 
 def highlight_code_html(code: str, lang: str | None, dark: bool, font_family: str = MONO_FALLBACK) -> str:
@@ -277,75 +296,94 @@ def hunks_for_new_file(content: str) -> list[dict[str, Any]]:
     return [{"oldStart": 0, "oldLines": 0, "newStart": 1, "newLines": len(lines), "lines": ["+" + x for x in lines]}]
 
 
-def diff_table_html(hunks: list[dict[str, Any]], file_path: str | None, dark: bool,
-                    font_family: str = MONO_FALLBACK, max_lines: int = 4000) -> str:
-    """A unified diff as an HTML table: old/new line numbers in the gutter, GitHub-like colours,
-    syntax highlighting by file type. ``hunks`` are structured-patch hunks (normalised)."""
+# Diff lines rendered per change; the rest is summarised in one line. QTextDocument parses ~15,000
+# styled lines a second here, on the Qt thread: 1,000 lines keep a big change's display to ~65 ms.
+DIFF_MAX_LINES = 1000
+
+
+def diff_line_count(hunks: Iterable[dict[str, Any]]) -> int:
+    return sum(len(h.get("lines", ())) for h in hunks)
+
+
+def diff_html(hunks: list[dict[str, Any]], file_path: str | None, dark: bool,
+              font_family: str = MONO_FALLBACK, max_lines: int = DIFF_MAX_LINES) -> str:
+    """A unified diff as HTML, at once (see ``diff_html_steps``)."""
+    return run_steps(diff_html_steps(hunks, file_path, dark, font_family, max_lines))
+
+
+def diff_html_steps(hunks: list[dict[str, Any]], file_path: str | None, dark: bool,
+                    font_family: str = MONO_FALLBACK, max_lines: int = DIFF_MAX_LINES,
+                    every: int = 0) -> Generator[None, None, str]:
+    """A unified diff as HTML: old/new line numbers in the gutter, GitHub-like colours, syntax
+    highlighting by file type. ``hunks`` are structured-patch hunks (normalised). A generator that
+    yields every ``every`` lexer tokens (0: never) and returns the HTML, so ``DiffRenderer`` can
+    build a big diff in slices on the Qt thread between other events.
+
+    One paragraph per line, not a table: QTextDocument lays out a 4,000-row table ~7× slower than
+    4,000 paragraphs (1.26 s vs 0.17 s here), and the block background spans the whole width anyway.
+    The gutter is two right-aligned number columns in the monospace font. At most ``max_lines`` diff
+    lines are rendered (hunks past the cap are not even lexed); a last line says what was left out."""
     c = colors(dark)
     lexer = lexer_for_filename(file_path)
+    top = max([h["oldStart"] + h["oldLines"] for h in hunks] + [h["newStart"] + h["newLines"] for h in hunks] + [1])
+    width = len(str(top))
+    blank = "&nbsp;" * width
+
+    def num(n: int | None) -> str:
+        return blank if n is None else f"{n:>{width}}".replace(" ", "&nbsp;")
+
+    def row(bg: str | None, gutter_bg: str | None, old: int | None, new: int | None, mark: str, code: str) -> str:
+        gbg = f"; background-color:{gutter_bg}" if gutter_bg else ""
+        style = f"margin:0; white-space:pre; background-color:{bg}" if bg else "margin:0; white-space:pre"
+        return (f'<p style="{style}"><span style="color:{c.gutter_fg}{gbg}">&nbsp;{num(old)}&nbsp;&nbsp;{num(new)}'
+                f"&nbsp;</span>&nbsp;{mark}&nbsp;{code}</p>")
+
     rows: list[str] = []
     shown = 0
-    top = max([h["oldStart"] + h["oldLines"] for h in hunks] + [h["newStart"] + h["newLines"] for h in hunks] + [1])
-    gw = 8 * len(str(top)) + 16  # gutter width in px: digits of the largest line number plus padding
-    gutter = f"color:{c.gutter_fg}; padding:0 6px; text-align:right"
     for hunk in hunks:
-        lines = hunk["lines"]
+        if shown >= max_lines:
+            break
+        lines = hunk["lines"][: max_lines - shown]
         header = f"@@ -{hunk['oldStart']},{hunk['oldLines']} +{hunk['newStart']},{hunk['newLines']} @@"
-        rows.append(
-            f'<tr style="background-color:{c.hunk_bg}"><td width="{gw}" style="{gutter}"></td><td width="{gw}" style="{gutter}"></td>'
-            f'<td style="color:{c.hunk_fg}; padding:2px 8px">{html.escape(header)}</td></tr>'
-        )
+        rows.append(f'<p style="margin:0; padding:2px 0; white-space:pre; background-color:{c.hunk_bg}; '
+                    f'color:{c.hunk_fg}">&nbsp;{blank}&nbsp;&nbsp;{blank}&nbsp;&nbsp;&nbsp;{html.escape(header)}</p>')
         # Highlight old-side and new-side text separately so multi-line tokens keep their state.
         old_text = "\n".join(x[1:] for x in lines if not x.startswith("+") and not x.startswith("\\"))
         new_text = "\n".join(x[1:] for x in lines if not x.startswith("-") and not x.startswith("\\"))
-        old_hl = highlight_lines(old_text, lexer, dark)
-        new_hl = highlight_lines(new_text, lexer, dark)
+        old_hl = yield from highlight_lines_steps(old_text, lexer, dark, every)
+        new_hl = yield from highlight_lines_steps(new_text, lexer, dark, every)
+        if every:
+            yield  # and after every hunk: a diff of many small hunks yields as often
         oi = ni = 0
         old_no, new_no = hunk["oldStart"], hunk["newStart"]
         for line in lines:
-            if shown >= max_lines:
-                break
             shown += 1
             sign = line[:1]
             if sign == "\\":
-                rows.append(f'<tr><td></td><td></td><td style="color:{c.muted}; padding:0 8px">'
-                            f"{html.escape(line)}</td></tr>")
-                continue
-            if sign == "+":
+                rows.append(f'<p style="margin:0; white-space:pre; color:{c.muted}">&nbsp;{blank}&nbsp;&nbsp;{blank}'
+                            f"&nbsp;&nbsp;&nbsp;{html.escape(line)}</p>")
+            elif sign == "+":
                 code = new_hl[ni] if ni < len(new_hl) else ""
                 ni += 1
-                rows.append(
-                    f'<tr style="background-color:{c.added_bg}"><td width="{gw}" style="{gutter}; background-color:{c.added_gutter}">'
-                    f'</td><td width="{gw}" style="{gutter}; background-color:{c.added_gutter}">{new_no}</td>'
-                    f'<td style="padding:0 8px; white-space:pre"><span style="color:{c.added_fg}">+</span>&nbsp;{code}'
-                    f"</td></tr>"
-                )
+                rows.append(row(c.added_bg, c.added_gutter, None, new_no, f'<span style="color:{c.added_fg}">+</span>',
+                                code))
                 new_no += 1
             elif sign == "-":
                 code = old_hl[oi] if oi < len(old_hl) else ""
                 oi += 1
-                rows.append(
-                    f'<tr style="background-color:{c.removed_bg}"><td width="{gw}" style="{gutter}; background-color:'
-                    f'{c.removed_gutter}">{old_no}</td><td width="{gw}" style="{gutter}; background-color:{c.removed_gutter}"></td>'
-                    f'<td style="padding:0 8px; white-space:pre"><span style="color:{c.removed_fg}">\u2212</span>'
-                    f"&nbsp;{code}</td></tr>"
-                )
+                rows.append(row(c.removed_bg, c.removed_gutter, old_no, None,
+                                f'<span style="color:{c.removed_fg}">\u2212</span>', code))
                 old_no += 1
             else:
                 code = new_hl[ni] if ni < len(new_hl) else ""
                 oi += 1
                 ni += 1
-                rows.append(
-                    f'<tr><td width="{gw}" style="{gutter}">{old_no}</td><td width="{gw}" style="{gutter}">{new_no}</td>'
-                    f'<td style="padding:0 8px; white-space:pre">&nbsp;&nbsp;{code}</td></tr>'
-                )
+                rows.append(row(None, None, old_no, new_no, "&nbsp;", code))
                 old_no += 1
                 new_no += 1
-    if shown >= max_lines:
-        rows.append(f'<tr><td></td><td></td><td style="color:{c.muted}; padding:4px 8px">'
-                    f"{html.escape(QCoreApplication.translate('Highlight', '… diff truncated for display ({0} lines shown)').format(shown))}"
-                    "</td></tr>")
-    return (
-        f'<table width="100%" cellspacing="0" cellpadding="0" style="font-family:\'{font_family}\'; '
-        f'color:{c.text}; border-collapse:collapse">' + "".join(rows) + "</table>"
-    )
+    total = diff_line_count(hunks)
+    if total > shown:
+        note = QCoreApplication.translate("Highlight", "… {0} more lines of this change are not shown ({1} shown)")
+        rows.append(f'<p style="margin:0; padding:4px 0; color:{c.muted}">&nbsp;'
+                    f"{html.escape(note.format(f'{total - shown:,}', f'{shown:,}'))}</p>")
+    return f'<div style="font-family:\'{font_family}\'; color:{c.text}">' + "".join(rows) + "</div>"

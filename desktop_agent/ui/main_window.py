@@ -678,12 +678,12 @@ class MainWindow(QMainWindow):
         change = self.diff_panel.on_tool_finished(e.tool_use_id, e.name, e.is_error, e.data,
                                                   self.controller.turn_index, e.content)
         if change is not None:
-            self.diff_panel.select_tool(e.tool_use_id)
+            self.diff_panel.select_tool(e.tool_use_id, expand=False)
 
     def _on_permission_requested(self, request: Any) -> None:
         self.conversation.tool_waiting(request.tool_use_id, request.tool_name, request.input)
         if self.diff_panel.on_permission_requested(request, self.controller.turn_index) is not None:
-            self.diff_panel.select_tool(request.tool_use_id)
+            self.diff_panel.select_tool(request.tool_use_id, expand=False)
             self.conversation.select_card(request.tool_use_id)
 
     def _on_permission_resolved(self, event: Any) -> None:

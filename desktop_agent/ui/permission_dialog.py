@@ -24,6 +24,7 @@ from desktop_agent.permissions.types import PermissionReply, PermissionRequest, 
 from desktop_agent.tools.patch import structured_patch
 from desktop_agent.ui import highlight
 from desktop_agent.ui.conversation_view import is_dark, mono_font, rel_path
+from desktop_agent.ui.diff_render import renderer
 
 USER_DENIED = "User denied via UI"
 EDITABLE_FIELD = {"Edit": "new_string", "Write": "content", "Bash": "command", "MultiEdit": None}
@@ -112,15 +113,22 @@ class PermissionDialog(QDialog):
             root.addWidget(desc)
 
         # The patch (Edit/Write) — highlighted, line numbers in the gutter.
-        self.diff_view: QTextBrowser | None = None
+        # A QPlainTextEdit, not a QTextBrowser: its layout is lazy (only what is visible), where a
+        # QTextBrowser lays out every line of a 1,000-line diff at once (~190 ms on the Qt thread here).
+        self.diff_view: QPlainTextEdit | None = None
+        self._diff_key: Any = None  # the big diff the view waits for (DiffRenderer.ready)
+        self._diff_hunks: list[dict[str, Any]] = []
+        renderer().ready.connect(self._on_diff_ready)
         self._hunks = self._initial_hunks()
         if self._hunks is not None:
-            self.diff_view = QTextBrowser()
+            self.diff_view = QPlainTextEdit()
             self.diff_view.setObjectName("diffView")
             self.diff_view.setAccessibleName(self.tr("Proposed change"))
-            self.diff_view.setOpenLinks(False)
+            self.diff_view.setReadOnly(True)
+            self.diff_view.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
+                                                   | Qt.TextInteractionFlag.TextSelectableByKeyboard)
             self.diff_view.setFont(mono)
-            self.diff_view.setLineWrapMode(QTextBrowser.LineWrapMode.NoWrap)
+            self.diff_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
             self._render_diff(self._hunks)
             root.addWidget(self.diff_view, 3)
 
@@ -143,7 +151,9 @@ class PermissionDialog(QDialog):
                 root.addWidget(parts)
 
         # Full input, never truncated: shown for other tools, one click away for Edit/Write/Bash.
-        self.input_view = QPlainTextEdit(json.dumps(request.input, indent=2, ensure_ascii=False))
+        # The full input and the editor are filled when first shown: a 50,000-line Write is ~3 MB
+        # of text, and laying it out in hidden widgets cost the Qt thread ~100 ms per widget.
+        self.input_view = QPlainTextEdit()
         self.input_view.setReadOnly(True)
         self.input_view.setFont(mono)
         self.input_view.setAccessibleName(self.tr("Full tool input"))
@@ -158,9 +168,12 @@ class PermissionDialog(QDialog):
         self.input_toggle.setAutoRaise(True)
         self.input_toggle.toggled.connect(self._toggle_input)
         self.input_view.setVisible(not secondary)
+        if not secondary:
+            self._toggle_input(True)
 
         # Editable proposal.
         self.editor: QPlainTextEdit | None = None
+        self._editor_filled = False
         self.edit_button: QToolButton | None = None
         tools_row = QHBoxLayout()
         tools_row.setSpacing(8)
@@ -174,7 +187,7 @@ class PermissionDialog(QDialog):
             self.edit_button.setAccessibleName(self.tr("Edit the proposal"))
             self.edit_button.toggled.connect(self._toggle_editor)
             tools_row.addWidget(self.edit_button)
-            self.editor = QPlainTextEdit(str(request.input.get(self._field, "")))
+            self.editor = QPlainTextEdit()
             self.editor.setFont(mono)
             self.editor.setAccessibleName(self.tr("Proposed text"))
             self.editor.setVisible(False)
@@ -272,13 +285,24 @@ class PermissionDialog(QDialog):
         return hunks_from_texts(old, new)
 
     def _render_diff(self, hunks: list[dict[str, Any]]) -> None:
+        """The diff now, or a placeholder while ``DiffRenderer`` builds a big one off the Qt thread."""
         assert self.diff_view is not None
-        path = self.request.file_path or self.request.input.get("file_path")
-        family = self.diff_view.font().family()
-        if hunks:
-            self.diff_view.setHtml(highlight.diff_table_html(hunks, path, is_dark(self), family))
-        else:
+        self._diff_key = None
+        if not hunks:
             self.diff_view.setPlainText(self.tr("(no textual change)"))
+            return
+        path = self.request.file_path or self.request.input.get("file_path")
+        key, out = renderer().html(hunks, path, is_dark(self), self.diff_view.font().family())
+        if out is not None:
+            self.diff_view.document().setHtml(out)
+            return
+        self._diff_key, self._diff_hunks = key, hunks
+        lines = highlight.diff_line_count(hunks)
+        self.diff_view.setPlainText(self.tr("Rendering the diff ({0} lines)…").format(f"{lines:,}"))
+
+    def _on_diff_ready(self, key: Any) -> None:
+        if key is not None and key == self._diff_key and self.diff_view is not None:
+            self._render_diff(self._diff_hunks)  # a memo hit now
 
     def _update_preview(self) -> None:
         if self.editor is None or self.diff_view is None:
@@ -292,12 +316,19 @@ class PermissionDialog(QDialog):
                               else highlight.hunks_for_new_file(text))
 
     def _toggle_input(self, on: bool) -> None:
+        if on and not self.input_view.document().characterCount() > 1:
+            self.input_view.setPlainText(json.dumps(self.request.input, indent=2, ensure_ascii=False))
         self.input_view.setVisible(on)
         self.input_toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
 
     def _toggle_editor(self, on: bool) -> None:
         if self.editor is None:
             return
+        if on and not self._editor_filled:
+            self._editor_filled = True
+            self.editor.blockSignals(True)  # filling it is not an edit: no preview re-render
+            self.editor.setPlainText(str(self.request.input.get(self._field, "")))
+            self.editor.blockSignals(False)
         self.editor.setVisible(on)
         if on:
             self.editor.setFocus()

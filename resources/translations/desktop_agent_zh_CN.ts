@@ -161,6 +161,17 @@
         <source>(no textual change)</source>
         <translation>（无文本更改）</translation>
     </message>
+    <message>
+        <source>Rendering the diff ({0} lines)…</source>
+        <translation>正在渲染差异（{0} 行）…</translation>
+    </message>
+</context>
+<context>
+    <name>Highlight</name>
+    <message>
+        <source>… {0} more lines of this change are not shown ({1} shown)</source>
+        <translation>… 此更改还有 {0} 行未显示（已显示 {1} 行）</translation>
+    </message>
 </context>
 <context>
     <name>MainWindow</name>
@@ -682,6 +693,10 @@ in this folder</source>
     <message>
         <source>(no textual change)</source>
         <translation>（无文本更改）</translation>
+    </message>
+    <message>
+        <source>Rendering the diff ({0} lines)…</source>
+        <translation>正在渲染差异（{0} 行）…</translation>
     </message>
 </context>
 <context>

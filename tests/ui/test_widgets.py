@@ -179,6 +179,9 @@ def test_dialog_bash_full_command_never_truncated(qtbot):
     qtbot.addWidget(dlg)
     dlg.open()
     assert dlg.command_view.toPlainText() == command
+    assert not dlg.input_view.isVisible()  # secondary to the command view; filled when first shown
+    qtbot.mouseClick(dlg.input_toggle, Qt.MouseButton.LeftButton)
+    assert dlg.input_view.isVisible()
     assert command in dlg.input_view.toPlainText().replace("\\'", "'")
     assert dlg.windowTitle().startswith("Allow Bash: find")
     assert "rm -rf build" in " ".join(lbl.text() for lbl in dlg.findChildren(type(dlg.rule_label)))
@@ -238,11 +241,78 @@ def test_diff_panel_lifecycle(qtbot):
     assert len(panel.changes) == 3
 
 
-def test_diff_table_line_numbers_and_colours():
-    out = highlight.diff_table_html(highlight.normalize_hunks(
+def _plain(html_text: str) -> list[str]:
+    from PySide6.QtGui import QTextDocument
+
+    doc = QTextDocument()
+    doc.setHtml(html_text)
+    return doc.toPlainText().split("\n")
+
+
+def test_diff_html_line_numbers_and_colours(qapp):
+    out = highlight.diff_html(highlight.normalize_hunks(
         [{"old_start": 10, "old_lines": 2, "new_start": 10, "new_lines": 2, "lines": [" keep", "-old", "+new"]}]),
         "x.py", dark=False)
-    assert ">10<" in out and ">11<" in out and highlight.LIGHT.added_bg in out and highlight.LIGHT.removed_bg in out
+    assert highlight.LIGHT.added_bg in out and highlight.LIGHT.removed_bg in out
+    assert highlight.LIGHT.added_gutter in out and highlight.LIGHT.removed_gutter in out
+    # The gutter: old and new line numbers, right-aligned; then the +/- mark and the code.
+    assert [x.rstrip() for x in _plain(out)] == [
+        "          @@ -10,2 +10,2 @@", " 10  10    keep", " 11      \u2212 old", "     11  + new"]
+
+
+def test_diff_html_caps_long_diffs_and_says_so(qapp, monkeypatch):
+    lexed: list[str] = []
+    real = highlight.highlight_lines_steps
+
+    def spy(text, lexer, dark, every=0):
+        lexed.append(text)
+        return real(text, lexer, dark, every)
+
+    monkeypatch.setattr(highlight, "highlight_lines_steps", spy)
+    hunks = [{"oldStart": 1, "oldLines": 0, "newStart": 1, "newLines": 2500, "lines": [f"+x = {i}" for i in range(2500)]},
+             {"oldStart": 9000, "oldLines": 1, "newStart": 11500, "newLines": 1, "lines": ["-far = 1", "+far = 2"]}]
+    lines = _plain(highlight.diff_html(hunks, "x.py", dark=True))
+    assert len(lines) == 1 + highlight.DIFF_MAX_LINES + 1
+    assert lines[-1].strip() == "\u2026 1,502 more lines of this change are not shown (1,000 shown)"
+    assert len(lexed) == 2  # old and new side of the first hunk; the hunk past the cap is never lexed
+
+
+def _big_write(tag: str, n: int = 1000) -> PermissionRequest:
+    content = "".join(f"value_{tag}_{i} = {i}\n" for i in range(n))
+    return PermissionRequest(tool_name="Write", tool_use_id=f"toolu_{tag}", cwd="/w",
+                             input={"file_path": f"/w/{tag}.py", "content": content}, file_path=f"/w/{tag}.py")
+
+
+def test_a_big_diff_is_built_in_slices_while_the_dialog_is_up(qtbot):
+    from desktop_agent.ui.diff_render import renderer
+
+    before = renderer().slices
+    dlg = PermissionDialog(_big_write("dialog"))
+    qtbot.addWidget(dlg)
+    dlg.open()
+    # The dialog is up at once with a placeholder; the highlighted diff follows, built in slices
+    # between the loop's other events.
+    assert dlg.diff_view.toPlainText() == "Rendering the diff (1,000 lines)\u2026"
+    qtbot.waitUntil(lambda: "value_dialog_999 = 999" in dlg.diff_view.toPlainText(), timeout=10_000)
+    assert "value_dialog_0 = 0" in dlg.diff_view.toPlainText()
+    assert renderer().slices - before > 1
+    # The same patch again (the panel, a re-open): from the memo, at once.
+    again = PermissionDialog(_big_write("dialog"))
+    qtbot.addWidget(again)
+    assert "value_dialog_999 = 999" in again.diff_view.toPlainText()
+
+
+def test_a_big_change_starts_collapsed_in_the_panel_and_renders_in_slices(qtbot):
+    panel = DiffPanel()
+    qtbot.addWidget(panel)
+    panel.cwd = "/w"
+    change = panel.on_permission_requested(_big_write("panel"), turn=1)
+    assert change.collapsed and "panel.py" in panel.text_content() and "+1000" in panel.text_content()
+    assert "value_panel_0" not in panel.text_content()
+    panel._on_anchor(QUrl(f"toggle:{change.id}"))  # the user expands it
+    assert not change.collapsed and "Rendering the diff (1,000 lines)" in panel.text_content()
+    qtbot.waitUntil(lambda: "value_panel_999 = 999" in panel.text_content(), timeout=10_000)
+    assert "Rendering the diff" not in panel.text_content() and "pending" in panel.text_content()
 
 
 # ----- controller as PermissionPrompter -----------------------------------------------------------
