@@ -189,6 +189,14 @@ def bench_appends(n_cards: int = 2000, samples: int = 200) -> list[dict]:
     ]
 
 
+async def probe(stop: asyncio.Event, gaps: list[float], interval: float) -> None:
+    """Event-loop lag: how late each ``interval`` sleep wakes up, until ``stop``."""
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        await asyncio.sleep(interval)
+        gaps.append(time.perf_counter() - t0 - interval)
+
+
 def bench_stall(chunks: int = 600) -> list[dict]:
     from PySide6.QtWidgets import QApplication
 
@@ -220,17 +228,11 @@ def bench_stall(chunks: int = 600) -> list[dict]:
     win.show()
     gaps: list[float] = []
 
-    async def probe(stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            t0 = time.perf_counter()
-            await asyncio.sleep(0.005)
-            gaps.append(time.perf_counter() - t0 - 0.005)
-
     async def scenario() -> float:
         assert await win.open_folder(tree)
         await win.controller.submit("warm up")
         stop = asyncio.Event()
-        probe_task = asyncio.ensure_future(probe(stop))
+        probe_task = asyncio.ensure_future(probe(stop, gaps, 0.005))
         t0 = time.perf_counter()
         task = win.controller.submit("stream while grepping")
         await task
@@ -287,17 +289,11 @@ def bench_big_diff() -> list[dict]:
         gaps: list[float] = []
         marks: dict[str, float] = {}
 
-        async def probe(stop: asyncio.Event) -> None:
-            while not stop.is_set():
-                t0 = time.perf_counter()
-                await asyncio.sleep(0.002)
-                gaps.append(time.perf_counter() - t0 - 0.002)
-
         async def scenario() -> None:
             assert await win.open_folder(project)
             await asyncio.sleep(0.2)  # let the window settle
             stop = asyncio.Event()
-            probe_task = asyncio.ensure_future(probe(stop))
+            probe_task = asyncio.ensure_future(probe(stop, gaps, 0.002))
             marks["submit"] = time.perf_counter()
             task = win.controller.submit("tune them all")
             while win.controller.current_dialog is None:

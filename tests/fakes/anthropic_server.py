@@ -229,6 +229,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server API
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if len(raw) < length:
+            # The client went away mid-request (a SIGKILLed CLI): the API never sees such a request,
+            # so it is neither served nor counted as one the API would reject.
+            self.close_connection = True
+            return
         try:
             body = json.loads(raw or b"{}")
         except ValueError:

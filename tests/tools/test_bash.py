@@ -19,6 +19,7 @@ from desktop_agent.tools import bash as bash_mod
 from desktop_agent.tools.bash import (ABORTED_NOTE, MAX_OUTPUT_CHARS, BashInput, BashOutputTool, BashTool,
                                       KillShellTool, cap_output, effective_timeout_ms, exit_code_is_error)
 from tests.core.helpers import Tracker, make_tools
+from tests.tools.util import pid_alive
 
 
 def run(coro):
@@ -74,13 +75,6 @@ def group_members(pgid: int) -> list[int]:
     return alive
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
 async def wait_gone(pgid: int, timeout: float = 3.0) -> list[int]:

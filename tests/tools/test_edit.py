@@ -20,25 +20,9 @@ from desktop_agent.tools.edit import (
     find_actual_string,
     preserve_quote_style,
 )
-from desktop_agent.tools.read import ReadTool
-from desktop_agent.tools.write import WriteTool
 from tests.core.helpers import FakePrompter, ctx_with, tool_use
+from tests.tools.util import WRAP, read, run, tools
 
-WRAP = "<tool_use_error>{}</tool_use_error>"
-
-
-def tools():
-    return [ReadTool(), EditTool(), WriteTool()]
-
-
-def run(coro):
-    return asyncio.run(coro)
-
-
-def read(ctx, path, **kw):
-    out = run(run_tool_use(tool_use("Read", {"file_path": str(path), **kw}, "toolu_read_1"), ctx))
-    assert not out.is_error, out.block
-    return out
 
 
 def edit(ctx, path, old, new, id="toolu_edit_2", **kw):

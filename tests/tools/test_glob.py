@@ -11,6 +11,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.execution import run_tool_use
 from desktop_agent.tools.glob import TRUNCATED_NOTE, GlobInput, GlobTool, split_pattern
 from desktop_agent.tools.registry import default_tools
+from tests.tools.util import Ticker
 
 
 def run(coro):
@@ -143,21 +144,10 @@ def test_large_tree_does_not_block_the_loop(tmp_path):
 
     async def main():
         ctx = ToolUseContext(cwd=str(d), tools=default_tools())
-        ticks = 0
-        stop = False
-
-        async def ticker():
-            nonlocal ticks
-            while not stop:
-                ticks += 1
-                await asyncio.sleep(0.001)
-
-        t = asyncio.ensure_future(ticker())
-        out = await run_tool_use({"type": "tool_use", "id": "g", "name": "Glob", "input": {"pattern": "**/*.txt"}},
-                                 ctx)
-        stop = True
-        await t
-        return out, ticks
+        async with Ticker() as ticker:
+            out = await run_tool_use({"type": "tool_use", "id": "g", "name": "Glob",
+                                      "input": {"pattern": "**/*.txt"}}, ctx)
+        return out, ticker.ticks
 
     out, ticks = run(main())
     assert out.data["truncated"] is True and len(out.data["filenames"]) == 100

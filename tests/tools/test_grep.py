@@ -14,6 +14,7 @@ from desktop_agent.tools import grep as grep_mod
 from desktop_agent.tools import ripgrep
 from desktop_agent.tools.grep import GrepInput, GrepTool
 from desktop_agent.tools.registry import default_tools
+from tests.tools.util import Ticker, pid_alive
 
 
 def run(coro):
@@ -362,13 +363,6 @@ def _rg_pids_for(path: str) -> list[int]:
     return pids
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
 def test_cancelled_search_kills_rg_and_timeout_is_an_error(ws):
@@ -393,8 +387,8 @@ def test_cancelled_search_kills_rg_and_timeout_is_an_error(ws):
         return cancelled_pids, _rg_pids_for(fifo)
 
     cancelled, left = run(main())
-    assert cancelled and not any(_alive(p) for p in cancelled)
-    assert not any(_alive(p) for p in left)
+    assert cancelled and not any(pid_alive(p) for p in cancelled)
+    assert not any(pid_alive(p) for p in left)
 
 
 def test_grep_runs_off_the_loop(many):
@@ -402,21 +396,10 @@ def test_grep_runs_off_the_loop(many):
 
     async def main():
         ctx = ToolUseContext(cwd=str(many), tools=default_tools())
-        ticks = 0
-        done = False
-
-        async def ticker():
-            nonlocal ticks
-            while not done:
-                ticks += 1
-                await asyncio.sleep(0.001)
-
-        t = asyncio.ensure_future(ticker())
-        out = await run_tool_use({"type": "tool_use", "id": "g", "name": "Grep",
-                                  "input": {"pattern": "hit", "output_mode": "count", "head_limit": 0}}, ctx)
-        done = True
-        await t
-        return out, ticks
+        async with Ticker() as ticker:
+            out = await run_tool_use({"type": "tool_use", "id": "g", "name": "Grep",
+                                      "input": {"pattern": "hit", "output_mode": "count", "head_limit": 0}}, ctx)
+        return out, ticker.ticks
 
     out, ticks = run(main())
     assert out.block["content"].endswith("Found 600 total occurrences across 301 files.")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 
@@ -12,26 +11,10 @@ from desktop_agent.core.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.types import PermissionReply
 from desktop_agent.session.history import FileHistory
-from desktop_agent.tools.edit import EditTool
-from desktop_agent.tools.read import ReadTool
 from desktop_agent.tools.write import WriteTool
 from tests.core.helpers import FakePrompter, ctx_with, tool_use
+from tests.tools.util import WRAP, read, run, tools
 
-WRAP = "<tool_use_error>{}</tool_use_error>"
-
-
-def tools():
-    return [ReadTool(), EditTool(), WriteTool()]
-
-
-def run(coro):
-    return asyncio.run(coro)
-
-
-def read(ctx, path, **kw):
-    out = run(run_tool_use(tool_use("Read", {"file_path": str(path), **kw}, "toolu_read_1"), ctx))
-    assert not out.is_error, out.block
-    return out
 
 
 def write(ctx, path, content, id="toolu_write_1"):
