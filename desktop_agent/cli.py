@@ -406,25 +406,19 @@ def _describe(request: Any) -> str:
     return str(command) if isinstance(command, str) else ""
 
 
-class RecordingPrompter:
-    """Keeps the ``permission_denials`` of the result line; with no inner prompter every ask is denied
-    with the ask's own message (the App. A texts)."""
+class DenyingPrompter:
+    """The prompter of ``-p``: the stdio control channel's when there is one (``inner``), else every ask
+    is denied with the ask's own message (the App. A texts)."""
 
     def __init__(self, inner: Any = None):
         self.inner = inner
-        self.denials: list[dict[str, Any]] = []
 
     async def ask(self, request: Any) -> Any:
         from desktop_agent.permissions.types import PermissionReply
 
         if self.inner is None:
-            reply = PermissionReply(behavior="deny", message=request.message or "Permission required")
-        else:
-            reply = await self.inner.ask(request)
-        if reply.behavior == "deny":
-            self.denials.append({"tool_name": request.tool_name, "tool_use_id": request.tool_use_id,
-                                 "tool_input": request.input})
-        return reply
+            return PermissionReply(behavior="deny", message=request.message or "Permission required")
+        return await self.inner.ask(request)
 
 
 def register_sdk_hooks(runner: Any, channel: ControlChannel, hooks: dict[str, Any] | None) -> int:
@@ -476,7 +470,7 @@ class HeadlessRun:
         self.out = out or Output()
         self.session: Any = None
         self.channel = ControlChannel(self.out, verbose=opts.verbose)
-        self.prompter = RecordingPrompter(
+        self.prompter = DenyingPrompter(
             StdioPrompter(self.channel, self._interrupt) if opts.permission_prompt_tool == "stdio" else None)
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.last_ok = True
@@ -505,7 +499,7 @@ class HeadlessRun:
 
     def _fit_prompter(self) -> None:
         """Without ``--permission-prompt-tool stdio`` an ask is denied; but when PermissionRequest hooks exist the
-        engine must run them first, which it does only with no prompter at all (denials then go unlisted)."""
+        engine must run them first, which it does only with no prompter at all."""
         if self.prompter.inner is not None or self.session is None:
             return
         hooks = self.session.ctx.hooks
@@ -591,14 +585,16 @@ class HeadlessRun:
 
     async def run_turn(self, content: Any) -> dict[str, Any]:
         from desktop_agent.core.events import (
-            AssistantMessage, Compacted, ErrorEvent, RetryWaiting, StreamEvent, TurnFinished, UserMessage,
+            AssistantMessage, Compacted, ErrorEvent, RetryWaiting, StreamEvent, ToolCallFinished, ToolCallStarted,
+            TurnFinished, UserMessage,
         )
 
         s = self.session
         if isinstance(content, str) and (content.strip() == "/compact" or content.strip().startswith("/compact ")):
             return await self.run_compact(content.strip()[len("/compact"):].strip())
         self.interrupted = False
-        denials_before = len(self.prompter.denials)
+        denials: list[dict[str, Any]] = []
+        inputs: dict[str, Any] = {}
         self._line(self.init_line())
         t0 = time.perf_counter()
         finished: Any = None
@@ -622,6 +618,11 @@ class HeadlessRun:
                 elif isinstance(event, RetryWaiting) and self.opts.verbose:
                     eprint(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt}/{event.max_attempts}): "
                            f"{event.error}")
+                elif isinstance(event, ToolCallStarted):
+                    inputs[event.tool_use_id] = event.input
+                elif isinstance(event, ToolCallFinished) and event.denied:
+                    denials.append({"tool_name": event.name, "tool_use_id": event.tool_use_id,
+                                    "tool_input": inputs.get(event.tool_use_id, {})})
                 elif isinstance(event, TurnFinished):
                     finished = event
         finally:
@@ -644,7 +645,7 @@ class HeadlessRun:
             "stop_reason": stop_reason, "session_id": s.session_id,
             "total_cost_usd": round(s.total_cost_usd, 8),
             "usage": _usage_dict(finished.usage if finished else {}),
-            "modelUsage": {}, "permission_denials": self.prompter.denials[denials_before:],
+            "modelUsage": {}, "permission_denials": denials,
             "uuid": str(uuid.uuid4()),
         }
         if finished is not None and finished.error:

@@ -144,6 +144,28 @@ def test_running_example_end_to_end_stream_json(fake, workdir, tmp_path):
     assert not any(e["type"] == "progress" for e in entries)
 
 
+def test_denials_by_a_permission_request_hook_are_listed(fake, workdir, tmp_path):
+    """-p with no stdio prompter: a PermissionRequest command hook answers the ask (deny); the result
+    line lists the denied call in ``permission_denials`` and the model gets the hook's message."""
+    app = workdir / "app.ts"
+    hook = tmp_path / "deny.sh"
+    hook.write_text("#!/bin/sh\ncat >/dev/null\necho '{\"hookSpecificOutput\":{\"hookEventName\":\"PermissionRequest\","
+                    "\"decision\":{\"behavior\":\"deny\",\"message\":\"not on Fridays\"}}}'\n")
+    hook.chmod(0o755)
+    settings = {"hooks": {"PermissionRequest": [{"matcher": "Edit", "hooks": [{"type": "command",
+                                                                                "command": str(hook)}]}]}}
+    fake.script([*running_example(app)[:2], reply(text("denied, then"))])
+    out = run_cli(["-p", PROMPT, "--output-format", "json", "--settings", json.dumps(settings)], workdir,
+                  cli_env(fake, tmp_path / "h"))
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["permission_denials"] == [{"tool_name": "Edit", "tool_use_id": "toolu_edit_2", "tool_input": {
+        "file_path": str(app), "old_string": "export const value = 1", "new_string": "export const value = 2"}}]
+    denied = fake.requests[-1].messages[-1]["content"][0]
+    assert denied["is_error"] is True and "not on Fridays" in denied["content"]
+    assert app.read_text() == "export const value = 1"
+
+
 def test_resume_continue_text_json_max_turns_and_denials(fake, workdir, tmp_path):
     """A first session (JSON output); --resume with the prompt on stdin, text output and --max-turns;
     --continue in default mode without a prompter (the ask is denied with its own text); unknown flags."""

@@ -87,6 +87,8 @@ class ToolCallFinished(_Event):
     # The tool's structured output, e.g. Edit's {filePath, structuredPatch, originalFile, userModified}.
     data: dict[str, Any] | None = None
     duration_ms: float = 0.0
+    # The call was refused by the permission step (a rule, the mode, the user, a PermissionRequest hook).
+    denied: bool = False
 
 
 class PermissionRequested(_Event):

@@ -8,6 +8,8 @@ from typing import Any
 from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
+from desktop_agent.core.events import TurnFinished
+from desktop_agent.core.loop import QueryParams, query
 from desktop_agent.permissions.types import PermissionReply, PermissionRequest
 from desktop_agent.tools.base import ToolInput, ToolResult, build_tool
 
@@ -91,3 +93,23 @@ def ctx_with(tools: list[Any], tmp_path, **kw: Any) -> ToolUseContext:
 
 def tool_use(name: str, input: Any, id: str = "toolu_1") -> dict[str, Any]:
     return {"type": "tool_use", "id": id, "name": name, "input": input}
+
+
+class TurnRun:
+    """One ``query()`` turn whose events are kept. Subclasses set ``self.params`` and ``self.events``."""
+
+    params: QueryParams
+    events: list[Any]
+
+    async def go(self, during: Any = None) -> TurnFinished:
+        """Drive the turn to its end (``during`` sees each event); exactly one TurnFinished, last."""
+        async for ev in query(self.params):
+            self.events.append(ev)
+            if during is not None:
+                during(ev)
+        finished = [e for e in self.events if isinstance(e, TurnFinished)]
+        assert len(finished) == 1 and self.events[-1] is finished[0], "exactly one TurnFinished, last"
+        return finished[0]
+
+    def of(self, cls: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, cls)]

@@ -14,7 +14,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import INTERRUPTED_MESSAGE, REJECT_MESSAGE
 from desktop_agent.core.events import (
     AssistantMessage, ErrorEvent, PermissionRequested, PermissionResolved, RequestStarted, StreamEvent,
-    StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnStarted, Usage,
+    StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnStarted, Usage,
 )
 from desktop_agent.core.loop import INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, QueryParams, query
 from desktop_agent.core.messages import user_entry
@@ -26,12 +26,12 @@ from desktop_agent.tools.base import ToolResult, build_tool
 
 from tests.model.aio import aio
 
-from .helpers import EditLikeInput, FakePrompter, PathInput, Tracker, make_tools
+from .helpers import EditLikeInput, FakePrompter, PathInput, Tracker, TurnRun, make_tools
 
 SYSTEM = [{"type": "text", "text": "You are a test agent."}]
 
 
-class Run:
+class Run(TurnRun):
     """Runs one query and keeps what came out."""
 
     def __init__(self, client: ScriptedModelClient, ctx: ToolUseContext, **kw: Any):
@@ -43,17 +43,6 @@ class Run:
                                   model="claude-sonnet-4-6", system_prompt=SYSTEM, on_message=self.entries.append,
                                   **kw)
 
-    async def go(self, during: Any = None) -> TurnFinished:
-        async for ev in query(self.params):
-            self.events.append(ev)
-            if during is not None:
-                during(ev)
-        finished = [e for e in self.events if isinstance(e, TurnFinished)]
-        assert len(finished) == 1 and self.events[-1] is finished[0]
-        return finished[0]
-
-    def of(self, cls: type) -> list[Any]:
-        return [e for e in self.events if isinstance(e, cls)]
 
     def results(self) -> list[dict[str, Any]]:
         out = []

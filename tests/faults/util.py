@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from desktop_agent.core.events import TurnFinished
-from desktop_agent.core.loop import QueryParams, query
+from desktop_agent.core.loop import QueryParams
 from desktop_agent.core.messages import normalize_for_api, user_entry
+from tests.core.helpers import TurnRun
 
 SYSTEM = [{"type": "text", "text": "You are a test agent."}]
 
 
-class QueryRun:
+class QueryRun(TurnRun):
     def __init__(self, client: Any, ctx: Any, prompt: str = "go", history: list[dict[str, Any]] | None = None,
                  **kw: Any):
         self.entries: list[dict[str, Any]] = list(history or [])
@@ -28,17 +28,6 @@ class QueryRun:
         self.params = QueryParams(messages=list(self.entries), ctx=ctx, client=client, model="claude-fake-1",
                                   system_prompt=SYSTEM, on_message=self.entries.append, **kw)
 
-    async def go(self, during: Any = None) -> TurnFinished:
-        async for ev in query(self.params):
-            self.events.append(ev)
-            if during is not None:
-                during(ev)
-        finished = [e for e in self.events if isinstance(e, TurnFinished)]
-        assert len(finished) == 1 and self.events[-1] is finished[0], "exactly one TurnFinished, last"
-        return finished[0]
-
-    def of(self, cls: type) -> list[Any]:
-        return [e for e in self.events if isinstance(e, cls)]
 
 
 def api_pairing_problems(entries: list[dict[str, Any]]) -> list[str]:

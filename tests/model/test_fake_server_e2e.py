@@ -20,10 +20,10 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.events import (
     ErrorEvent, RetryWaiting, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, TurnFinished, Usage,
 )
-from desktop_agent.core.loop import QueryParams, query
+from desktop_agent.core.loop import QueryParams
 from desktop_agent.core.messages import normalize_for_api, user_entry
 from desktop_agent.model.anthropic_client import AnthropicClient
-from tests.core.helpers import FakePrompter, Tracker, make_tools
+from tests.core.helpers import FakePrompter, Tracker, TurnRun, make_tools
 from tests.fakes.anthropic_server import FakeAnthropic, fake_anthropic, http_error, reply, text, thinking, tool_use  # noqa: F401
 from tests.model.aio import aio
 
@@ -57,7 +57,7 @@ def assert_api_valid(entries: list[dict[str, Any]]) -> None:
         assert set(first_types) == {"tool_result"}, "tool_results come first"
 
 
-class E2E:
+class E2E(TurnRun):
     def __init__(self, fake: FakeAnthropic, ctx: ToolUseContext, client: AnthropicClient | None = None, **kw: Any):
         self.fake = fake
         self.client = client or AnthropicClient("sk-test-key", fake.base_url, base_delay_s=0.01, max_delay_s=0.05)
@@ -68,16 +68,10 @@ class E2E:
                                   system_prompt=SYSTEM, on_message=self.entries.append, **kw)
 
     async def go(self, during: Any = None) -> TurnFinished:
-        async for ev in query(self.params):
-            self.events.append(ev)
-            if during is not None:
-                during(ev)
-        await self.client.aclose()
-        assert isinstance(self.events[-1], TurnFinished)
-        return self.events[-1]
-
-    def of(self, cls: type) -> list[Any]:
-        return [e for e in self.events if isinstance(e, cls)]
+        try:
+            return await super().go(during)
+        finally:
+            await self.client.aclose()
 
     def check_transcript(self) -> None:
         assert self.entries[0] is self.first
