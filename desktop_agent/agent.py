@@ -61,11 +61,11 @@ class ConfigError(Exception):
 def _make_client(settings: AppSettings) -> Any:
     """The Anthropic client from env + settings. Raises ConfigError without an API key."""
     key, _source = find_api_key()
-    if not key:
+    if not key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
         raise ConfigError("no API key found: set ANTHROPIC_API_KEY (or save a key in the app's settings)")
     from desktop_agent.model.anthropic_client import AnthropicClient
 
-    kwargs: dict[str, Any] = {"api_key": key}
+    kwargs: dict[str, Any] = {"api_key": key or ""}  # else from_env sends ANTHROPIC_AUTH_TOKEN as a bearer token
     base_url = os.environ.get("ANTHROPIC_BASE_URL") or settings.base_url
     if base_url:
         kwargs["base_url"] = base_url

@@ -144,6 +144,20 @@ def test_running_example_end_to_end_stream_json(fake, workdir, tmp_path):
     assert not any(e["type"] == "progress" for e in entries)
 
 
+def test_bearer_token_instead_of_an_api_key(workdir, tmp_path):
+    """ANTHROPIC_AUTH_TOKEN alone (a gateway's token): sent as ``Authorization: Bearer``, no x-api-key."""
+    with FakeAnthropic(api_key="tok-gateway") as fake:
+        fake.script([reply(text("hi over a gateway"))])
+        env = cli_env(fake, tmp_path / "h", ANTHROPIC_AUTH_TOKEN="tok-gateway")
+        del env["ANTHROPIC_API_KEY"]
+        out = run_cli(["-p", "hello"], workdir, env)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "hi over a gateway"
+        headers = fake.requests[0].headers
+        assert headers["authorization"] == "Bearer tok-gateway" and "x-api-key" not in headers
+        fake.assert_done()
+
+
 def test_denials_by_a_permission_request_hook_are_listed(fake, workdir, tmp_path):
     """-p with no stdio prompter: a PermissionRequest command hook answers the ask (deny); the result
     line lists the denied call in ``permission_denials`` and the model gets the hook's message."""

@@ -4,8 +4,8 @@ Each change comes from a tool's structured patch — from ``PermissionRequested`
 (status *pending*) and from ``ToolCallFinished.data`` after it (*applied* or *failed*); a denied
 proposal stays visible as *rejected*. Unified diffs with old/new line numbers, GitHub-like colours
 and syntax highlighting by file type. Each file row collapses on click (a change of more than
-``diff_render.INLINE_LINES`` diff lines starts collapsed; expanded, it is rendered off the Qt
-thread); selecting a change tells the conversation which card to show.
+``diff_render.INLINE_LINES`` diff lines starts collapsed; expanded, ``DiffRenderer`` builds it in
+slices between other events); selecting a change tells the conversation which card to show.
 """
 
 from __future__ import annotations

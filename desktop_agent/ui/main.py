@@ -231,7 +231,7 @@ def main(args: list[str]) -> int:
             def _first_run() -> None:
                 from desktop_agent.config import find_api_key
 
-                if find_api_key()[0] is None:
+                if find_api_key()[0] is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
                     window.show_settings(first_run=True)
 
             QTimer.singleShot(0, _first_run)
