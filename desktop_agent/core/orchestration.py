@@ -73,7 +73,8 @@ def finished_event(outcome: ToolUseOutcome) -> ToolCallFinished:
     data = outcome.data if isinstance(outcome.data, dict) else None
     return ToolCallFinished(
         tool_use_id=outcome.block["tool_use_id"], name=outcome.tool_name, content=outcome.block.get("content"),
-        is_error=outcome.is_error, data=data, duration_ms=outcome.duration_ms, denied=outcome.stage == "permission",
+        is_error=outcome.is_error, data=data, duration_ms=outcome.duration_ms,
+        denied=outcome.stage == "permission",
     )
 
 

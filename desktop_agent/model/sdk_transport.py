@@ -5,7 +5,7 @@ The same interface as ``model.wire.MessagesAPI`` (``stream(params)`` → raw eve
 translated at this boundary into ``wire.APIStatusError`` / ``APIConnectionError`` /
 ``APITimeoutError``, so ``AnthropicClient``'s classification, retries and watchdog do not know which
 transport ran. Chosen with ``DESKTOP_AGENT_API_TRANSPORT=sdk`` (or ``transport="sdk"``); the default
-is the wire client, because ``import anthropic`` costs ~2 s of CPU and ~55 MB at every start (see
+is the wire client, because ``import anthropic`` costs ~2 s of CPU and ~45 MB at every start (see
 ``model/wire.py``). The SDK's own retries are switched off: ours are the only ones.
 """
 

@@ -3,11 +3,11 @@
 ``MessagesAPI`` is the transport under ``AnthropicClient``: ``stream(params)`` posts
 ``/v1/messages`` with ``stream: true`` and yields each SSE event's JSON ``data`` (``message_start``,
 ``content_block_*``, ``message_delta``, ``message_stop``; ``ping`` and event types added later are
-skipped, an ``error`` event raises); ``create(params)`` is the non-streaming request. No retries, no watchdog, no caching —
-``AnthropicClient`` owns that policy, whatever the transport.
+skipped, an ``error`` event raises); ``create(params)`` is the non-streaming request. No retries, no
+watchdog, no caching — ``AnthropicClient`` owns that policy, whatever the transport.
 
 Why not the ``anthropic`` SDK here: ``import anthropic`` executes ~3,200 modules (2 s of CPU and
-~55 MB on a 2-core box) for a client that, for us, only posts JSON and splits SSE lines; the
+~45 MB on a 2-core box) for a client that, for us, only posts JSON and splits SSE lines; the
 headless CLI paid that on every start. The SDK is still available as a transport
 (``DESKTOP_AGENT_API_TRANSPORT=sdk``, ``model/sdk_transport.py``) and the tests run both against the
 fake server, so the two are held to the same events and the same errors.
