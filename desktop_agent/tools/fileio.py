@@ -218,7 +218,8 @@ def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True, durable_re
     bits (and owner, where allowed) are kept; a new file gets ``0o666 & ~umask`` — or ``mode`` for
     both when given (e.g. ``0o600`` for credentials). If anything fails the temp file is removed and
     the original is untouched. The one atomic writer of the project (settings files and the app's
-    config use it too).
+    config use it too). The temp file is named ``.<name>.<pid>.<random>.tmp``; after the rename, the
+    temps that killed writers of the same file left behind are removed (``remove_stale_temps``).
     """
     target = os.path.realpath(path) if os.path.islink(path) else path
     directory = os.path.dirname(target) or "."
@@ -226,7 +227,8 @@ def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True, durable_re
         st: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
         st = None
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+    base = os.path.basename(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -254,7 +256,43 @@ def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True, durable_re
         raise
     if fsync and durable_rename:
         _fsync_dir(directory)
+    remove_stale_temps(directory, base)
     return mtime
+
+
+def remove_stale_temps(directory: str, base: str) -> list[str]:
+    """Delete the temp files earlier writes of ``base`` left in ``directory`` when their process was
+    killed inside the writer (SIGKILL, power cut): ``.<base>.<pid>.<random>.tmp`` whose pid no longer
+    runs. A temp of a live process (another writer now) is left alone, and so is any other file.
+    Returns the names removed."""
+    prefix = f".{base}."
+    removed: list[str] = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return removed
+    for name in names:
+        pid_text = name[len(prefix):].split(".", 1)[0]
+        if not pid_text.isdigit() or _pid_running(int(pid_text)):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+            removed.append(name)
+        except OSError:
+            pass
+    return removed
+
+
+def _pid_running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process, or not a pid: leave its file alone
+    return True
 
 
 def _fsync_dir(directory: str) -> None:

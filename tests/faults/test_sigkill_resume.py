@@ -5,8 +5,8 @@ The CLI runs against the fake server (``tests/faults/cli_harness.py``); turns al
 Read + Edit in one reply), Bash and Read. Every few turns the process is killed with SIGKILL at a random
 moment inside a turn, then a new process resumes the session and goes on. After every kill:
 - the counter file is exactly ``count = N`` for the last confirmed N or N + 1 (old or new, never torn); a kill
-  inside the atomic writer may leave its ``.counter.txt.<random>.tmp`` beside it (counted and printed: the
-  writer cannot clean up after SIGKILL);
+  inside the atomic writer may leave its ``.counter.txt.<pid>.<random>.tmp`` beside it (counted and printed),
+  and the next write of the file removes it (none is left at the end);
 - the transcript parses line by line (a torn last line is tolerated by the loader) and loads into a
   valid API sequence (every tool_use answered);
 - the resumed process accepts the session and its requests pass the fake server's API validation.
@@ -99,7 +99,7 @@ def test_sigkill_at_random_points_then_resume(tmp_path):
                 os.kill(cli.proc.pid, signal.SIGKILL)
                 cli.proc.wait(10)
                 # Old or new content, nothing else. A kill inside the atomic writer can leave its temp file
-                # (``.counter.txt.<random>.tmp``, never the target itself): counted and reported, not an error.
+                # (``.counter.txt.<pid>.<random>.tmp``, never the target itself): counted and reported, not an error.
                 value = _counter(ws)
                 assert value in (counter, counter + 1), (value, counter)
                 temps = [n for n in os.listdir(ws) if n.endswith(".tmp")]
@@ -132,5 +132,6 @@ def test_sigkill_at_random_points_then_resume(tmp_path):
           f"temp files left by kills inside the writer: {len(leftover_temps)}")
     assert resumed == KILLS
     assert not rejected, rejected[:3]
+    assert not [n for n in os.listdir(ws) if n.endswith(".tmp")], "a later write removes a killed writer's temp"
     assert not api_pairing_problems(loaded.messages)
     assert _counter(ws) == counter

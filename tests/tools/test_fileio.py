@@ -97,6 +97,34 @@ def test_failed_write_leaves_original_and_no_temp(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["f.txt"]
 
 
+def test_a_write_removes_the_temps_killed_writers_left(tmp_path):
+    """A writer SIGKILLed between its temp file and the rename leaves ``.<name>.<pid>.<rand>.tmp``;
+    the next write of that file removes it once that pid no longer runs — and nothing else."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead_pid = int(dead.stdout)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        target = tmp_path / "app.py"
+        target.write_text("old\n")
+        stale = tmp_path / f".app.py.{dead_pid}.x1y2z3.tmp"
+        busy = tmp_path / f".app.py.{live.pid}.a1b2c3.tmp"  # another writer, still running
+        unrelated = [tmp_path / f".other.py.{dead_pid}.q.tmp", tmp_path / ".app.py.notapid.tmp",
+                     tmp_path / f".app.py.{dead_pid}.keep"]
+        for f in (stale, busy, *unrelated):
+            f.write_text("partial")
+        fileio.write_bytes_atomic(str(target), b"new\n")
+        assert target.read_text() == "new\n"
+        assert not stale.exists()
+        assert busy.exists() and all(f.exists() for f in unrelated)
+    finally:
+        live.kill()
+        live.wait()
+
+
 def test_write_through_symlink(tmp_path):
     target = tmp_path / "target.txt"
     target.write_text("a")
