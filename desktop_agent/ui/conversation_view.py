@@ -17,11 +17,13 @@ import re
 import time
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QMimeData, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor, QFont, QFontDatabase, QFontMetrics, QPainter, QPalette, QPen, QTextCursor, QTextFrameFormat,
 )
-from PySide6.QtWidgets import QFrame, QLabel, QPlainTextEdit, QScrollArea, QTextBrowser, QWidget
+from PySide6.QtWidgets import (
+    QApplication, QFrame, QLabel, QPlainTextEdit, QScrollArea, QTextBrowser, QToolButton, QWidget,
+)
 
 from desktop_agent.ui import highlight, icons
 
@@ -271,7 +273,11 @@ def _stable_boundary(text: str) -> int:
 
 
 class MarkdownBlock(QTextBrowser):
-    """Model text rendered as Markdown; code blocks highlighted with pygments. Grows with its text."""
+    """Model text rendered as Markdown; code blocks highlighted with pygments. Grows with its text.
+
+    A code block shows a Copy button at its top right while the mouse is over it; it copies the code
+    exactly as the model wrote it. Copying a selection gives plain spaces (the rendering uses
+    non-breaking ones to keep indentation)."""
 
     def __init__(self, column: _Column, parent: QWidget | None = None):
         super().__init__(parent)
@@ -294,6 +300,10 @@ class MarkdownBlock(QTextBrowser):
         self._rendered_len = -1
         self._stable_len = 0  # characters of self.text rendered for good
         self._stable_pos = 0  # document position where that part ends
+        self.code_blocks: list[tuple[int, int, str]] = []  # (first, last document position, code)
+        self.viewport().setMouseTracking(True)
+        self._copy_button: QToolButton | None = None  # made on the first hover of a code block
+        self._hovered: tuple[int, int, str] | None = None
 
     def append_text(self, chunk: str) -> None:
         self.text += chunk
@@ -320,7 +330,9 @@ class MarkdownBlock(QTextBrowser):
         if boundary < self._stable_len:  # text was replaced (not appended): start over
             doc.clear()
             self._stable_len, self._stable_pos = 0, 0
-        # drop the old tail
+        # drop the old tail (and its code blocks)
+        self.code_blocks = [b for b in self.code_blocks if b[1] < self._stable_pos]
+        self._hover_code(None)
         cursor.setPosition(self._stable_pos)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
@@ -361,9 +373,72 @@ class MarkdownBlock(QTextBrowser):
         fmt.setBorder(1)
         fmt.setBorderBrush(QColor(c.border))
         fmt.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
-        cursor.insertFrame(fmt)
+        frame = cursor.insertFrame(fmt)
         cursor.insertHtml(highlight.highlight_code_html(code, lang, dark, self._mono.family()))
+        self.code_blocks.append((frame.firstPosition(), frame.lastPosition(), code.rstrip("\n")))
         cursor.movePosition(QTextCursor.MoveOperation.End)
+
+    # ----- copying -----------------------------------------------------------------------------
+    @property
+    def copy_button(self) -> QToolButton:
+        if self._copy_button is None:
+            button = QToolButton(self.viewport())
+            button.setObjectName("copyCodeButton")
+            button.setText(self.tr("Copy"))
+            button.setToolTip(self.tr("Copy this code block"))
+            button.setAccessibleName(self.tr("Copy code"))
+            button.setAutoRaise(True)
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            button.hide()
+            button.clicked.connect(self._copy_hovered)
+            self._copy_button = button
+        return self._copy_button
+    def code_block_at(self, pos) -> tuple[int, int, str] | None:
+        """The code block under a viewport point, if any."""
+        at = self.cursorForPosition(pos).position()
+        for block in self.code_blocks:
+            if block[0] <= at <= block[1]:
+                return block
+        return None
+
+    def _hover_code(self, block: tuple[int, int, str] | None) -> None:
+        if block == self._hovered:
+            return
+        self._hovered = block
+        if block is None:
+            if self._copy_button is not None:
+                self._copy_button.hide()
+            return
+        self.copy_button.setText(self.tr("Copy"))
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(block[0])
+        rect = self.document().documentLayout().frameBoundingRect(cursor.currentFrame())
+        rect.translate(-self.horizontalScrollBar().value(), -self.verticalScrollBar().value())
+        hint = self.copy_button.sizeHint()
+        self.copy_button.setGeometry(int(rect.right()) - hint.width() - 4, int(rect.top()) + 4, hint.width(),
+                                     hint.height())
+        self.copy_button.show()
+        self.copy_button.raise_()
+
+    def _copy_hovered(self) -> None:
+        if self._hovered is not None:
+            QApplication.clipboard().setText(self._hovered[2])
+            self.copy_button.setText(self.tr("Copied"))
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802
+        super().mouseMoveEvent(event)
+        self._hover_code(self.code_block_at(event.position().toPoint()))
+
+    def leaveEvent(self, event) -> None:  # noqa: N802
+        super().leaveEvent(event)
+        if self._copy_button is None or not self._copy_button.underMouse():
+            self._hover_code(None)
+
+    def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 - Qt naming
+        """A selection copies with plain spaces: the code rendering keeps indentation with NBSPs."""
+        data = QMimeData()
+        data.setText(self.textCursor().selection().toPlainText().replace("\u00a0", " "))
+        return data
 
     def hasHeightForWidth(self) -> bool:  # noqa: N802
         return True

@@ -552,6 +552,22 @@ in this folder</source>
         <source>Agent message</source>
         <translation>代理消息</translation>
     </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy this code block</source>
+        <translation>复制此代码块</translation>
+    </message>
+    <message>
+        <source>Copy code</source>
+        <translation>复制代码</translation>
+    </message>
+    <message>
+        <source>Copied</source>
+        <translation>已复制</translation>
+    </message>
 </context>
 <context>
     <name>Modes</name>

@@ -127,6 +127,38 @@ def test_find_in_conversation(qtbot):
     assert view.find("absent") is None
 
 
+def test_code_block_copy_button_copies_the_code_exactly(qtbot, qapp):
+    from PySide6.QtGui import QTextCursor
+
+    view = ConversationView()
+    qtbot.addWidget(view)
+    view.resize(800, 600)
+    view.show()
+    code = "def f(x):\n    if x:\n        return  'two  spaces'\n    return None"
+    view.append_text(f"Here is the fix:\n\n```python\n{code}\n```\n\nAnd some prose after it.")
+    view.close_text()
+    block = next(b for b in view.column.children() if isinstance(b, MarkdownBlock))
+    assert [c for _, _, c in block.code_blocks] == [code]
+    first, last, _ = block.code_blocks[0]
+    # hover the code: the Copy button shows at the block's top right; hover the prose: it hides
+    cursor = QTextCursor(block.document())
+    cursor.setPosition((first + last) // 2)
+    over_code = block.cursorRect(cursor).center()
+    qtbot.mouseMove(block.viewport(), over_code)
+    qtbot.waitUntil(lambda: block.copy_button.isVisible())
+    assert block.copy_button.geometry().right() > block.viewport().width() // 2
+    qtbot.mouseClick(block.copy_button, Qt.MouseButton.LeftButton)
+    assert qapp.clipboard().text() == code and block.copy_button.text() == "Copied"
+    cursor.setPosition(block.document().characterCount() - 2)
+    qtbot.mouseMove(block.viewport(), block.cursorRect(cursor).center())
+    qtbot.waitUntil(lambda: not block.copy_button.isVisible())
+    # a plain selection copies plain spaces, not the NBSPs that keep the indentation on screen
+    block.selectAll()
+    block.copy()
+    copied = qapp.clipboard().text()
+    assert "\u00a0" not in copied and "        return  'two  spaces'" in copied
+
+
 # ----- permission dialog --------------------------------------------------------------------------
 def test_dialog_shows_everything_and_allow_is_default(qtbot):
     dlg = PermissionDialog(edit_request())
