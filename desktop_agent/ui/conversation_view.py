@@ -272,7 +272,17 @@ def _stable_boundary(text: str) -> int:
     return 0
 
 
-class MarkdownBlock(QTextBrowser):
+class PlainSpacesCopy:
+    """Mixin for text views of rendered code and diffs: a selection copies as plain text with plain
+    spaces (the HTML rendering keeps indentation with non-breaking spaces, which break pasted code)."""
+
+    def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 - Qt naming
+        data = QMimeData()
+        data.setText(self.textCursor().selection().toPlainText().replace("\u00a0", " "))  # type: ignore[attr-defined]
+        return data
+
+
+class MarkdownBlock(PlainSpacesCopy, QTextBrowser):
     """Model text rendered as Markdown; code blocks highlighted with pygments. Grows with its text.
 
     A code block shows a Copy button at its top right while the mouse is over it; it copies the code
@@ -434,11 +444,6 @@ class MarkdownBlock(QTextBrowser):
         if self._copy_button is None or not self._copy_button.underMouse():
             self._hover_code(None)
 
-    def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 - Qt naming
-        """A selection copies with plain spaces: the code rendering keeps indentation with NBSPs."""
-        data = QMimeData()
-        data.setText(self.textCursor().selection().toPlainText().replace("\u00a0", " "))
-        return data
 
     def hasHeightForWidth(self) -> bool:  # noqa: N802
         return True

@@ -20,7 +20,7 @@ from PySide6.QtCore import QUrl, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout, QWidget
 
 from desktop_agent.ui import highlight
-from desktop_agent.ui.conversation_view import is_dark, mono_font, rel_path
+from desktop_agent.ui.conversation_view import PlainSpacesCopy, is_dark, mono_font, rel_path
 from desktop_agent.ui.diff_render import INLINE_LINES, renderer
 
 PENDING, APPLIED, REJECTED, FAILED = "pending", "applied", "rejected", "failed"
@@ -61,6 +61,10 @@ def hunks_from_request(request: Any) -> list[dict[str, Any]]:
     return hunks
 
 
+class _ChangesView(PlainSpacesCopy, QTextBrowser):
+    """The panel's document: copies with plain spaces."""
+
+
 class DiffPanel(QWidget):
     """Right-hand pane. Feed it the controller's permission and tool events."""
 
@@ -94,7 +98,7 @@ class DiffPanel(QWidget):
         line.setFrameShape(QFrame.Shape.HLine)
         line.setObjectName("separator")
         root.addWidget(line)
-        self.view = QTextBrowser()
+        self.view = _ChangesView()
         self.view.setObjectName("diffView")
         self.view.setAccessibleName(self.tr("Diffs of the session"))
         self.view.setFrameShape(QFrame.Shape.NoFrame)

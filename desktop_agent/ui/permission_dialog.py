@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 from desktop_agent.permissions.types import PermissionReply, PermissionRequest, PermissionUpdate
 from desktop_agent.tools.patch import structured_patch
 from desktop_agent.ui import highlight
-from desktop_agent.ui.conversation_view import is_dark, mono_font, rel_path
+from desktop_agent.ui.conversation_view import PlainSpacesCopy, is_dark, mono_font, rel_path
 from desktop_agent.ui.diff_render import renderer
 
 USER_DENIED = "User denied via UI"
@@ -121,7 +121,7 @@ class PermissionDialog(QDialog):
         renderer().ready.connect(self._on_diff_ready)
         self._hunks = self._initial_hunks()
         if self._hunks is not None:
-            self.diff_view = QPlainTextEdit()
+            self.diff_view = _DiffView()
             self.diff_view.setObjectName("diffView")
             self.diff_view.setAccessibleName(self.tr("Proposed change"))
             self.diff_view.setReadOnly(True)
@@ -399,6 +399,10 @@ class PermissionDialog(QDialog):
             self.diff_view.copy()
             return
         super().keyPressEvent(event)
+
+
+class _DiffView(PlainSpacesCopy, QPlainTextEdit):
+    """The dialog's diff: copies with plain spaces."""
 
 
 def _esc(text: str) -> str:

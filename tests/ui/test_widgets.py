@@ -220,6 +220,22 @@ def test_dialog_bash_full_command_never_truncated(qtbot):
     assert not dlg.allow_session_button.isEnabled()
 
 
+def test_diffs_copy_with_plain_spaces(qtbot, qapp):
+    """The dialog's and the panel's diffs render indentation with NBSPs; copying gives plain spaces."""
+    patch = [{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
+              "lines": ["-    return  1", "+    return  2"]}]
+    dlg = PermissionDialog(edit_request(structured_patch=patch))
+    qtbot.addWidget(dlg)
+    panel = DiffPanel()
+    qtbot.addWidget(panel)
+    panel.on_permission_requested(edit_request(structured_patch=patch), turn=1)
+    for view in (dlg.diff_view, panel.view):
+        view.selectAll()
+        view.copy()
+        copied = qapp.clipboard().text()
+        assert "\u00a0" not in copied and "    return  2" in copied, type(view).__name__
+
+
 def test_dialog_edit_toggle_updates_input_and_preview(qtbot):
     req = PermissionRequest(tool_name="Write", tool_use_id="t", cwd="/w",
                             input={"file_path": "/w/new.py", "content": "print(1)\n"})
