@@ -608,6 +608,12 @@ class AgentSession:
         finally:
             self._running = False
 
+    def set_model(self, model: str | None) -> None:
+        """Switch the model from the next request on (the window's model box, the SDK's ``set_model``);
+        the system prompt, which names the model, is rebuilt for it."""
+        self.model = (model or "").strip() or DEFAULT_MODEL
+        self.system_prompt = None
+
     async def system_prompt_blocks(self) -> list[dict[str, Any]]:
         if self.system_prompt is None:
             working_dirs, custom, append = self._prompt_args

@@ -695,9 +695,7 @@ class HeadlessRun:
                 return
             elif subtype == "set_model":
                 model = request.get("model")
-                from desktop_agent.agent import DEFAULT_MODEL
-
-                self.session.model = str(model) if model else DEFAULT_MODEL
+                self.session.set_model(str(model) if model else None)
                 response = {}
             elif subtype == "mcp_status":
                 response = {"mcpServers": []}

@@ -14,6 +14,8 @@ from typing import Any, AsyncIterator, Callable, Protocol
 
 # The model used when neither the settings, ANTHROPIC_MODEL nor --model names one.
 DEFAULT_MODEL = "claude-sonnet-4-6"
+# Offered by the window's model boxes (both editable: any model name the endpoint knows works).
+SUGGESTED_MODELS = [DEFAULT_MODEL, "claude-opus-4-1", "claude-haiku-4-5", "claude-sonnet-4-5"]
 
 
 @dataclass

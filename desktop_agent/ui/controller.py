@@ -150,6 +150,11 @@ class AgentController(QObject):
         if self.session is not None and hasattr(self.session, "set_permission_mode"):
             self.session.set_permission_mode(mode)
 
+    def set_model(self, model: str) -> None:
+        """The model of this session's next requests."""
+        if self.session is not None and hasattr(self.session, "set_model"):
+            self.session.set_model(model)
+
     # ----- turns -----------------------------------------------------------------------------
     def submit(self, prompt: str) -> asyncio.Task | None:
         """Start a turn. Returns its task (tests await it); None when busy or without a session."""

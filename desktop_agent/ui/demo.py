@@ -152,7 +152,7 @@ def start_tour_window(show: bool = True) -> Any:
     def opened(_f: str) -> None:
         from PySide6.QtCore import QCoreApplication
 
-        win.model_label.setText(QCoreApplication.translate("MainWindow", "Model: scripted (offline tour)"))
+        win.show_model(QCoreApplication.translate("MainWindow", "scripted (offline tour)"), enabled=False)
         prefill()
 
     win.folder_opened.connect(opened)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QToolButton, QVBoxLayout, QWidget,
 )
 
+from desktop_agent.model.client import SUGGESTED_MODELS
 from desktop_agent.ui import icons
 from desktop_agent.ui.controller import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, AgentController
 from desktop_agent.ui.conversation_view import ConversationView, is_dark
@@ -188,11 +189,23 @@ class MainWindow(QMainWindow):
             self.mode_combo.addItem(mode_label(label), mode)
         mode_caption.setBuddy(self.mode_combo)
         self.toolbar.addWidget(self.mode_combo)
-        self.model_label = QLabel()
-        self.model_label.setObjectName("muted")
-        self.model_label.setContentsMargins(16, 0, 8, 0)
-        self.model_label.setAccessibleName(self.tr("Model"))
-        self.toolbar.addWidget(self.model_label)
+        model_caption = QLabel(self.tr("M&odel"))
+        model_caption.setObjectName("muted")
+        model_caption.setContentsMargins(16, 0, 4, 0)
+        self.toolbar.addWidget(model_caption)
+        self.model_combo = QComboBox()
+        self.model_combo.setObjectName("modelCombo")
+        self.model_combo.setEditable(True)
+        self.model_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.model_combo.setMinimumContentsLength(18)
+        self.model_combo.setAccessibleName(self.tr("Model"))
+        self.model_combo.setToolTip(self.tr("The model of this session's next requests (the default is in Settings)"))
+        self.model_combo.addItems(SUGGESTED_MODELS)
+        self.model_combo.setEnabled(False)  # until a session is open
+        self.model_combo.activated.connect(lambda _i: self._on_model_chosen())
+        self.model_combo.lineEdit().editingFinished.connect(self._on_model_chosen)
+        model_caption.setBuddy(self.model_combo)
+        self.toolbar.addWidget(self.model_combo)
         self.tour_label = QLabel(self.tr("Tour · scripted model, sample project"))
         self.tour_label.setObjectName("tourLabel")
         self.tour_label.setVisible(False)
@@ -504,8 +517,7 @@ class MainWindow(QMainWindow):
             return False
         self.status.clearMessage()
         self.folder = folder
-        self._model_name = str(getattr(session, "model", "") or "")
-        self.model_label.setText(self.tr("Model: {0}").format(self._model_name) if self._model_name else "")
+        self.show_model(str(getattr(session, "model", "") or ""), enabled=True)
         mode = getattr(session, "permission_mode", None)
         if mode:
             self._select_mode(str(mode))
@@ -654,6 +666,25 @@ class MainWindow(QMainWindow):
             self.mode_combo.blockSignals(False)
         for act in self.mode_group.actions():
             act.setChecked(act.data() == mode)
+
+    def show_model(self, name: str, enabled: bool = True) -> None:
+        """Put ``name`` in the model box without switching anything."""
+        self._model_name = name
+        self.model_combo.blockSignals(True)
+        self.model_combo.setCurrentText(name)
+        self.model_combo.blockSignals(False)
+        self.model_combo.setEnabled(enabled)
+
+    def _on_model_chosen(self) -> None:
+        name = self.model_combo.currentText().strip()
+        if not name:
+            self.show_model(self._model_name, self.model_combo.isEnabled())
+            return
+        if name == self._model_name or self.controller.session is None:
+            return
+        self._model_name = name
+        self.controller.set_model(name)
+        self.status.showMessage(self.tr("Model for this session: {0}").format(name), 4000)
 
     def _on_mode_changed(self, index: int) -> None:
         mode = self.mode_combo.itemData(index)

@@ -86,7 +86,7 @@ def _populate_streaming(win, folder: str) -> None:
     win.folder = folder
     win.conversation.cwd = folder
     win.diff_panel.cwd = folder
-    win.model_label.setText(QCoreApplication.translate("MainWindow", "Model: {0}").format("claude-sonnet-4-5"))
+    win.show_model("claude-sonnet-4-5")
     c.turn_index = 1
     c.user_prompt.emit("Why does `npm test` fail on the date parser? Fix it.")
     c.handle_event(ev.RequestStarted(turn=1, model="claude-sonnet-4-5"))

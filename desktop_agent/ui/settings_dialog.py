@@ -14,10 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop_agent import config
-from desktop_agent.model.client import DEFAULT_MODEL
-
-# Offered in the model box (editable: any model name the endpoint knows works).
-MODELS = [DEFAULT_MODEL, "claude-opus-4-1", "claude-haiku-4-5", "claude-sonnet-4-5"]
+from desktop_agent.model.client import SUGGESTED_MODELS as MODELS
 
 
 class SettingsDialog(QDialog):

@@ -192,8 +192,16 @@
         <translation>权限模式（Ctrl+Shift+M 切换）</translation>
     </message>
     <message>
+        <source>M&amp;odel</source>
+        <translation>模型(&amp;O)</translation>
+    </message>
+    <message>
         <source>Model</source>
         <translation>模型</translation>
+    </message>
+    <message>
+        <source>The model of this session&apos;s next requests (the default is in Settings)</source>
+        <translation>本会话后续请求使用的模型（默认模型在设置中）</translation>
     </message>
     <message>
         <source>Tour · scripted model, sample project</source>
@@ -328,10 +336,6 @@
         <translation>正在打开 {0}…</translation>
     </message>
     <message>
-        <source>Model: {0}</source>
-        <translation>模型：{0}</translation>
-    </message>
-    <message>
         <source>No API key is set up, so the agent cannot talk to a model.</source>
         <translation>尚未设置 API 密钥，代理无法与模型通信。</translation>
     </message>
@@ -392,6 +396,10 @@ in this folder</source>
     <message>
         <source>The agent is still working — press Esc to stop it first.</source>
         <translation>代理仍在工作——请先按 Esc 停止。</translation>
+    </message>
+    <message>
+        <source>Model for this session: {0}</source>
+        <translation>本会话的模型：{0}</translation>
     </message>
     <message>
         <source>Permission mode: {0}</source>
@@ -542,8 +550,8 @@ in this folder</source>
         <translation>&lt;b&gt;Desktop Agent&lt;/b&gt; {0}&lt;br/&gt;桌面编程代理：审阅每一处差异，允许或拒绝每一次写入。</translation>
     </message>
     <message>
-        <source>Model: scripted (offline tour)</source>
-        <translation>模型：脚本模型（离线导览）</translation>
+        <source>scripted (offline tour)</source>
+        <translation>脚本模型（离线导览）</translation>
     </message>
 </context>
 <context>

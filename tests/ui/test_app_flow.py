@@ -367,3 +367,33 @@ def test_trust_question_for_folder_with_allow_rules(qtbot, qloop, fake, make_win
 
     assert trust.is_trusted(str(workdir))
     assert not trust.needs_trust_prompt(str(workdir))
+
+
+def test_model_box_switches_the_model_of_the_next_request(qtbot, qloop, fake, make_window, workdir):
+    """The toolbar's model box: shows the session's model; a name typed (or picked) there is the model
+    of the next request, and the system prompt is rebuilt for it."""
+    fake.script([reply(text("first")), reply(text("second"))])
+    win = make_window()
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "hello")
+        await asyncio.wait_for(task, 10)
+        first_model = fake.requests[0].body["model"]
+        assert win.model_combo.isEnabled() and win.model_combo.currentText() == first_model
+        win.model_combo.lineEdit().selectAll()
+        qtbot.keyClicks(win.model_combo.lineEdit(), "claude-haiku-4-5")
+        qtbot.keyClick(win.model_combo.lineEdit(), Qt.Key.Key_Return)
+        assert win.controller.session.model == "claude-haiku-4-5"
+        assert "claude-haiku-4-5" in win.status.currentMessage()
+        win.prompt.setFocus()
+        qtbot.keyClicks(win.prompt, "again")
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+        await asyncio.wait_for(win.controller._task, 10)
+        return first_model
+
+    first_model = qloop.run_until_complete(scenario())
+    fake.assert_done()
+    assert fake.requests[1].body["model"] == "claude-haiku-4-5" != first_model
+    assert f"You are powered by the model {first_model}." in json.dumps(fake.requests[0].body["system"])
+    system = json.dumps(fake.requests[1].body["system"])
+    assert "You are powered by the model claude-haiku-4-5." in system and first_model not in system
