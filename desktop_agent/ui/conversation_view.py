@@ -273,12 +273,15 @@ def _stable_boundary(text: str) -> int:
 
 
 class PlainSpacesCopy:
-    """Mixin for text views of rendered code and diffs: a selection copies as plain text with plain
-    spaces (the HTML rendering keeps indentation with non-breaking spaces, which break pasted code)."""
+    """Mixin for text views of rendered code and diffs: a selection's plain text copies with plain
+    spaces (the HTML rendering keeps indentation with non-breaking spaces, which break pasted code);
+    the rich text copy is kept for rich editors."""
 
     def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 - Qt naming
-        data = QMimeData()
-        data.setText(self.textCursor().selection().toPlainText().replace("\u00a0", " "))  # type: ignore[attr-defined]
+        # Qt's own object, edited: a QMimeData made in Python and handed to the clipboard is freed
+        # twice at exit (a segfault seen here with PySide6 6.12).
+        data = super().createMimeDataFromSelection()  # type: ignore[misc]
+        data.setText(data.text().replace("\u00a0", " "))
         return data
 
 
