@@ -248,6 +248,7 @@ class AgentSession:
         self.tools: list[Any] = []
         # The system blocks, built at the first turn (git status is an async subprocess).
         self.system_prompt: list[dict[str, Any]] | None = None
+        self.chosen_model: str | None = None  # picked during the session (set_model); kept on resume
         self._prompt_args: tuple[Any, ...] = ([], None, None)
         self.max_turns: int | None = None
         self.max_tokens: int = 32_000
@@ -349,9 +350,13 @@ class AgentSession:
                 raise SessionError(str(exc)) from exc
             self.session_id = self.store.session_id
 
-        # 2. permissions (mode and session grants restored on resume; an explicit mode wins)
+        # 2. permissions (mode and session grants restored on resume; an explicit mode wins), and
+        # a model picked during the session (an explicit --model wins)
         if self.resumed and self.resume_info.permission_state:
-            self._restore_permission_state(self.resume_info.permission_state, keep_mode=permission_mode is not None)
+            state = self.resume_info.permission_state
+            if model is None and isinstance(state.get("model"), str) and state["model"]:
+                self.model = self.chosen_model = state["model"]
+            self._restore_permission_state(state, keep_mode=permission_mode is not None)
 
         # 3. tools
         from desktop_agent.tools.registry import default_tools
@@ -437,6 +442,8 @@ class AgentSession:
     def _permission_state(self) -> dict[str, Any]:
         pc = self.permission_context
         state: dict[str, Any] = {"mode": self.permission_mode}
+        if self.chosen_model:
+            state["model"] = self.chosen_model
         if hasattr(pc, "to_json"):
             try:
                 state["context"] = pc.to_json()
@@ -610,9 +617,11 @@ class AgentSession:
 
     def set_model(self, model: str | None) -> None:
         """Switch the model from the next request on (the window's model box, the SDK's ``set_model``);
-        the system prompt, which names the model, is rebuilt for it."""
-        self.model = (model or "").strip() or DEFAULT_MODEL
+        the system prompt, which names the model, is rebuilt for it, and a resume keeps the choice
+        (recorded with the permission state)."""
+        self.model = self.chosen_model = (model or "").strip() or DEFAULT_MODEL
         self.system_prompt = None
+        self._persist_permission_state()
 
     async def system_prompt_blocks(self) -> list[dict[str, Any]]:
         if self.system_prompt is None:

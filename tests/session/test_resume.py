@@ -168,6 +168,28 @@ async def _persist_and_resume(workdir):
     c.close()
 
 
+def test_a_model_picked_during_the_session_is_kept_on_resume(workdir):
+    async def scenario():
+        s, client, _ = _session(workdir, [reply(text("one")), reply(text("two"))])
+        await s.run("first")
+        s.set_model("claude-haiku-4-5")
+        await s.run("second")
+        s.close()
+        first, second = [r.model for r in client.requests]
+        assert first != "claude-haiku-4-5" and second == "claude-haiku-4-5"
+        r, client2, _ = _session(workdir, [reply(text("three"))], resume=s.session_id)
+        assert r.model == "claude-haiku-4-5"
+        await r.run("third")
+        r.close()
+        assert client2.requests[0].model == "claude-haiku-4-5"
+        # an explicit model wins over the one recorded
+        e, _, _ = _session(workdir, [], resume=s.session_id, model="claude-opus-4-1")
+        assert e.model == "claude-opus-4-1"
+        e.close()
+
+    asyncio.run(scenario())
+
+
 def test_resume_unknown_and_continue_nothing(workdir):
     with pytest.raises(SessionError):
         AgentSession.create(str(workdir), client=ScriptedModelClient([]), resume="no-such-id")
