@@ -16,7 +16,9 @@ from typing import Any, AsyncIterator, Mapping
 import anthropic
 import httpx2
 
-from desktop_agent.model.wire import RAW_EVENT_TYPES, APIConnectionError, APIStatusError, APITimeoutError
+from desktop_agent.model.wire import (
+    RAW_EVENT_TYPES, APIConnectionError, APIStatusError, APITimeoutError, connection_error,
+)
 
 
 def translate(exc: BaseException) -> BaseException:
@@ -62,10 +64,8 @@ class SDKMessagesAPI:
                         yield event.model_dump(mode="json", exclude_none=True)
         except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
             raise translate(exc) from exc
-        except httpx2.TimeoutException as exc:  # while reading the body: the SDK does not wrap these
-            raise APITimeoutError(f"Request timed out: {exc}", started) from exc
-        except httpx2.HTTPError as exc:
-            raise APIConnectionError(f"{type(exc).__name__}: {exc}", started) from exc
+        except httpx2.HTTPError as exc:  # while reading the body: the SDK does not wrap these
+            raise connection_error(exc, started) from exc
 
     async def create(self, params: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -61,6 +61,12 @@ class APITimeoutError(APIConnectionError):
     """The HTTP client's own timeout fired (connect, read or write)."""
 
 
+def connection_error(exc: httpx2.HTTPError, mid_stream: bool = False) -> APIConnectionError:
+    """An httpx2 failure as the wire exception of its kind (a timeout, or any other transport error)."""
+    cls = APITimeoutError if isinstance(exc, httpx2.TimeoutException) else APIConnectionError
+    return cls(f"{type(exc).__name__}: {exc}", mid_stream)
+
+
 def _drop_none(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if v is not None}
 
@@ -137,10 +143,8 @@ class MessagesAPI:
                         yield self._event(event, "\n".join(data), response)
                     event, data = None, []
                 # An event the body ends in before its blank line is not dispatched (WHATWG SSE).
-        except httpx2.TimeoutException as exc:
-            raise APITimeoutError(f"Request timed out: {exc}", started) from exc
         except httpx2.HTTPError as exc:
-            raise APIConnectionError(f"{type(exc).__name__}: {exc}", started) from exc
+            raise connection_error(exc, started) from exc
 
     @staticmethod
     def _event(event: str, data: str, response: httpx2.Response) -> dict[str, Any]:
@@ -156,10 +160,8 @@ class MessagesAPI:
         body = json.dumps(params, ensure_ascii=False).encode()
         try:
             response = await self.http.post(self.url, content=body, headers=self.headers)
-        except httpx2.TimeoutException as exc:
-            raise APITimeoutError(f"Request timed out: {exc}") from exc
         except httpx2.HTTPError as exc:
-            raise APIConnectionError(f"{type(exc).__name__}: {exc}") from exc
+            raise connection_error(exc) from exc
         parsed = _parse_body(response.content)
         if response.status_code >= 400:
             raise APIStatusError(response.status_code, parsed, response.headers)

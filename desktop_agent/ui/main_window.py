@@ -177,22 +177,13 @@ class MainWindow(QMainWindow):
         self.toolbar.setMovable(False)
         self.toolbar.setIconSize(QSize(16, 16))
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
-        mode_caption = QLabel(self.tr("Mode"))
-        mode_caption.setObjectName("muted")
-        mode_caption.setContentsMargins(8, 0, 4, 0)
-        self.toolbar.addWidget(mode_caption)
         self.mode_combo = QComboBox()
         self.mode_combo.setObjectName("modeCombo")
         self.mode_combo.setAccessibleName(self.tr("Permission mode"))
         self.mode_combo.setToolTip(self.tr("Permission mode (Ctrl+Shift+M cycles)"))
         for mode, label in MODES:
             self.mode_combo.addItem(mode_label(label), mode)
-        mode_caption.setBuddy(self.mode_combo)
-        self.toolbar.addWidget(self.mode_combo)
-        model_caption = QLabel(self.tr("M&odel"))
-        model_caption.setObjectName("muted")
-        model_caption.setContentsMargins(16, 0, 4, 0)
-        self.toolbar.addWidget(model_caption)
+        self._add_captioned(self.tr("Mode"), self.mode_combo, left=8)
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("modelCombo")
         self.model_combo.setEditable(True)
@@ -204,8 +195,7 @@ class MainWindow(QMainWindow):
         self.model_combo.setEnabled(False)  # until a session is open
         self.model_combo.activated.connect(lambda _i: self._on_model_chosen())
         self.model_combo.lineEdit().editingFinished.connect(self._on_model_chosen)
-        model_caption.setBuddy(self.model_combo)
-        self.toolbar.addWidget(self.model_combo)
+        self._add_captioned(self.tr("M&odel"), self.model_combo, left=16)
         self.tour_label = QLabel(self.tr("Tour · scripted model, sample project"))
         self.tour_label.setObjectName("tourLabel")
         self.tour_label.setVisible(False)
@@ -666,6 +656,15 @@ class MainWindow(QMainWindow):
             self.mode_combo.blockSignals(False)
         for act in self.mode_group.actions():
             act.setChecked(act.data() == mode)
+
+    def _add_captioned(self, caption: str, combo: QComboBox, left: int) -> None:
+        """A muted caption (the combo's buddy, for its mnemonic) and the combo, on the toolbar."""
+        label = QLabel(caption)
+        label.setObjectName("muted")
+        label.setContentsMargins(left, 0, 4, 0)
+        label.setBuddy(combo)
+        self.toolbar.addWidget(label)
+        self.toolbar.addWidget(combo)
 
     def show_model(self, name: str, enabled: bool = True) -> None:
         """Put ``name`` in the model box without switching anything."""
