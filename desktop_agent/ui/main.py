@@ -168,7 +168,23 @@ def parse_args(args: list[str]) -> argparse.Namespace:
     p.add_argument("--demo", action="store_true", help="open the offline tour on a sample project")
     p.add_argument("--resume", metavar="SESSION_ID", help="resume a session of FOLDER")
     p.add_argument("--theme", choices=["system", "light", "dark"], default=None)
+    p.add_argument("--permission-mode", choices=list(PERMISSION_MODES) + ["manual"], default=None,
+                   help="the window's permission mode (bypassPermissions asks for confirmation first)")
+    p.add_argument("--dangerously-skip-permissions", action="store_true",
+                   help="same as --permission-mode bypassPermissions (asks for confirmation first)")
     return p.parse_args(args)
+
+
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+
+
+def launch_mode(ns: argparse.Namespace, prefs: dict[str, Any]) -> str:
+    """The permission mode the window starts in: the command line, else the Settings default."""
+    if getattr(ns, "dangerously_skip_permissions", False):
+        return "bypassPermissions"
+    mode = getattr(ns, "permission_mode", None) or prefs.get("default_permission_mode") or "default"
+    mode = "default" if mode == "manual" else str(mode)
+    return mode if mode in PERMISSION_MODES else "default"
 
 
 def main(args: list[str]) -> int:
@@ -215,6 +231,10 @@ def main(args: list[str]) -> int:
             window.conversation.viewport().installEventFilter(painter)
     window.show()
     window.prompt.setFocus()
+    if not ns.demo:
+        mode = launch_mode(ns, prefs)
+        if mode != "default":
+            window.request_mode(mode)  # bypassPermissions: its question first, over the window
     from desktop_agent.ui.main_window import prewarm_engine
 
     if not (ns.folder or ns.demo):  # opening a folder imports the engine anyway; do not compete with it

@@ -42,7 +42,36 @@ MODES: list[tuple[str, str]] = [
 
 def mode_label(label: str) -> str:
     return QCoreApplication.translate("Modes", label)
+
+
 ORG, APP = "desktop-agent", "Desktop Agent"
+BYPASS = "bypassPermissions"
+
+
+def bypass_badge_text() -> str:
+    return QCoreApplication.translate("Modes", "Bypass — nothing asks")
+
+
+def confirm_bypass(parent: QWidget | None, done: Callable[[bool], None]) -> QMessageBox:
+    """The one question before bypassPermissions is entered (toolbar, menu, Settings, command line).
+    Opened with ``open()``; ``done(True)`` only for the explicit "Turn on" button — Esc, Cancel and
+    closing the box keep the old mode. Cancel is the default button."""
+    tr = lambda text: QCoreApplication.translate("Modes", text)  # noqa: E731
+    box = QMessageBox(parent)
+    box.setObjectName("bypassConfirm")
+    box.setIcon(QMessageBox.Icon.Warning)
+    box.setWindowTitle(tr("Turn on Bypass permissions?"))
+    box.setText(tr("Bypass permissions: every tool runs without asking — edits, commands, reads outside the "
+                   "folder. Deny rules still apply. Turn it on?"))
+    yes = box.addButton(tr("Turn on &Bypass"), QMessageBox.ButtonRole.AcceptRole)
+    yes.setObjectName("bypassYes")
+    no = box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(no)
+    box.setEscapeButton(no)
+    box.yes_button, box.no_button = yes, no  # type: ignore[attr-defined]
+    box.finished.connect(lambda _r: done(box.clickedButton() is yes))
+    box.open()
+    return box
 
 
 def _home(path: str) -> str:
@@ -152,6 +181,9 @@ class MainWindow(QMainWindow):
         self.settings_dialog: Any = None
         self.tray: QSystemTrayIcon | None = None
         self._model_name = ""
+        self.permission_mode = "default"  # the mode in force (bypass only after its confirmation)
+        self.bypass_box: QMessageBox | None = None
+        self._saved_default_mode: str | None = None
         self._build()
         self._wire()
         self._restore_state()
@@ -184,6 +216,13 @@ class MainWindow(QMainWindow):
         for mode, label in MODES:
             self.mode_combo.addItem(mode_label(label), mode)
         self._add_captioned(self.tr("Mode"), self.mode_combo, left=8)
+        self.bypass_badge = QLabel(bypass_badge_text())
+        self.bypass_badge.setObjectName("bypassBadge")
+        self.bypass_badge.setAccessibleName(bypass_badge_text())
+        self.bypass_badge.setToolTip(self.tr("Bypass permissions is on: tools run without asking. "
+                                             "Pick another mode to turn it off."))
+        self.bypass_action = self.toolbar.addWidget(self.bypass_badge)
+        self.bypass_action.setVisible(False)
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("modelCombo")
         self.model_combo.setEditable(True)
@@ -340,7 +379,7 @@ class MainWindow(QMainWindow):
         for i, (mode, label) in enumerate(MODES):
             act = QAction(mode_label(label), self, checkable=True)
             act.setData(mode)
-            act.triggered.connect(lambda _=False, i=i: self.mode_combo.setCurrentIndex(i))
+            act.triggered.connect(lambda _=False, mode=mode: self.request_mode(mode))
             self.mode_group.addAction(act)
             mode_menu.addAction(act)
 
@@ -363,6 +402,9 @@ class MainWindow(QMainWindow):
             f"QLabel#tourLabel {{ color: {c.accent}; border: 1px solid {c.accent}; border-radius: 4px; "
             f"padding: 2px 8px; margin-left: 8px; font-weight: 600; }}")
         self.sessions_title.setStyleSheet(f"color: {c.muted}; font-weight: 600;")
+        self.bypass_badge.setStyleSheet(
+            f"QLabel#bypassBadge {{ color: #ffffff; background: {c.error}; border-radius: 4px; "
+            f"padding: 2px 8px; margin-left: 8px; font-weight: 600; }}")
         self.diff_panel.title.setStyleSheet("font-weight: 600;")
 
     def _wire(self) -> None:
@@ -484,7 +526,7 @@ class MainWindow(QMainWindow):
             kwargs["resume"] = resume
         if trusted is False:
             kwargs["trusted"] = False
-        kwargs.setdefault("permission_mode", self.mode_combo.currentData() or "default")
+        kwargs.setdefault("permission_mode", self.permission_mode)
         self.conversation.clear()
         self.diff_panel.clear()
         self.conversation.cwd = folder
@@ -508,9 +550,18 @@ class MainWindow(QMainWindow):
         self.status.clearMessage()
         self.folder = folder
         self.show_model(str(getattr(session, "model", "") or ""), enabled=True)
-        mode = getattr(session, "permission_mode", None)
-        if mode:
-            self._select_mode(str(mode))
+        want = self.permission_mode  # the user's choice, which may have changed while the session was built
+        if str(getattr(session, "permission_mode", want)) != want:
+            try:
+                self.controller.set_permission_mode(want)
+            except Exception:
+                log.exception("could not set the permission mode %s", want)
+        mode = str(getattr(session, "permission_mode", None) or "default")
+        if mode == BYPASS and want != BYPASS:  # never entered without its question
+            self.controller.set_permission_mode("default")
+            mode = "default"
+        self.permission_mode = mode
+        self._select_mode(mode)
         if resume and not replayed:
             self.replay_history(session)
         elif not resume:
@@ -646,7 +697,53 @@ class MainWindow(QMainWindow):
         self.controller.stop()
 
     def cycle_mode(self) -> None:
-        self.mode_combo.setCurrentIndex((self.mode_combo.currentIndex() + 1) % self.mode_combo.count())
+        """Ctrl+Shift+M: the next mode, never bypassPermissions (that one only through its question)."""
+        order = [m for m, _label in MODES if m != BYPASS]
+        current = self.permission_mode
+        if current in order:
+            nxt = order[(order.index(current) + 1) % len(order)]
+        else:  # leaving bypass: the mode after it in the list
+            names = [m for m, _label in MODES]
+            nxt = next((m for m in names[names.index(current) + 1:] + names if m != BYPASS), "default") \
+                if current in names else "default"
+        self.request_mode(nxt)
+
+    def request_mode(self, mode: str) -> None:
+        """Switch the permission mode from any control. bypassPermissions asks first; until the
+        answer (and after a Cancel) the old mode stays in force and on screen."""
+        if mode == self.permission_mode:
+            self._select_mode(mode)
+            return
+        if mode != BYPASS:
+            self._apply_mode(mode)
+            return
+        self._select_mode(self.permission_mode)  # the box shows the old mode while the question is open
+        if self.bypass_box is not None and self.bypass_box.isVisible():
+            return
+
+        def done(yes: bool) -> None:
+            self.bypass_box = None
+            if yes:
+                self._apply_mode(BYPASS)
+            else:
+                self.status.showMessage(self.tr("Bypass permissions stays off."), 3000)
+
+        self.bypass_box = confirm_bypass(self, done)
+
+    def _apply_mode(self, mode: str) -> None:
+        try:
+            self.controller.set_permission_mode(mode)
+        except Exception as exc:
+            self.status.showMessage(str(exc), 4000)
+            self._select_mode(self.permission_mode)
+            return
+        actual = str(getattr(self.controller.session, "permission_mode", mode) or mode) \
+            if self.controller.session is not None else mode
+        if actual != mode:  # e.g. bypass disabled by the settings (disableBypassPermissionsMode)
+            self.status.showMessage(self.tr("Permission mode {0} is not available here.").format(mode), 5000)
+        self.permission_mode = actual
+        self._select_mode(actual)
+        self.status.showMessage(self.tr("Permission mode: {0}").format(self.mode_combo.currentText()), 3000)
 
     def _select_mode(self, mode: str) -> None:
         idx = self.mode_combo.findData(mode)
@@ -656,6 +753,10 @@ class MainWindow(QMainWindow):
             self.mode_combo.blockSignals(False)
         for act in self.mode_group.actions():
             act.setChecked(act.data() == mode)
+        bypass = mode == BYPASS and self.permission_mode == BYPASS
+        if self.bypass_action.isVisible() != bypass:
+            self.bypass_action.setVisible(bypass)
+            self._update_title()
 
     def _add_captioned(self, caption: str, combo: QComboBox, left: int) -> None:
         """A muted caption (the combo's buddy, for its mnemonic) and the combo, on the toolbar."""
@@ -687,13 +788,8 @@ class MainWindow(QMainWindow):
 
     def _on_mode_changed(self, index: int) -> None:
         mode = self.mode_combo.itemData(index)
-        for act in self.mode_group.actions():
-            act.setChecked(act.data() == mode)
-        try:
-            self.controller.set_permission_mode(mode)
-        except Exception as exc:
-            self.status.showMessage(str(exc), 4000)
-        self.status.showMessage(self.tr("Permission mode: {0}").format(self.mode_combo.currentText()), 3000)
+        if mode:
+            self.request_mode(str(mode))
 
     # ----- controller signals ------------------------------------------------------------------
     def _on_progress(self, event: Any) -> None:
@@ -769,13 +865,21 @@ class MainWindow(QMainWindow):
             self.status.setStyleSheet("")
         self._update_title(waiting=status == WAITING)
 
-    def _update_title(self, waiting: bool = False) -> None:
+    def _update_title(self, waiting: bool | None = None) -> None:
+        if waiting is None:
+            waiting = self.controller.status == WAITING
         parts = []
         if waiting:
             parts.append(self.tr("Waiting for approval"))
-        parts.append(APP + (" " + self.tr("Tour") if self.demo else ""))
+        if self.permission_mode == BYPASS:
+            parts.append(bypass_badge_text())
         if self.folder:
             parts.append(_home(self.folder))
+        if self.demo:
+            parts.append(self.tr("Tour"))
+        # The app name last, once: Qt appends the application display name to a title that does not
+        # already end with it (the window manager showed "Desktop Agent — … — Desktop Agent").
+        parts.append(APP)
         self.setWindowTitle(" — ".join(parts))
 
     def _notify(self, title: str, message: str) -> None:
@@ -822,6 +926,7 @@ class MainWindow(QMainWindow):
         from desktop_agent.ui.settings_dialog import SettingsDialog
 
         dlg = SettingsDialog(self, first_run=first_run)
+        self._saved_default_mode = dlg.model_mode()
         dlg.tour_requested.connect(self.start_tour)
         dlg.saved.connect(self._on_settings_saved)
         self.settings_dialog = dlg
@@ -830,6 +935,11 @@ class MainWindow(QMainWindow):
 
     def _on_settings_saved(self) -> None:
         self.status.showMessage(self.tr("Settings saved."), 3000)
+        dlg = self.settings_dialog
+        default = dlg.model_mode() if dlg is not None else None
+        if default and default != self._saved_default_mode:  # a new default applies here too (confirmed there)
+            self._saved_default_mode = default
+            self._apply_mode(default)
         if self.folder and not self.controller.busy and not self.demo:
             self.open_folder_soon(self.folder)
 

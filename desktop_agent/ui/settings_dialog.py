@@ -75,6 +75,9 @@ class SettingsDialog(QDialog):
             self.mode_combo.addItem(mode_label(label), mode)
         idx = self.mode_combo.findData(self.settings.default_permission_mode)
         self.mode_combo.setCurrentIndex(max(0, idx))
+        self._mode = self.model_mode()  # the last confirmed choice
+        self.bypass_box = None
+        self.mode_combo.currentIndexChanged.connect(self._on_mode_picked)
         form.addRow(self.tr("Default &permissions"), self.mode_combo)
         root.addLayout(form)
 
@@ -121,6 +124,30 @@ class SettingsDialog(QDialog):
             return
         self.saved.emit()
         self.accept()
+
+    def _on_mode_picked(self, _index: int) -> None:
+        """Bypass as the default asks first (the same question as the window's); Cancel restores the
+        previous choice."""
+        from desktop_agent.ui.main_window import BYPASS, confirm_bypass
+
+        mode = self.model_mode()
+        if mode != BYPASS or self._mode == BYPASS:
+            self._mode = mode
+            return
+        self._show_mode(self._mode)
+
+        def done(yes: bool) -> None:
+            self.bypass_box = None
+            if yes:
+                self._mode = BYPASS
+                self._show_mode(BYPASS)
+
+        self.bypass_box = confirm_bypass(self, done)
+
+    def _show_mode(self, mode: str) -> None:
+        self.mode_combo.blockSignals(True)
+        self.mode_combo.setCurrentIndex(max(0, self.mode_combo.findData(mode)))
+        self.mode_combo.blockSignals(False)
 
     def model_mode(self) -> str:
         return str(self.mode_combo.currentData() or "default")

@@ -1,0 +1,176 @@
+"""The window's guards and repairs (issue 13): bypassPermissions behind a confirmation at every entry
+point, first-run set-up keeping the folder, banners replaced rather than stacked, the code font
+fixed-pitch under a Chinese locale, resume rebuilding the changes panel, live Bash output, the retry
+card. The real window and engine run against the fake Anthropic server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from desktop_agent.model.anthropic_client import AnthropicClient
+from desktop_agent.ui.main_window import BYPASS, MainWindow
+from tests.fakes.anthropic_server import FakeAnthropic, reply, text
+
+
+@pytest.fixture
+def fake():
+    with FakeAnthropic(chunk_size=5) as server:
+        yield server
+
+
+@pytest.fixture
+def make_window(qtbot, qloop, fake, tmp_path):
+    windows = []
+
+    def factory(with_client: bool = True, **session_kwargs):
+        settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+        client = (lambda: AnthropicClient("test-key", fake.base_url, max_retries=0)) if with_client else None
+        win = MainWindow(client_factory=client, settings=settings, session_kwargs=session_kwargs)
+        qtbot.addWidget(win)
+        win.show()
+        windows.append(win)
+        return win
+
+    yield factory
+    for win in windows:
+        if win.controller.busy:
+            win.controller.stop()
+
+
+async def wait_for(cond, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+def _box(win_or_dlg):
+    box = win_or_dlg.bypass_box
+    assert box is not None and box.isVisible(), "the bypass question is not open"
+    assert "every tool runs without asking" in box.text() and "Deny rules still apply" in box.text()
+    return box
+
+
+def _assert_not_bypass(win, mode="default"):
+    assert win.permission_mode == mode
+    assert win.mode_combo.currentData() == mode
+    assert not win.bypass_action.isVisible()
+    assert "nothing asks" not in win.windowTitle()
+    if win.controller.session is not None:
+        assert win.controller.session.permission_mode == mode
+
+
+# ----- 1. bypass behind a guard ---------------------------------------------------------------------------
+def test_toolbar_box_asks_before_bypass_and_cancel_keeps_the_old_mode(qtbot, qloop, make_window, workdir):
+    win = make_window()
+    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    win.mode_combo.setCurrentIndex(win.mode_combo.findData("acceptEdits"))
+    assert win.controller.session.permission_mode == "acceptEdits"
+
+    win.mode_combo.setCurrentIndex(win.mode_combo.findData(BYPASS))
+    box = _box(win)
+    _assert_not_bypass(win, "acceptEdits")  # nothing changes while the question is open
+    qtbot.mouseClick(box.no_button, Qt.MouseButton.LeftButton)
+    _assert_not_bypass(win, "acceptEdits")
+
+    win.mode_combo.setCurrentIndex(win.mode_combo.findData(BYPASS))
+    qtbot.mouseClick(_box(win).yes_button, Qt.MouseButton.LeftButton)
+    assert win.controller.session.permission_mode == BYPASS
+    assert win.mode_combo.currentData() == BYPASS
+    assert win.bypass_action.isVisible() and win.bypass_badge.text() == "Bypass — nothing asks"
+    assert "Bypass — nothing asks" in win.windowTitle()
+    assert win.windowTitle().count("Desktop Agent") == 1 and win.windowTitle().endswith("Desktop Agent")
+
+    win.mode_combo.setCurrentIndex(win.mode_combo.findData("default"))  # leaving bypass needs no question
+    assert win.bypass_box is None
+    _assert_not_bypass(win)
+
+
+def test_menu_entry_asks_and_escape_cancels(qtbot, qloop, make_window, workdir):
+    win = make_window()
+    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    action = next(a for a in win.mode_group.actions() if a.data() == BYPASS)
+    action.trigger()
+    box = _box(win)
+    assert not action.isChecked()  # the menu still shows the mode in force
+    qtbot.keyClick(box, Qt.Key.Key_Escape)
+    assert not box.isVisible()
+    _assert_not_bypass(win)
+    action.trigger()
+    box = _box(win)
+    qtbot.keyClick(box, Qt.Key.Key_Return)  # Enter is the default button: Cancel
+    _assert_not_bypass(win)
+
+
+def test_cycle_shortcut_never_reaches_bypass(qtbot, qloop, make_window, workdir):
+    win = make_window()
+    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    seen = []
+    for _ in range(12):
+        qtbot.keyClick(win.prompt, Qt.Key.Key_M, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+        seen.append(win.controller.session.permission_mode)
+        assert win.bypass_box is None
+    assert BYPASS not in seen
+    assert set(seen) == {"default", "acceptEdits", "plan", "dontAsk"}
+    # entered deliberately, the cycle leaves it
+    win.request_mode(BYPASS)
+    _box(win).yes_button.click()
+    assert win.permission_mode == BYPASS
+    win.cycle_mode()
+    assert win.permission_mode == "dontAsk" and win.controller.session.permission_mode == "dontAsk"
+
+
+def test_settings_default_bypass_asks_and_applies_once_saved(qtbot, qloop, make_window, workdir):
+    from desktop_agent import config
+
+    config.store_api_key("sk-test")
+    win = make_window(with_client=False)
+    dlg = win.show_settings()
+    dlg.mode_combo.setCurrentIndex(dlg.mode_combo.findData(BYPASS))
+    qtbot.mouseClick(_box(dlg).no_button, Qt.MouseButton.LeftButton)
+    assert dlg.model_mode() == "default"
+    dlg.mode_combo.setCurrentIndex(dlg.mode_combo.findData(BYPASS))
+    qtbot.mouseClick(_box(dlg).yes_button, Qt.MouseButton.LeftButton)
+    assert dlg.model_mode() == BYPASS
+    dlg._save()
+    assert config.AppSettings.load().default_permission_mode == BYPASS
+    assert win.permission_mode == BYPASS and win.bypass_action.isVisible()  # confirmed in Settings: asked once
+    assert win.bypass_box is None
+
+
+def test_command_line_bypass_asks_before_the_window_uses_it(qtbot, qloop, make_window, workdir):
+    from desktop_agent.ui.main import launch_mode, parse_args
+
+    assert launch_mode(parse_args([str(workdir), "--dangerously-skip-permissions"]), {}) == BYPASS
+    assert launch_mode(parse_args([str(workdir), "--permission-mode", "bypassPermissions"]), {}) == BYPASS
+    assert launch_mode(parse_args([str(workdir), "--permission-mode", "manual"]), {}) == "default"
+    assert launch_mode(parse_args([str(workdir)]), {"default_permission_mode": "plan"}) == "plan"
+
+    win = make_window()
+    win.request_mode(launch_mode(parse_args([str(workdir), "--dangerously-skip-permissions"]), {}))
+    box = _box(win)
+    assert qloop.run_until_complete(win.open_folder(str(workdir)))  # the folder opens meanwhile, not in bypass
+    _assert_not_bypass(win)
+    qtbot.mouseClick(box.no_button, Qt.MouseButton.LeftButton)
+    _assert_not_bypass(win)
+
+    win.request_mode(BYPASS)
+    qtbot.mouseClick(_box(win).yes_button, Qt.MouseButton.LeftButton)
+    assert win.controller.session.permission_mode == BYPASS
+
+
+def test_bypass_confirmed_before_the_session_exists_is_used_by_it(qtbot, qloop, make_window, workdir, fake):
+    fake.script([reply(text("hi"))])
+    win = make_window()
+    win.request_mode(BYPASS)
+    _box(win).yes_button.click()
+    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert win.controller.session.permission_mode == BYPASS and win.bypass_action.isVisible()
