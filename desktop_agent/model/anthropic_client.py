@@ -36,7 +36,7 @@ from desktop_agent.model.client import (  # noqa: F401 - DEFAULT_MODEL re-export
 
 DEFAULT_IDLE_TIMEOUT_S = 90.0
 DEFAULT_MAX_RETRIES = 8
-TRANSPORTS = ("wire", "sdk")
+TRANSPORTS = ("wire", "sdk", "openai")
 CACHE_CONTROL = {"type": "ephemeral"}
 _NO_CACHE_BLOCKS = ("thinking", "redacted_thinking")
 
@@ -180,7 +180,8 @@ class AnthropicClient:
         auth_token: str | None = None,
         transport: str | None = None,
     ):
-        if not api_key and not auth_token:
+        self.transport = transport or os.environ.get("DESKTOP_AGENT_API_TRANSPORT") or "wire"
+        if not api_key and not auth_token and self.transport != "openai":  # local OpenAI servers need none
             raise ModelError("No API key: set ANTHROPIC_API_KEY or add a key in settings.", "auth")
         self.api_key = api_key
         self.base_url = base_url
@@ -194,13 +195,14 @@ class AnthropicClient:
             "DESKTOP_AGENT_STREAM_IDLE_TIMEOUT_S", DEFAULT_IDLE_TIMEOUT_S)
         self.base_delay_s = base_delay_s
         self.max_delay_s = max_delay_s
-        self.prompt_caching = prompt_caching
-        self.transport = transport or os.environ.get("DESKTOP_AGENT_API_TRANSPORT") or "wire"
+        self.prompt_caching = prompt_caching and self.transport != "openai"
         if self.transport not in TRANSPORTS:
             raise ModelError(f"Unknown API transport {self.transport!r} (DESKTOP_AGENT_API_TRANSPORT): "
                              f"use one of {', '.join(TRANSPORTS)}.", "bad_request")
         if self.transport == "sdk":
             from desktop_agent.model.sdk_transport import SDKMessagesAPI as api_class
+        elif self.transport == "openai":
+            from desktop_agent.model.openai_wire import ChatCompletionsAPI as api_class
         else:
             api_class = wire.MessagesAPI
         self.api = api_class(api_key, base_url, timeout_s=request_timeout_s, default_headers=default_headers,

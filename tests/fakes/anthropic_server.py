@@ -121,10 +121,12 @@ class FakeAnthropic:
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
+    handler_class: type[BaseHTTPRequestHandler] | None = None  # a subclass of _Handler (the OpenAI twin)
+
     def start(self) -> FakeAnthropic:
         fake = self
 
-        class Handler(_Handler):
+        class Handler(self.handler_class or _Handler):  # type: ignore[misc,valid-type]
             owner = fake
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
