@@ -207,6 +207,27 @@ class _Column(QWidget):
         else:
             self.setFixedHeight(self._bottom + MARGIN)
 
+    def remove(self, w: QWidget) -> None:
+        """Take one child out (a replaced banner) and move what follows up."""
+        i = getattr(w, "_col_index", None)
+        if i is None or i >= len(self.items) or self.items[i] is not w:
+            return
+        del self.items[i], self._tops[i], self._heights[i]
+        for j in range(i, len(self.items)):
+            self.items[j]._col_index = j  # type: ignore[attr-defined]
+        w.hide()
+        w.deleteLater()
+        if self.items:
+            if i == 0:
+                self._tops[0] = SPACING
+                self.items[0].move(MARGIN, SPACING)
+                self._relayout(1)
+            else:
+                self._relayout(i)
+        else:
+            self._bottom = SPACING
+            self.setFixedHeight(self._bottom + MARGIN)
+
     def paintEvent(self, event) -> None:  # noqa: N802 - opaque widget: fill what Qt asks for
         p = QPainter(self)
         p.fillRect(event.rect(), self.palette().color(QPalette.ColorRole.Base))
@@ -780,6 +801,9 @@ class Banner(QLabel):
                  parent: QWidget | None = None):
         super().__init__(parent)
         self.kind = kind
+        self.key: str | None = None
+        self.text_plain = text
+        self.actions = list(actions or [])
         self.setObjectName(f"banner_{kind}")
         self.setWordWrap(True)
         self.setTextFormat(Qt.TextFormat.RichText)
@@ -828,6 +852,7 @@ class ConversationView(QScrollArea):
         self.setWidget(self.column)
         self.cwd: str | None = None
         self.cards: dict[str, ToolCard] = {}
+        self.banners: dict[str, Banner] = {}  # keyed banners (one per key)
         self.current_text: MarkdownBlock | None = None
         self.current_thinking: ThinkingCard | None = None
         self.selected: ToolCard | None = None
@@ -935,13 +960,26 @@ class ConversationView(QScrollArea):
             card.set_state(ToolCard.DENIED, self.tr("denied"))
         self._running.discard(card)
 
-    def add_banner(self, kind: str, text: str, actions: list[tuple[str, str]] | None = None) -> Banner:
+    def add_banner(self, kind: str, text: str, actions: list[tuple[str, str]] | None = None,
+                   key: str | None = None) -> Banner:
+        """A banner card. With ``key``, one banner per key: an earlier one of the same key is removed
+        (the new one says what is true now), so set-up and error banners never pile up."""
         self.close_text()
+        if key is not None:
+            self.remove_banner(key)
         banner = Banner(kind, text, actions)
+        banner.key = key
         banner.linkActivated.connect(self.banner_action.emit)
         self._append(banner)
+        if key is not None:
+            self.banners[key] = banner
         self._scroll_to_bottom_later()
         return banner
+
+    def remove_banner(self, key: str) -> None:
+        old = self.banners.pop(key, None)
+        if old is not None:
+            self.column.remove(old)
 
     def end_turn(self, reason: str, error: str | None = None) -> None:
         self.close_text()
@@ -1026,6 +1064,7 @@ class ConversationView(QScrollArea):
         self.close_text()
         self.column.clear()
         self.cards.clear()
+        self.banners.clear()
         self._running.clear()
         self.selected = None
 

@@ -184,6 +184,7 @@ class MainWindow(QMainWindow):
         self.permission_mode = "default"  # the mode in force (bypass only after its confirmation)
         self.bypass_box: QMessageBox | None = None
         self._saved_default_mode: str | None = None
+        self.wanted_folder: str | None = None  # the folder asked for whose session could not open yet
         self._build()
         self._wire()
         self._restore_state()
@@ -499,8 +500,17 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
     # ----- folder and session ------------------------------------------------------------------
+    def folder_dialog_start(self) -> str:
+        """Where Open Folder starts: this window's folder, the one asked for, the last one, else the cwd."""
+        for candidate in (self.folder, self.wanted_folder, self.last_folder(), os.getcwd()):
+            if candidate and os.path.isdir(candidate):
+                return candidate
+        return os.path.expanduser("~")
+
     def choose_folder(self) -> None:
-        dlg = QFileDialog(self, self.tr("Open Folder"), self.folder or os.path.expanduser("~"))
+        dlg = QFileDialog(self, self.tr("Open Folder"), self.folder_dialog_start())
+        dlg.setObjectName("folderDialog")
+        self.folder_dialog = dlg
         dlg.setFileMode(QFileDialog.FileMode.Directory)
         dlg.setOption(QFileDialog.Option.ShowDirsOnly, True)
         dlg.fileSelected.connect(self.open_folder_soon)
@@ -514,6 +524,7 @@ class MainWindow(QMainWindow):
         """Open ``folder``: the one-time trust question if its settings grant rules or run hooks, then
         a new (or resumed) session. Returns False when the user cancelled or the session failed."""
         folder = os.path.abspath(folder)
+        self.wanted_folder = folder
         if self.controller.busy:
             self.controller.stop()
         trusted = await self._ask_trust(folder)
@@ -580,11 +591,12 @@ class MainWindow(QMainWindow):
         self.conversation.cwd = folder
         if name == "ConfigError" or "API key" in text:
             self.conversation.add_banner(
-                "error", self.tr("No API key is set up, so the agent cannot talk to a model."),
-                [("settings", self.tr("Open settings")), ("tour", self.tr("Take the offline tour"))])
+                "error", self.tr("No API key is set up, so the agent cannot talk to a model. {0} opens as soon "
+                                 "as a key is saved.").format(_home(folder)),
+                [("settings", self.tr("Open settings")), ("tour", self.tr("Take the offline tour"))], key="setup")
         else:
             self.conversation.add_banner("error", self.tr("Could not open the session: {0}").format(text),
-                                         [("settings", self.tr("Open settings"))])
+                                         [("settings", self.tr("Open settings"))], key="setup")
 
     async def _ask_trust(self, folder: str) -> bool | None:
         """True/False for trusted, None when the user cancelled. Asked once per folder."""
@@ -679,7 +691,13 @@ class MainWindow(QMainWindow):
             if self.open_task is not None and not self.open_task.done():
                 self.status.showMessage(self.tr("Still opening the folder — one moment…"), 3000)
                 return
-            self.conversation.add_banner("error", self.tr("Open a folder first (File ▸ Open Folder…, Ctrl+O)."))
+            if self.wanted_folder and "setup" in self.conversation.banners:
+                self.conversation.add_banner(  # the set-up problem, said again (replacing itself)
+                    self.conversation.banners["setup"].kind, self.conversation.banners["setup"].text_plain,
+                    self.conversation.banners["setup"].actions, key="setup")
+                return
+            self.conversation.add_banner("error", self.tr("Open a folder first (File ▸ Open Folder…, Ctrl+O)."),
+                                         key="setup")
             return
         if self.controller.busy:
             self.status.showMessage(self.tr("The agent is still working — press Esc to stop it first."), 4000)
@@ -823,7 +841,7 @@ class MainWindow(QMainWindow):
         actions = [("retry", self.tr("Retry the last message"))]
         if getattr(e, "kind", "") in ("auth", "model", "model_not_found", "connection"):
             actions.append(("settings", self.tr("Open settings")))
-        self.conversation.add_banner("error", e.message, actions)
+        self.conversation.add_banner("error", e.message, actions, key=f"error:{getattr(e, 'kind', '')}")
 
     def _on_banner_action(self, action: str) -> None:
         if action == "settings":
@@ -940,8 +958,12 @@ class MainWindow(QMainWindow):
         if default and default != self._saved_default_mode:  # a new default applies here too (confirmed there)
             self._saved_default_mode = default
             self._apply_mode(default)
-        if self.folder and not self.controller.busy and not self.demo:
-            self.open_folder_soon(self.folder)
+        folder = self.folder or self.wanted_folder
+        if folder and not self.controller.busy and not self.demo:
+            self.open_folder_soon(folder)  # e.g. first run: the folder from the command line, now with a key
+        elif not folder:
+            self.conversation.remove_banner("setup")
+            self._show_empty()
 
     def start_tour(self) -> None:
         from desktop_agent.ui.demo import start_tour_window

@@ -174,3 +174,68 @@ def test_bypass_confirmed_before_the_session_exists_is_used_by_it(qtbot, qloop, 
     _box(win).yes_button.click()
     assert qloop.run_until_complete(win.open_folder(str(workdir)))
     assert win.controller.session.permission_mode == BYPASS and win.bypass_action.isVisible()
+
+
+# ----- 2. first run keeps the folder ----------------------------------------------------------------------
+def test_first_run_opens_the_folder_once_the_key_is_saved(qtbot, qloop, make_window, workdir, fake, monkeypatch):
+    """``desktop-agent FOLDER`` without a key: the set-up banner names the folder; sending again replaces
+    it (no pile); after the key is saved in the first-run Settings the folder opens and the stale banner
+    is gone; the prompt then reaches the model."""
+    monkeypatch.chdir(workdir)
+    fake.script([reply(text("Hello from the model."))])
+    win = make_window(with_client=False)  # the real client, built from the saved key and base URL
+
+    async def scenario():
+        assert not await win.open_folder(str(workdir))
+        banners = list(win.conversation.banners.values())
+        assert len(banners) == 1 and "No API key" in banners[0].text_plain
+        for _ in range(3):  # Enter again and again: still one banner
+            win.send("hello")
+        assert [type(w).__name__ for w in win.conversation.column.items] == ["Banner"]
+        assert "Open a folder first" not in win.conversation.text_content()
+        assert win.folder_dialog_start() == str(workdir)
+        dlg = win.show_settings(first_run=True)
+        qtbot.keyClicks(dlg.key_edit, "sk-test-first-run")
+        dlg.base_url_edit.setText(fake.base_url)
+        qtbot.mouseClick(dlg.buttons.button(dlg.buttons.StandardButton.Save), Qt.MouseButton.LeftButton)
+        await wait_for(lambda: win.controller.session is not None, what="the folder's session")
+        await asyncio.wait_for(win.open_task, 10)
+        assert win.folder == str(workdir)
+        assert "No API key" not in win.conversation.text_content() and not win.conversation.banners
+        win.send("hello")
+        await asyncio.wait_for(win.controller._task, 10)
+
+    qloop.run_until_complete(scenario())
+    assert "Hello from the model." in win.conversation.text_content()
+    fake.assert_done()
+
+
+def test_keyed_banners_replace_each_other(qtbot):
+    from desktop_agent.ui.conversation_view import ConversationView
+
+    view = ConversationView()
+    qtbot.addWidget(view)
+    view.resize(600, 400)
+    view.add_user("hi")
+    first = view.add_banner("error", "Overloaded", key="error:overloaded")
+    view.add_banner("notice", "a notice")
+    second = view.add_banner("error", "Overloaded again", key="error:overloaded")
+    items = view.column.items
+    assert first not in items and second in items and len(items) == 3
+    assert [w._col_index for w in items] == [0, 1, 2]
+    assert items[1].y() + items[1].height() < items[2].y()  # what followed moved up, no overlap
+    view.remove_banner("error:overloaded")
+    assert len(view.column.items) == 2 and not view.banners
+
+
+def test_folder_dialog_starts_in_the_last_folder_or_cwd(qtbot, qloop, make_window, workdir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    win = make_window()
+    assert win.folder_dialog_start() == str(tmp_path)  # nothing opened yet: the cwd, not HOME
+    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    win.save_state()
+    win.choose_folder()
+    assert win.folder_dialog.directory().absolutePath() == str(workdir)
+    win.folder_dialog.reject()
+    win2 = make_window()
+    assert win2.folder_dialog_start() == str(workdir)  # the last folder, from the saved state
