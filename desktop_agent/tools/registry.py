@@ -11,6 +11,7 @@ _BUILTINS: list[tuple[str, str]] = [
     ("desktop_agent.tools.read", "ReadTool"),
     ("desktop_agent.tools.edit", "EditTool"),
     ("desktop_agent.tools.write", "WriteTool"),
+    ("desktop_agent.tools.notebook_edit", "NotebookEditTool"),
     ("desktop_agent.tools.grep", "GrepTool"),
     ("desktop_agent.tools.glob", "GlobTool"),
     ("desktop_agent.tools.bash", "BashTool"),
