@@ -5,8 +5,11 @@
   ``DESKTOP_AGENT_DATA_DIR`` / ``DESKTOP_AGENT_CONFIG_DIR`` override them (tests, portable installs).
 - ``AppSettings``: the app's own preferences (model, endpoint, UI language, theme, recent folders...),
   loaded leniently (unknown keys kept, a corrupt file gives defaults) and saved atomically.
-- ``find_api_key()``: ``ANTHROPIC_API_KEY`` → the system keyring (only when ``keyring`` is importable
-  and its backend is a real one) → ``credentials.json`` (mode 0600). The key is never logged.
+- ``find_api_key()``: ``ANTHROPIC_API_KEY`` → the system keyring (the ``keyring`` package: Secret
+  Service over D-Bus on Linux; only a real backend counts, not keyring's fail/null/empty-chainer
+  ones) → ``credentials.json`` (mode 0600). A key found in the file while a keyring is usable moves
+  to the keyring (stored, read back, then removed from the file). ``api_key_location()`` is the
+  sentence Settings shows about where the key is. The key is never logged.
 """
 
 from __future__ import annotations
@@ -121,8 +124,11 @@ def _usable_keyring() -> Any | None:
         backend = keyring.get_keyring()
     except Exception:
         return None
-    if isinstance(backend, fail.Keyring) or "fail" in type(backend).__module__.split("."):
+    module = type(backend).__module__.split(".")
+    if isinstance(backend, fail.Keyring) or "fail" in module or "null" in module:
         return None
+    if "chainer" in module and not getattr(backend, "backends", None):
+        return None  # a chainer over no backends stores nothing
     return keyring
 
 
@@ -165,8 +171,45 @@ def find_api_key() -> tuple[str | None, str]:
         return value, "keyring"
     value = _key_from_file()
     if value:
+        if _move_to_keyring(value):
+            return value, "keyring"
         return value, "credentials"
     return None, "none"
+
+
+def _move_to_keyring(key: str) -> bool:
+    """Move a key from ``credentials.json`` into a keyring that has become usable. True when moved."""
+    kr = _usable_keyring()
+    if kr is None:
+        return False
+    try:
+        kr.set_password(KEYRING_SERVICE, KEYRING_USER, key)
+        if kr.get_password(KEYRING_SERVICE, KEYRING_USER) != key:
+            return False
+    except Exception:
+        return False
+    path = credentials_path()
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except Exception:
+        data = {}
+    data = {k: v for k, v in (data.items() if isinstance(data, dict) else []) if k != "anthropic_api_key"}
+    if data:
+        atomic_write_text(path, json.dumps(data) + "\n", mode=0o600)
+    else:
+        path.unlink(missing_ok=True)
+    log.info("moved the API key from %s to the system keyring", path)
+    return True
+
+
+def api_key_location() -> str:
+    """Where a saved key lives, as a sentence for Settings."""
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return "The key comes from the ANTHROPIC_API_KEY environment variable; nothing is saved."
+    if _usable_keyring() is not None:
+        return "The key is stored in the system keyring."
+    return (f"No system keyring is available: the key is stored in {credentials_path()}, "
+            "readable only by you.")
 
 
 def store_api_key(key: str) -> str:

@@ -244,3 +244,69 @@ def test_api_key_from_keyring_before_file(monkeypatch):
     assert not config.credentials_path().exists()
     fake.get_keyring = lambda: FailKeyring()  # the fail backend is treated as "no keyring"
     assert config.find_api_key() == (None, "none")
+
+
+class _MemoryKeyring:
+    """A real ``keyring`` backend that keeps passwords in memory (no D-Bus, no file)."""
+
+    @staticmethod
+    def make():
+        import keyring.backend
+
+        class MemoryKeyring(keyring.backend.KeyringBackend):
+            priority = 10  # type: ignore[assignment]
+
+            def __init__(self):
+                super().__init__()
+                self.store: dict = {}
+
+            def get_password(self, service, username):
+                return self.store.get((service, username))
+
+            def set_password(self, service, username, password):
+                self.store[(service, username)] = password
+
+            def delete_password(self, service, username):
+                self.store.pop((service, username), None)
+
+        return MemoryKeyring()
+
+
+def test_real_keyring_backend_stores_and_file_key_moves_in(monkeypatch):
+    import keyring
+    from keyring.backends import fail
+
+    monkeypatch.setattr(keyring.core, "_keyring_backend", fail.Keyring())
+    assert config.store_api_key("sk-old") == "credentials"  # no keyring yet: the 0600 file
+    assert "credentials.json" in config.api_key_location()
+    backend = _MemoryKeyring.make()
+    keyring.set_keyring(backend)
+    try:
+        assert config.find_api_key() == ("sk-old", "keyring")  # moved on first lookup
+        assert backend.store[(config.KEYRING_SERVICE, config.KEYRING_USER)] == "sk-old"
+        assert not config.credentials_path().exists()
+        assert config.api_key_location() == "The key is stored in the system keyring."
+        assert config.store_api_key("sk-new") == "keyring"
+        assert config.find_api_key() == ("sk-new", "keyring")
+    finally:
+        keyring.set_keyring(fail.Keyring())
+
+
+def test_fallback_when_the_keyring_cannot_store(monkeypatch):
+    import keyring
+    from keyring.backends import fail
+
+    backend = _MemoryKeyring.make()
+
+    def refuse(*a):
+        raise keyring.errors.PasswordSetError("locked")
+
+    backend.set_password = refuse
+    keyring.set_keyring(backend)
+    try:
+        assert config.store_api_key("sk-file") == "credentials"
+        assert stat.S_IMODE(config.credentials_path().stat().st_mode) == 0o600
+        assert config.find_api_key() == ("sk-file", "credentials")  # move failed: the file keeps it
+        assert config.credentials_path().exists()
+    finally:
+        keyring.set_keyring(fail.Keyring())
