@@ -54,7 +54,7 @@ class SettingsDialog(QDialog):
              "keyring": self.tr("stored in the system keyring — type to replace"),
              "credentials": self.tr("stored in a private file — type to replace")}.get(source, "sk-ant-…"))
         form.addRow(self.tr("&API key"), self.key_edit)
-        where = QLabel(self.tr("Saved in the system keyring when available, otherwise in a file only you can read."))
+        where = QLabel(config.api_key_location())  # keyring, or the 0600 file: says which, with its path
         where.setObjectName("muted")
         where.setWordWrap(True)
         form.addRow("", where)
