@@ -20,6 +20,12 @@ what actually ran (a ``cancel`` tool would get REJECT_MESSAGE, which claims noth
 abort with reason ``interrupt`` (new user input while tools run) does not stop it, as for every
 ``block`` tool.
 
+Sandbox: every shell, foreground and background, is spawned through ``desktop_agent.shell.sandbox``
+(bubblewrap; writable only the working dirs and a private TMPDIR, Read-deny paths masked, no network;
+see that module). ``check_permissions`` wraps the static analysis (``bash_commands.check_bash_permission``)
+with ``sandbox.gate_decision``: ``dangerouslyDisableSandbox`` always asks, and a sandbox that cannot
+start makes every command not proven read-only ask. The cwd file lives in the sandbox's private TMPDIR.
+
 Output: at most 30,000 characters, keeping head and tail with a note of how much was cut. Exit code
 N ≠ 0 → ``is_error`` with ``Exit code N`` and the output; exit code 1 of grep/rg/find/diff/test/
 git diff is a normal result (B.1).
@@ -49,6 +55,7 @@ from desktop_agent.core.execution import current_call
 from desktop_agent.permissions import bash_commands
 from desktop_agent.permissions.paths import is_inside
 from desktop_agent.permissions.types import PermissionDecision
+from desktop_agent.shell import sandbox
 from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -336,11 +343,20 @@ class ShellProcess(asyncio.subprocess.Process):
         return self.returncode if self.returncode is not None else -1
 
 
-async def spawn_shell(script: str, cwd: str, env: dict[str, str] | None = None) -> ShellProcess:
-    """``<shell> -c script`` in a new session (its own process group), stdin /dev/null, stderr into stdout."""
+async def spawn_shell(script: str, cwd: str, env: dict[str, str] | None = None, ctx: ToolUseContext | None = None,
+                      *, command: str = "", disable_sandbox: bool = False) -> ShellProcess:
+    """``<shell> -c script`` in a new session (its own process group), stdin /dev/null, stderr into stdout.
+
+    With ``ctx``, the shell starts through the sandbox (``sandbox.plan_launch``: bubblewrap around it, the
+    private TMPDIR, git neutralised in untrusted folders); without, it starts as is (tests of the runner)."""
     loop = asyncio.get_running_loop()
+    argv = [shell_path(), "-c", script]
+    if ctx is not None:
+        plan = sandbox.plan_launch(argv, cwd, dict(env if env is not None else os.environ), ctx, command=command,
+                                   disable_sandbox=disable_sandbox)
+        argv, env = plan.argv, plan.env
     transport, protocol = await loop.subprocess_exec(
-        lambda: _ShellProtocol(limit=2 ** 16, loop=loop), shell_path(), "-c", script, cwd=cwd, env=env,
+        lambda: _ShellProtocol(limit=2 ** 16, loop=loop), *argv, cwd=cwd, env=env,
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
     )
@@ -495,7 +511,13 @@ class BashTool(Tool):
         return command if isinstance(command, str) else ""
 
     async def check_permissions(self, input: BashInput, ctx: ToolUseContext) -> PermissionDecision:
-        return bash_commands.check_bash_permission(input.model_dump(exclude_unset=True), ctx)
+        decision = bash_commands.check_bash_permission(input.model_dump(exclude_unset=True), ctx)
+        skip = sandbox.skip_analysis_requested()
+        if skip:  # test-only: the sandbox alone holds the line
+            decision = sandbox.without_analysis(decision)
+        return sandbox.gate_decision(decision, read_only=not skip and self.is_read_only(input),
+                                     disable_sandbox=bool(input.dangerouslyDisableSandbox),
+                                     pc=ctx.permission_context)
 
     def permission_extras(self, input: BashInput, ctx: ToolUseContext) -> dict[str, Any]:
         extras: dict[str, Any] = {}
@@ -514,9 +536,11 @@ class BashTool(Tool):
     async def call(self, input: BashInput, ctx: ToolUseContext) -> ToolResult:
         cwd = ctx.cwd if os.path.isdir(ctx.cwd) else ctx.original_cwd
         if input.run_in_background:
-            shell = await start_background_shell(input.command, cwd, ctx, input.description)
+            shell = await start_background_shell(input.command, cwd, ctx, input.description,
+                                                 disable_sandbox=bool(input.dangerouslyDisableSandbox))
             return ToolResult(data={"stdout": "", "exitCode": 0, "isError": False, "backgroundTaskId": shell.id})
-        run, new_cwd = await run_foreground(input.command, cwd, ctx, effective_timeout_ms(input.timeout))
+        run, new_cwd = await run_foreground(input.command, cwd, ctx, effective_timeout_ms(input.timeout),
+                                            disable_sandbox=bool(input.dangerouslyDisableSandbox))
         final = new_cwd or cwd
         if cwd != ctx.cwd or not _in_working_dirs(final, ctx):
             # The old cwd had vanished, or the command left the working dirs: back to the original.
@@ -536,9 +560,10 @@ class BashTool(Tool):
         return block
 
 
-async def run_foreground(command: str, cwd: str, ctx: ToolUseContext, timeout_ms: float) -> tuple[BashRun, str | None]:
+async def run_foreground(command: str, cwd: str, ctx: ToolUseContext, timeout_ms: float,
+                         disable_sandbox: bool = False) -> tuple[BashRun, str | None]:
     """Run ``command`` to completion, timeout or abort. Returns the run and the shell's final cwd (or None)."""
-    fd, cwd_file = tempfile.mkstemp(prefix="desktop-agent-cwd-", suffix=".txt")
+    fd, cwd_file = tempfile.mkstemp(prefix="desktop-agent-cwd-", suffix=".txt", dir=sandbox.private_tmpdir())
     os.close(fd)
     script = (f"eval {shlex.quote(command)}\n__da_status=$?\n"
               f"pwd -L >| {shlex.quote(cwd_file)} 2>/dev/null\nexit $__da_status\n")
@@ -577,7 +602,7 @@ async def run_foreground(command: str, cwd: str, ctx: ToolUseContext, timeout_ms
     reader: asyncio.Task[None] | None = None
     abort_task: asyncio.Task[None] | None = None
     try:
-        proc = await spawn_shell(script, cwd, _shell_env(cwd))
+        proc = await spawn_shell(script, cwd, _shell_env(cwd), ctx, command=command, disable_sandbox=disable_sandbox)
         assert proc.stdout is not None
         reader = asyncio.ensure_future(_pump(proc.stdout, sink))
         waiter = asyncio.ensure_future(proc.wait_exit())
@@ -687,9 +712,9 @@ def background_shells(ctx: ToolUseContext) -> dict[str, BackgroundShell]:
     return shells
 
 
-async def start_background_shell(command: str, cwd: str, ctx: ToolUseContext,
-                                 description: str | None = None) -> BackgroundShell:
-    proc = await spawn_shell(command, cwd, _shell_env(cwd))
+async def start_background_shell(command: str, cwd: str, ctx: ToolUseContext, description: str | None = None,
+                                 disable_sandbox: bool = False) -> BackgroundShell:
+    proc = await spawn_shell(command, cwd, _shell_env(cwd), ctx, command=command, disable_sandbox=disable_sandbox)
     shell = BackgroundShell(id=f"bash_{next(_shell_ids)}", command=command, description=description, proc=proc)
     assert proc.stdout is not None
 

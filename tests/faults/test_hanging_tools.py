@@ -76,7 +76,10 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("streaming", [True, False], ids=["streaming_executor", "tool_runner"])
-def test_hanging_tool_abort_ends_turn_one_result_each(tmp_path, streaming, case):
+def test_hanging_tool_abort_ends_turn_one_result_each(tmp_path, streaming, case, monkeypatch):
+    # `$$`/`$!` must be host PIDs: unsandboxed (the sandbox's PID namespace renumbers them; its own kill
+    # tests are in tests/tools/test_bash_sandbox.py).
+    monkeypatch.setenv("DESKTOP_AGENT_SANDBOX", "off")
     ws = str(tmp_path)
     with open(os.path.join(ws, "a.txt"), "w") as fh:
         fh.write("x\n")
@@ -124,8 +127,9 @@ def test_hanging_tool_abort_ends_turn_one_result_each(tmp_path, streaming, case)
     assert not alive
 
 
-def test_stubborn_bash_timeout_kills_group(tmp_path):
+def test_stubborn_bash_timeout_kills_group(tmp_path, monkeypatch):
     """A command that ignores SIGTERM and outlives its timeout: killed (SIGKILL after the grace), one result."""
+    monkeypatch.setenv("DESKTOP_AGENT_SANDBOX", "off")  # host PIDs in the pidfile (see above)
     ws = str(tmp_path)
     pidfile = os.path.join(ws, "pids")
     ctx = _ctx(ws, [])

@@ -57,6 +57,13 @@ def bash(ws, inp, ctx=None):
     return run(call(ctx or make_ctx(ws), inp))
 
 
+@pytest.fixture
+def host_pids(monkeypatch):
+    """For tests that read `$$`/`$!` as host PIDs: the sandbox runs commands in a PID namespace of their own,
+    so these run unsandboxed (tests/tools/test_bash_sandbox.py kills the tree inside the sandbox)."""
+    monkeypatch.setenv("DESKTOP_AGENT_SANDBOX", "off")
+
+
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes whose process group is ``pgid``."""
     alive = []
@@ -180,13 +187,15 @@ def test_timeout_default_and_clamp(monkeypatch):
 
 
 def test_dangerously_disable_sandbox_is_accepted(ws):
-    assert bash(ws, {"command": "echo ok", "dangerouslyDisableSandbox": True}).block["content"] == "ok"
+    # Accepted by the schema; running outside the sandbox always asks (no prompter here: refused).
+    out = bash(ws, {"command": "echo ok", "dangerouslyDisableSandbox": True})
+    assert out.is_error and "outside the sandbox" in out.block["content"]
 
 
 # ---- killing the whole process group
 
 
-def test_timeout_kills_the_whole_group(ws):
+def test_timeout_kills_the_whole_group(ws, host_pids):
     async def main():
         ctx = make_ctx(ws)
         t0 = time.monotonic()
@@ -204,7 +213,7 @@ def test_timeout_kills_the_whole_group(ws):
     assert survivors == [] and not pid_alive(pgid) and not pid_alive(child)
 
 
-def test_timeout_escalates_to_sigkill_when_term_is_ignored(ws):
+def test_timeout_escalates_to_sigkill_when_term_is_ignored(ws, host_pids):
     async def main():
         out = await call(make_ctx(ws), {"command": "trap '' TERM; echo $$; sleep 100 & echo $!; sleep 100",
                                         "timeout": 300})
@@ -216,7 +225,7 @@ def test_timeout_escalates_to_sigkill_when_term_is_ignored(ws):
     assert survivors == [] and not pid_alive(child)
 
 
-def test_cancellation_kills_the_whole_group(ws):
+def test_cancellation_kills_the_whole_group(ws, host_pids):
     progress = []
 
     async def main():
@@ -238,7 +247,7 @@ def test_cancellation_kills_the_whole_group(ws):
     assert survivors == [] and not pid_alive(child)
 
 
-def test_user_abort_kills_the_group_and_reports_partial_output(ws):
+def test_user_abort_kills_the_group_and_reports_partial_output(ws, host_pids):
     async def main():
         ctx = make_ctx(ws)
         task = asyncio.ensure_future(call(ctx, {"command": "echo $$; echo started; sleep 100 & sleep 100"}))
@@ -255,7 +264,7 @@ def test_user_abort_kills_the_group_and_reports_partial_output(ws):
     assert survivors == []
 
 
-def test_background_child_holding_the_pipe_does_not_block_the_result(ws):
+def test_background_child_holding_the_pipe_does_not_block_the_result(ws, host_pids):
     async def main():
         t0 = time.monotonic()
         out = await call(make_ctx(ws), {"command": "sleep 3 & echo $!; echo hi"})
@@ -419,7 +428,7 @@ def test_background_shell_lifecycle(ws):
         f"<tool_use_error>Shell {shell_id} is not running, so cannot be killed (status: completed)</tool_use_error>")
 
 
-def test_kill_shell_kills_the_group(ws):
+def test_kill_shell_kills_the_group(ws, host_pids):
     async def main():
         ctx = make_ctx(ws)
         out = await call(ctx, {"command": "echo $$; sleep 100 & echo $!; sleep 100", "run_in_background": True})
