@@ -464,6 +464,10 @@ RESULT_SUBTYPES = {
 }
 
 
+# TurnFinished.reason → the ``terminal_reason`` of the result line (the reference's names; ours match but one).
+TERMINAL_REASONS = {"prompt_blocked": "hook_stopped"}
+
+
 class HeadlessRun:
     def __init__(self, opts: Options, out: Output | None = None):
         self.opts = opts
@@ -477,6 +481,7 @@ class HeadlessRun:
         self.turn_task: asyncio.Task[Any] | None = None
         self.interrupted = False
         self._emitted: set[str] = set()
+        self._key_source: str | None = None
         self.freeze_heap = False  # set by run_headless (the program), never for in-process callers
 
     # ---------------------------------------------------------------------- session
@@ -522,10 +527,36 @@ class HeadlessRun:
         return {
             "type": "system", "subtype": "init", "cwd": s.cwd, "session_id": s.session_id,
             "tools": [t.name for t in s.tools], "mcp_servers": [], "model": s.model,
-            "permissionMode": s.permission_mode, "slash_commands": ["compact"], "apiKeySource": "ANTHROPIC_API_KEY",
+            "permissionMode": s.permission_mode, "slash_commands": ["compact"], "apiKeySource": self.api_key_source(),
             "output_style": "default", "agents": [], "skills": [], "plugins": [],
             "claude_code_version": __version__, "uuid": str(uuid.uuid4()),
         }
+
+    def api_key_source(self) -> str:
+        """Where the key came from, as the reference names it (``initialize``'s ``account``, ``system``/``init``)."""
+        if self._key_source is None:
+            from desktop_agent.config import find_api_key
+
+            key, source = find_api_key()
+            if not key and os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+                source = "ANTHROPIC_AUTH_TOKEN"
+            self._key_source = {"credentials": "config file"}.get(source, source)
+        return self._key_source
+
+    def _initialize_prompt(self, request: dict[str, Any]) -> None:
+        """``initialize``'s ``systemPrompt`` / ``appendSystemPrompt`` (the TypeScript SDK sends them there, not as
+        flags): a string or a list of parts, replacing what the flags said."""
+        custom, append = request.get("systemPrompt"), request.get("appendSystemPrompt")
+        if custom is None and append is None:
+            return
+
+        def text(value: Any) -> str:
+            return "".join(str(v) for v in value) if isinstance(value, list) else str(value)
+
+        working_dirs, old_custom, old_append = self.session._prompt_args
+        self.session._prompt_args = (working_dirs, text(custom) if custom is not None else old_custom,
+                                     text(append) if append is not None else old_append)
+        self.session.system_prompt = None  # rebuilt for the next request
 
     def _on_entry(self, entry: dict[str, Any]) -> None:
         """A transcript entry the turn produced → an ``assistant`` / ``user`` / ``system`` line, in event order."""
@@ -585,8 +616,8 @@ class HeadlessRun:
 
     async def run_turn(self, content: Any) -> dict[str, Any]:
         from desktop_agent.core.events import (
-            AssistantMessage, Compacted, ErrorEvent, RetryWaiting, StreamEvent, ToolCallFinished, ToolCallStarted,
-            TurnFinished, UserMessage,
+            AssistantBlock, AssistantMessage, Compacted, ErrorEvent, RetryWaiting, StreamEvent, ToolCallFinished,
+            ToolCallStarted, TurnFinished, UserMessage,
         )
 
         s = self.session
@@ -599,10 +630,18 @@ class HeadlessRun:
         t0 = time.perf_counter()
         finished: Any = None
         errors: list[str] = []
+        user_messages = 0
         stream = s.submit(content)
         try:
             async for event in stream:
-                if isinstance(event, (AssistantMessage, UserMessage)):
+                if isinstance(event, AssistantBlock):
+                    # One ``assistant`` line per finished block, written before the loop starts its call.
+                    self._line({"type": "assistant", "message": event.message, "parent_tool_use_id": None,
+                                "session_id": s.session_id, "uuid": str(uuid.uuid4())})
+                elif isinstance(event, AssistantMessage):
+                    self._emitted.add(str(event.message.get("uuid")))  # its blocks went out one by one
+                elif isinstance(event, UserMessage):
+                    user_messages += 1
                     self._on_entry(event.message)
                 elif isinstance(event, Compacted):
                     self._line({"type": "system", "subtype": "compact_boundary", "session_id": s.session_id,
@@ -640,9 +679,12 @@ class HeadlessRun:
             "type": "result", "subtype": subtype, "is_error": subtype != "success",
             "duration_ms": int((time.perf_counter() - t0) * 1000),
             "duration_api_ms": int(finished.duration_api_ms) if finished else 0,
-            "num_turns": finished.num_turns if finished else 0,
+            # As the reference counts: the prompt plus each user message the turn wrote (one per tool_result,
+            # interruption notices included), not the number of API requests.
+            "num_turns": 1 + user_messages if finished else 0,
             "result": (finished.result_text if finished else "") or "",
             "stop_reason": stop_reason, "session_id": s.session_id,
+            "terminal_reason": TERMINAL_REASONS.get(reason, reason),
             "total_cost_usd": round(s.total_cost_usd, 8),
             "usage": _usage_dict(finished.usage if finished else {}),
             "modelUsage": {}, "permission_denials": denials,
@@ -676,13 +718,18 @@ class HeadlessRun:
                     "commands": [{"name": "compact", "description": "Summarize the conversation so far",
                                   "argumentHint": ""}],
                     "output_style": "default", "available_output_styles": ["default"],
+                    "agents": [],
                     "models": [{"value": self.session.model, "displayName": self.session.model,
                                 "description": "The session's model"}],
-                    "account": {}, "pid": os.getpid(), "hooks_applied": True,
+                    "account": {"apiKeySource": self.api_key_source()}, "pid": os.getpid(), "hooks_applied": True,
                 }
+                self._initialize_prompt(request)
             elif subtype == "interrupt":
                 self._interrupt()
-                response = {}
+                # The reference's reply has no ``response`` key.
+                self.out.json({"type": "control_response", "response": {"subtype": "success",
+                                                                        "request_id": request_id}})
+                return
             elif subtype == "set_permission_mode":
                 mode = request.get("mode")
                 self.session.set_permission_mode(str(mode))

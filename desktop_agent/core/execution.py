@@ -82,6 +82,14 @@ def lookup_tool(name: str, ctx: ToolUseContext) -> Any | None:
     return None
 
 
+def lookup_error(name: str, ctx: ToolUseContext) -> str:
+    """The tool_result text for a call that ``lookup_tool`` cannot resolve, on every execution path (App. A): a
+    tool removed by a whole-tool deny or ``--tools`` "exists but is not enabled", any other name is unknown."""
+    from desktop_agent.permissions.engine import unavailable_tool_message
+
+    return unavailable_tool_message(name, ctx) or no_such_tool(name)
+
+
 def _error(tool_use_id: str, name: str, content: str, stage: str, tool: Any = None, t0: float = 0.0) -> ToolUseOutcome:
     return ToolUseOutcome(
         block=tool_result_block(tool_use_id, content, is_error=True), tool_name=name, tool=tool, stage=stage,
@@ -135,9 +143,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
     # 2. lookup
     tool = lookup_tool(name, ctx)
     if tool is None:
-        from desktop_agent.permissions.engine import unavailable_tool_message
-
-        return _error(tool_use_id, name, unavailable_tool_message(name, ctx) or no_such_tool(name), "lookup", t0=t0)
+        return _error(tool_use_id, name, lookup_error(name, ctx), "lookup", t0=t0)
 
     # 3a. schema
     raw_input = block.get("input")
@@ -231,5 +237,5 @@ def _append_text(content: Any, text: str) -> Any:
     return text
 
 
-__all__ = ["run_tool_use", "ToolUseOutcome", "current_call", "CallInfo", "lookup_tool", "find_tool_by_name",
-           "DecisionReason"]
+__all__ = ["run_tool_use", "ToolUseOutcome", "current_call", "CallInfo", "lookup_tool", "lookup_error",
+           "find_tool_by_name", "DecisionReason"]

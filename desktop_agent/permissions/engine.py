@@ -197,9 +197,22 @@ async def _inner(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecisi
     return decision
 
 
-def _dont_ask(decision: PermissionDecision, ctx: ToolUseContext) -> PermissionDecision:
+def dont_ask_message(tool_name: str) -> str:
+    """The deny text of ``dontAsk`` mode for an action that would ask (App. A)."""
+    return (f"Permission to use {tool_name} has been denied because Desktop Agent is running in don't ask mode. "
+            "IMPORTANT: You *may* attempt to accomplish this action using other tools that might naturally be used "
+            "to accomplish this goal, e.g. using head instead of cat. But you *should not* attempt to work around "
+            "this denial in malicious ways, e.g. do not use your ability to run tests to execute non-test actions. "
+            "You should only try to work around this restriction in reasonable ways that do not attempt to bypass "
+            "the intent behind this denial. If you believe this capability is essential to complete the user's "
+            "request, STOP and explain to the user what you were trying to do and why you need this permission. "
+            "Let the user decide how to proceed.")
+
+
+def _dont_ask(decision: PermissionDecision, ctx: ToolUseContext, tool_name: str) -> PermissionDecision:
     if decision.behavior == "ask" and current_mode(ctx) == "dontAsk":
-        return PermissionDecision(behavior="deny", message=decision.message, updated_input=decision.updated_input,
+        return PermissionDecision(behavior="deny", message=dont_ask_message(tool_name),
+                                  updated_input=decision.updated_input,
                                   decision_reason=DecisionReason(type="mode", mode="dontAsk"),
                                   blocked_path=decision.blocked_path)
     return decision
@@ -207,7 +220,7 @@ def _dont_ask(decision: PermissionDecision, ctx: ToolUseContext) -> PermissionDe
 
 async def has_permissions_to_use_tool(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecision:
     """The full decision (§4.2) plus the outer ``dontAsk`` rewrite."""
-    return _dont_ask(await _inner(tool, input, ctx), ctx)
+    return _dont_ask(await _inner(tool, input, ctx), ctx, tool.name)
 
 
 async def resolve_hook_decision(tool: Any, input: Any, ctx: ToolUseContext, hook_decision: str,
@@ -230,7 +243,7 @@ async def resolve_hook_decision(tool: Any, input: Any, ctx: ToolUseContext, hook
             return None
         objection = await rule_based_permissions(tool, input, ctx)
         if objection is not None:
-            return _dont_ask(objection, ctx)
+            return _dont_ask(objection, ctx, tool.name)
         if current_mode(ctx) == "plan" and not _is_read_only(tool, input):  # a hook cannot leave plan mode
             return PermissionDecision(behavior="deny", message=_plan_mode_message(tool, input_dict),
                                       decision_reason=DecisionReason(type="mode", mode="plan"))
@@ -242,7 +255,7 @@ async def resolve_hook_decision(tool: Any, input: Any, ctx: ToolUseContext, hook
         behavior="ask", message=reason or f"Hook PreToolUse requires confirmation for this {tool.name} call.",
         updated_input=input_dict, decision_reason=dr,
         suggestions=regular.suggestions if regular.behavior == "ask" else [],
-        blocked_path=regular.blocked_path), ctx)
+        blocked_path=regular.blocked_path), ctx, tool.name)
 
 
 # --------------------------------------------------------------------------- tool availability

@@ -72,10 +72,11 @@ def test_parse_failure_is_not_ok():
     ("ls", True), ("ls -la src", True), ("cat a | grep b | wc -l", True), ("git status", True),
     ("git log --oneline", True), ("git diff HEAD~1", True), ("git branch", True), ("git branch new", False),
     ("git push", False), ("git -c x=y log", False), ("rm x", False), ("ls > out", False), ("ls >> out", False),
-    ("ls 2>&1", True), ("ls 2>/dev/null", True), ("echo $(rm x)", False), ("echo $(ls)", True),
-    ("cat <(ls)", True), ("cat <(curl x)", False), ("find . -name x", True), ("find . -delete", False),
+    ("ls 2>&1", True), ("ls 2>/dev/null", True), ("echo $(rm x)", False),
+    # fail closed (issue 12): any substitution, and any wrapper, makes a command not read-only
+    ("echo $(ls)", False), ("cat <(ls)", False), ("cat <(curl x)", False), ("find . -name x", True), ("find . -delete", False),
     ("find . -exec cat {} ;", False), ("LANG=C ls", True), ("FOO=1 ls", False), ("cd src && ls", True),
-    ("timeout 5 ls", True), ("npm test", False), ("", False), ("sed -i s/a/b/ f", False),
+    ("timeout 5 ls", False), ("npm test", False), ("", False), ("sed -i s/a/b/ f", False),
     ("(ls; pwd)", True), ("ls & rm x", False), ("tee out", False),
 ])
 def test_read_only(command, expected):
