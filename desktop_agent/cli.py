@@ -527,7 +527,8 @@ class HeadlessRun:
         return {
             "type": "system", "subtype": "init", "cwd": s.cwd, "session_id": s.session_id,
             "tools": [t.name for t in s.tools], "mcp_servers": [], "model": s.model,
-            "permissionMode": s.permission_mode, "slash_commands": ["compact"], "apiKeySource": self.api_key_source(),
+            "permissionMode": s.permission_mode, "slash_commands": ["compact"],
+            "apiKeySource": self.api_key_source(),
             "output_style": "default", "agents": [], "skills": [], "plugins": [],
             "claude_code_version": __version__, "uuid": str(uuid.uuid4()),
         }

@@ -112,7 +112,9 @@ async def can_use_tool(
         updated = reply.updated_input or None  # {} means "keep the original input"
         user_modified = bool(updated) and updated != input_dict
         return PermissionDecision(behavior="allow", updated_input=updated or input_dict,
-                                  decision_reason=decision.decision_reason, user_modified=user_modified)
+                                  decision_reason=decision.decision_reason, user_modified=user_modified,
+                                  rejected_hunks=reply.rejected_hunks if updated else None,
+                                  total_hunks=reply.total_hunks if updated else None)
     message = reply.message or USER_DENIED_MESSAGE
     if reply.feedback:
         message = f"{message}. The user said: {reply.feedback}" if message == USER_DENIED_MESSAGE else message

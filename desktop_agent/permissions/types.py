@@ -96,6 +96,9 @@ class PermissionDecision(BaseModel):
     user_modified: bool = False
     # Filled for ask decisions the user answered, so the UI can show who decided.
     feedback: str | None = None
+    # The hunks the user rejected in the dialog (original line ranges, 1-based inclusive) of how many.
+    rejected_hunks: list[tuple[int, int]] | None = None
+    total_hunks: int | None = None
 
 
 class PermissionRequest(BaseModel):
@@ -132,6 +135,10 @@ class PermissionReply(BaseModel):
     message: str | None = None
     feedback: str | None = None
     interrupt: bool = False
+    # Allow with some hunks rejected: ``updated_input`` writes only the accepted ones; these name the
+    # rejected ones by their original line ranges (1-based, inclusive), of ``total_hunks``.
+    rejected_hunks: list[tuple[int, int]] | None = None
+    total_hunks: int | None = None
 
 
 class PermissionPrompter(Protocol):

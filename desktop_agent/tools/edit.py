@@ -29,7 +29,7 @@ from desktop_agent.permissions.paths import check_write_permission_for_tool, is_
 from desktop_agent.permissions.types import PermissionDecision
 from desktop_agent.tools import fileio
 from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
-from desktop_agent.tools.patch import structured_patch
+from desktop_agent.tools.patch import apply_hunks, rejected_hunks_sentence, split_lines_keepends, structured_patch
 from desktop_agent.tools.read import DENIED_MESSAGE, file_not_found_message
 
 MAX_EDIT_FILE_SIZE = 1024 * 1024 * 1024  # 1 GiB
@@ -293,6 +293,78 @@ def edit_critical_section(abs_path: str, input: EditInput, entry: FileStateEntry
         return EditOutcome(snap.text, updated, actual, patch, mtime)
 
 
+def proposed_file(original: str, input: dict[str, Any]) -> str:
+    """The whole file as an Edit input would leave it (what its permission patch shows); ``original``
+    unchanged when the edit does not apply."""
+    try:
+        return _compute(original, _lf(str(input.get("old_string", ""))), _lf(str(input.get("new_string", ""))),
+                        bool(input.get("replace_all")))[1]
+    except ToolError:
+        return original
+
+
+def edit_input_for_text(original: str, target: str, input: dict[str, Any]) -> dict[str, Any]:
+    """An Edit input that turns ``original`` into ``target`` (the file with only the accepted hunks).
+
+    ``old_string`` is the whole lines around every change between the two (taken from the file
+    itself, so no quote normalization is needed), grown a line at a time until it occurs once; the
+    whole file at worst. ``replace_all`` is off: the one region holds every change.
+    """
+    if target == original:
+        return dict(input)
+    a = split_lines_keepends(original)
+    b = split_lines_keepends(target)
+    p = 0
+    while p < min(len(a), len(b)) and a[p] == b[p]:
+        p += 1
+    s = 0
+    while s < min(len(a), len(b)) - p and a[len(a) - 1 - s] == b[len(b) - 1 - s]:
+        s += 1
+    lo, hi_a, hi_b = p, len(a) - s, len(b) - s  # changed lines [lo, hi) on each side
+    while True:
+        old_string = "".join(a[lo:hi_a])
+        if old_string and original.count(old_string) == 1:
+            break
+        if lo == 0 and hi_a == len(a):
+            old_string = original
+            break
+        if lo > 0:
+            lo -= 1
+        if hi_a < len(a):
+            hi_a += 1
+            hi_b += 1
+    new_string = "".join(b[lo:hi_b]) if old_string != original else target
+    out = {k: v for k, v in input.items() if k not in ("old_string", "new_string", "replace_all")}
+    out.update(old_string=old_string, new_string=new_string)
+    return out
+
+
+def partial_edit_input(original: str, input: dict[str, Any], hunks: list[dict[str, Any]],
+                       accepted: list[bool]) -> dict[str, Any]:
+    """The Edit input that writes only the accepted hunks of its patch (``hunks`` against ``original``)."""
+    updated = proposed_file(original, input)
+    return edit_input_for_text(original, apply_hunks(original, updated, hunks, accepted), input)
+
+
+def rejected_note(data: dict[str, Any]) -> str:
+    """`` The user rejected 2 of 5 hunks (lines 12–18, 40–41); those parts were NOT written.`` or ``""``."""
+    ranges = data.get("rejectedHunks")
+    if not ranges:
+        return ""
+    return " " + rejected_hunks_sentence([(int(a), int(b)) for a, b in ranges],
+                                         int(data.get("totalHunks") or len(ranges)))
+
+
+def rejected_fields(info: Any) -> dict[str, Any]:
+    """``rejectedHunks`` / ``totalHunks`` for a tool's result data, from the permission decision."""
+    decision = getattr(info, "decision", None)
+    ranges = getattr(decision, "rejected_hunks", None)
+    if not ranges:
+        return {}
+    return {"rejectedHunks": [[int(a), int(b)] for a, b in ranges],
+            "totalHunks": int(decision.total_hunks or len(ranges))}
+
+
 class EditTool(Tool):
     name = "Edit"
     input_model = EditInput
@@ -386,6 +458,7 @@ class EditTool(Tool):
             "structuredPatch": outcome.patch,
             "userModified": user_modified,
             "replaceAll": input.replace_all,
+            **rejected_fields(info),
         })
 
     def map_result_to_block(self, data: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
@@ -395,8 +468,9 @@ class EditTool(Tool):
             text = f"The file {path} has been updated{note}. All occurrences were successfully replaced."
         else:
             text = f"The file {path} has been updated successfully{note}."
+        text += rejected_note(data)
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
 
 
-__all__ = ["EditTool", "EditInput", "find_actual_string", "preserve_quote_style", "apply_edit_to_file",
+__all__ = ["EditTool", "EditInput", "proposed_file", "partial_edit_input", "edit_input_for_text", "find_actual_string", "preserve_quote_style", "apply_edit_to_file",
            "normalize_quotes", "is_stale", "take_snapshot", "edit_critical_section"]

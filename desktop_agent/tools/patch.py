@@ -281,3 +281,68 @@ def format_unified(hunks: list[Hunk], path: str = "") -> str:
         out.append(f"@@ -{h['oldStart']},{h['oldLines']} +{h['newStart']},{h['newLines']} @@")
         out.extend(h["lines"])
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------- a decision per hunk
+
+
+def split_lines_keepends(text: str) -> list[str]:
+    """``text`` as lines that keep their ``\\n`` (only ``\\n`` splits, as in ``structured_patch``)."""
+    parts = text.split("\n")
+    out = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def hunk_old_range(hunk: Hunk) -> tuple[int, int]:
+    """The hunk's lines in the original file, 1-based and inclusive, as its header names them."""
+    start, count = int(hunk["oldStart"]), int(hunk["oldLines"])
+    if count <= 0:
+        return max(start, 1), max(start, 1)
+    return start, start + count - 1
+
+
+def apply_hunks(old: str, new: str, hunks: list[Hunk], accepted: list[bool]) -> str:
+    """``old`` with only the accepted hunks of ``hunks`` (= ``structured_patch(old, new)``) applied.
+
+    Works on line indexes, not on the hunks' text lines, so final newlines come out exactly: all
+    accepted gives ``new``, none gives ``old``. Outside the hunks both texts are equal.
+    """
+    if len(accepted) != len(hunks):
+        raise ValueError("one decision per hunk")
+    if all(accepted):
+        return new
+    if not any(accepted):
+        return old
+    a, b = split_lines_keepends(old), split_lines_keepends(new)
+    out: list[str] = []
+    pos = 0
+    offset = 0  # lines the previous hunks added (new - old)
+    for hunk, take in zip(hunks, accepted):
+        n_old, n_new = int(hunk["oldLines"]), int(hunk["newLines"])
+        if n_old > 0:
+            oi = int(hunk["oldStart"]) - 1
+            ni = oi + offset
+        else:  # an insertion: jsdiff's oldStart convention differs; the new side is exact
+            ni = int(hunk["newStart"]) - 1
+            oi = ni - offset
+        out.extend(a[pos:oi])
+        out.extend(b[ni:ni + n_new] if take else a[oi:oi + n_old])
+        pos = oi + n_old
+        offset += n_new - n_old
+    out.extend(a[pos:])
+    return "".join(out)
+
+
+def format_line_ranges(ranges: list[tuple[int, int]]) -> str:
+    """``lines 12–18, 40–41`` (en dash); ``line 7`` for a single line."""
+    parts = [f"{a}\u2013{b}" if b > a else f"{a}" for a, b in ranges]
+    word = "line" if len(ranges) == 1 and ranges[0][0] == ranges[0][1] else "lines"
+    return f"{word} {', '.join(parts)}"
+
+
+def rejected_hunks_sentence(ranges: list[tuple[int, int]], total: int) -> str:
+    """What the model is told when the user rejected some hunks of its change."""
+    return (f"The user rejected {len(ranges)} of {total} hunks ({format_line_ranges(ranges)}); "
+            "those parts were NOT written.")

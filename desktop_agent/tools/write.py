@@ -19,6 +19,7 @@ from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import ToolError
+from desktop_agent.core.execution import current_call
 from desktop_agent.permissions.paths import check_write_permission_for_tool, is_path_denied
 from desktop_agent.permissions.types import PermissionDecision
 from desktop_agent.tools import fileio
@@ -27,15 +28,18 @@ from desktop_agent.tools.edit import (
     MODIFIED_SINCE_READ_MESSAGE,
     NOT_READ_MESSAGE,
     UNEXPECTEDLY_MODIFIED_MESSAGE,
+    USER_MODIFIED_NOTE,
     directory_message,
     forget_stale_view,
     is_full_read,
     is_stale,
     prepare_write,
+    rejected_fields,
+    rejected_note,
     take_snapshot,
     written_state,
 )
-from desktop_agent.tools.patch import structured_patch
+from desktop_agent.tools.patch import apply_hunks, structured_patch
 from desktop_agent.tools.read import DENIED_MESSAGE
 
 
@@ -72,6 +76,15 @@ def write_critical_section(abs_path: str, content: str, entry: Any) -> WriteOutc
         else:
             mtime = fileio.write_text_atomic(abs_path, content, "utf-8", "LF")
         return WriteOutcome(snap.exists, snap.text, text, patch, mtime)
+
+
+def partial_write_input(original: str | None, input: dict[str, Any], hunks: list[dict[str, Any]],
+                        accepted: list[bool]) -> dict[str, Any]:
+    """The Write input that writes only the accepted hunks: the original file with those applied
+    (``hunks`` = the permission patch of ``original`` → ``content``)."""
+    old = original or ""
+    new = fileio.normalize_newlines(str(input.get("content", "")))
+    return dict(input, content=apply_hunks(old, new, hunks, accepted))
 
 
 class WriteTool(Tool):
@@ -127,6 +140,7 @@ class WriteTool(Tool):
             "content": input.content,
             "structuredPatch": outcome.patch,
             "originalFile": outcome.original if outcome.existed else None,
+            **rejected_fields(current_call()),
         })
 
     def map_result_to_block(self, data: dict[str, Any], tool_use_id: str) -> dict[str, Any]:
@@ -134,7 +148,9 @@ class WriteTool(Tool):
             text = f"File created successfully at: {data['filePath']}"
         else:
             text = f"The file {data['filePath']} has been updated successfully."
+        if data.get("rejectedHunks"):  # the user took only some hunks: their edit of the proposal
+            text = text[:-1] + USER_MODIFIED_NOTE + "." + rejected_note(data)
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
 
 
-__all__ = ["WriteTool", "WriteInput", "write_critical_section"]
+__all__ = ["WriteTool", "WriteInput", "write_critical_section", "partial_write_input"]

@@ -1,33 +1,90 @@
 """The modal permission dialog: shows exactly what a tool wants to do and answers the engine's ``ask``.
 
 It is opened with ``open()`` (window-modal) and reports through the ``decided`` signal, which the
-controller turns into the result of an awaited Future — no nested event loop. Allow is the default
-button (Enter), Deny is Escape, Allow for session names the exact rule it adds. "✎ Edit" lets the
-user change the proposed text (Edit's ``new_string``, Write's ``content``, Bash's ``command``);
-the reply then carries ``updated_input``.
+controller turns into the result of an awaited Future — no nested event loop. Deny is Escape,
+Allow for session names the exact rule it adds. "✎ Edit" lets the user change the proposed text
+(Edit's ``new_string``, Write's ``content``, Bash's ``command``); the reply then carries
+``updated_input``.
+
+Focus-safe (UI-GUIDE): shown without activating itself when the window is not active (the
+controller raises the taskbar alert and the notification); no button has focus or is default (the
+diff has the focus); after it appears, and each time it is activated again, the three buttons are
+inert for ``safety_delay_ms`` (a fill runs across Allow) and every key typed into the dialog goes
+nowhere; Space never presses Allow; Enter allows only in the active dialog after the delay.
+
+The whole patch: ``HunkDiffView`` (diff_render) shows every line of any change, with a hunk
+navigator (``[``/``]``, Alt+↑/↓, "hunk 7 of 41", +/− per hunk) and the totals on Allow. For Edit and
+Write each hunk has an accept/reject toggle; Allow then replies with an ``updated_input`` that
+writes only the accepted hunks, and ``rejected_hunks`` (original line ranges) for the tool_result.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QKeySequence
+from PySide6.QtCore import QEvent, QObject, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QKeySequence, QPainter
 from PySide6.QtWidgets import (
     QDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QToolButton,
     QVBoxLayout, QWidget,
 )
 
 from desktop_agent.permissions.types import PermissionReply, PermissionRequest, PermissionUpdate
-from desktop_agent.tools.patch import structured_patch
+from desktop_agent.tools.edit import partial_edit_input, proposed_file
+from desktop_agent.tools.patch import hunk_old_range, structured_patch
+from desktop_agent.tools.write import partial_write_input
 from desktop_agent.ui import highlight
-from desktop_agent.ui.conversation_view import PlainSpacesCopy, is_dark, mono_font, rel_path
-from desktop_agent.ui.diff_render import renderer
+from desktop_agent.ui.conversation_view import is_dark, mono_font, rel_path
+from desktop_agent.ui.diff_render import HunkDiffView
 
 USER_DENIED = "User denied via UI"
 EDITABLE_FIELD = {"Edit": "new_string", "Write": "content", "Bash": "command", "MultiEdit": None}
+HUNK_TOOLS = ("Edit", "Write")  # a decision per hunk
+_KEY_EVENTS = (QEvent.Type.KeyPress, QEvent.Type.KeyRelease, QEvent.Type.Shortcut, QEvent.Type.ShortcutOverride)
+
+
+class GuardButton(QPushButton):
+    """A dialog button that is inert until the dialog is ready (clicks and its mnemonic do nothing),
+    shows the remaining safety delay as a fill (``progress`` 0…1), and, with ``no_space``, is never
+    pressed by Space."""
+
+    def __init__(self, text: str, ready: Any, no_space: bool = False):
+        super().__init__(text)
+        self._ready = ready
+        self.no_space = no_space
+        self.progress: float | None = None
+        self.setAutoDefault(False)
+        self.setDefault(False)
+
+    def event(self, e) -> bool:
+        if e.type() in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease) and self.no_space \
+                and e.key() == Qt.Key.Key_Space:
+            e.accept()
+            return True
+        if e.type() == QEvent.Type.Shortcut and not self._ready():
+            return True
+        return super().event(e)
+
+    def mouseReleaseEvent(self, e) -> None:  # noqa: N802 - a click before ready does not click
+        if not self._ready():
+            self.setDown(False)
+            e.accept()
+            return
+        super().mouseReleaseEvent(e)
+
+    def paintEvent(self, e) -> None:  # noqa: N802
+        super().paintEvent(e)
+        if self.progress is not None and self.isEnabled():
+            painter = QPainter(self)
+            color = QColor(self.palette().highlight().color())
+            color.setAlpha(70)
+            painter.fillRect(QRectF(0, 0, self.width() * self.progress, self.height()), color)
+            color.setAlpha(220)
+            painter.fillRect(QRectF(0, self.height() - 3, self.width() * self.progress, 3), color)
+            painter.end()
 
 
 def describe_update(update: PermissionUpdate) -> str:
@@ -62,14 +119,22 @@ class PermissionDialog(QDialog):
     """Ask the user about one tool call. ``decided`` carries the ``PermissionReply`` exactly once."""
 
     decided = Signal(object)
+    safety_delay_ms = 700  # the buttons' inert time after the dialog appears or is activated again
+    _TICK_MS = 30
 
     def __init__(self, request: PermissionRequest, parent: QWidget | None = None):
         super().__init__(parent)
         self.request = request
         self._answered = False
         self._silent = False
+        self._ready_at = float("inf")  # not before it is shown
+        self._tick = QTimer(self)
+        self._tick.setInterval(self._TICK_MS)
+        self._tick.timeout.connect(self._on_tick)
+        self.arm_count = 0  # how often the delay (re)started (tests)
         self.setModal(True)
-        self.setWindowModality(Qt.WindowModality.WindowModal if parent is not None else Qt.WindowModality.ApplicationModal)
+        self.setWindowModality(Qt.WindowModality.WindowModal if parent is not None
+                               else Qt.WindowModality.ApplicationModal)
         self.setObjectName("permissionDialog")
         self.setAccessibleName(self.tr("Permission request"))
         if parent is not None and not parent.isActiveWindow():
@@ -112,24 +177,42 @@ class PermissionDialog(QDialog):
             desc.setWordWrap(True)
             root.addWidget(desc)
 
-        # The patch (Edit/Write) — highlighted, line numbers in the gutter.
-        # A QPlainTextEdit, not a QTextBrowser: its line-by-line layout is made for large documents,
-        # and filling it with a 1,000-line diff took 38 ms here against 51 ms for a QTextBrowser.
-        self.diff_view: QPlainTextEdit | None = None
-        self._diff_key: Any = None  # the big diff the view waits for (DiffRenderer.ready)
-        self._diff_hunks: list[dict[str, Any]] = []
-        renderer().ready.connect(self._on_diff_ready)
+        # The patch (Edit/Write): every line of it, in a virtualised view filled in slices, with a
+        # hunk navigator and, for Edit and Write, a decision per hunk.
+        self.diff_view: HunkDiffView | None = None
+        self.hunk_label: QLabel | None = None
         self._hunks = self._initial_hunks()
+        self.per_hunk = bool(self._hunks) and tool in HUNK_TOOLS and "file_path" in request.input \
+            and (tool == "Write" or request.original_file is not None)
         if self._hunks is not None:
-            self.diff_view = _DiffView()
+            nav = QHBoxLayout()
+            nav.setSpacing(4)
+            self.prev_hunk_button = QToolButton()
+            self.prev_hunk_button.setText("\u25b2")
+            self.prev_hunk_button.setToolTip(self.tr("Previous hunk  ([ or Alt+\u2191)"))
+            self.prev_hunk_button.setAutoRaise(True)
+            self.next_hunk_button = QToolButton()
+            self.next_hunk_button.setText("\u25bc")
+            self.next_hunk_button.setToolTip(self.tr("Next hunk  (] or Alt+\u2193)"))
+            self.next_hunk_button.setAutoRaise(True)
+            self.hunk_label = QLabel()
+            self.hunk_label.setObjectName("hunkLabel")
+            hint = QLabel(self.tr("[ ] move between hunks \u00b7 X accepts or rejects a hunk") if self.per_hunk
+                          else self.tr("[ ] move between hunks"))
+            hint.setObjectName("muted")
+            for w in (self.prev_hunk_button, self.next_hunk_button, self.hunk_label):
+                nav.addWidget(w)
+            nav.addStretch(1)
+            nav.addWidget(hint)
+            root.addLayout(nav)
+            self.diff_view = HunkDiffView(toggles=self.per_hunk)
             self.diff_view.setObjectName("diffView")
             self.diff_view.setAccessibleName(self.tr("Proposed change"))
-            self.diff_view.setReadOnly(True)
-            self.diff_view.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
-                                                   | Qt.TextInteractionFlag.TextSelectableByKeyboard)
             self.diff_view.setFont(mono)
-            self.diff_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-            self._render_diff(self._hunks)
+            self.diff_view.current_changed.connect(lambda _i: self._update_hunk_ui())
+            self.diff_view.hunk_toggled.connect(lambda _i, _on: self._update_hunk_ui())
+            self.prev_hunk_button.clicked.connect(self.diff_view.previous_hunk)
+            self.next_hunk_button.clicked.connect(self.diff_view.next_hunk)
             root.addWidget(self.diff_view, 3)
 
         # Bash: the full command and its parsed sub-commands.
@@ -207,24 +290,20 @@ class PermissionDialog(QDialog):
         self.feedback.setClearButtonEnabled(True)
         root.addWidget(self.feedback)
 
-        # Buttons: Deny (Esc) · Allow for session · Allow (default, Enter).
+        # Buttons: Deny (Esc) · Allow for session · Allow (Enter). None is default or has focus.
         buttons = QHBoxLayout()
         buttons.setSpacing(8)
         buttons.addStretch(1)
-        self.deny_button = QPushButton(self.tr("&Deny  Esc"))
+        self.deny_button = GuardButton(self.tr("&Deny  Esc"), self.is_ready)
         self.deny_button.setObjectName("denyButton")
-        self.deny_button.setAutoDefault(False)
-        self.deny_button.clicked.connect(self.reject)
+        self.deny_button.clicked.connect(lambda: self._guarded(self.reject))
         self.session_rules = [describe_update(u) for u in request.suggestions]
-        self.allow_session_button = QPushButton(self.tr("Allow for &session"))
-        self.allow_session_button.setAutoDefault(False)
+        self.allow_session_button = GuardButton(self.tr("Allow for &session"), self.is_ready, no_space=True)
         self.allow_session_button.setEnabled(bool(request.suggestions))
-        self.allow_session_button.clicked.connect(self._allow_session)
-        self.allow_button = QPushButton(self.tr("&Allow  ⏎"))
+        self.allow_session_button.clicked.connect(lambda: self._guarded(self._allow_session))
+        self.allow_button = GuardButton(self.tr("&Allow  ⏎"), self.is_ready, no_space=True)
         self.allow_button.setObjectName("allowButton")
-        self.allow_button.setDefault(True)
-        self.allow_button.setAutoDefault(True)
-        self.allow_button.clicked.connect(self._allow)
+        self.allow_button.clicked.connect(lambda: self._guarded(self._allow))
         for b in (self.deny_button, self.allow_session_button, self.allow_button):
             b.setMinimumHeight(32)
             buttons.addWidget(b)
@@ -242,7 +321,16 @@ class PermissionDialog(QDialog):
             self.allow_session_button.setToolTip(self.rule_label.text())
 
         self._size_to_content(parent)
-        self.allow_button.setFocus()
+        if self.diff_view is not None:
+            self.diff_view.set_hunks(self._hunks or [], request.file_path or request.input.get("file_path"),
+                                     is_dark(self))
+        self._update_hunk_ui()
+        # Focus on a neutral widget, never a button: the diff, the command, or the full input.
+        neutral = self.diff_view or self.command_view or self.input_view
+        neutral.setFocus()
+        # Every key typed into the dialog before it is ready goes nowhere.
+        for w in [self, *self.findChildren(QWidget)]:
+            w.installEventFilter(self)
 
     # ----- content ---------------------------------------------------------------------------
     def _reason(self, request: PermissionRequest) -> str:
@@ -273,36 +361,50 @@ class PermissionDialog(QDialog):
         return None
 
     def _edit_hunks(self, new_string: str) -> list[dict[str, Any]]:
+        """The patch of the Edit with ``new_string``, computed as the tool computes it."""
         req = self.request
         old = req.original_file or ""
-        old_string = str(req.input.get("old_string", ""))
-        if req.input.get("replace_all"):
-            new = old.replace(old_string, new_string)
-        elif old_string:
-            new = old.replace(old_string, new_string, 1)
-        else:
-            new = new_string
-        return hunks_from_texts(old, new)
+        return hunks_from_texts(old, proposed_file(old, dict(req.input, new_string=new_string)))
 
     def _render_diff(self, hunks: list[dict[str, Any]]) -> None:
-        """The diff now, or a placeholder while ``DiffRenderer`` builds a big one in slices."""
+        """Show ``hunks`` (every hunk accepted again: the decisions were about the previous patch)."""
         assert self.diff_view is not None
-        self._diff_key = None
-        if not hunks:
-            self.diff_view.setPlainText(self.tr("(no textual change)"))
-            return
-        path = self.request.file_path or self.request.input.get("file_path")
-        key, out = renderer().html(hunks, path, is_dark(self), self.diff_view.font().family())
-        if out is not None:
-            self.diff_view.document().setHtml(out)
-            return
-        self._diff_key, self._diff_hunks = key, hunks
-        lines = highlight.diff_line_count(hunks)
-        self.diff_view.setPlainText(self.tr("Rendering the diff ({0} lines)…").format(f"{lines:,}"))
+        self._hunks = hunks
+        self.diff_view.set_hunks(hunks, self.request.file_path or self.request.input.get("file_path"), is_dark(self))
+        self._update_hunk_ui()
 
-    def _on_diff_ready(self, key: Any) -> None:
-        if key is not None and key == self._diff_key and self.diff_view is not None:
-            self._render_diff(self._diff_hunks)  # a memo hit now
+    def _update_hunk_ui(self) -> None:
+        """The navigator's "hunk 7 of 41 +12 −3" and the totals on Allow."""
+        view = self.diff_view
+        if view is None or self.hunk_label is None:
+            return
+        hunks = view.hunks
+        self.prev_hunk_button.setEnabled(len(hunks) > 1)
+        self.next_hunk_button.setEnabled(len(hunks) > 1)
+        if not hunks:
+            self.hunk_label.setText(self.tr("no textual change"))
+            return
+        c = highlight.colors(is_dark(self))
+        plus, minus = view.counts[view.current]
+        state = "" if view.accepted[view.current] else " \u00b7 " + self.tr("rejected")
+        self.hunk_label.setText(
+            self.tr("hunk {0} of {1}").format(view.current + 1, len(hunks))
+            + f"&nbsp;&nbsp;<span style='color:{c.added_fg}'>+{plus:,}</span>"
+            f"&nbsp;<span style='color:{c.removed_fg}'>\u2212{minus:,}</span>{state}")
+        n, taken = len(hunks), sum(view.accepted)
+        if taken < n:
+            text = self.tr("&Allow {0} of {1} hunks").format(taken, n)
+        elif n > 1:
+            added = sum(a for a, _ in view.counts)
+            removed = sum(r for _, r in view.counts)
+            text = self.tr("&Allow {0} hunks (+{1} \u2212{2})").format(n, f"{added:,}", f"{removed:,}")
+        else:
+            text = self.tr("&Allow")
+        self.allow_button.setText(text + "  \u23ce")
+        self.allow_button.setEnabled(taken > 0)
+        self.allow_session_button.setEnabled(bool(self.request.suggestions) and taken > 0)
+        self.allow_button.setToolTip(self.tr("Every hunk is rejected: nothing would be written. Deny instead.")
+                                     if taken == 0 else "")
 
     def _update_preview(self) -> None:
         if self.editor is None or self.diff_view is None:
@@ -312,8 +414,7 @@ class PermissionDialog(QDialog):
         if req.tool_name == "Edit" and req.original_file is not None:
             self._render_diff(self._edit_hunks(text))
         elif req.tool_name == "Write":
-            self._render_diff(hunks_from_texts(req.original_file, text) if req.original_file
-                              else highlight.hunks_for_new_file(text))
+            self._render_diff(hunks_from_texts(req.original_file or "", text))
 
     def _toggle_input(self, on: bool) -> None:
         if on and self.input_view.document().isEmpty():
@@ -356,6 +457,69 @@ class PermissionDialog(QDialog):
         updated[self._field] = text
         return updated
 
+    def hunk_decisions(self) -> list[bool] | None:
+        """Accepted or not, per hunk shown; None when the dialog offers no decision per hunk."""
+        if not self.per_hunk or self.diff_view is None or not self.diff_view.hunks:
+            return None
+        return list(self.diff_view.accepted)
+
+    def _allow_reply(self, **extra: Any) -> PermissionReply:
+        """Allow, with the user's edit and only the accepted hunks."""
+        edited = self.edited_input()
+        decisions = self.hunk_decisions()
+        if decisions is None or all(decisions):
+            return PermissionReply(behavior="allow", updated_input=edited, **extra)
+        req = self.request
+        base = edited or dict(req.input)
+        hunks = self.diff_view.hunks  # type: ignore[union-attr]
+        if req.tool_name == "Edit":
+            updated = partial_edit_input(req.original_file or "", base, hunks, decisions)
+        else:
+            updated = partial_write_input(req.original_file, base, hunks, decisions)
+        rejected = [hunk_old_range(h) for h, take in zip(hunks, decisions) if not take]
+        return PermissionReply(behavior="allow", updated_input=updated, rejected_hunks=rejected,
+                               total_hunks=len(hunks), **extra)
+
+    # ----- the safety delay ------------------------------------------------------------------
+    def is_ready(self) -> bool:
+        """True once the safety delay since the dialog appeared or was last activated has passed."""
+        return self.isVisible() and time.monotonic() >= self._ready_at
+
+    def _arm(self) -> None:
+        """(Re)start the delay: the buttons are inert, a fill runs across Allow."""
+        self.arm_count += 1
+        self._ready_at = time.monotonic() + self.safety_delay_ms / 1000
+        if self.safety_delay_ms > 0:
+            self._tick.start()
+        self._on_tick()
+
+    def _on_tick(self) -> None:
+        left = self._ready_at - time.monotonic()
+        if left <= 0 or self.safety_delay_ms <= 0:
+            self._tick.stop()
+            self.allow_button.progress = None
+        else:
+            self.allow_button.progress = max(0.0, 1.0 - left / (self.safety_delay_ms / 1000))
+        self.allow_button.update()
+
+    def _guarded(self, action: Any) -> None:
+        if self.is_ready():
+            action()
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        self._arm()
+
+    def event(self, e) -> bool:
+        if e.type() == QEvent.Type.WindowActivate:
+            self._arm()
+        return super().event(e)
+
+    def eventFilter(self, obj: QObject, e: QEvent) -> bool:  # noqa: N802
+        if e.type() in _KEY_EVENTS and not self.is_ready() and not self._answered:
+            return True  # typed before it was ready: goes nowhere
+        return False
+
     def _finish(self, reply: PermissionReply, accepted: bool) -> None:
         if self._answered:
             return
@@ -367,14 +531,17 @@ class PermissionDialog(QDialog):
             super().reject()
 
     def _allow(self) -> None:
-        self._finish(PermissionReply(behavior="allow", updated_input=self.edited_input()), True)
+        if not self.allow_button.isEnabled():
+            return
+        self._finish(self._allow_reply(), True)
 
     def _allow_session(self) -> None:
-        self._finish(PermissionReply(behavior="allow", updated_input=self.edited_input(),
-                                     updated_permissions=list(self.request.suggestions)), True)
+        if not self.allow_session_button.isEnabled():
+            return
+        self._finish(self._allow_reply(updated_permissions=list(self.request.suggestions)), True)
 
-    def accept(self) -> None:  # Enter on the default button ends up here too
-        self._allow()
+    def accept(self) -> None:
+        self._guarded(self._allow)
 
     def reject(self) -> None:  # Esc, the close button, the Deny button
         if self._silent:
@@ -391,18 +558,33 @@ class PermissionDialog(QDialog):
             super().reject()
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt naming
-        # Enter in the feedback box means "deny with this feedback"; elsewhere the default button.
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.feedback.hasFocus() and self.feedback.text():
-            self.reject()
+        key = event.key()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape, Qt.Key.Key_Space):
+            event.accept()
+            if not self.is_ready() or (key != Qt.Key.Key_Escape and not self.isActiveWindow()):
+                return  # before the delay, or not the active window: Enter goes nowhere
+            focus = self.focusWidget()
+            if key == Qt.Key.Key_Escape:
+                self.reject()
+            elif key == Qt.Key.Key_Space:
+                if focus is self.deny_button:
+                    self.reject()
+            elif self.feedback.hasFocus() and self.feedback.text():
+                self.reject()  # Enter in the feedback box: deny with this feedback
+            elif focus is self.deny_button:
+                self.reject()
+            elif focus is self.allow_session_button:
+                self._allow_session()
+            else:
+                self._allow()
             return
         if event.matches(QKeySequence.StandardKey.Copy) and self.diff_view is not None and self.diff_view.hasFocus():
             self.diff_view.copy()
             return
+        if self.diff_view is not None and key in (Qt.Key.Key_BracketLeft, Qt.Key.Key_BracketRight):
+            self.diff_view.keyPressEvent(event)  # the navigator's keys work from anywhere in the dialog
+            return
         super().keyPressEvent(event)
-
-
-class _DiffView(PlainSpacesCopy, QPlainTextEdit):
-    """The dialog's diff: copies with plain spaces."""
 
 
 def _esc(text: str) -> str:

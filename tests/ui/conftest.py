@@ -33,6 +33,15 @@ def qloop(qloop):
 
 
 @pytest.fixture(autouse=True)
+def _no_dialog_safety_delay(monkeypatch):
+    """The permission dialog's 0.7 s safety delay is off in tests; the tests of the delay itself
+    (tests/ui/test_permission_safety.py) set ``PermissionDialog.safety_delay_ms`` back."""
+    from desktop_agent.ui.permission_dialog import PermissionDialog
+
+    monkeypatch.setattr(PermissionDialog, "safety_delay_ms", 0)
+
+
+@pytest.fixture(autouse=True)
 def _collect_on_main_thread():
     """Free the previous test's Qt objects here rather than on some worker thread later."""
     gc.collect()
