@@ -27,7 +27,7 @@ from typing import Any, AsyncIterator, Callable, Sequence
 from desktop_agent.config import AppSettings, find_api_key, resolve_model
 from desktop_agent.core.context import AbortSignal, ToolUseContext
 from desktop_agent.core.events import Compacted, ErrorEvent, TurnFinished
-from desktop_agent.core.messages import tool_result_ids, user_entry
+from desktop_agent.core.messages import new_uuid, tool_result_ids, user_entry
 from desktop_agent.model.pricing import CostTracker
 from desktop_agent.session import compact as compaction
 from desktop_agent.session.resume import history_for_display, load_conversation_for_resume
@@ -641,6 +641,7 @@ class AgentSession:
         self._turn_abort = abort
         assert self.ctx is not None
         self.ctx.abort = abort
+        self.ctx.extras["prompt_id"] = new_uuid()  # hook inputs carry it (App. B §B.5): a new id per user prompt
         t0 = time.perf_counter()
         try:
             # 1. auto-compaction before the new input joins the conversation

@@ -51,10 +51,21 @@ class StreamEvent(_Event):
 
 
 class AssistantMessage(_Event):
-    """A finished assistant message (or one finished content block of it, when streaming)."""
+    """A finished assistant message: the reply's transcript entry (its blocks went out as ``AssistantBlock``)."""
 
     type: Literal["assistant"] = "assistant"
     message: dict[str, Any]  # transcript entry: {"type":"assistant","uuid":...,"message":{...}}
+
+
+class AssistantBlock(_Event):
+    """One content block of the reply, as soon as it finished streaming (text, thinking, each tool_use).
+
+    The stream-json writer turns each into its own ``assistant`` line, as the reference does. The loop starts a
+    tool_use's call only after the consumer has taken this event, so a front end always sees a call before any
+    request about it (hook callback, permission)."""
+
+    type: Literal["assistant_block"] = "assistant_block"
+    message: dict[str, Any]  # API message shape: {"id", "model", "role", "content": [block], "usage", ...}
 
 
 class UserMessage(_Event):
@@ -165,8 +176,8 @@ class TurnFinished(_Event):
 
 AgentEvent = Annotated[
     Union[
-        TurnStarted, RequestStarted, TextDelta, ThinkingDelta, StreamEvent, AssistantMessage, UserMessage,
-        ToolCallStarted, ToolCallProgress, ToolCallFinished, PermissionRequested, PermissionResolved,
+        TurnStarted, RequestStarted, TextDelta, ThinkingDelta, StreamEvent, AssistantMessage, AssistantBlock,
+        UserMessage, ToolCallStarted, ToolCallProgress, ToolCallFinished, PermissionRequested, PermissionResolved,
         RetryWaiting, StreamFallback, Usage, Compacted, ErrorEvent, TurnFinished,
     ],
     Field(discriminator="type"),

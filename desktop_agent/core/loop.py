@@ -33,9 +33,13 @@ With ``CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK`` set there is no second reques
 ``ErrorEvent`` and ``model_error`` (completed, started calls are still answered).
 
 ``AssistantMessage`` is emitted once per reply, together with its transcript entry. While
-streaming, text arrives as ``TextDelta``/``ThinkingDelta``; with streaming execution a call's
-``ToolCallStarted`` may precede its reply's ``AssistantMessage``. ``StreamEvent`` (raw events) is
-only emitted with ``include_stream_events`` (``--include-partial-messages``).
+streaming, text arrives as ``TextDelta``/``ThinkingDelta``, and each content block, when it finishes, as
+an ``AssistantBlock`` (blocks that never streamed — the non-streaming fallback — go out just before the
+reply's ``AssistantMessage``). A tool_use's call starts only after the consumer of ``query()`` has taken
+its ``AssistantBlock`` (it asked for the next event), on the streaming and the batch path alike, so a
+front end is always shown a call before any hook callback or permission request about it; with
+streaming execution a call's ``ToolCallStarted`` may precede its reply's ``AssistantMessage``.
+``StreamEvent`` (raw events) is only emitted with ``include_stream_events`` (``--include-partial-messages``).
 """
 
 from __future__ import annotations
@@ -50,9 +54,9 @@ from typing import Any, AsyncIterator, Callable
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import INTERRUPTED_MESSAGE
 from desktop_agent.core.events import (
-    AssistantMessage, ErrorEvent, PermissionRequested, PermissionResolved, RequestStarted, RetryWaiting, StreamEvent,
-    StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnStarted, Usage,
-    UserMessage,
+    AssistantBlock, AssistantMessage, ErrorEvent, PermissionRequested, PermissionResolved, RequestStarted, RetryWaiting,
+    StreamEvent, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnStarted,
+    Usage, UserMessage,
 )
 from desktop_agent.core.execution import ToolUseOutcome
 from desktop_agent.core.messages import (
@@ -136,6 +140,11 @@ class _Run:
         self._api_cache: tuple[int, int, list[dict[str, Any]]] | None = None
         self._persist_failed = False
         self.executors: list[StreamingToolExecutor] = []
+        # Protocol order: each finished block goes out as an AssistantBlock; a tool_use's call starts only once
+        # the consumer took that event (its gate, keyed by tool_use id, is done). Blocks shown this reply:
+        self._shown_blocks: list[dict[str, Any]] = []
+        self._tool_gates: dict[str, asyncio.Future[None]] = {}
+        self._event_gates: dict[int, asyncio.Future[None]] = {}
         self.ctx.abort.on_abort(self._on_abort)
 
     # ------------------------------------------------------------------ helpers
@@ -145,6 +154,44 @@ class _Run:
             self._started_ids.add(event.tool_use_id)
             for held in self._held_permission_events.pop(event.tool_use_id, ()):
                 self._put(held)
+
+    def show_block(self, block: dict[str, Any], message: dict[str, Any]) -> asyncio.Future[None] | None:
+        """Emit one finished content block (``AssistantBlock``); for a tool_use, return the gate its call
+        awaits: done when the consumer has taken the event (``taken``)."""
+        if any(b is block for b in self._shown_blocks):
+            return self._tool_gates.get(str(block.get("id"))) if block.get("type") == "tool_use" else None
+        self._shown_blocks.append(block)
+        msg: dict[str, Any] = {"id": message.get("id") or f"msg_{new_uuid()}", "type": "message",
+                               "role": "assistant", "model": message.get("model") or self.p.model,
+                               "content": [block], "stop_reason": None, "stop_sequence": None,
+                               "usage": dict(message.get("usage") or {})}
+        event = AssistantBlock(message=msg)
+        gate: asyncio.Future[None] | None = None
+        if block.get("type") == "tool_use":
+            gate = asyncio.get_running_loop().create_future()
+            self._tool_gates[str(block.get("id"))] = gate
+            self._event_gates[id(event)] = gate
+        self.put(event)
+        return gate
+
+    def taken(self, event: Any) -> None:
+        """The consumer has handled ``event`` (it asked for the next one): open the gate of its call."""
+        gate = self._event_gates.pop(id(event), None)
+        if gate is not None and not gate.done():
+            gate.set_result(None)
+
+    def release_gates(self) -> None:
+        for gate in [*self._event_gates.values(), *self._tool_gates.values()]:
+            if not gate.done():
+                gate.set_result(None)
+        self._event_gates.clear()
+
+    async def shown(self, blocks: list[dict[str, Any]]) -> None:
+        """Wait until the consumer has taken the AssistantBlock of every tool_use in ``blocks``."""
+        gates = [self._tool_gates[str(b.get("id"))] for b in blocks if str(b.get("id")) in self._tool_gates]
+        pending = [g for g in gates if not g.done()]
+        if pending:
+            await asyncio.wait([asyncio.shield(g) for g in pending])
 
     def ctx_emit(self, event: Any) -> None:
         """``ctx.emit`` during the query. A permission event can be produced before its call's
@@ -248,6 +295,8 @@ class _Run:
         self.last_stop_reason = message.get("stop_reason")
         if not content:
             return None
+        for block in content:  # blocks that did not stream (non-streaming fallback, cut text) go out now
+            self.show_block(block, message)
         extra = {k: message[k] for k in ("id", "model", "stop_reason", "usage") if message.get(k) is not None}
         entry = assistant_entry(content, **extra)
         self.assistant_uuid = entry["uuid"]
@@ -449,6 +498,7 @@ class _Run:
         if executor is not None:
             self.executors.append(executor)
         acc = MessageAccumulator()
+        self._shown_blocks = []
         self.put(RequestStarted(turn=self.turn, model=self.p.model))
         t_api = time.perf_counter()
         try:
@@ -491,8 +541,10 @@ class _Run:
                             put(TextDelta(index=event["index"], text=delta.get("text", "")))
                         elif dtype == "thinking_delta":
                             put(ThinkingDelta(index=event["index"], text=delta.get("thinking", "")))
-                elif executor is not None and block.get("type") == "tool_use" and not abort.aborted:
-                    executor.add_tool(block)
+                else:
+                    gate = self.show_block(block, acc.message)
+                    if executor is not None and block.get("type") == "tool_use" and not abort.aborted:
+                        executor.add_tool(block, gate=gate)
                 if executor is not None and executor.tools and not abort.aborted:
                     self.drain(executor.get_completed_results())
         finally:
@@ -518,6 +570,7 @@ class _Run:
                 self.drain([item])
             self.ctx = executor.ctx
         else:
+            await self.shown(self.round_tool_uses)  # the batch starts once every call was shown
             runner = ToolRunner(self.round_tool_uses, self.ctx)
             async for event in runner.events():
                 if isinstance(event, ToolCallFinished):
@@ -618,7 +671,7 @@ class _Run:
             new_executor = StreamingToolExecutor(self.ctx, emit=self.put)
             self.executors.append(new_executor)
             for block in self.round_tool_uses:
-                new_executor.add_tool(block, self.assistant_uuid)
+                new_executor.add_tool(block, self.assistant_uuid, gate=self._tool_gates.get(str(block.get("id"))))
         return await self.run_tools(new_executor)
 
 
@@ -641,8 +694,10 @@ async def query(params: QueryParams) -> AsyncIterator[Any]:
             if event is done:
                 break
             yield event
+            run.taken(event)
         await task  # surfaces a crash of the driver itself (should not happen: run() catches)
     finally:
+        run.release_gates()
         if not task.done():
             task.cancel()
             try:

@@ -4,7 +4,8 @@ The loop calls ``add_tool`` as each tool_use block completes, drains ``get_compl
 whenever the next stream event arrives, and awaits ``get_remaining_results`` after the stream.
 
 Rules (§6.2):
-- ``add_tool``: an unknown tool is completed at once with ``No such tool available``; otherwise the
+- ``add_tool``: an unknown tool is completed at once with ``lookup_error``'s text (the one ``run_tool_use``
+  gives, so a tool removed by a deny rule "exists but is not enabled" on every path); otherwise the
   input is parsed and ``is_concurrency_safe`` computed (a parse failure or exception → unsafe).
   Status goes ``queued`` → ``executing`` → ``completed`` → ``yielded``.
 - ``can_execute(safe)``: nothing executing, or ``safe`` and every executing tool safe.
@@ -14,6 +15,8 @@ Rules (§6.2):
 - ``get_completed_results``: per tool in order, its pending progress first; completed results in
   arrival order; stops at an executing unsafe tool; nothing once discarded.
 - Context modifiers are applied for unsafe tools only.
+- A started tool first awaits its ``gate`` (the loop's "the front end took the AssistantBlock of this
+  call"), so its hook and permission requests always follow the call's ``assistant`` line.
 
 Abort reasons (§6.4), checked in this order: ``discard()`` → ``streaming_fallback``; a Bash error →
 ``sibling_error`` (through the executor's own child signal; the parent signal stays un-aborted);
@@ -33,9 +36,9 @@ import dataclasses
 from typing import Any, AsyncIterator, Callable, Literal
 
 from desktop_agent.core.context import AbortSignal, ToolUseContext
-from desktop_agent.core.errors import REJECT_MESSAGE, STREAMING_FALLBACK_MESSAGE, no_such_tool, sibling_error_message
+from desktop_agent.core.errors import REJECT_MESSAGE, STREAMING_FALLBACK_MESSAGE, sibling_error_message
 from desktop_agent.core.events import ToolCallProgress
-from desktop_agent.core.execution import ToolUseOutcome, lookup_tool, run_tool_use
+from desktop_agent.core.execution import ToolUseOutcome, lookup_error, lookup_tool, run_tool_use
 from desktop_agent.core.messages import tool_result_block
 from desktop_agent.core.orchestration import await_block_tool, started_event
 
@@ -48,9 +51,10 @@ SIBLING_CANCEL_TOOLS = ("Bash",)
 
 class TrackedTool:
     __slots__ = ("id", "block", "tool", "status", "safe", "read_only", "behavior", "task", "outcome", "pending",
-                 "assistant_uuid")
+                 "assistant_uuid", "gate")
 
-    def __init__(self, block: dict[str, Any], tool: Any, assistant_uuid: str | None):
+    def __init__(self, block: dict[str, Any], tool: Any, assistant_uuid: str | None,
+                 gate: asyncio.Future[Any] | None = None):
         self.id = str(block.get("id", ""))
         self.block = block
         self.tool = tool
@@ -62,6 +66,7 @@ class TrackedTool:
         self.outcome: ToolUseOutcome | None = None
         self.pending: list[Any] = []  # ToolCallStarted / ToolCallProgress not yet delivered
         self.assistant_uuid = assistant_uuid
+        self.gate = gate  # done once a front end has been shown the block (the loop's AssistantBlock)
 
     def __repr__(self) -> str:
         return f"<TrackedTool {self.block.get('name')} {self.id} {self.status}>"
@@ -96,17 +101,19 @@ class StreamingToolExecutor:
         self._changed = asyncio.Event()
 
     # ------------------------------------------------------------------ adding
-    def add_tool(self, block: dict[str, Any], assistant_uuid: str | None = None) -> TrackedTool | None:
+    def add_tool(self, block: dict[str, Any], assistant_uuid: str | None = None,
+                 gate: asyncio.Future[Any] | None = None) -> TrackedTool | None:
         """Queue a completed tool_use block. After an abort (other than ``interrupt``) nothing is
-        enqueued and None is returned: the loop answers that block itself."""
+        enqueued and None is returned: the loop answers that block itself. With ``gate`` the call does
+        not start (no hook, no permission request, no ToolCallStarted) before the gate is done."""
         if self.ctx.abort.aborted and self.ctx.abort.reason != "interrupt":
             return None
-        tracked = TrackedTool(block, lookup_tool(str(block.get("name")), self.ctx), assistant_uuid)
+        tracked = TrackedTool(block, lookup_tool(str(block.get("name")), self.ctx), assistant_uuid, gate)
         self.tools.append(tracked)
         if tracked.tool is None:
             self._announce(tracked, started_event(block, self.ctx))
             tracked.outcome = ToolUseOutcome(
-                block=tool_result_block(tracked.id, no_such_tool(str(block.get("name"))), is_error=True),
+                block=tool_result_block(tracked.id, lookup_error(str(block.get("name")), self.ctx), is_error=True),
                 tool_name=str(block.get("name")), stage="lookup",
             )
             tracked.status = "completed"
@@ -177,6 +184,8 @@ class StreamingToolExecutor:
 
     async def _run(self, tracked: TrackedTool) -> None:
         try:
+            if tracked.gate is not None and not tracked.gate.done():
+                await asyncio.shield(tracked.gate)  # the front end has not been shown the call yet
             outcome = await self._execute(tracked)
         except asyncio.CancelledError:
             tracked.outcome = tracked.outcome or self._synthetic(tracked, "user_interrupted")

@@ -9,7 +9,10 @@
   "timeout": 600, "if": "Bash(git *)"}]}]}``. Matchers: ``*``/``""``/omitted = all; only letters, digits,
   ``_``, ``-``, spaces, ``,`` and ``|`` = exact name list; anything else = unanchored regex.
 - Every matching hook runs in parallel (asyncio subprocesses; JSON on stdin; ``CLAUDE_PROJECT_DIR`` set).
-- Exit 0: stdout parsed as JSON when it starts with ``{``; exit 2: blocking (stderr is the reason; not
+- Common input: ``session_id``, ``prompt_id`` (``ctx.extras["prompt_id"]``, a new id per user prompt),
+  ``transcript_path``, ``cwd``, ``permission_mode``, ``effort`` (``{"level": "high"}`` unless
+  ``ctx.extras["effort"]``), ``hook_event_name``.
+- Exit 0: stdout parsed as JSON when it starts with ``{``; exit 2: blocking (stderr is the reason, verbatim; not
   honoured for PermissionRequest); any other exit or a timeout: non-blocking, a notice is recorded.
 - PreToolUse precedence with several hooks: deny > defer > ask > allow.
 - Callback hooks (``register_callback``) are async Python callables ``fn(input_dict, tool_use_id) -> dict``
@@ -22,10 +25,12 @@ import asyncio
 import json
 import os
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal, Protocol
 
 DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_EFFORT = "high"  # the hook input's ``effort`` when the session sets none (App. B §B.5)
 HOOK_EVENTS = ("PreToolUse", "PostToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SessionStart",
                "Notification", "SubagentStop", "PreCompact", "SessionEnd")
 
@@ -141,6 +146,8 @@ class HookRunner:
         self.transcript_path = transcript_path
         self.env = env or {}
         self.notices: list[str] = []  # non-blocking hook errors, for the UI
+        # ``prompt_id`` when the session did not set ``ctx.extras["prompt_id"]`` (a new id per user prompt).
+        self._fallback_prompt_id = str(uuid.uuid4())
         if config:
             self.add_config(config)
 
@@ -199,11 +206,16 @@ class HookRunner:
                 mode = current_mode(ctx)
         except Exception:
             pass
+        extras = getattr(ctx, "extras", None)
+        extras = extras if isinstance(extras, dict) else {}
+        effort = extras.get("effort")
         return {
             "session_id": getattr(ctx, "session_id", "") or self.session_id,
+            "prompt_id": str(extras.get("prompt_id") or self._fallback_prompt_id),
             "transcript_path": getattr(ctx, "transcript_path", "") or self.transcript_path,
             "cwd": getattr(ctx, "cwd", os.getcwd()),
             "permission_mode": mode,
+            "effort": dict(effort) if isinstance(effort, dict) else {"level": DEFAULT_EFFORT},
             "hook_event_name": event,
         }
 
@@ -281,7 +293,9 @@ class HookRunner:
         for r in results:
             if r.exit_code == 2:
                 if outcome.blocking_error is None:
-                    outcome.blocking_error = f"PreToolUse:{tool_name} hook error: [{r.label}]: {r.stderr.strip()}"
+                    # Quoted verbatim, trailing newline included (App. A).
+                    outcome.blocking_error = f"PreToolUse:{tool_name} hook error: [{r.label}]: " \
+                                             f"{r.stderr or 'No stderr output'}"
                 continue
             out = r.output or {}
             if r.exit_code != 0 or not out:

@@ -89,7 +89,7 @@ def test_exit_2_blocks_with_stderr_text(env):
     cmd = script(env, "block.sh", 'cat >/dev/null; echo "rm is not allowed" >&2; exit 2')
     ctx = make_ctx(env["ws"], hooks=runner("PreToolUse", "Bash", cmd), mode="bypassPermissions")
     out = run(run_tool_use(bash("rm x"), ctx))
-    assert out.is_error and out.block["content"] == f"PreToolUse:Bash hook error: [{cmd}]: rm is not allowed"
+    assert out.is_error and out.block["content"] == f"PreToolUse:Bash hook error: [{cmd}]: rm is not allowed\n"
     assert util.CALLS == []
 
 
@@ -259,8 +259,8 @@ def test_from_settings(env, monkeypatch, tmp_path):
     os.makedirs(os.path.join(env["ws"], ".claude"), exist_ok=True)
     with open(os.path.join(env["ws"], ".claude", "settings.json"), "w") as fh:
         json.dump({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": cmd}]}]}}, fh)
-    pc = PermissionContext.load(env["ws"], trusted=False)
+    pc = PermissionContext.load(env["ws"], trusted=True)  # a project's hooks run only in a trusted folder
     ctx = make_ctx(env["ws"], hooks=HookRunner.from_permission_context(pc))
     ctx.permission_context = pc
     out = run(run_tool_use(bash("ls"), ctx))
-    assert out.block["content"] == f"PreToolUse:Bash hook error: [{cmd}]: from settings"
+    assert out.block["content"] == f"PreToolUse:Bash hook error: [{cmd}]: from settings\n"
