@@ -76,8 +76,8 @@ Test-only switches (environment):
   cannot start, non-read-only commands are denied).
 - ``DESKTOP_AGENT_BWRAP=PATH``: the bubblewrap binary (a missing path simulates an unavailable sandbox).
 - ``DESKTOP_AGENT_UNSAFE_SKIP_BASH_ANALYSIS=1``: BashTool.check_permissions replaces the static analysis'
-  result by "allow" unless a deny (or ask) rule matched — as bypass mode would — so the sandbox alone is
-  tested. Never set it outside tests.
+  result by "allow" unless a ``Bash(...)`` deny (or ask) rule matched — as bypass mode would; findings from
+  Read/Edit path rules are dropped too — so the sandbox alone is tested. Never set it outside tests.
 """
 
 from __future__ import annotations
@@ -716,10 +716,11 @@ UNSANDBOXED_ASK = ("This command asks to run outside the sandbox (dangerouslyDis
 
 
 def without_analysis(decision: PermissionDecision) -> PermissionDecision:
-    """The test switch SKIP_ANALYSIS_ENV: keep a deny or ask that a rule made, allow everything else."""
+    """The test switch SKIP_ANALYSIS_ENV: keep a deny or ask that a ``Bash(...)`` rule made, allow everything
+    else (path findings from Read/Edit rules too: those are the sandbox's to hold)."""
     dr = decision.decision_reason
     if dr is not None and dr.type == "rule" and dr.rule is not None and decision.behavior in ("deny", "ask") \
-            and dr.rule.behavior == decision.behavior:
+            and dr.rule.behavior == decision.behavior and dr.rule.value.tool_name == "Bash":
         return decision
     return PermissionDecision(behavior="allow", updated_input=decision.updated_input,
                               decision_reason=DecisionReason(type="other",
