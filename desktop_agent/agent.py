@@ -1,6 +1,8 @@
 """``AgentSession``: the composition root the CLI and the desktop window share.
 
-settings → model client → tools → permissions (rules, mode, hooks, trust) → session transcript.
+settings and permissions (rules, mode, hooks, trust, ``env``) → model client → session transcript → tools.
+Composition fails loudly: the permission, hook, settings and prompt modules are imported directly, and a
+hooks configuration that cannot be loaded is a ``ConfigError`` at start-up, never a session without hooks.
 ``AgentSession.create`` starts a new session or resumes one (``resume=<id>`` / ``continue_latest``);
 ``submit(prompt)`` runs one user turn and yields ``AgentEvent``s:
 
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import platform
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Sequence
@@ -74,95 +75,51 @@ def _make_client(settings: AppSettings) -> Any:
     return AnthropicClient.from_env(**kwargs)
 
 
-class _SimplePermissionContext:
-    """Stand-in until the permission engine's ``PermissionContext`` is importable: a mode only."""
-
-    def __init__(self, mode: str = "default"):
-        self.mode = mode
-
-    def apply_updates(self, updates: list[Any], ctx: Any = None) -> None:
-        for u in updates:
-            if getattr(u, "type", None) == "setMode" and getattr(u, "mode", None):
-                self.mode = u.mode
-
-    def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode}
-
-
 def _load_permission_context(cwd: str, *, allowed: Sequence[str], disallowed: Sequence[str], settings_arg: str | None,
                              mode: str | None, add_dirs: Sequence[str], trusted: bool | None) -> Any:
-    try:
-        from desktop_agent.permissions.context import PermissionContext
-    except ImportError:
-        return _SimplePermissionContext(mode or "default")
+    from desktop_agent.permissions.context import PermissionContext
+
     return PermissionContext.load(cwd, cli_allowed=list(allowed), cli_disallowed=list(disallowed),
                                   settings_arg=settings_arg, mode=mode, add_dirs=list(add_dirs), trusted=trusted)
 
 
-def _make_hooks(permission_context: Any, cwd: str) -> Any:
-    """B's HookRunner over the settings hooks (None when the runner is not available)."""
+def _make_hooks(permission_context: Any) -> Any:
+    """The session's HookRunner over the hooks the settings allow (a trusted folder's project hooks included).
+
+    Fails loudly: an error here is a start-up error (``ConfigError``), never a session without its hooks."""
+    from desktop_agent.permissions.hooks import HookRunner
+
     try:
-        from desktop_agent.permissions.hooks import HookRunner  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    for factory in ("from_permission_context", "from_context"):
-        make = getattr(HookRunner, factory, None)
-        if make is not None:
-            try:
-                return make(permission_context)
-            except Exception as exc:  # pragma: no cover - hooks are optional
-                log.warning("hooks disabled: %s", exc)
-                return None
-    try:
-        return HookRunner(permission_context)
-    except Exception:
-        try:
-            return HookRunner()
-        except Exception as exc:  # pragma: no cover
-            log.warning("hooks disabled: %s", exc)
-            return None
+        return HookRunner.from_permission_context(permission_context)
+    except Exception as exc:
+        raise ConfigError(f"could not load the hooks from the settings: {type(exc).__name__}: {exc}") from exc
 
 
 async def _build_system_prompt(cwd: str, model: str, working_dirs: list[str], system_prompt: str | None,
                               append: str | None) -> list[dict[str, Any]]:
     """The session's system blocks (identity, environment with git status, memory files)."""
-    try:
-        from desktop_agent.core.system_prompt import build_system_prompt
-    except ImportError:  # pragma: no cover - the prompt module ships with the engine
-        text = system_prompt if system_prompt is not None else (
-            "You are Desktop Agent, a coding assistant working in the user's project.\n\n"
-            f"Working directory: {cwd}\nPlatform: {platform.system().lower()}\nToday's date: {time.strftime('%Y-%m-%d')}")
-        blocks = [{"type": "text", "text": text}] if text else []
-        if append:
-            blocks.append({"type": "text", "text": append})
-        return blocks
+    from desktop_agent.core.system_prompt import build_system_prompt
+
     return await build_system_prompt(cwd, model=model, custom_prompt=system_prompt, append_prompt=append,
-                                      additional_dirs=working_dirs[1:])
+                                     additional_dirs=working_dirs[1:])
 
 
 def _tool_names_denied(permission_context: Any) -> set[str]:
     """Whole-tool deny rules remove the tool from the request (App. A)."""
-    names = set(getattr(permission_context, "disabled_tools", ()) or ())
-    whole = getattr(permission_context, "whole_tool_rule", None)
-    if callable(whole):
-        from desktop_agent.tools.registry import all_builtin_tools
+    from desktop_agent.tools.registry import all_builtin_tools
 
-        for tool in all_builtin_tools():
-            try:
-                if whole("deny", tool.name) is not None:
-                    names.add(tool.name)
-            except Exception:
-                pass
+    names = set(permission_context.disabled_tools)
+    for tool in all_builtin_tools():
+        if permission_context.whole_tool_rule("deny", tool.name) is not None:
+            names.add(tool.name)
     return names
 
 
 def _make_file_history(session_id: str) -> Any:
     """Backups before each write (``session.history``), under the app's data dir."""
-    try:
-        from desktop_agent.config import data_dir
-        from desktop_agent.session.history import FileHistory
-    except ImportError:  # pragma: no cover
-        return None
+    from desktop_agent.config import data_dir
+    from desktop_agent.session.history import FileHistory
+
     try:
         return FileHistory(data_dir(), session_id)
     except Exception as exc:  # pragma: no cover - backups are a safety net, not a precondition
@@ -307,13 +264,18 @@ class AgentSession:
         self.auto_compact = self.settings.auto_compact
         self.streaming_tool_execution = self.settings.streaming_tool_execution
 
-        # 0. the model client first: a missing key must not leave a session file behind
-        self.client = client if client is not None else _make_client(self.settings)
-
-        # 0b. permission rules and settings (a bad --settings fails here, before any file is written)
+        # 0. permission rules and settings (a bad --settings fails here, before any file is written); the
+        # settings' ``env`` (a project's only in a trusted folder) applies to this process, as the reference's
+        # does, before the model client reads ANTHROPIC_* from it
         self.permission_context = _load_permission_context(
             self.cwd, allowed=allowed_tools, disallowed=disallowed_tools, settings_arg=settings_arg,
             mode=permission_mode, add_dirs=add_dirs, trusted=trusted)
+        os.environ.update(self.permission_context.env)
+        # the hooks the settings allow; a configuration that cannot be loaded stops here, before any file
+        hooks = hooks if hooks is not None else _make_hooks(self.permission_context)
+
+        # 0b. the model client: a missing key must not leave a session file behind
+        self.client = client if client is not None else _make_client(self.settings)
 
         # 1. which transcript
         entries: list[dict[str, Any]] | None = None
@@ -366,11 +328,10 @@ class AgentSession:
         self.tools = [t for t in offered if t.name not in denied]
 
         # 4. context
-        working_dirs = list(getattr(self.permission_context, "working_dirs", None) or
-                            [self.cwd] + [os.path.abspath(os.path.join(self.cwd, d)) for d in add_dirs])
+        working_dirs = list(self.permission_context.working_dirs)
         self.ctx = ToolUseContext(
             cwd=self.cwd, working_dirs=working_dirs, permission_context=self.permission_context,
-            prompter=prompter, hooks=hooks if hooks is not None else _make_hooks(self.permission_context, self.cwd),
+            prompter=prompter, hooks=hooks,
             session_id=self.session_id, transcript_path=str(self.store.path), tools=list(self.tools),
         )
         self.ctx.file_history = _make_file_history(self.session_id)
@@ -400,7 +361,7 @@ class AgentSession:
 
     @property
     def permission_mode(self) -> str:
-        return str(getattr(self.permission_context, "mode", "default"))
+        return str(self.permission_context.mode)
 
     @property
     def total_cost_usd(self) -> float:
@@ -444,11 +405,7 @@ class AgentSession:
         state: dict[str, Any] = {"mode": self.permission_mode}
         if self.chosen_model:
             state["model"] = self.chosen_model
-        if hasattr(pc, "to_json"):
-            try:
-                state["context"] = pc.to_json()
-            except Exception:
-                pass
+        state["context"] = pc.to_json()
         return state
 
     def _persist_permission_state(self) -> None:
@@ -463,7 +420,7 @@ class AgentSession:
         explicit_mode = self.permission_mode
         context = state.get("context")
         try:
-            if isinstance(context, dict) and hasattr(pc, "restore"):
+            if isinstance(context, dict):
                 pc.restore(context)
             if keep_mode:
                 self._set_mode_raw(explicit_mode)
@@ -475,12 +432,7 @@ class AgentSession:
             self.store.note_permission_state(self._permission_state())
 
     def _set_mode_raw(self, mode: str) -> None:
-        pc = self.permission_context
-        setter = getattr(pc, "set_mode", None)
-        if callable(setter):
-            setter(mode)
-        else:
-            pc.mode = mode
+        self.permission_context.set_mode(mode)
 
     def _restore_read_state(self) -> None:
         """After a resume, the files the model read in full (and did not change since) count as read.

@@ -35,39 +35,46 @@ from desktop_agent import __version__
 
 PROG = "desktop-agent"
 
-# flag → (destination, takes a value, repeatable)
-_FLAGS: dict[str, tuple[str, bool, bool]] = {
-    "-p": ("print", False, False),
-    "--print": ("print", False, False),
-    "--output-format": ("output_format", True, False),
-    "--input-format": ("input_format", True, False),
-    "--verbose": ("verbose", False, False),
-    "--include-partial-messages": ("include_partial", False, False),
-    "--model": ("model", True, False),
-    "--max-turns": ("max_turns", True, False),
-    "--permission-mode": ("permission_mode", True, False),
-    "--dangerously-skip-permissions": ("skip_permissions", False, False),
-    "--tools": ("tools", True, False),
-    "--allowedTools": ("allowed_tools", True, True),
-    "--allowed-tools": ("allowed_tools", True, True),
-    "--disallowedTools": ("disallowed_tools", True, True),
-    "--disallowed-tools": ("disallowed_tools", True, True),
-    "--settings": ("settings", True, False),
-    "--add-dir": ("add_dirs", True, True),
-    "--system-prompt": ("system_prompt", True, False),
-    "--append-system-prompt": ("append_system_prompt", True, False),
-    "--session-id": ("session_id", True, False),
-    "--resume": ("resume", True, False),
-    "-r": ("resume", True, False),
-    "--continue": ("continue_latest", False, False),
-    "-c": ("continue_latest", False, False),
-    "--permission-prompt-tool": ("permission_prompt_tool", True, False),
-    "--trust": ("trust", False, False),
-    "--version": ("version", False, False),
-    "-v": ("version", False, False),
-    "--help": ("help", False, False),
-    "-h": ("help", False, False),
+# flag → (destination, arity): 0 takes no value, 1 takes one value, LIST takes every value up to the next
+# ``-…`` option, as the reference's variadic flags do (``--disallowedTools Edit "Bash(rm *)"`` is two rules;
+# ``--flag=value`` is one value; repeating the flag adds more).
+LIST = -1
+_FLAGS: dict[str, tuple[str, int]] = {
+    "-p": ("print", 0),
+    "--print": ("print", 0),
+    "--output-format": ("output_format", 1),
+    "--input-format": ("input_format", 1),
+    "--verbose": ("verbose", 0),
+    "--include-partial-messages": ("include_partial", 0),
+    "--model": ("model", 1),
+    "--max-turns": ("max_turns", 1),
+    "--permission-mode": ("permission_mode", 1),
+    "--dangerously-skip-permissions": ("skip_permissions", 0),
+    "--tools": ("tools", LIST),
+    "--allowedTools": ("allowed_tools", LIST),
+    "--allowed-tools": ("allowed_tools", LIST),
+    "--disallowedTools": ("disallowed_tools", LIST),
+    "--disallowed-tools": ("disallowed_tools", LIST),
+    "--settings": ("settings", 1),
+    "--add-dir": ("add_dirs", LIST),
+    "--mcp-config": ("mcp_config", LIST),
+    "--betas": ("betas", LIST),
+    "--system-prompt": ("system_prompt", 1),
+    "--append-system-prompt": ("append_system_prompt", 1),
+    "--session-id": ("session_id", 1),
+    "--resume": ("resume", 1),
+    "-r": ("resume", 1),
+    "--continue": ("continue_latest", 0),
+    "-c": ("continue_latest", 0),
+    "--permission-prompt-tool": ("permission_prompt_tool", 1),
+    "--trust": ("trust", 0),
+    "--version": ("version", 0),
+    "-v": ("version", 0),
+    "--help": ("help", 0),
+    "-h": ("help", 0),
 }
+# List flags we parse (so their values never become the prompt) but do not act on: reported as ignored.
+_IGNORED_LISTS = ("--mcp-config", "--betas")
 # Flags of the reference agent that take no value: ignored without swallowing the next argument.
 _UNKNOWN_BOOLEAN = {
     "--fork-session", "--strict-mcp-config", "--include-hook-events", "--session-mirror", "--debug", "--ide",
@@ -91,8 +98,10 @@ Options (headless):
   --model MODEL, --max-turns N
   --permission-mode default|acceptEdits|plan|bypassPermissions|dontAsk
   --dangerously-skip-permissions
-  --tools A,B  --allowedTools RULES  --disallowedTools RULES
-  --settings FILE|JSON  --add-dir DIR  --system-prompt TEXT  --append-system-prompt TEXT
+  --tools A,B...  --allowedTools RULE...  --disallowedTools RULE...  --add-dir DIR...
+                                    list flags take every value up to the next option:
+                                    put the prompt first, or after --
+  --settings FILE|JSON  --system-prompt TEXT  --append-system-prompt TEXT
   --session-id ID  --resume ID  --continue
   --permission-prompt-tool stdio    ask permissions through control requests on stdio
   --trust                           treat the folder as trusted for this run
@@ -120,6 +129,8 @@ class Options:
     disallowed_tools: list[str] = field(default_factory=list)
     settings: str | None = None
     add_dirs: list[str] = field(default_factory=list)
+    mcp_config: list[str] = field(default_factory=list)
+    betas: list[str] = field(default_factory=list)
     system_prompt: str | None = None
     append_system_prompt: str | None = None
     session_id: str | None = None
@@ -139,6 +150,11 @@ class Options:
     @property
     def out_format(self) -> str:
         return self.output_format or "text"
+
+
+def _is_option(arg: str) -> bool:
+    """Where a list flag's values end (commander's ``maybeOption``): ``-x``, ``--x``, ``--``; not ``-`` or ``""``."""
+    return len(arg) > 1 and arg[0] == "-"
 
 
 def parse_args(argv: list[str]) -> Options:
@@ -163,29 +179,40 @@ def parse_args(argv: list[str]) -> Options:
                     and not argv[i].startswith("-"):
                 i += 1  # its value
             continue
-        dest, takes_value, repeatable = spec
-        if takes_value:
+        dest, arity = spec
+        if arity == LIST:
+            values = raw.setdefault(dest, [])
+            raw.setdefault("_flag_" + dest, name)  # the spelling used, for error messages
+            if eq:
+                values.append(inline)
+            else:
+                if i >= len(argv) or _is_option(argv[i]):
+                    raise UsageError(f"option '{name}' needs a value")
+                while i < len(argv) and not _is_option(argv[i]):
+                    values.append(argv[i])
+                    i += 1
+            if name in _IGNORED_LISTS and name not in opts.unknown:
+                opts.unknown.append(name)
+        elif arity == 1:
             if eq:
                 value = inline
             elif i < len(argv) and (not argv[i].startswith("-") or argv[i] == "" or argv[i] == "-"):
                 value = argv[i]
                 i += 1
-            elif dest in ("tools", "system_prompt", "append_system_prompt") and i < len(argv):
+            elif dest in ("system_prompt", "append_system_prompt") and i < len(argv):
                 value = argv[i]
                 i += 1
             else:
                 raise UsageError(f"option '{name}' needs a value")
-            if repeatable:
-                raw.setdefault(dest, []).append(value)
-            else:
-                raw[dest] = value
+            raw[dest] = value
         else:
             if eq:
                 raise UsageError(f"option '{name}' takes no value")
             raw[dest] = True
 
     for dest, value in raw.items():
-        setattr(opts, dest, value)
+        if not dest.startswith("_flag_"):
+            setattr(opts, dest, value)
     if opts.output_format is not None and opts.output_format not in OUTPUT_FORMATS:
         raise UsageError(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)} (got '{opts.output_format}')")
     if opts.input_format not in INPUT_FORMATS:
@@ -203,16 +230,7 @@ def parse_args(argv: list[str]) -> Options:
         raise UsageError(f"--permission-mode must be one of {', '.join(MODES)} (got '{opts.permission_mode}')")
     if opts.skip_permissions:
         opts.permission_mode = "bypassPermissions"
-    if any(k in raw for k in ("tools", "allowed_tools", "disallowed_tools")):
-        # Lazy: pydantic is not needed for --version / --help.
-        from desktop_agent.permissions.rules import split_rule_list
-    if "tools" in raw:
-        value = str(raw["tools"]).strip()
-        opts.tools = None if value == "default" else split_rule_list([value])
-    if "allowed_tools" in raw:
-        opts.allowed_tools = split_rule_list(raw["allowed_tools"])
-    if "disallowed_tools" in raw:
-        opts.disallowed_tools = split_rule_list(raw["disallowed_tools"])
+    _rule_lists(opts, raw)
     if opts.permission_prompt_tool is not None and opts.permission_prompt_tool != "stdio":
         raise UsageError(f"--permission-prompt-tool supports only 'stdio' (got '{opts.permission_prompt_tool}')")
     if opts.resume is not None and not opts.resume.strip():
@@ -227,6 +245,37 @@ def parse_args(argv: list[str]) -> Options:
     if opts.input_format == "stream-json" and opts.out_format != "stream-json":
         raise UsageError("--input-format=stream-json requires --output-format=stream-json")
     return opts
+
+
+_LIST_FLAG_NAMES = {"tools": "--tools", "allowed_tools": "--allowedTools", "disallowed_tools": "--disallowedTools"}
+
+
+def _rule_lists(opts: Options, raw: dict[str, Any]) -> None:
+    """``--tools`` / ``--allowedTools`` / ``--disallowedTools`` values → names and rules (commas and spaces
+    outside parentheses also separate them). A value that is not a valid rule or tool name stops the CLI
+    (exit 2) naming it: a rule is never dropped, and a prompt after a list flag is never taken silently."""
+    if not any(k in raw for k in _LIST_FLAG_NAMES):
+        return
+    # Lazy: pydantic is not needed for --version / --help.
+    from desktop_agent.permissions.rules import split_rule_list
+    from desktop_agent.permissions.settings import rule_problem
+
+    for dest, flag in _LIST_FLAG_NAMES.items():
+        if dest not in raw:
+            continue
+        flag = raw.get("_flag_" + dest, flag)
+        values = list(raw[dest])
+        if dest == "tools" and [v.strip() for v in values] == ["default"]:
+            opts.tools = None
+            continue
+        items = split_rule_list(values)
+        for item in items:
+            problem = rule_problem(item, tool_name_only=dest == "tools")
+            if problem:
+                what = "tool name" if dest == "tools" else "permission rule"
+                raise UsageError(f"{flag}: {item!r} is not a valid {what} ({problem}). {flag} takes every value "
+                                 f"up to the next option: put the prompt before it, or after '--'")
+        setattr(opts, dest, items)
 
 
 # ------------------------------------------------------------------------------------------- output
@@ -693,6 +742,8 @@ class HeadlessRun:
         }
         if finished is not None and finished.error:
             errors.append(finished.error)
+        if subtype == "error_max_turns" and self.session.max_turns:
+            errors.insert(0, f"Reached maximum number of turns ({self.session.max_turns})")  # the reference's text
         if subtype != "success":
             result["errors"] = list(dict.fromkeys(errors)) or [reason]
         self.last_ok = subtype == "success"

@@ -145,8 +145,8 @@ class ToolUseContext:
     working_dirs: list[str] = field(default_factory=list)
     read_file_state: ReadFileState = field(default_factory=ReadFileState)
     abort: AbortSignal = field(default_factory=AbortSignal)
-    # desktop_agent.permissions: a PermissionContext (mode, rules, trust); None means "allow everything
-    # the tools themselves allow" and is only used by unit tests.
+    # desktop_agent.permissions: a PermissionContext (mode, rules, trust); None decides as ``default`` mode
+    # with no rules (fail closed), never as bypass.
     permission_context: Any = None
     prompter: PermissionPrompter | None = None
     # desktop_agent.permissions.hooks.HookRunner, or None for no hooks.

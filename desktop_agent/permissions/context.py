@@ -4,7 +4,8 @@ One object per session, stored on ``ToolUseContext.permission_context``. It hold
 - the mode (switchable mid-session with ``set_mode`` / a ``setMode`` update),
 - every rule with its source and settings file, indexed by tool name for fast lookup,
 - the working directories: the original cwd plus ``--add-dir`` / ``additionalDirectories`` / session grants,
-- the trusted flag, the load warnings, the hook configuration from settings, and the disabled tools.
+- the trusted flag, the load warnings, the hook configuration, ``env`` and ``apiKeyHelper`` from settings (a
+  project's only once the folder is trusted), and the disabled tools.
 
 ``apply_updates`` applies ``PermissionUpdate``s (a dialog's "allow for session" / "always", a hook's
 ``updatedPermissions``); ``to_json``/``restore`` carry session grants and the mode across a resume.
@@ -38,6 +39,8 @@ class PermissionContext:
         disable_bypass: bool = False,
         untrusted_rules: Iterable[PermissionRule] = (),
         disabled_tools: Iterable[str] = (),
+        env: dict[str, str] | None = None,
+        api_key_helper: str | None = None,
     ):
         self.original_cwd = os.path.abspath(cwd)
         self.project_dir = os.path.abspath(project_dir or cwd)
@@ -53,6 +56,9 @@ class PermissionContext:
         self.hooks_config = list(hooks_config)
         self.untrusted_rules = list(untrusted_rules)
         self.disabled_tools: set[str] = set(disabled_tools)
+        # settings ``env`` and ``apiKeyHelper`` (a project's only when trusted: settings.load_settings)
+        self.env: dict[str, str] = dict(env or {})
+        self.api_key_helper = api_key_helper
         self.home = os.path.expanduser("~")
         self.user_dir = settings_mod.user_config_dir()
         self._rules: list[CompiledRule] = []
@@ -85,7 +91,7 @@ class PermissionContext:
                                                        for d in (add_dirs or [])]
         pc = cls(cwd, mode="default", rules=loaded.rules, additional_dirs=dirs, trusted=trusted,
                  warnings=loaded.warnings, hooks_config=loaded.hooks, disable_bypass=loaded.disable_bypass,
-                 untrusted_rules=loaded.untrusted_rules)
+                 untrusted_rules=loaded.untrusted_rules, env=loaded.env, api_key_helper=loaded.api_key_helper)
         pc.set_mode(mode or loaded.default_mode or "default")
         return pc
 

@@ -10,6 +10,10 @@ Bash → ``bash_commands.check_bash_permission``) · 1d its deny · plan mode: a
 ``safetyCheck`` ask (immune to bypass) · 2a bypassPermissions → allow · 2b whole-tool allow rule → allow ·
 3 passthrough → ask. The outer step turns a final ask into deny in ``dontAsk`` mode.
 
+Fail closed: no permission context means ``default`` mode with no rules (never bypass), and an exception
+while deciding (a tool's check, a rule matcher) is a deny: ``Permission check failed: <error>. The tool was
+not run.``
+
 Tools without a matcher of their own (e.g. ``WebFetch(domain:x)``) get generic content rules here, and
 ``Tool(param:value)`` parameter rules (deny/ask) apply to every tool. Everything is a pure function of the
 ``PermissionContext`` (rules, mode, dirs), the request and path facts; the decision carries its reason and
@@ -31,8 +35,27 @@ OWN_RULE_MATCHERS = frozenset({"Bash", "Read", "Edit", "Write", "MultiEdit", "No
 
 
 def current_mode(ctx: ToolUseContext) -> str:
-    pc = ctx.permission_context
-    return getattr(pc, "mode", "default") if pc is not None else "bypassPermissions"
+    """The session's mode; no permission state at all is ``default`` (fail closed, never bypass)."""
+    return str(getattr(getattr(ctx, "permission_context", None), "mode", None) or "default")
+
+
+def _with_permission_state(ctx: ToolUseContext) -> ToolUseContext:
+    """``ctx`` itself, or, when it carries no permission state, a copy with an empty ``default``-mode context:
+    the tools' own checks (paths, Bash) then decide as in default mode with no rules, never "allow all"."""
+    if getattr(ctx, "permission_context", None) is not None:
+        return ctx
+    import dataclasses
+
+    from desktop_agent.permissions.context import PermissionContext
+
+    return dataclasses.replace(ctx, permission_context=PermissionContext(ctx.cwd, mode="default"))
+
+
+def check_failed(exc: BaseException) -> PermissionDecision:
+    """An exception while deciding is a deny that says so (never an allow, never an ask that bypass would grant)."""
+    text = str(exc) or type(exc).__name__
+    return PermissionDecision(behavior="deny", message=f"Permission check failed: {text}. The tool was not run.",
+                              decision_reason=DecisionReason(type="other", reason=f"check failed: {text}"))
 
 
 def _dump(input: Any) -> dict[str, Any]:
@@ -106,8 +129,8 @@ async def rule_based_permissions(tool: Any, input: Any, ctx: ToolUseContext) -> 
             decision_reason=_rule_reason(rule), updated_input=input_dict)
     try:
         decision = await tool.check_permissions(input, ctx)
-    except Exception:
-        return None
+    except Exception as exc:  # a broken check objects
+        return check_failed(exc)
     if decision.behavior == "deny":
         return decision
     if decision.behavior == "ask" and decision.decision_reason is not None and (
@@ -144,11 +167,8 @@ async def _inner(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecisi
     # 1c. the tool's own check
     try:
         decision = await tool.check_permissions(input, ctx)
-    except Exception as exc:  # a broken check must not allow
-        decision = PermissionDecision(behavior="passthrough",
-                                      message=f"Claude requested permissions to use {tool.name}, but you haven't "
-                                              f"granted it yet.",
-                                      decision_reason=DecisionReason(type="other", reason=f"check failed: {exc}"))
+    except Exception as exc:  # a broken check must not allow, in any mode
+        return check_failed(exc)
     if decision.updated_input is None:
         decision.updated_input = input_dict
     # 1d. the tool's deny
@@ -219,12 +239,25 @@ def _dont_ask(decision: PermissionDecision, ctx: ToolUseContext, tool_name: str)
 
 
 async def has_permissions_to_use_tool(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecision:
-    """The full decision (§4.2) plus the outer ``dontAsk`` rewrite."""
-    return _dont_ask(await _inner(tool, input, ctx), ctx, tool.name)
+    """The full decision (§4.2) plus the outer ``dontAsk`` rewrite. An exception is a deny (``check_failed``)."""
+    try:
+        ctx = _with_permission_state(ctx)
+        return _dont_ask(await _inner(tool, input, ctx), ctx, tool.name)
+    except Exception as exc:
+        return check_failed(exc)
 
 
 async def resolve_hook_decision(tool: Any, input: Any, ctx: ToolUseContext, hook_decision: str,
                                 reason: str | None) -> PermissionDecision | None:
+    """A PreToolUse hook said allow or ask (SPEC §4.7); an exception while deciding is a deny (``check_failed``)."""
+    try:
+        return await _resolve_hook_decision(tool, input, _with_permission_state(ctx), hook_decision, reason)
+    except Exception as exc:
+        return check_failed(exc)
+
+
+async def _resolve_hook_decision(tool: Any, input: Any, ctx: ToolUseContext, hook_decision: str,
+                                 reason: str | None) -> PermissionDecision | None:
     """A PreToolUse hook said allow or ask (SPEC §4.7).
 
     allow: no dialog, but deny/ask rules and safety checks still apply (``rule_based_permissions``); a tool

@@ -6,15 +6,20 @@ Sources, highest first: managed (``/etc/claude-code/managed-settings.json`` plus
 ``~/.claude/settings.json`` (userSettings; ``$CLAUDE_CONFIG_DIR`` replaces ``~/.claude``).
 
 Merging: scalar keys (``defaultMode``, ``disableBypassPermissionsMode``) come from the highest source that has
-them; list keys (``allow``, ``ask``, ``deny``, ``additionalDirectories``, hook matchers) merge. Project-level
-allow rules and ``additionalDirectories`` (and a permissive ``defaultMode``) count only in a trusted folder;
-deny/ask rules and hooks count regardless. Malformed files become warnings, never exceptions.
+them; list keys (``allow``, ``ask``, ``deny``, ``additionalDirectories``, hook matchers) merge; ``env`` merges key
+by key, the higher source winning.
+
+Trust (App. A): what a folder's own ``.claude/settings.json`` / ``settings.local.json`` may grant or run counts
+only once the folder is trusted: allow rules, ``additionalDirectories``, a permissive ``defaultMode``, hooks,
+``env`` and ``apiKeyHelper`` (and MCP servers, which nothing reads yet). Until then they are held back with a
+warning; project deny and ask rules apply regardless. Malformed files become warnings, never exceptions.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -84,6 +89,10 @@ class LoadedSettings:
     additional_directories: list[str] = field(default_factory=list)
     disable_bypass: bool = False
     hooks: list[HookMatcherConfig] = field(default_factory=list)
+    # ``env``: variables for the session's process (tools, hooks, the model client); highest source wins.
+    env: dict[str, str] = field(default_factory=dict)
+    # ``apiKeyHelper``: a command printing the API key (highest source that has it; nothing runs it yet).
+    api_key_helper: str | None = None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -195,11 +204,69 @@ def _check_rule(text: str, where: str, warnings: list[str]) -> bool:
     return True
 
 
+_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_*-]+$")
+
+
+def rule_problem(text: str, *, tool_name_only: bool = False) -> str | None:
+    """Why ``text`` is not a valid permission rule (the reference's checks: balanced parentheses, no empty
+    ones, tool names start with uppercase, MCP rules take no pattern, ``:*`` only at the end of a Bash
+    prefix), or None when it is valid. ``tool_name_only``: a bare tool name (``--tools``)."""
+    t = text.strip()
+    if not t:
+        return "it is empty"
+    content: str | None = None
+    if "(" in t or ")" in t:
+        if tool_name_only:
+            return "a tool name takes no pattern in parentheses"
+        open_at = t.find("(")
+        if open_at <= 0 or not t.endswith(")"):
+            return "mismatched parentheses"
+        depth, escaped = 0, False
+        for k, ch in enumerate(t[open_at:], start=open_at):
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0 and k != len(t) - 1:
+                    return "mismatched parentheses"
+            if depth < 0:
+                return "mismatched parentheses"
+        if depth != 0:
+            return "mismatched parentheses"
+        name, content = t[:open_at].strip(), t[open_at + 1:-1]
+        if not content.strip():
+            return "empty parentheses: give a pattern, or use the tool name alone"
+    else:
+        name = t
+    if not _TOOL_NAME_RE.match(name):
+        return "a tool name has only letters, digits, '_', '-' and '*'"
+    if name.startswith("mcp__"):
+        return "MCP rules take no pattern in parentheses" if content is not None else None
+    if not (name[0].isupper() or name[0] == "*" or "_" in name):
+        return "tool names start with an uppercase letter"
+    if name == "Bash" and content is not None:
+        if content.strip() == ":*":
+            return "the prefix before :* is empty"
+        if ":*" in content and not content.endswith(":*"):
+            return "the :* pattern must be at the end"
+    return None
+
+
 def has_allow_rules_or_hooks(data: dict[str, Any] | None) -> bool:
+    """True when a project settings object holds something that waits for trust (allow rules, directories,
+    a permissive mode, hooks, env, apiKeyHelper, MCP servers)."""
     if not data:
         return False
     perms = data.get("permissions") if isinstance(data.get("permissions"), dict) else {}
-    return bool(perms.get("allow")) or bool(perms.get("additionalDirectories")) or bool(data.get("hooks"))
+    mode = perms.get("defaultMode")
+    return (bool(perms.get("allow")) or bool(perms.get("additionalDirectories")) or bool(data.get("hooks"))
+            or bool(data.get("env")) or bool(data.get("apiKeyHelper"))
+            or bool(data.get("enableAllProjectMcpServers")) or bool(data.get("enabledMcpjsonServers"))
+            or (isinstance(mode, str) and mode not in _RESTRICTIVE_MODES and mode != "manual"))
 
 
 def load_settings(
@@ -220,7 +287,8 @@ def load_settings(
     if cli_data["permissions"]["allow"] or cli_data["permissions"]["deny"]:
         out.sources.insert(insert_at, SettingsSource("cliArg", None, cli_data, cwd))
 
-    seen_mode = seen_bypass = False
+    seen_mode = seen_bypass = seen_helper = False
+    env_layers: list[dict[str, str]] = []  # highest source first
     for src in out.sources:
         where = src.path or ("--settings" if src.source == "flagSettings" else "command line flags")
         perms = src.data.get("permissions", {})
@@ -268,9 +336,32 @@ def load_settings(
         if disable is not None and not seen_bypass:
             out.disable_bypass = disable == "disable" or disable is True
             seen_bypass = True
+        held_back = project and not trusted  # what the folder grants itself waits for trust
         hooks = src.data.get("hooks")
         if hooks is not None:
-            out.hooks.extend(_parse_hooks(hooks, src, where, out.warnings))
+            if held_back:
+                if hooks:
+                    out.warnings.append(f"hooks in {where} ignored: the folder is not trusted.")
+            else:
+                out.hooks.extend(_parse_hooks(hooks, src, where, out.warnings))
+        env = src.data.get("env")
+        if env is not None:
+            if not isinstance(env, dict):
+                out.warnings.append(f"'env' in {where} must be an object; ignored.")
+            elif held_back:
+                if env:
+                    out.warnings.append(f"env in {where} ignored: the folder is not trusted.")
+            else:
+                env_layers.append({str(k): str(v) for k, v in env.items() if v is not None})
+        helper = src.data.get("apiKeyHelper")
+        if helper is not None and not seen_helper:
+            if held_back:
+                out.warnings.append(f"apiKeyHelper in {where} ignored: the folder is not trusted.")
+            elif isinstance(helper, str) and helper.strip():
+                out.api_key_helper = helper
+                seen_helper = True
+    for layer in reversed(env_layers):
+        out.env.update(layer)
     return out
 
 

@@ -1,9 +1,17 @@
-"""Workspace trust (App. A, App. B §B.4): the folders the user has trusted, kept in a small JSON store.
+"""Workspace trust (App. A, App. B §B.4): is this folder trusted, and the store of the folders the user trusted.
 
-The store is ``$XDG_CONFIG_HOME/desktop-agent/trust.json`` (``~/.config/...`` by default). Project allow
-rules and ``additionalDirectories`` apply only in a trusted folder, so a repository cannot grant itself
-``Bash(*)``; deny/ask rules and hooks apply regardless. A folder is trusted when it or one of its parents
-was trusted. The GUI asks once per folder (``needs_trust_prompt``); headless runs read the same store.
+A folder is trusted when
+- our store says so: ``$XDG_CONFIG_HOME/desktop-agent/trust.json`` (``~/.config/...`` by default), the folder or
+  its nearest recorded parent (an explicit "not trusted" there wins over Claude Code's record); or
+- Claude Code's own record says so: ``projects["<absolute folder>"].hasTrustDialogAccepted: true`` in
+  ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json`` when that is set; its legacy ``.config.json`` first
+  when present), for the folder or any parent, as the reference walks up (trusting a folder trusts its
+  children). That file is read, never written.
+- The CLI's ``--trust`` (``PermissionContext.load(trusted=True)``) trusts the folder for one run.
+
+Until then a project's allow rules, ``additionalDirectories``, permissive ``defaultMode``, hooks, ``env``,
+``apiKeyHelper`` and MCP servers do not apply (``settings.load_settings``); deny/ask rules apply regardless.
+The GUI asks once per folder (``needs_trust_prompt``); headless runs read the same records.
 """
 
 from __future__ import annotations
@@ -13,7 +21,8 @@ import os
 import tempfile
 from typing import Any
 
-from desktop_agent.permissions.settings import has_allow_rules_or_hooks, local_settings_path, project_settings_path, read_json_file
+from desktop_agent.permissions.settings import (has_allow_rules_or_hooks, local_settings_path, project_settings_path,
+                                                read_json_file)
 
 
 def config_dir() -> str:
@@ -49,8 +58,8 @@ def _save(data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def is_trusted(folder: str) -> bool:
-    """True when ``folder`` or one of its parents was trusted (and not explicitly untrusted)."""
+def _store_answer(folder: str) -> bool | None:
+    """Our store's answer for ``folder`` (its nearest recorded parent), or None when it has none."""
     trusted = _load()["trusted"]
     path = _norm(folder)
     while True:
@@ -58,8 +67,47 @@ def is_trusted(folder: str) -> bool:
             return bool(trusted[path])
         parent = os.path.dirname(path)
         if parent == path:
-            return False
+            return None
         path = parent
+
+
+def claude_code_config_path() -> str:
+    """Claude Code's global config file (``getGlobalClaudeFile``): ``$CLAUDE_CONFIG_DIR`` or home, ``.claude.json``;
+    the legacy ``<config dir>/.config.json`` when it exists."""
+    config_home = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    legacy = os.path.join(config_home, ".config.json")
+    if os.path.isfile(legacy):
+        return legacy
+    return os.path.join(os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~"), ".claude.json")
+
+
+def trusted_by_claude_code(folder: str) -> bool:
+    """``projects[<folder or a parent>].hasTrustDialogAccepted is true`` in Claude Code's config (read only)."""
+    warnings: list[str] = []
+    data = read_json_file(claude_code_config_path(), warnings) or {}
+    projects = data.get("projects")
+    if not isinstance(projects, dict):
+        return False
+    starts = {os.path.normpath(os.path.abspath(os.path.expanduser(folder))), _norm(folder)}
+    for path in starts:
+        while True:
+            entry = projects.get(path)
+            if isinstance(entry, dict) and entry.get("hasTrustDialogAccepted") is True:
+                return True
+            parent = os.path.dirname(path)
+            if parent == path:
+                break
+            path = parent
+    return False
+
+
+def is_trusted(folder: str) -> bool:
+    """True when our store trusts ``folder`` (or its nearest recorded parent), or, when our store has no answer,
+    when Claude Code's record trusts it or a parent."""
+    answer = _store_answer(folder)
+    if answer is not None:
+        return answer
+    return trusted_by_claude_code(folder)
 
 
 def set_trusted(folder: str, value: bool = True) -> None:
@@ -69,7 +117,8 @@ def set_trusted(folder: str, value: bool = True) -> None:
 
 
 def needs_trust_prompt(folder: str) -> bool:
-    """True when the folder's ``.claude/settings*.json`` carry allow rules, extra directories or hooks and the
+    """True when the folder's ``.claude/settings*.json`` carry something that waits for trust (allow rules, extra
+    directories, a permissive mode, hooks, env, apiKeyHelper, MCP servers) or it has a ``.mcp.json``, and the
     folder is not trusted yet."""
     if is_trusted(folder):
         return False
@@ -77,4 +126,4 @@ def needs_trust_prompt(folder: str) -> bool:
     for path in (project_settings_path(folder), local_settings_path(folder)):
         if has_allow_rules_or_hooks(read_json_file(path, warnings)):
             return True
-    return False
+    return os.path.isfile(os.path.join(folder, ".mcp.json"))

@@ -320,9 +320,12 @@ async def test_progress_and_started_events_delivered_before_result(tmp_path):
 
 @aio(timeout=30)
 async def test_item96_with_the_real_bash_tool(tmp_path):
+    from desktop_agent.permissions.context import PermissionContext
     from desktop_agent.tools.bash import BashTool
 
-    ctx = ToolUseContext(cwd=str(tmp_path), tools=[BashTool()])
+    # bypass, said explicitly: no permission state is default mode, where these reads outside the cwd ask
+    ctx = ToolUseContext(cwd=str(tmp_path), tools=[BashTool()],
+                         permission_context=PermissionContext(str(tmp_path), mode="bypassPermissions"))
     ex = StreamingToolExecutor(ctx)
     ex.add_tool(tool_use("Bash", {"command": "find / -name zz_never_there_zz"}, "LONG"))
     ex.add_tool(tool_use("Bash", {"command": "ls /nonexistent_dir_zz"}, "FAIL"))

@@ -163,12 +163,23 @@ def test_needs_trust_prompt_only_with_allow_or_hooks(proj):
     assert trust.needs_trust_prompt(p)
 
 
-def test_hooks_loaded_regardless_of_trust(proj):
+def test_project_hooks_env_and_key_helper_wait_for_trust(proj):
+    """A folder's own hooks, env and apiKeyHelper apply only once it is trusted (App. A); its deny and ask
+    rules apply regardless."""
     p = proj["proj"]
     write(os.path.join(p, ".claude", "settings.json"),
-          {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}})
+          {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]},
+           "env": {"PROJ_VAR": "1"}, "apiKeyHelper": "echo key",
+           "permissions": {"deny": ["Bash(rm *)"], "ask": ["Bash(git push *)"], "allow": ["Bash(*)"]}})
     pc = PermissionContext.load(p, trusted=False)
+    assert pc.hooks_config == [] and pc.env == {} and pc.api_key_helper is None
+    assert sorted((r.behavior, str(r.value)) for r in pc.rules) == [("ask", "Bash(git push *)"), ("deny", "Bash(rm *)")]
+    assert any("hooks in" in w and "not trusted" in w for w in pc.warnings)
+    assert any("env in" in w and "not trusted" in w for w in pc.warnings)
+    pc = PermissionContext.load(p, trusted=True)
     assert len(pc.hooks_config) == 1 and pc.hooks_config[0].matcher == "Bash"
+    assert pc.env == {"PROJ_VAR": "1"} and pc.api_key_helper == "echo key"
+    assert ("allow", "Bash") in [(r.behavior, str(r.value)) for r in pc.rules]  # Bash(*) is the whole tool
 
 
 # ------------------------------------------------------------------------------------------- updates, resume

@@ -38,6 +38,11 @@ def ws(tmp_path):
 
 
 def make_ctx(ws, **kw):
+    # These tests are about the tool, not the policy: bypass mode, said explicitly (no permission state is
+    # default mode, where most of these commands would ask).
+    from desktop_agent.permissions.context import PermissionContext
+
+    kw.setdefault("permission_context", PermissionContext(str(ws), mode="bypassPermissions"))
     return ToolUseContext(cwd=str(ws), tools=tools(), **kw)
 
 
