@@ -96,9 +96,10 @@ def test_read_deny_paths_are_masked(ws, no_analysis):
 
 def test_edit_deny_and_git_internals_are_read_only(ws, no_analysis):
     assert bash(make_ctx(ws), "git init -q . && echo ok").block["content"] == "ok"
-    out = bash(make_ctx(ws, deny=["Edit(./src/**)"]), "echo evil > src/app.ts; cd src && echo evil > app.ts; cd ..; touch src/new; "
-                    "echo '#!/bin/sh' > .git/hooks/pre-commit; git config core.fsmonitor 'touch pwn'; "
-                    "echo ok > free.txt")
+    out = bash(make_ctx(ws, deny=["Edit(./src/**)"]),
+               "echo evil > src/app.ts; cd src && echo evil > app.ts; cd ..; touch src/new; "
+               "echo '#!/bin/sh' > .git/hooks/pre-commit; git config core.fsmonitor 'touch pwn'; "
+               "echo ok > free.txt")
     assert "Read-only file system" in out.block["content"]
     assert (ws / "src" / "app.ts").read_text() == "original" and not (ws / "src" / "new").exists()
     assert not (ws / ".git" / "hooks" / "pre-commit").exists()
@@ -284,8 +285,9 @@ def test_sandbox_off_switch_runs_unsandboxed(ws, monkeypatch):
 
 def test_untrusted_folder_git_config_cannot_run_programs(ws, no_analysis):
     canary = ws / "pwned"
-    out = bash(make_ctx(ws, trusted=False), f"git init -q . && git config core.fsmonitor 'touch {canary}' 2>&1; echo x > f; git add f; "
-                    "git status --short")
+    out = bash(make_ctx(ws, trusted=False),
+               f"git init -q . && git config core.fsmonitor 'touch {canary}' 2>&1; echo x > f; git add f; "
+               "git status --short")
     # .git/config is protected only once it exists: the first command could write it; the next ones honour
     # the overrides and cannot change it.
     assert "f" in out.block["content"]
