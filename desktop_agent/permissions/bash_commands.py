@@ -995,6 +995,10 @@ def _inspect(p: SimpleCommand, an: Analysis, depth: int) -> None:
             if a in GIT_OPAQUE_GLOBAL or any(a.startswith(o + "=") for o in GIT_OPAQUE_GLOBAL if o.startswith("--")) \
                     or (a.startswith("-c") and len(a) > 2):
                 an.opaque.append(f"`git {a}` can make git run other programs")
+                value = a[2:] if a.startswith("-c") and len(a) > 2 else (argv[i + 1] if i + 1 < len(argv) else "")
+                m = re.match(r"^alias\.[^=]+=!(.+)$", value, re.S)
+                if m:  # git -c alias.x='!rm x' x: the alias is a shell script
+                    _merge_script(m.group(1), p, an, depth, "of a git alias")
             if a in ("-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env", "--exec-path",
                      "--super-prefix"):
                 i += 1
