@@ -44,13 +44,51 @@ def is_dark(widget: QWidget | None = None) -> bool:
 _MONO: list[QFont] = []
 
 
+def is_fixed_pitch(font: QFont) -> bool:
+    """Whether the font Qt actually uses for ``font`` is fixed-pitch: ``QFontInfo.fixedPitch()`` and,
+    because some CJK fonts claim it while their Latin letters are proportional, equal advances."""
+    from PySide6.QtGui import QFontInfo
+
+    if not QFontInfo(font).fixedPitch():
+        return False
+    fm = QFontMetrics(font)
+    return len({fm.horizontalAdvance(ch) for ch in "iMW .0"}) == 1
+
+
+def mono_candidates() -> list[QFont]:
+    """The code font's fallback chain: the system fixed font, then named monospace families, then
+    whatever fontconfig gives the Monospace style hint."""
+    system = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    out = [system]
+    for family in highlight.MONO_FAMILIES:
+        f = QFont(family)
+        f.setPointSizeF(system.pointSizeF() if system.pointSizeF() > 0 else 10)
+        out.append(f)
+    hinted = QFont("Monospace")
+    hinted.setStyleHint(QFont.StyleHint.Monospace)
+    out.append(hinted)
+    return out
+
+
 def mono_font() -> QFont:
-    """The system fixed font (fallback DejaVu Sans Mono); a fresh copy each call."""
+    """The code font (conversation code blocks, tool output, diffs in the dialog and the panel): the
+    first of ``mono_candidates()`` that is really fixed-pitch, as the family Qt resolved it to (so the
+    HTML's ``font-family`` names a concrete font, not an alias a locale can remap — under zh_CN
+    "monospace" can resolve to a CJK font with proportional Latin letters). A fresh copy each call."""
     if not _MONO:
-        font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-        if not QFontMetrics(font).inFont("a"):
-            font = QFont(highlight.MONO_FALLBACK)
-        _MONO.append(font)
+        from PySide6.QtGui import QFontInfo
+
+        chosen = None
+        for cand in mono_candidates():
+            if is_fixed_pitch(cand):
+                chosen = QFont(cand)
+                chosen.setFamilies([QFontInfo(cand).family()])
+                break
+        if chosen is None:  # no fixed-pitch font installed at all: the best Qt can do
+            chosen = mono_candidates()[-1]
+        chosen.setStyleHint(QFont.StyleHint.Monospace)
+        chosen.setFixedPitch(True)
+        _MONO.append(chosen)
     return QFont(_MONO[0])
 
 

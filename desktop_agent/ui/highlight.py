@@ -129,6 +129,8 @@ def _text() -> type[Lexer]:
 
 
 MONO_FALLBACK = "DejaVu Sans Mono"
+# After the system fixed font, in this order (``conversation_view.mono_font`` checks each is fixed-pitch).
+MONO_FAMILIES = ("DejaVu Sans Mono", "Noto Sans Mono", "Liberation Mono")
 
 _BY_EXT: dict[str, Any] = {
     "py": _python, "pyi": _python, "ts": _typescript, "tsx": _typescript, "js": _javascript, "jsx": _javascript,

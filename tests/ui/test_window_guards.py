@@ -239,3 +239,95 @@ def test_folder_dialog_starts_in_the_last_folder_or_cwd(qtbot, qloop, make_windo
     win.folder_dialog.reject()
     win2 = make_window()
     assert win2.folder_dialog_start() == str(workdir)  # the last folder, from the saved state
+
+
+# ----- 3. monospace under zh_CN ---------------------------------------------------------------------------
+_MONO_PROBE = r'''
+import json, os, sys
+from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QLocale
+app = QApplication([])
+from desktop_agent.ui.conversation_view import ConversationView, is_fixed_pitch, mono_font
+from desktop_agent.ui.diff_panel import DiffPanel
+from desktop_agent.ui.permission_dialog import PermissionDialog
+from desktop_agent.permissions.types import PermissionRequest
+
+def fragment_fonts(doc, needle):
+    fonts = []
+    block = doc.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            frag = it.fragment()
+            if frag.isValid() and needle in frag.text():
+                fonts.append(frag.charFormat().font())
+            it += 1
+        block = block.next()
+    return fonts
+
+out = {"locale": QLocale.system().name(), "mono": mono_font().family(), "mono_fixed": is_fixed_pitch(mono_font())}
+view = ConversationView(); view.resize(700, 500); view.show()
+view.append_text("Look:\n\n```python\ndef f(x):\n    return x_code + 1\n```\n")
+view.close_text()
+md = view.column.items[0]
+fonts = fragment_fonts(md.document(), "x_code")
+out["code_block"] = [f.family() for f in fonts]
+out["code_block_fixed"] = bool(fonts) and all(is_fixed_pitch(f) for f in fonts)
+patch = [{"oldStart": 1, "oldLines": 2, "newStart": 1, "newLines": 2,
+          "lines": [" def f(x):", "-    return diffcode", "+    return diffcode + 1"]}]
+req = PermissionRequest(tool_name="Edit", tool_use_id="t1", cwd="/w", file_path="/w/a.py",
+                        input={"file_path": "/w/a.py", "old_string": "    return diffcode",
+                               "new_string": "    return diffcode + 1"},
+                        structured_patch=patch, original_file="def f(x):\n    return diffcode\n")
+dlg = PermissionDialog(req); dlg.open()
+app.processEvents()
+fonts = fragment_fonts(dlg.diff_view.document(), "diffcode")
+out["dialog"] = [f.family() for f in fonts]
+out["dialog_fixed"] = bool(fonts) and all(is_fixed_pitch(f) for f in fonts) and is_fixed_pitch(dlg.diff_view.font())
+panel = DiffPanel(); panel.cwd = "/w"; panel.resize(500, 400); panel.show()
+panel.on_tool_finished("t2", "Edit", False, {"filePath": "/w/a.py", "structuredPatch": patch}, turn=1)
+app.processEvents()
+fonts = fragment_fonts(panel.view.document(), "diffcode")
+out["panel"] = [f.family() for f in fonts]
+out["panel_fixed"] = bool(fonts) and all(is_fixed_pitch(f) for f in fonts)
+card_font = mono_font()
+out["card_fixed"] = is_fixed_pitch(card_font)
+print(json.dumps(out))
+'''
+
+
+def test_code_fonts_are_fixed_pitch_under_zh_cn(tmp_path):
+    """Under LANG=zh_CN.UTF-8 (a fresh process: the locale is read at start-up) the fonts of the
+    conversation's code blocks, the dialog's diff and the changes panel are all fixed-pitch."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, LANG="zh_CN.UTF-8", LC_ALL="zh_CN.UTF-8", LANGUAGE="zh_CN", QT_QPA_PLATFORM="offscreen")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", _MONO_PROBE], env=env, cwd=root, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["locale"] == "zh_CN"
+    assert out["mono_fixed"], out
+    assert out["code_block"] and out["code_block_fixed"], out
+    assert out["dialog"] and out["dialog_fixed"], out
+    assert out["panel"] and out["panel_fixed"], out
+    assert out["card_fixed"], out
+
+
+def test_mono_font_falls_back_when_the_system_fixed_font_is_proportional(qapp, monkeypatch):
+    """The chain: a system "fixed" font that is really proportional (what a Chinese locale's fontconfig
+    can give) is skipped for the next fixed-pitch family."""
+    from PySide6.QtGui import QFont, QFontDatabase
+
+    from desktop_agent.ui import conversation_view as cv
+
+    monkeypatch.setattr(cv, "_MONO", [])
+    monkeypatch.setattr(cv.QFontDatabase, "systemFont", staticmethod(lambda _which: QFont("DejaVu Sans")))
+    assert not cv.is_fixed_pitch(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+    font = cv.mono_font()
+    assert cv.is_fixed_pitch(font) and font.family() == "DejaVu Sans Mono"
+    monkeypatch.setattr(cv, "_MONO", [])  # the next test gets the real one
