@@ -22,6 +22,7 @@ line-wide background is painted behind them. Each hunk can carry an accept/rejec
 from __future__ import annotations
 
 import bisect
+import concurrent.futures
 import time
 from collections import OrderedDict
 from functools import lru_cache
@@ -142,9 +143,38 @@ def _token_format(ttype: Any, dark: bool) -> QTextCharFormat | None:
     return fmt
 
 
-def hunk_counts(hunk: dict[str, Any]) -> tuple[int, int]:
-    lines = hunk["lines"]
-    return sum(1 for x in lines if x[:1] == "+"), sum(1 for x in lines if x[:1] == "-")
+_LEXER_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+_LEXER_JOBS: dict[Any, concurrent.futures.Future] = {}
+
+
+def lexer_soon(file_path: str | None) -> Any | None:
+    """The pygments lexer for ``file_path`` if it is built, else None and it is being built on a
+    worker thread: compiling a lexer's regexes (Python's, the first time) held the Qt thread ~100 ms."""
+    global _LEXER_POOL
+    name = (file_path or "").rsplit("/", 1)[-1]
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    loader = highlight._BY_EXT.get(ext, highlight._text)
+    job = _LEXER_JOBS.get(loader)
+    if job is None:
+        if _LEXER_POOL is None:
+            _LEXER_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="lexer")
+        job = _LEXER_JOBS[loader] = _LEXER_POOL.submit(highlight._cached_lexer, loader)
+    if not job.done():
+        return None
+    return job.result() if job.exception() is None else highlight._cached_lexer(highlight._text)
+
+
+_KIND_OF_SIGN = bytes.maketrans(b" +-\\?", bytes([CTX, ADD, DEL, META, CTX]))
+
+
+def hunk_signs(hunk: dict[str, Any]) -> str:
+    """The first character of each line (" " for an empty one): +/- counts and kinds from C loops."""
+    return "".join([x[:1] or " " for x in hunk["lines"]])
+
+
+def hunk_counts(hunk: dict[str, Any], signs: str | None = None) -> tuple[int, int]:
+    signs = hunk_signs(hunk) if signs is None else signs
+    return signs.count("+"), signs.count("-")
 
 
 class HunkDiffView(PlainSpacesCopy, QPlainTextEdit):
@@ -172,6 +202,10 @@ class HunkDiffView(PlainSpacesCopy, QPlainTextEdit):
         self._kinds = bytearray()
         self._done = bytearray()  # blocks whose formats are set
         self._lexer: Any = None
+        self._path: str | None = None
+        self._lexer_timer = QTimer(self)  # polls for a lexer being built on a worker thread
+        self._lexer_timer.setInterval(40)
+        self._lexer_timer.timeout.connect(self._check_lexer)
         self._dark = False
         self._width = 1
         self._job: Generator[str, None, None] | None = None
@@ -195,19 +229,22 @@ class HunkDiffView(PlainSpacesCopy, QPlainTextEdit):
         self._timer.stop()
         self.hunks = hunks
         self.accepted = list(accepted) if accepted is not None else [True] * len(hunks)
-        self.counts = [hunk_counts(h) for h in hunks]
-        self._lexer = highlight.lexer_for_filename(file_path)
+        signs = [hunk_signs(h) for h in hunks]
+        self.counts = [hunk_counts(h, sg) for h, sg in zip(hunks, signs)]
+        self._path = file_path
+        self._lexer = lexer_soon(file_path)
+        if self._lexer is None:
+            self._lexer_timer.start()
         self._dark = dark
         top = max([h["oldStart"] + h["oldLines"] for h in hunks] + [h["newStart"] + h["newLines"] for h in hunks]
                   + [1])
         self._width = len(str(top))
         self.headers = []
         kinds = bytearray()
-        for h in hunks:
+        for sg in signs:
             self.headers.append(len(kinds))
             kinds.append(HEAD)
-            kinds.extend(ADD if x[:1] == "+" else DEL if x[:1] == "-" else META if x[:1] == "\\" else CTX
-                         for x in h["lines"])
+            kinds.extend(sg.encode("ascii", "replace").translate(_KIND_OF_SIGN))
         self._kinds = kinds
         self._done = bytearray(len(kinds))
         self.total_lines = len(kinds)
@@ -288,6 +325,14 @@ class HunkDiffView(PlainSpacesCopy, QPlainTextEdit):
         else:
             self._timer.start()
         self._format_timer.start()
+
+    def _check_lexer(self) -> None:
+        lexer = lexer_soon(self._path)
+        if lexer is not None:
+            self._lexer_timer.stop()
+            self._lexer = lexer
+            self._done = bytearray(len(self._done))  # highlight what is on screen now
+            self._format_visible()
 
     def is_loaded(self) -> bool:
         return self._job is None
