@@ -1,8 +1,9 @@
 """Render the main states of the app to PNGs: ``python -m desktop_agent.ui.screenshots OUTDIR``.
 
 States: the empty window, a streaming turn, the permission dialog with a diff, the changes panel
-with several changes (a real tour run through the engine), and the settings dialog — each in the
-light and the dark palette. Dialogs are composited over their window (offscreen platforms have no
+with several changes (a real tour run through the engine), the settings dialog, the dialog with a
+decision per hunk (2 of 5 rejected) and a big diff's hunk navigator — each in the light and the
+dark palette. Dialogs are composited over their window (offscreen platforms have no
 window manager). Works offscreen or under Xvfb; uses a throwaway HOME so no real key or setting
 shows up.
 """
@@ -171,6 +172,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     await _until(lambda: tour.controller.current_dialog is not None and tour.controller.current_dialog.isVisible())
     await _settle(300)
     save(_composite(tour, tour.controller.current_dialog), "03-permission")
+    await _until(tour.controller.current_dialog.is_ready)  # the dialog's safety delay
     tour.controller.current_dialog.allow_button.click()
     await _until(lambda: not tour.controller.busy)
     await _settle(100)
@@ -199,6 +201,49 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     await _settle(200)
     save(_composite(first, dlg), "05-settings")
     dlg.close()
+
+    # 6. a decision per hunk: a Write of five changes, two of them rejected
+    from desktop_agent.permissions.types import DecisionReason, PermissionRequest
+    from desktop_agent.tools.patch import structured_patch
+    from desktop_agent.ui.permission_dialog import PermissionDialog
+
+    def ask(name: str, old: str, new: str) -> PermissionDialog:
+        path = os.path.join(folder, name)
+        req = PermissionRequest(tool_name="Write", tool_use_id=f"shot_{name}", cwd=folder, file_path=path,
+                                input={"file_path": path, "content": new}, original_file=old,
+                                structured_patch=structured_patch(old, new),
+                                decision_reason=DecisionReason(type="mode", mode="default"))
+        return PermissionDialog(req, parent=first)
+
+    old = "".join(f"def step_{i}(ctx):\n    return ctx.run({i})\n\n" for i in range(40))
+    new = old
+    for i in (2, 10, 18, 26, 34):
+        new = new.replace(f"    return ctx.run({i})\n", f"    ctx.log('step {i}')\n    return ctx.run({i}, retry=True)\n")
+    dlg = ask("steps.py", old, new)
+    dlg.open()
+    view = dlg.diff_view
+    view.go_to(1)
+    view.toggle()
+    view.go_to(3)
+    view.toggle()
+    view.go_to(1)
+    await _settle(900)  # past the safety delay
+    save(_composite(first, dlg), "06-per-hunk")
+    dlg.close_silently()
+
+    # 7. a big diff's navigator: 41 hunks over a 6,000-line file, at hunk 7
+    old = "".join(f"VALUE_{i} = {i}\n" for i in range(6000))
+    new = old
+    for k in range(41):
+        i = 60 + k * 140
+        new = new.replace(f"VALUE_{i} = {i}\n", f"VALUE_{i} = {i} * 2  # doubled\nCHECK_{i} = True\n")
+    dlg = ask("values.py", old, new)
+    dlg.open()
+    dlg.diff_view.finish_loading()
+    dlg.diff_view.go_to(6)
+    await _settle(900)
+    save(_composite(first, dlg), "07-navigator")
+    dlg.close_silently()
     first.close()
     _ = tour_client
     return saved
