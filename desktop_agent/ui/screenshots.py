@@ -218,7 +218,8 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     old = "".join(f"def step_{i}(ctx):\n    return ctx.run({i})\n\n" for i in range(40))
     new = old
     for i in (2, 10, 18, 26, 34):
-        new = new.replace(f"    return ctx.run({i})\n", f"    ctx.log('step {i}')\n    return ctx.run({i}, retry=True)\n")
+        new = new.replace(f"    return ctx.run({i})\n",
+                          f"    ctx.log('step {i}')\n    return ctx.run({i}, retry=True)\n")
     dlg = ask("steps.py", old, new)
     dlg.open()
     view = dlg.diff_view
