@@ -28,7 +28,8 @@ def test_no_permission_state_is_default_mode_never_bypass(tmp_path):
     write = run_tool_use_sync({"type": "tool_use", "id": "toolu_w", "name": "Write",
                                "input": {"file_path": str(target), "content": "x"}}, ctx)
     assert write.is_error and write.block["tool_use_id"] == "toolu_w"
-    assert write.block["content"] == f"Claude requested permissions to write to {target}, but you haven't granted it yet."
+    assert write.block["content"] == (f"Claude requested permissions to write to {target}, "
+                                      "but you haven't granted it yet.")
     assert not target.exists()
     canary = tmp_path / "ran"
     bash = run_tool_use_sync({"type": "tool_use", "id": "toolu_b", "name": "Bash",
