@@ -87,19 +87,20 @@ def test_whole_tool_deny_and_dont_ask_texts(workdir, tmp_path, path):
 @pytest.mark.parametrize("path", PATHS)
 def test_hook_stderr_verbatim_and_hook_input_keys(workdir, tmp_path, path):
     """An exit-2 PreToolUse hook's stderr keeps its trailing newline; the hook input has the reference's keys,
-    with ``effort`` ``{"level": "high"}`` and one ``prompt_id`` per user prompt. ``--max-turns 1`` ends with
+    with ``effort`` ``{"level": "high"}`` and one ``prompt_id`` per user prompt. ``--max-turns 2`` ends with
     ``error_max_turns``, ``terminal_reason: max_turns`` and the reference's count (prompt + results)."""
-    dump = tmp_path / "inputs.jsonl"
+    dumps = tmp_path / "inputs"
+    dumps.mkdir()
     hook = tmp_path / "hook.sh"
-    hook.write_text(f"#!/bin/sh\ncat >> {dump}\necho >> {dump}\n"
+    hook.write_text(f"#!/bin/sh\ncat > \"$(mktemp {dumps}/in.XXXXXX)\"\n"
                     "echo 'Blocked: command contains forbidden' >&2\nexit 2\n")
     hook.chmod(0o755)
     settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": str(hook)}]}]}}
     with FakeAnthropic() as fake:
-        fake.script([reply(tool_use("Bash", {"command": "echo one"}, id="toolu_1"),
-                           tool_use("Bash", {"command": "echo two"}, id="toolu_2"))])
+        fake.script([reply(tool_use("Bash", {"command": "echo one"}, id="toolu_1")),
+                     reply(tool_use("Bash", {"command": "echo two"}, id="toolu_2"))])
         env = env_for(fake, tmp_path / "h", path)
-        proc = run_cli(["-p", "go", "--output-format", "json", "--max-turns", "1", "--permission-mode",
+        proc = run_cli(["-p", "go", "--output-format", "json", "--max-turns", "2", "--permission-mode",
                         "bypassPermissions", "--settings", json.dumps(settings)], workdir, env)
         fake.assert_done()
     result = json.loads(proc.stdout)
@@ -111,8 +112,9 @@ def test_hook_stderr_verbatim_and_hook_input_keys(workdir, tmp_path, path):
     contents = {b["tool_use_id"]: b["content"] for e in entries if e.get("type") == "user"
                 and isinstance(e["message"]["content"], list) for b in e["message"]["content"]
                 if b.get("type") == "tool_result"}
-    assert contents["toolu_1"] == f"PreToolUse:Bash hook error: [{hook}]: Blocked: command contains forbidden\n"
-    inputs = [json.loads(line) for line in dump.read_text().splitlines() if line.strip()]
+    for tool_use_id in ("toolu_1", "toolu_2"):
+        assert contents[tool_use_id] == f"PreToolUse:Bash hook error: [{hook}]: Blocked: command contains forbidden\n"
+    inputs = [json.loads(f.read_text()) for f in dumps.iterdir()]
     assert len(inputs) == 2 and all(sorted(i) == HOOK_INPUT_KEYS for i in inputs)
     assert inputs[0]["effort"] == {"level": "high"} and inputs[0]["session_id"] == session
     assert inputs[0]["prompt_id"] and inputs[0]["prompt_id"] == inputs[1]["prompt_id"]
@@ -204,8 +206,9 @@ def test_protocol_order_initialize_and_interrupt(workdir, tmp_path, path):
             cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         host = Host(proc, answer)
         try:
-            host.send({"type": "control_request", "request_id": "req_1_init", "request": {
-                "subtype": "initialize", "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"]}]}}})
+            hooks = {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"]}]}
+            host.send({"type": "control_request", "request_id": "req_1_init",
+                       "request": {"subtype": "initialize", "hooks": hooks}})
             init = host.wait_for(lambda m: m.get("type") == "control_response")["response"]
             for i in range(rounds):
                 host.send({"type": "user", "message": {"role": "user", "content": f"round {i}"},

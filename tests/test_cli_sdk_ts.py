@@ -29,8 +29,8 @@ from tests.test_cli import cli_env
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "tests" / "sdk_ts"
 # The real home, read at import (the autouse fixture points HOME at a temp dir for each test).
-CACHE_ROOT = Path(os.environ.get("DESKTOP_AGENT_SDK_TS_CACHE")
-                  or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "desktop-agent-tests" / "sdk_ts")
+_CACHE_HOME = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+CACHE_ROOT = Path(os.environ.get("DESKTOP_AGENT_SDK_TS_CACHE") or _CACHE_HOME / "desktop-agent-tests" / "sdk_ts")
 REAL_HOME = os.environ.get("HOME", str(Path.home()))
 
 pytestmark = pytest.mark.skipif(not (shutil.which("node") and shutil.which("npm")), reason="node/npm not installed")
