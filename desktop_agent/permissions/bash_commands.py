@@ -501,10 +501,8 @@ def _bashlex_text(command: str) -> str | None:
 
 @lru_cache(maxsize=2048)
 def _parse_cached(command: str) -> ParsedCommand:
-    try:
-        import bashlex
-    except ImportError as exc:  # pragma: no cover - a broken install must not allow anything
-        return ParsedCommand(False, error=str(exc))
+    import bashlex  # a missing parser is a start-up error, never a silent fallback
+
     src = command
     try:
         trees = bashlex.parse(command)
@@ -1134,6 +1132,9 @@ def _inspect_find(p: SimpleCommand, an: Analysis, depth: int) -> None:
         a = argv[i]
         if a in FIND_UNSAFE or a in ("-L", "-follow"):
             an.part_not_ro.add(id(p))
+        if a == "-delete":  # find -delete removes what it finds: an `rm` for the deny rules
+            roots = [w for _w, op in extract_paths(argv) if op == "read" for w in [_w]] or ["."]
+            an.nested.append(_synthetic(["rm", "-r", *roots]))
         if a in ("-exec", "-execdir", "-ok", "-okdir"):
             j = i + 1
             while j < len(argv) and argv[j] not in (";", "+", "\\;"):
@@ -1527,16 +1528,38 @@ def _recursive_targets(argv: list[str]) -> list[str]:
         return _non_options(args) or ["."]
     if head == "diff" and (_short_flag(args, "r") or "--recursive" in args):
         return _non_options(args)
-    if head in ("cp", "rsync", "scp", "zip", "tar") and (_short_flag(args, "rRac") or "--recursive" in args):
+    if head in ("cp", "rsync", "scp") and (_short_flag(args, "rRa") or "--recursive" in args or "--archive" in args):
         return [p for p, op in extract_paths(argv) if op == "read"] or _non_options(args)
+    if head in ("tar", "zip", "7z", "7za", "cpio", "pax", "bsdtar", "gtar"):
+        return _non_options(args)  # archivers read their operands recursively (an archive file is not walked)
     if head == "git":
-        _cdir, _ = _git_paths(argv)
         j = 1
         while j < len(argv) and argv[j].startswith("-"):
             j += 2 if argv[j] in ("-C", "-c", "--git-dir", "--work-tree") else 1
-        if j < len(argv) and argv[j] == "grep":
+        sub, rest = (argv[j], argv[j + 1:]) if j < len(argv) else ("", [])
+        if sub == "grep":
             return ["."]
+        if _git_shows_content(sub, rest) and "--" not in rest:
+            return [":gitroot"]  # file contents from anywhere in the repository (and its history)
     return []
+
+
+_GIT_NAMES_ONLY = frozenset({"--stat", "--name-only", "--name-status", "--shortstat", "--numstat", "--no-patch",
+                             "-s", "--summary", "--dirstat", "--raw", "--quiet", "--exit-code"})
+
+
+def _git_shows_content(sub: str, rest: list[str]) -> bool:
+    """``git log -p``, ``git show``, ``git diff``, ``git cat-file``, ``git archive``...: contents of files that
+    no pathspec names (a Read deny rule cannot be checked against them)."""
+    if any(a in _GIT_NAMES_ONLY for a in rest):
+        return False
+    if sub in ("log", "whatchanged", "reflog"):
+        return any(a in ("-p", "-u", "--patch", "-L", "--full-diff", "--cc", "-c") or a.startswith(("-L", "--patch"))
+                   for a in rest)
+    if sub == "stash":
+        return bool(rest) and rest[0] == "show" and any(a in ("-p", "-u", "--patch") for a in rest)
+    return sub in ("show", "diff", "cat-file", "archive", "format-patch", "bundle", "fast-export", "blame",
+                   "difftool", "range-diff", "annotate")
 
 
 _CRITICAL_TOP = frozenset({"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib64", "/opt", "/proc",
@@ -1826,7 +1849,11 @@ def _path_findings(command: str, parsed: ParsedCommand, ctx: ToolUseContext,
         if read_deny:
             for word in _recursive_targets(argv):
                 r, d = info.get(word, (word, "$" in word))
-                cands = None if d else _candidates(word, r, bases, an.glob_options, pc)
+                if word == ":gitroot":
+                    root = _git_root(bases[0] or ctx.cwd or "/")
+                    cands = [root] if os.path.isdir(os.path.join(root, ".git")) else []
+                else:
+                    cands = None if d else _candidates(word, r, bases, an.glob_options, pc)
                 for c in cands or []:
                     if _dir_has_denied(c, pc):
                         findings.append(_PathFinding("unverifiable", _unverifiable_sentence(
@@ -1951,7 +1978,8 @@ def _decide(command: str, input: dict[str, Any], ctx: ToolUseContext, pc: Any) -
         if exact is not None:
             return PermissionDecision(behavior="allow", decision_reason=DecisionReason(type="rule", rule=exact.rule))
         return PermissionDecision(behavior="passthrough", message=REQUIRES_APPROVAL,
-                                  decision_reason=DecisionReason(type="other", reason="the command could not be parsed"),
+                                  decision_reason=DecisionReason(type="other",
+                                                                 reason="the command could not be parsed"),
                                   suggestions=_suggest([], command))
     if not parsed.commands:
         return PermissionDecision(behavior="passthrough", message=REQUIRES_APPROVAL)

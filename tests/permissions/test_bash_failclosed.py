@@ -144,7 +144,8 @@ CASES: list[tuple[str, str, dict[str, list[str]], tuple[str, ...]]] = [
     ("env-ls", "env ls", NONE, NOT_RO),
     ("subst-ls", "echo $(ls)", NONE, NOT_RO),
     ("procsubst-ls", "cat <(ls)", NONE, NOT_RO),
-    ("find-delete", "find . -delete", NONE, NOT_RO),
+    ("find-delete", "find . -delete", NONE, (Q, Q, D, D, Q)),  # deletes the working dir: a safety check
+    ("find-delete-sub", "find sub -name '*.o' -delete", NONE, NOT_RO),
     ("find-L", "find -L . -name x", NONE, NOT_RO),
     ("cat-dynamic-path", "cat $F", NONE, NOT_RO),
     # --- reads of Read-denied files
@@ -186,6 +187,18 @@ CASES: list[tuple[str, str, dict[str, list[str]], tuple[str, ...]]] = [
     ("ls-R", "ls -R", SECRETS_DENY, FAIL_CLOSED_RO),
     ("git-grep", "git grep SECR", ENV_DENY, FAIL_CLOSED_RO),
     ("sh-script-with-read-deny", "sh script.sh", ENV_DENY, FAIL_CLOSED),
+    ("git-log-p-repo", "git log -p", ENV_DENY, FAIL_CLOSED_RO),
+    ("git-show-repo", "git show HEAD", ENV_DENY, FAIL_CLOSED_RO),
+    ("git-diff-repo", "git diff", ENV_DENY, FAIL_CLOSED_RO),
+    ("ro-git-diff-stat", "git diff --stat", ENV_DENY, RO),
+    ("ro-git-diff-pathspec", "git diff -- app.ts", ENV_DENY, RO),
+    ("find-delete-rm-deny", "find victim -delete", RM_DENY, DENY_ALL),
+    ("tar-dir", "tar czf /tmp/x.tgz .", ENV_DENY, FAIL_CLOSED),
+    ("cp-r-dir", "cp -r . /tmp/copy", ENV_DENY, FAIL_CLOSED),
+    ("ln-s-denied", "ln -s .env y", ENV_DENY, DENY_ALL),
+    ("cp-denied", "cp .env y", ENV_DENY, DENY_ALL),
+    ("diff-procsubst-read", "diff <(cat .env) app.ts", ENV_DENY, DENY_ALL),
+    ("exec-fd-read", "exec 3<.env; cat <&3", ENV_DENY, DENY_ALL),
     # --- reads outside the working directories
     ("symlink-dotdot-outside", "cat deep/../secret", NONE, ASK_OUTSIDE),
     ("find-H-outside", "find -H {out} -name x", NONE, ASK_OUTSIDE),
