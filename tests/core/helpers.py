@@ -88,6 +88,12 @@ class FakePrompter:
 
 
 def ctx_with(tools: list[Any], tmp_path, **kw: Any) -> ToolUseContext:
+    """A context for tool tests. Without a permission state the engine fails closed (default mode asks),
+    so tests about a tool's own behaviour get an explicit bypassPermissions state unless they pass one."""
+    if "permission_context" not in kw:
+        from desktop_agent.permissions.context import PermissionContext
+
+        kw["permission_context"] = PermissionContext(str(tmp_path), mode="bypassPermissions")
     return ToolUseContext(cwd=str(tmp_path), tools=tools, **kw)
 
 

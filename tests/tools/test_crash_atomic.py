@@ -28,9 +28,11 @@ CHILD = textwrap.dedent(f"""
     from desktop_agent.core.execution import run_tool_use
     from desktop_agent.tools.edit import EditTool
     from desktop_agent.tools.read import ReadTool
+    from desktop_agent.permissions.context import PermissionContext
 
     async def main(workdir):
-        ctx = ToolUseContext(cwd=workdir, tools=[ReadTool(), EditTool()])
+        ctx = ToolUseContext(cwd=workdir, tools=[ReadTool(), EditTool()],
+                             permission_context=PermissionContext(workdir, mode="bypassPermissions"))
         versions = [0] * {FILES}
         for i in range({FILES}):
             out = await run_tool_use({{"id": f"r{{i}}", "name": "Read", "input": {{"file_path": f"f{{i}}.txt", "offset": 1, "limit": 1}}}}, ctx)
