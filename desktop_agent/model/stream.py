@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from desktop_agent.core.input_guard import MAX_INPUT_DEPTH, clip_json_text
 from desktop_agent.model.client import StreamBroken
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -131,9 +132,9 @@ class MessageAccumulator:
         if block.get("type") == "tool_use":
             text = "".join(self._json.pop(index, []))
             if text.strip():
-                try:
-                    parsed = json.loads(text)
-                except ValueError as exc:
+                try:  # input nested deeper than a tool accepts is cut, so json never recurses past it
+                    parsed = json.loads(clip_json_text(text, MAX_INPUT_DEPTH + 1))
+                except (ValueError, RecursionError) as exc:
                     # Cut off by max_tokens (known only at message_delta) or a broken stream: the
                     # call never became a call; it is not returned, so nothing runs it.
                     del self.blocks[index]

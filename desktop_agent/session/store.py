@@ -28,6 +28,7 @@ from typing import Any, Iterable
 
 from desktop_agent import __version__
 from desktop_agent.config import projects_dir
+from desktop_agent.core.input_guard import clip_depth
 from desktop_agent.core.messages import _now_iso, new_uuid, text_of
 
 log = logging.getLogger(__name__)
@@ -212,7 +213,11 @@ class TranscriptStore:
 
     def _append_raw(self, obj: dict[str, Any]) -> None:
         fh = self._open()
-        fh.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
+        try:
+            text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        except RecursionError:  # a hostile value nested ~1,000 deep: the line keeps its shallow part
+            text = json.dumps(clip_depth(obj, 200), ensure_ascii=False, separators=(",", ":"))
+        fh.write(text.encode("utf-8") + b"\n")
         fh.flush()
 
     def contains(self, uuid: str) -> bool:

@@ -485,6 +485,18 @@ def format_bash_result(data: dict[str, Any]) -> tuple[str, bool]:
     return (text or NO_OUTPUT), is_error
 
 
+# Linux passes ``bash -c <command>`` as one argv string, capped at 32 pages (MAX_ARG_STRLEN).
+MAX_COMMAND_BYTES = 131_072 - 4096
+
+
+def command_too_long(command: str) -> str | None:
+    size = len(command.encode("utf-8", "surrogatepass"))
+    if size <= MAX_COMMAND_BYTES:
+        return None
+    return (f"The command is {size} bytes long; a command can be at most {MAX_COMMAND_BYTES} bytes. "
+            "Write long scripts or data to a file first and run that.")
+
+
 class BashTool(Tool):
     name = "Bash"
     input_model = BashInput
@@ -509,6 +521,10 @@ class BashTool(Tool):
     def summary(self, input: dict[str, Any]) -> str:
         command = input.get("command") if isinstance(input, dict) else None
         return command if isinstance(command, str) else ""
+
+    async def validate_input(self, input: BashInput, ctx: ToolUseContext) -> ValidationResult:
+        problem = command_too_long(input.command)  # before the command analysis parses megabytes
+        return ValidationResult.fail(problem, 1) if problem else ValidationResult.ok()
 
     async def check_permissions(self, input: BashInput, ctx: ToolUseContext) -> PermissionDecision:
         decision = bash_commands.check_bash_permission(input.model_dump(exclude_unset=True), ctx)

@@ -2,10 +2,12 @@
 
 Owns ``GlobTool`` and its input model. Lists files with ``rg --files --glob`` (gitignore-style glob
 semantics; hidden files included, VCS directories skipped; .gitignore NOT respected unless
-``CLAUDE_CODE_GLOB_NO_IGNORE=false``), orders them newest modification first (ties by path) in a
-worker thread, returns at most 100 paths relative to the working directory with the reference
+``CLAUDE_CODE_GLOB_NO_IGNORE=false``), drops every path a Read deny rule covers (``DenyFilter``:
+the path, its symlink target, or a directory above it; rg also gets exclude globs for the rules it
+can express), orders them oldest modification first (ties by path; App. A — Grep is newest first)
+in a worker thread, returns at most 100 paths relative to the working directory with the reference
 agent's truncation note. Concurrency-safe and read-only; the permission is a read permission on
-the searched directory.
+the searched directory (a denied one answers with the denied text).
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from typing import Any
 from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.permissions.paths import check_read_permission_for_tool
+from desktop_agent.permissions.paths import check_read_permission_for_tool, read_deny_globs
 from desktop_agent.permissions.types import PermissionDecision
 from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
-from desktop_agent.tools.ripgrep import (NewestFirst, RgResult, RipgrepError, run_rg, sort_newest_first, split_rel,
-                                         vcs_exclude_args)
+from desktop_agent.tools.ripgrep import (ByMtime, DenyFilter, RgResult, RipgrepError, rg_argument_problem, run_rg,
+                                         sort_by_mtime, split_rel, vcs_exclude_args)
 
 MAX_GLOB_RESULTS = 100
 TRUNCATED_NOTE = "(Results are truncated. Consider using a more specific path or pattern.)"
@@ -87,6 +89,10 @@ class GlobTool(Tool):
         return ctx.expand(input.path) if input.path else ctx.cwd
 
     async def validate_input(self, input: GlobInput, ctx: ToolUseContext) -> ValidationResult:
+        for parameter, value in (("pattern", input.pattern), ("path", input.path)):
+            problem = rg_argument_problem(parameter, value)
+            if problem is not None:
+                return ValidationResult.fail(problem, 3)
         if input.path:
             base = self._base(input, ctx)
             if not os.path.exists(base):
@@ -103,20 +109,25 @@ class GlobTool(Tool):
         directory, glob = split_pattern(input.pattern, self._base(input, ctx))
         if not os.path.isdir(directory):
             return ToolResult(data={"filenames": [], "numFiles": 0, "truncated": False})
+        # Read deny rules: rg skips what the globs can express; the filter drops everything they cover.
+        deny = DenyFilter.for_search(ctx, directory)
+        deny_globs: list[str] = []
+        for g in (read_deny_globs(directory, ctx) if deny is not None else []):
+            deny_globs += ["--glob", g]
         args = ["--no-config", "--no-messages", "--files", "--hidden"]
         if not respect_gitignore():
             args.append("--no-ignore")
-        args += ["--glob", glob or "*", *vcs_exclude_args()]
+        args += ["--glob", glob or "*", *vcs_exclude_args(), *deny_globs]
         if respect_gitignore():
             # rg's --glob overrides ignore files for the files it matches; keep only what rg lists unfiltered.
             everything_args = ["--no-config", "--no-messages", "--files", "--hidden", *vcs_exclude_args()]
             listed, everything = await asyncio.gather(run_rg(args, directory), run_rg(everything_args, directory))
             allowed = set(_lines(everything))
             paths = [p for p in _lines(listed) if p in allowed]
-            ordered = await asyncio.to_thread(sort_newest_first, paths, directory)
+            ordered = await asyncio.to_thread(sort_by_mtime, paths, directory, False, deny)
         else:
-            # Paths are stat'ed on a worker thread while rg is still listing.
-            collector = NewestFirst(directory)
+            # Paths are filtered and stat'ed on a worker thread while rg is still listing.
+            collector = ByMtime(directory, newest_first=False, deny=deny)
             result = await run_rg(args, directory, consumer=collector.add_lines)
             if result.returncode not in (0, 1) and not result.output_bytes and result.diagnostic:
                 raise RipgrepError(result.diagnostic)

@@ -3,10 +3,12 @@
 Owns ``GrepTool`` and its input model. Builds the rg command line (hidden files searched, VCS
 directories and .gitignore'd files skipped — as in rg, a ``glob`` that names an ignored file
 overrides the ignore — ``--max-columns 500``), orders files newest modification first (ties by
-path) in all three modes, paginates with ``head_limit`` (default 250, 0 = unlimited) and ``offset``,
-and formats the output exactly as App. A. The stat/grouping work runs on rg's reader thread while rg
-still searches (``ripgrep.run_rg``), never on the loop. Concurrency-safe and read-only; the
-permission is a read permission on the searched path.
+path) in all three modes, drops every file a Read deny rule covers (``DenyFilter``, in every mode,
+before counting and paging; rg also gets exclude globs where a rule translates), paginates with
+``head_limit`` (default 250, 0 = unlimited) and ``offset``, and formats the output exactly as
+App. A. The stat/grouping work runs on rg's reader thread while rg still searches
+(``ripgrep.run_rg``), never on the loop. Concurrency-safe and read-only; the permission is a read
+permission on the searched path (a denied one answers with the denied text).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.permissions.paths import check_read_permission_for_tool, is_path_denied, read_deny_globs
+from desktop_agent.permissions.paths import check_read_permission_for_tool, read_deny_globs
 from desktop_agent.permissions.types import PermissionDecision
 from desktop_agent.tools.base import ToolInput, ToolResult, ValidationResult, Tool
-from desktop_agent.tools.ripgrep import NewestFirst, RipgrepError, run_rg, split_rel, vcs_exclude_args
+from desktop_agent.tools.ripgrep import (DenyFilter, NewestFirst, RipgrepError, rg_argument_problem, run_rg, split_rel,
+                                         vcs_exclude_args)
 
 DEFAULT_HEAD_LIMIT = 250
 MAX_COLUMNS = 500
@@ -115,9 +118,10 @@ class _ContentCollector:
     kept only inside a file and put back between files. Runs on ``run_rg``'s worker thread.
     """
 
-    def __init__(self, cwd: str, context: bool):
-        self.files = NewestFirst(cwd)
+    def __init__(self, cwd: str, context: bool, deny: DenyFilter | None = None):
+        self.files = NewestFirst(cwd, deny)
         self.blocks: dict[str, list[str]] = {}
+        self.hidden: set[str] = set()  # files a Read deny rule covers: their lines are dropped
         self.context = context
         self.current: str | None = None
         self.block: list[str] = []
@@ -133,11 +137,17 @@ class _ContentCollector:
                 continue
             cut = line.find("\x00")
             path = line[:cut] if cut >= 0 else ""
+            if path in self.hidden:
+                self.pending_sep = False
+                continue
             if path != self.current:
                 block = self.blocks.get(path)
                 if block is None:
+                    if not self.files.add(path):
+                        self.hidden.add(path)
+                        self.pending_sep = False
+                        continue
                     block = self.blocks[path] = []
-                    self.files.add(path)
                 elif self.context:  # pragma: no cover - rg does not interleave files
                     block.append("--")
                 self.current, self.block = path, block
@@ -160,16 +170,16 @@ class _ContentCollector:
 class _CountCollector:
     """``path:count`` lines, files newest first."""
 
-    def __init__(self, cwd: str):
-        self.files = NewestFirst(cwd)
+    def __init__(self, cwd: str, deny: DenyFilter | None = None):
+        self.files = NewestFirst(cwd, deny)
         self.by_path: dict[str, str] = {}
 
     def feed(self, text: str) -> None:
         for line in text.split("\n"):
             if line:
                 path = line.rpartition(":")[0]
-                self.by_path[path] = line
-                self.files.add(path)
+                if self.files.add(path):
+                    self.by_path[path] = line
 
     def lines(self) -> list[str]:
         return [self.by_path[p] for p in self.files.ordered()]
@@ -201,6 +211,11 @@ class GrepTool(Tool):
         return ctx.expand(input.path) if input.path else ctx.cwd
 
     async def validate_input(self, input: GrepInput, ctx: ToolUseContext) -> ValidationResult:
+        for parameter, value in (("pattern", input.pattern), ("glob", input.glob), ("type", input.type),
+                                 ("path", input.path)):
+            problem = rg_argument_problem(parameter, value)
+            if problem is not None:
+                return ValidationResult.fail(problem, 3)
         if input.path:
             abs_path = self._search_path(input, ctx)
             if not os.path.exists(abs_path):
@@ -259,18 +274,22 @@ class GrepTool(Tool):
         offset = input.offset or 0
         # Results are ordered newest file first. The per-line work (stat, grouping) runs on a worker
         # thread while rg is still searching; a single-file content search needs none.
+        # Read deny rules: rg got exclude globs (build_args); this filter is the guarantee (every mode).
+        deny = DenyFilter.for_search(ctx, cwd, self._search_path(input, ctx))
         collector: Any = None
         consumer: Any = None
         if mode == "files_with_matches":
-            collector = NewestFirst(cwd)
+            collector = NewestFirst(cwd, deny)
             consumer = collector.add_lines
         elif mode == "count":
-            collector = _CountCollector(cwd)
+            collector = _CountCollector(cwd, deny)
             consumer = collector.feed
         elif not os.path.isfile(self._search_path(input, ctx)):
             uses_context = any(v for v in (input.context, input.around, input.before, input.after))
-            collector = _ContentCollector(cwd, uses_context)
+            collector = _ContentCollector(cwd, uses_context, deny)
             consumer = collector.feed
+        elif deny is not None and deny.denied(self._search_path(input, ctx)):
+            return ToolResult(data={"mode": "content", "numFiles": 0, "filenames": [], "content": "", "numLines": 0})
         result = await run_rg(args, cwd, consumer=consumer)
         if result.returncode not in (0, 1) and not result.output_bytes and result.diagnostic:
             raise RipgrepError(result.diagnostic)
@@ -298,8 +317,6 @@ class GrepTool(Tool):
             data = {"mode": "count", "numFiles": files, "filenames": [], "content": "\n".join(page),
                     "numMatches": total}
         else:
-            # Belt and braces for deny rules the globs could not express.
-            lines = [p for p in lines if not is_path_denied(os.path.join(cwd, p), "read", ctx)]
             page, applied_limit = apply_head_limit(lines, input.head_limit, offset)
             data = {"mode": "files_with_matches", "numFiles": len(page), "filenames": page}
         if applied_limit is not None:

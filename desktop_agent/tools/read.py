@@ -4,7 +4,9 @@ Owns reading a file for the model: text as ``<n>\\t<line>`` numbered lines (offs
 256 KB whole-file cap, the 25,000-token output cap), the ``file_unchanged`` stub for repeated reads,
 the empty / past-the-end notices, binary refusal (by extension and by content), images as base64
 image blocks (downscaled when Pillow is installed), PDFs through poppler's ``pdftotext``, Jupyter
-notebooks as cells with their outputs, and a sentence for directories. Every text read records what
+notebooks as cells with their outputs, and a sentence for directories. FIFOs, sockets and devices
+are refused, never opened for reading (``os.stat`` in ``validate_input``; files are opened with
+O_NONBLOCK and ``fstat``'ed, so a FIFO swapped in after the check cannot hang the read). Every text read records what
 the model saw in ``ctx.read_file_state``; Edit and Write rely on it.
 
 Nothing of a text Read runs on the event loop (the GUI's): stat and reading run on an I/O thread
@@ -171,7 +173,7 @@ def read_text_range(path: str, offset: int | None, limit: int | None) -> TextRan
     numbered output shows it; an empty file has 0 lines.
     """
     start = 0 if not offset else offset - 1
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         st = os.fstat(fh.fileno())
         if limit is not None and st.st_size > STREAM_THRESHOLD_BYTES:
             head = fh.read(3)
@@ -318,7 +320,7 @@ def _image_media_type(data: bytes, ext: str) -> str:
 
 def read_image(path: str) -> dict[str, Any]:
     """An image as base64, downscaled (Pillow) when it is too large in bytes or pixels."""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         data = fh.read()
     if not data:
         raise ToolError(f"Image file is empty: {path}")
@@ -517,6 +519,40 @@ async def run_cpu(fn: Any, *args: Any) -> Any:
     return await asyncio.get_running_loop().run_in_executor(_pool("cpu"), fn, *args)
 
 
+def special_file_message(abs_path: str, mode: int) -> str:
+    """Why a FIFO, socket or device is not read (opening or reading one can block forever or never end)."""
+    if stat.S_ISFIFO(mode):
+        kind = "a named pipe (FIFO)"
+    elif stat.S_ISSOCK(mode):
+        kind = "a socket"
+    elif stat.S_ISCHR(mode):
+        kind = "a character device"
+    elif stat.S_ISBLK(mode):
+        kind = "a block device"
+    else:
+        kind = "a special file"
+    return (f"Cannot read '{abs_path}': it is not a regular file (it is {kind}; reading it could block or "
+            "never end).")
+
+
+def open_regular(path: str) -> Any:
+    """``open(path, "rb")`` for a regular file only. Opened with O_NONBLOCK (opening a FIFO that a race put
+    in place of the file does not wait for a writer), then ``fstat``: anything but a regular file is
+    closed again and refused. For a regular file O_NONBLOCK changes nothing."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(21, "Is a directory", path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(special_file_message(path, st.st_mode))
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
 def stat_regular_file(abs_path: str, cwd: str) -> os.stat_result:
     """stat, turning a missing path, a directory or a special file into the model-facing errors."""
     try:
@@ -528,8 +564,15 @@ def stat_regular_file(abs_path: str, cwd: str) -> os.stat_result:
             f"{abs_path} is a directory, not a file. Use the Glob tool or Bash `ls` to list its contents.",
             wrap=False)
     if not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"Cannot read '{abs_path}': it is not a regular file (a device, socket or pipe).")
+        raise ToolError(special_file_message(abs_path, st.st_mode))
     return st
+
+
+def _stat_or_none(abs_path: str) -> os.stat_result | None:
+    try:
+        return os.stat(abs_path)
+    except (OSError, ValueError):
+        return None
 
 
 def _image_job(abs_path: str, cwd: str) -> dict[str, Any]:
@@ -554,7 +597,7 @@ def _io_job(abs_path: str, cwd: str, offset: int | None, limit: int | None, max_
             f"({fileio.format_file_size(MAX_FILE_SIZE_BYTES)}). {SIZE_TAIL}", wrap=False)
     if limit is not None and st.st_size > STREAM_THRESHOLD_BYTES:
         return "text", load_text(abs_path, offset, limit, max_tokens, sniff_ext=fileio.extension(abs_path))
-    with open(abs_path, "rb") as fh:
+    with open_regular(abs_path) as fh:
         data = fh.read()
         st = os.fstat(fh.fileno())
     return "bytes", (data, st.st_mtime_ns // 1_000_000, st.st_size)
@@ -604,6 +647,8 @@ class ReadTool(Tool):
                 return ValidationResult.fail(
                     f'Page range "{input.pages}" exceeds maximum of {PDF_MAX_PAGES_PER_READ} pages per request. '
                     "Please use a smaller range.", 8)
+        if "\x00" in input.file_path:  # run_tool_use refuses this first; a direct call gets it here
+            return ValidationResult.fail("The file path contains a NUL character (\\0), which no path can contain.", 10)
         abs_path = ctx.expand(input.file_path)
         if is_path_denied(abs_path, "read", ctx):
             return ValidationResult.fail(DENIED_MESSAGE, 1)
@@ -613,6 +658,11 @@ class ReadTool(Tool):
         if abs_path in BLOCKED_DEVICE_PATHS:
             return ValidationResult.fail(
                 f"Cannot read '{abs_path}': this device file would block or produce infinite output.", 9)
+        # FIFOs, sockets and devices are refused before any permission prompt (stat never blocks;
+        # ``call`` checks again on the opened descriptor).
+        st = await run_io(_stat_or_none, abs_path)
+        if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            return ValidationResult.fail(special_file_message(abs_path, st.st_mode), 9)
         return ValidationResult.ok()
 
     async def check_permissions(self, input: ReadInput, ctx: ToolUseContext) -> PermissionDecision:

@@ -2,7 +2,8 @@
 
 Owns ``find_rg`` (``rg`` next to ``sys.executable`` first — the pip ``ripgrep`` wheel puts it in the
 venv's ``bin`` — then ``shutil.which("rg")``), ``RipgrepNotFound`` with the sentence the model and
-the user see, ``run_rg`` and the newest-first ordering shared by Grep and Glob (``NewestFirst``).
+the user see, ``run_rg``, the modification-time orders of Grep (newest first) and Glob (oldest first,
+``ByMtime``), and ``DenyFilter``, which drops result paths a Read deny rule covers.
 
 ``run_rg`` starts rg as an asyncio subprocess (stdin /dev/null) and reads its stdout on a worker
 thread, optionally handing complete lines to a consumer there while rg still searches (stat'ing
@@ -19,7 +20,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
-from typing import Callable
+from typing import Any, Callable
 
 RG_NOT_FOUND_MESSAGE = (
     "ripgrep (rg) is not installed or could not be found: looked next to the Python executable and on PATH. "
@@ -31,6 +32,24 @@ RG_TIMEOUT_S = 60.0
 # Beyond this much output the search is stopped and what was read is used (Grep caps results anyway).
 RG_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 _HAND_OFF_BYTES = 64 * 1024
+
+
+# Linux caps one argv string at 32 pages (MAX_ARG_STRLEN, 128 KiB); longer patterns are refused up front.
+MAX_PATTERN_BYTES = 100_000
+
+
+def rg_argument_problem(parameter: str, value: str | None) -> str | None:
+    """Why ``value`` cannot be handed to rg as one argument (a NUL, or too long), or None."""
+    if not value:
+        return None
+    if "\x00" in value:
+        hint = " (to match a NUL byte, write \\x00 in the regular expression)" if parameter == "pattern" else ""
+        return f"The {parameter} contains a NUL character, which cannot be passed to ripgrep{hint}."
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_PATTERN_BYTES:
+        return (f"The {parameter} is {size} bytes long; ripgrep can be given at most {MAX_PATTERN_BYTES} bytes. "
+                "Use a shorter, distinctive part of it.")
+    return None
 
 
 class RipgrepNotFound(RuntimeError):
@@ -222,43 +241,142 @@ def split_rel(abs_path: str, cwd: str) -> str:
     return abs_path
 
 
-class NewestFirst:
+class ByMtime:
     """Collects paths (relative to ``cwd`` or absolute) with their mtimes as they arrive; ``ordered()``
-    gives them newest modification first, ties by path. Blocking work: call from a worker thread."""
+    gives them newest modification first (Grep) or oldest first (``newest_first=False``, Glob), ties
+    by path. A ``deny`` filter drops paths a Read deny rule covers before they are stat'ed.
+    Blocking work: call from a worker thread."""
 
-    def __init__(self, cwd: str):
+    def __init__(self, cwd: str, newest_first: bool = True, deny: DenyFilter | None = None):
         self.prefix = cwd.rstrip(os.sep) + os.sep
+        self.sign = -1.0 if newest_first else 1.0
+        self.deny = deny
         self.keys: list[tuple[float, str]] = []
 
-    def add(self, path: str) -> float:
+    def add(self, path: str) -> bool:
+        """Add one path; False (not added) when the deny filter covers it."""
+        if self.deny is not None and self.deny.denied(path):
+            return False
         try:
             mtime = os.stat(path if path.startswith(os.sep) else self.prefix + path).st_mtime
         except (OSError, ValueError):
             mtime = 0.0
-        self.keys.append((-mtime, path))
-        return mtime
+        self.keys.append((self.sign * mtime, path))
+        return True
 
     def add_lines(self, text: str) -> None:
         """A consumer for ``run_rg``: one path per line."""
         stat = os.stat
         prefix = self.prefix
         append = self.keys.append
+        sign = self.sign
+        denied = self.deny.denied if self.deny is not None else None
         for path in text.split("\n"):
-            if not path:
+            if not path or (denied is not None and denied(path)):
                 continue
             try:
                 mtime = stat(path if path.startswith(os.sep) else prefix + path).st_mtime
             except (OSError, ValueError):
                 mtime = 0.0
-            append((-mtime, path))
+            append((sign * mtime, path))
 
     def ordered(self) -> list[str]:
         self.keys.sort()
         return [p for _, p in self.keys]
 
 
-def sort_newest_first(paths: list[str], cwd: str) -> list[str]:
-    """Newest modification first, ties by path (blocking: run in a thread)."""
-    collector = NewestFirst(cwd)
+class NewestFirst(ByMtime):
+    """``ByMtime`` newest first (Grep's order)."""
+
+    def __init__(self, cwd: str, deny: DenyFilter | None = None):
+        super().__init__(cwd, True, deny)
+
+
+def sort_by_mtime(paths: list[str], cwd: str, newest_first: bool = True, deny: DenyFilter | None = None) -> list[str]:
+    """Newest (or oldest) modification first, ties by path, denied paths dropped (blocking: run in a thread)."""
+    collector = ByMtime(cwd, newest_first, deny)
     collector.add_lines("\n".join(paths))
     return collector.ordered()
+
+
+def sort_newest_first(paths: list[str], cwd: str) -> list[str]:
+    """Newest modification first, ties by path (blocking: run in a thread)."""
+    return sort_by_mtime(paths, cwd)
+
+
+class DenyFilter:
+    """Which result paths of a search a Read deny rule covers (issue 12 item 3): the guarantee that Grep
+    and Glob never show a name or a line from a denied file, whatever the pattern.
+
+    Paths are as rg prints them, relative to ``root`` (the directory rg ran in) or absolute. A path is
+    denied when a Read deny rule covers it *or* its symlink-resolved target (``matching_path_rule`` on
+    both forms), or covers a directory between the search base and it (``Read(./secrets)`` hides
+    ``secrets/key``). Directory answers and resolved directories are cached, so a big listing costs
+    about one ``lstat`` per file. Build it on the event loop (``for_search``: it warms the rule
+    matcher), then call ``denied`` from one worker thread.
+    """
+
+    def __init__(self, pc: Any, root: str, base: str):
+        self.pc = pc
+        self.root = os.path.normpath(root)
+        self.prefix = self.root.rstrip(os.sep) + os.sep
+        self.base = os.path.normpath(base)  # the search root the permission check already passed
+        self._dirs: dict[str, bool] = {}
+        self._real: dict[str, str] = {}
+
+    @classmethod
+    def for_search(cls, ctx: Any, root: str, base: str | None = None) -> DenyFilter | None:
+        """A filter for a search run in ``root`` (None when no Read deny rule exists)."""
+        from desktop_agent.permissions.paths import matching_path_rule
+
+        pc = getattr(ctx, "permission_context", None)
+        if pc is None or not hasattr(pc, "content_rules") or not pc.content_rules("deny", "Read"):
+            return None
+        matching_path_rule(pc, root, "read", "deny", is_dir=True)  # builds and caches the matcher here
+        return cls(pc, root, base or root)
+
+    def _realdir(self, d: str) -> str:
+        real = self._real.get(d)
+        if real is None:
+            try:
+                real = os.path.realpath(d)
+            except (OSError, ValueError):
+                real = d
+            self._real[d] = real
+        return real
+
+    def _rule(self, path: str, real: str, is_dir: bool) -> bool:
+        from desktop_agent.permissions.paths import matching_path_rule
+
+        checked = [path] if real == path else [path, real]
+        return matching_path_rule(self.pc, path, "read", "deny", checked=checked, is_dir=is_dir) is not None
+
+    def _dir_denied(self, d: str) -> bool:
+        """``d`` or a directory between the search base and it is denied (cached; iterative)."""
+        chain: list[str] = []
+        while d not in self._dirs:
+            parent = os.path.dirname(d)
+            if d == self.base or parent == d:
+                self._dirs[d] = False
+                break
+            chain.append(d)
+            d = parent
+        hit = self._dirs[d]
+        for x in reversed(chain):  # from the outermost down
+            hit = hit or self._rule(x, self._realdir(x), True)
+            self._dirs[x] = hit
+        return hit
+
+    def denied(self, path: str) -> bool:
+        full = path if path.startswith(os.sep) else self.prefix + path
+        full = os.path.normpath(full)
+        directory, name = os.path.split(full)
+        if self._dir_denied(directory):
+            return True
+        real = os.path.join(self._realdir(directory), name)
+        try:
+            if os.path.islink(full):
+                real = os.path.realpath(full)
+        except (OSError, ValueError):
+            pass
+        return self._rule(full, real, False)

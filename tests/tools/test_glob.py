@@ -8,6 +8,7 @@ import os
 import pytest
 
 from desktop_agent.core.context import ToolUseContext
+from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.core.execution import run_tool_use
 from desktop_agent.tools.glob import TRUNCATED_NOTE, GlobInput, GlobTool, split_pattern
 from desktop_agent.tools.registry import default_tools
@@ -33,20 +34,29 @@ def ws(tmp_path):
 
 
 def glob(ws, inp, cwd=None, **kw):
+    kw.setdefault("permission_context", PermissionContext(str(cwd or ws), mode="bypassPermissions"))
     ctx = ToolUseContext(cwd=str(cwd or ws), tools=default_tools(), **kw)
     out = run(run_tool_use({"type": "tool_use", "id": "toolu_glob", "name": "Glob", "input": inp}, ctx))
     assert out.block["tool_use_id"] == "toolu_glob"
     return out
 
 
-def test_relative_paths_newest_first(ws):
+def test_relative_paths_oldest_first(ws):
+    """App. A: Glob lists oldest modification first (Grep is newest first)."""
     out = glob(ws, {"pattern": "src/*.py"})
-    assert not out.is_error and out.block["content"] == "src/b.py\nsrc/a.py"
+    assert not out.is_error and out.block["content"] == "src/a.py\nsrc/b.py"
 
 
-def test_recursive_pattern_newest_first(ws):
+def test_recursive_pattern_oldest_first(ws):
     out = glob(ws, {"pattern": "**/*.py"})
-    assert out.block["content"] == "src/deep/c.py\nsrc/b.py\nsrc/a.py\ntop.py"
+    assert out.block["content"] == "top.py\nsrc/a.py\nsrc/b.py\nsrc/deep/c.py"
+
+
+def test_equal_mtimes_are_ordered_by_path(ws):
+    for rel in ("src/b.py", "src/a.py", "top.py"):
+        set_mtime(ws / rel, 1_650_000_000)
+    out = glob(ws, {"pattern": "**/*.py"})
+    assert out.block["content"] == "src/deep/c.py\nsrc/a.py\nsrc/b.py\ntop.py"
 
 
 def test_no_files_found(ws):
@@ -56,17 +66,21 @@ def test_no_files_found(ws):
 
 def test_path_argument_and_paths_relative_to_cwd(ws):
     assert glob(ws, {"pattern": "*.py", "path": "src/deep"}).block["content"] == "src/deep/c.py"
-    assert glob(ws, {"pattern": "./src/*.py"}).block["content"] == "src/b.py\nsrc/a.py"
+    assert glob(ws, {"pattern": "./src/*.py"}).block["content"] == "src/a.py\nsrc/b.py"
 
 
 def test_absolute_pattern_and_outside_dir(ws, tmp_path):
     out = glob(ws, {"pattern": str(ws / "src" / "**" / "*.py")})
-    assert out.block["content"] == "src/deep/c.py\nsrc/b.py\nsrc/a.py"
+    assert out.block["content"] == "src/a.py\nsrc/b.py\nsrc/deep/c.py"
     other = tmp_path / "other"
     other.mkdir()
     (other / "o.txt").write_text("")
-    assert glob(ws, {"pattern": "*.txt", "path": str(other)}).block["content"] == str(other / "o.txt")
-    assert glob(ws, {"pattern": "../other/*.txt"}).block["content"] == str(other / "o.txt")
+    from desktop_agent.permissions.context import PermissionContext
+
+    pc = PermissionContext(str(ws), additional_dirs=[str(other)])  # no permission state would ask outside ws
+    assert glob(ws, {"pattern": "*.txt", "path": str(other)}, permission_context=pc).block["content"] == str(
+        other / "o.txt")
+    assert glob(ws, {"pattern": "../other/*.txt"}, permission_context=pc).block["content"] == str(other / "o.txt")
 
 
 def test_does_not_respect_gitignore_by_default_but_skips_vcs(ws, monkeypatch):
@@ -78,7 +92,7 @@ def test_does_not_respect_gitignore_by_default_but_skips_vcs(ws, monkeypatch):
     set_mtime(ws / "ignored.py", 1_700_000_000)
     set_mtime(ws / ".hidden.py", 1_700_000_001)
     out = glob(ws, {"pattern": "*.py"}).block["content"].split("\n")
-    assert out[:2] == [".hidden.py", "ignored.py"] and ".git/HEAD.py" not in out and len(out) == 6
+    assert out[-2:] == ["ignored.py", ".hidden.py"] and ".git/HEAD.py" not in out and len(out) == 6
     monkeypatch.setenv("CLAUDE_CODE_GLOB_NO_IGNORE", "false")
     out = glob(ws, {"pattern": "*.py"}).block["content"].split("\n")
     assert "ignored.py" not in out and ".hidden.py" in out
@@ -93,7 +107,7 @@ def test_at_most_100_with_truncation_note(tmp_path):
         set_mtime(p, 1_600_000_000 + i)
     out = glob(d, {"pattern": "*.txt"})
     lines = out.block["content"].split("\n")
-    assert lines[:100] == [f"f{i:03d}.txt" for i in range(149, 49, -1)]
+    assert lines[:100] == [f"f{i:03d}.txt" for i in range(100)]  # the 100 oldest
     assert lines[100:] == ["(Results are truncated. Consider using a more specific path or pattern.)"]
     assert lines[100] == TRUNCATED_NOTE
     assert out.data["truncated"] is True and out.data["numFiles"] == 100
