@@ -108,6 +108,7 @@ class AgentController(QObject):
         self.status_detail = ""
         self.tokens = 0
         self.cost = 0.0
+        self.base_tokens, self.base_cost = 0, 0.0  # a resumed session's usage before this window
         self.turn_index = 0
         self.current_dialog: Any = None
         self.notifier: Callable[[str, str], None] | None = None
@@ -138,9 +139,17 @@ class AgentController(QObject):
         self.session = session
         self.cwd = cwd or getattr(session, "cwd", None)
         self.tokens, self.cost, self.turn_index = 0, 0.0, 0
+        self.base_tokens, self.base_cost = 0, 0.0
         self.usage_changed.emit(0, 0.0)
         self._set_status(IDLE)
         self.session_changed.emit(session)
+
+    def set_usage_base(self, tokens: int, cost: float, turns: int = 0) -> None:
+        """What a resumed session used before (from its transcript): the totals continue from it."""
+        self.base_tokens, self.base_cost = int(tokens), float(cost)
+        self.tokens, self.cost = self.base_tokens, self.base_cost
+        self.turn_index = max(self.turn_index, turns)
+        self.usage_changed.emit(self.tokens, self.cost)
 
     @property
     def busy(self) -> bool:
@@ -261,7 +270,8 @@ class AgentController(QObject):
             self.permission_resolved.emit(event)
         elif isinstance(event, ev.Usage):
             if event.session_tokens or event.session_cost_usd:
-                self.tokens, self.cost = event.session_tokens, event.session_cost_usd
+                self.tokens = self.base_tokens + event.session_tokens
+                self.cost = self.base_cost + event.session_cost_usd
             else:
                 self.tokens += event.input_tokens + event.output_tokens + event.cache_read_input_tokens \
                     + event.cache_creation_input_tokens

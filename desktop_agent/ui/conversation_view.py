@@ -1051,8 +1051,9 @@ class ConversationView(QScrollArea):
                         if not isinstance(block, dict):
                             continue
                         if block.get("type") == "tool_result":
+                            data = entry.get("toolUseResult")  # the tool's structured result (patches)
                             ops.append(("result", str(block.get("tool_use_id")), block.get("content"),
-                                        bool(block.get("is_error"))))
+                                        bool(block.get("is_error")), data if isinstance(data, dict) else None))
                         elif block.get("type") == "text" and not entry.get("isMeta"):
                             text = block.get("text", "")
                             ops.append(("notice", text) if text.startswith("[Request interrupted") else ("user", text))
@@ -1088,7 +1089,7 @@ class ConversationView(QScrollArea):
                 names[op[1]] = op[2]
                 self.start_tool(op[1], op[2], op[3])
             elif kind == "result" and op[1] in self.cards:
-                self.finish_tool(op[1], names.get(op[1], ""), op[2], op[3])
+                self.finish_tool(op[1], names.get(op[1], ""), op[2], op[3], op[4] if len(op) > 4 else None)
             elif kind == "notice":
                 self.add_banner("interrupted", self.tr("Interrupted by you."))
         self.close_text()

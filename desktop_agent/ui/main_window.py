@@ -94,6 +94,46 @@ def _read_history(folder: str, session_id: str) -> list[dict[str, Any]] | None:
         return None
 
 
+def transcript_usage(entries: list[dict[str, Any]]) -> tuple[int, float]:
+    """Tokens and cost of a transcript's model replies (each reply counted once, by message id)."""
+    from desktop_agent.model.pricing import CostTracker
+
+    tracker = CostTracker()
+    seen: set[str] = set()
+    for e in entries:
+        if e.get("type") != "assistant":
+            continue
+        msg = e.get("message") or {}
+        usage = msg.get("usage")
+        mid = str(msg.get("id") or e.get("uuid") or id(e))
+        if not isinstance(usage, dict) or mid in seen:
+            continue
+        seen.add(mid)
+        tracker.add(str(msg.get("model") or ""), usage)
+    return tracker.total_tokens, tracker.cost_usd
+
+
+def _discard_if_empty(session: Any) -> bool:
+    """Remove the file of a session that never got a message (opened, then left): a session exists
+    from its first prompt, not from each launch."""
+    path = getattr(session, "transcript_path", "") or ""
+    if not path or not os.path.exists(path):
+        return False
+    try:
+        from desktop_agent.session.store import count_transcript_messages, read_transcript
+
+        if count_transcript_messages(read_transcript(path, full=True)) > 0:
+            return False
+        store = getattr(session, "store", None)
+        if store is not None and hasattr(store, "close"):
+            store.close()
+        os.unlink(path)
+        return True
+    except Exception:
+        log.exception("could not remove the empty session %s", path)
+        return False
+
+
 def prewarm_engine() -> None:
     """Import the engine and the API client on a worker thread, so opening a folder does not wait."""
     import threading
@@ -185,6 +225,7 @@ class MainWindow(QMainWindow):
         self.bypass_box: QMessageBox | None = None
         self._saved_default_mode: str | None = None
         self.wanted_folder: str | None = None  # the folder asked for whose session could not open yet
+        self._history_stats: tuple[int, float, int] | None = None
         self._build()
         self._wire()
         self._restore_state()
@@ -502,6 +543,8 @@ class MainWindow(QMainWindow):
         self.save_state()
         if self.controller.busy:
             self.controller.stop()
+        elif self.controller.session is not None and not self.demo:
+            _discard_if_empty(self.controller.session)
         super().closeEvent(event)
 
     # ----- folder and session ------------------------------------------------------------------
@@ -532,6 +575,8 @@ class MainWindow(QMainWindow):
         self.wanted_folder = folder
         if self.controller.busy:
             self.controller.stop()
+        if self.controller.session is not None and not self.demo:
+            _discard_if_empty(self.controller.session)
         trusted = await self._ask_trust(folder)
         if trusted is None:
             return False
@@ -545,6 +590,7 @@ class MainWindow(QMainWindow):
         kwargs.setdefault("permission_mode", self.permission_mode)
         self.conversation.clear()
         self.diff_panel.clear()
+        self._history_stats = None
         self.conversation.cwd = folder
         self.diff_panel.cwd = folder
         replayed = False
@@ -582,6 +628,9 @@ class MainWindow(QMainWindow):
             self.replay_history(session)
         elif not resume:
             self._show_empty()
+        if resume and self._history_stats is not None:  # totals and turn numbers continue from the transcript
+            tokens, cost, turns = self._history_stats
+            self.controller.set_usage_base(tokens, cost, turns)
         self._refresh_sessions(current=getattr(session, "session_id", None))
         self._add_recent(folder)
         self._update_title()
@@ -593,6 +642,7 @@ class MainWindow(QMainWindow):
     def _session_failed(self, folder: str, exc: Exception) -> None:
         name = type(exc).__name__
         text = str(exc) or name
+        log.warning("could not open a session in %s: %s: %s", folder, name, text)
         self.conversation.cwd = folder
         if name == "ConfigError" or "API key" in text:
             self.conversation.add_banner(
@@ -658,6 +708,7 @@ class MainWindow(QMainWindow):
             infos = []
         import time as _time
 
+        infos = [i for i in infos if i.message_count > 0 or i.session_id == current]  # no empty launches
         if not infos:
             hint = QListWidgetItem(self.tr("No earlier sessions\nin this folder"))
             hint.setFlags(Qt.ItemFlag.NoItemFlags)
@@ -665,7 +716,7 @@ class MainWindow(QMainWindow):
         for info in sorted(infos, key=lambda i: -i.mtime):
             when = _time.strftime("%d %b %H:%M", _time.localtime(info.mtime))
             title = (info.first_prompt or self.tr("(empty)")).strip().splitlines()[0] if info.first_prompt else \
-                self.tr("(no messages yet)")
+                self.tr("(new session)")
             item = QListWidgetItem(f"{'● ' if info.session_id == current else ''}{title[:48]}\n{when}")
             item.setData(Qt.ItemDataRole.UserRole, info.session_id)
             item.setToolTip(f"{title}\n{info.message_count} messages · {info.session_id}")
@@ -679,13 +730,44 @@ class MainWindow(QMainWindow):
             self.open_folder_soon(self.folder, resume=sid)
 
     def replay_history(self, session: Any = None, entries: list[dict[str, Any]] | None = None) -> None:
-        """Render a resumed transcript: prompts, text, tool cards with their results (the newest part)."""
+        """Render a resumed transcript: prompts, text, tool cards with their results and +/− summaries
+        (the newest part), and the changes panel rebuilt from the structured patches of every Edit and
+        Write (``toolUseResult``); remembers its tokens, cost and turns for the status bar."""
         if entries is None:
             try:
                 entries = session.history() if hasattr(session, "history") else list(session.messages)
             except Exception:
                 entries = list(getattr(session, "messages", []))
-        self.conversation.replay(self.conversation.history_ops(entries))
+        ops = self.conversation.history_ops(entries)
+        self.conversation.replay(ops)
+        turns = self._rebuild_changes(ops)
+        try:
+            tokens, cost = transcript_usage(entries)
+        except Exception:
+            log.exception("could not sum the transcript's usage")
+            tokens, cost = 0, 0.0
+        self._history_stats = (tokens, cost, turns)
+        self.controller.set_usage_base(tokens, cost, turns)
+
+    def _rebuild_changes(self, ops: list[tuple]) -> int:
+        """Feed the changes panel the finished file changes of a transcript, as the live turn did.
+        Returns the number of turns (user prompts)."""
+        panel = self.diff_panel
+        names: dict[str, str] = {}
+        turn = 0
+        panel.render = lambda: None  # type: ignore[method-assign]  # one render at the end, not one per change
+        try:
+            for op in ops:
+                if op[0] == "user":
+                    turn += 1
+                elif op[0] == "tool":
+                    names[op[1]] = op[2]
+                elif op[0] == "result" and len(op) > 4 and op[4] is not None:
+                    panel.on_tool_finished(op[1], names.get(op[1], ""), op[3], op[4], max(1, turn), op[2])
+        finally:
+            del panel.render
+        panel.render()
+        return turn
 
     # ----- sending -----------------------------------------------------------------------------
     def send(self, text: str) -> None:

@@ -331,3 +331,66 @@ def test_mono_font_falls_back_when_the_system_fixed_font_is_proportional(qapp, m
     font = cv.mono_font()
     assert cv.is_fixed_pitch(font) and font.family() == "DejaVu Sans Mono"
     monkeypatch.setattr(cv, "_MONO", [])  # the next test gets the real one
+
+
+# ----- 4. resume rebuilds the changes panel; a session exists from its first prompt -------------------------
+def test_resume_rebuilds_changes_panel_card_summaries_and_tokens(qtbot, qloop, make_window, workdir, fake):
+    from tests.fakes.anthropic_server import tool_use
+
+    app_ts, new_py = workdir / "app.ts", workdir / "new.py"
+    fake.script([
+        reply(tool_use("Read", {"file_path": str(app_ts)}, id="toolu_read"), usage={"input_tokens": 0, "output_tokens": 0}),
+        reply(tool_use("Edit", {"file_path": str(app_ts), "old_string": "export const value = 1",
+                                "new_string": "export const value = 2"}, id="toolu_edit"),
+              usage={"input_tokens": 1000, "output_tokens": 200}),
+        reply(tool_use("Write", {"file_path": str(new_py), "content": "a = 1\nb = 2\n"}, id="toolu_write"),
+              usage={"input_tokens": 1500, "output_tokens": 100}),
+        reply(text("Done."), usage={"input_tokens": 1600, "output_tokens": 20}),
+    ])
+    win = make_window()
+    win.request_mode("acceptEdits")
+
+    async def scenario():
+        assert await win.open_folder(str(workdir))
+        win.send("Change value and add new.py")
+        await asyncio.wait_for(win.controller._task, 10)
+        live = (win.controller.tokens, round(win.controller.cost, 6), win.diff_panel.text_content())
+        sid = win.controller.session.session_id
+        assert await win.open_folder(str(workdir))  # a fresh session: empty panel, zero tokens
+        assert not win.diff_panel.changes and win.controller.tokens == 0
+        empty_path = win.controller.session.transcript_path
+        assert await win.open_folder(str(workdir), resume=sid)
+        return live, sid, empty_path
+
+    (tokens, cost, panel_before), sid, empty_path = qloop.run_until_complete(scenario())
+    fake.assert_done()
+    assert tokens == 1000 + 200 + 1500 + 100 + 1600 + 20
+    changes = win.diff_panel.changes
+    assert [c.tool for c in changes] == ["Edit", "Write"]
+    assert changes[0].counts == (1, 1) and changes[1].counts == (2, 0)
+    assert all(c.status == "applied" for c in changes)
+    assert "export const value = 2" in win.diff_panel.text_content()
+    assert win.conversation.cards["toolu_edit"].summary == "+1 \u22121"
+    assert win.conversation.cards["toolu_write"].summary == "+2 \u22120"
+    assert win.controller.tokens == tokens and round(win.controller.cost, 6) == cost
+    assert "4.4k tokens" in win.usage_label.text()
+    assert win.controller.turn_index == 1
+    # the fresh session left in between never got a prompt: no file, no "(no messages yet)" row
+    import os
+
+    assert not os.path.exists(empty_path)
+    rows = [win.sessions.item(i).text() for i in range(win.sessions.count())]
+    assert len(rows) == 1 and "Change value" in rows[0] and "no messages" not in " ".join(rows)
+
+
+def test_an_unused_session_leaves_no_file_when_the_window_closes(qtbot, qloop, make_window, workdir):
+    import os
+
+    from desktop_agent.agent import AgentSession
+
+    win = make_window()
+    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    path = win.controller.session.transcript_path
+    win.close()
+    assert not os.path.exists(path)
+    assert AgentSession.list_sessions(str(workdir)) == []
