@@ -440,7 +440,7 @@ class StdioPrompter:
                     pass
             updated = response.get("updatedInput")
             return PermissionReply(behavior="allow", updated_input=updated if isinstance(updated, dict) and updated
-                                   else None, updated_permissions=updates)
+                                   else None, updated_permissions=updates, **_rejected_hunks(response))
         if response.get("interrupt") and self.on_interrupt is not None:
             asyncio.get_running_loop().call_soon(self.on_interrupt)
         return PermissionReply(behavior="deny", message=str(response.get("message") or USER_DENIED_MESSAGE),
@@ -451,6 +451,23 @@ def _describe(request: Any) -> str:
     path = request.file_path or (request.input or {}).get("file_path") or (request.input or {}).get("path")
     if isinstance(path, str) and path:
         return os.path.basename(path)
+def _rejected_hunks(response: dict[str, Any]) -> dict[str, Any]:
+    """``rejectedHunks`` ([[start, end], …], original lines, 1-based inclusive) and ``totalHunks`` of an
+    allow reply that took only some hunks, for the tool_result's sentence; malformed values are ignored."""
+    raw = response.get("rejectedHunks")
+    if not isinstance(raw, list) or not raw:
+        return {}
+    ranges = []
+    for item in raw:
+        if not (isinstance(item, (list, tuple)) and len(item) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in item) and 1 <= item[0] <= item[1]):
+            return {}
+        ranges.append((item[0], item[1]))
+    total = response.get("totalHunks")
+    ok = isinstance(total, int) and not isinstance(total, bool) and total >= len(ranges)
+    return {"rejected_hunks": ranges, "total_hunks": total if ok else len(ranges)}
+
+
     command = (request.input or {}).get("command")
     return str(command) if isinstance(command, str) else ""
 

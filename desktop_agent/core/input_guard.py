@@ -1,11 +1,12 @@
 """Tool input no schema check should ever see, and JSON depth measured without recursion (issue 12 item 7).
 
 Owns ``hostile_input_error`` (run by ``run_tool_use`` before pydantic: over-deep input, a NUL in a
-path parameter, a path parameter longer than any path), ``MAX_INPUT_DEPTH`` (how many levels of objects and arrays a tool input may have; deeper input
-is an InputValidationError), ``too_deep`` (the first over-deep path of a Python value, iterative),
-``clip_json_text`` (JSON text whose values nested deeper than a limit are replaced by a marker
-string, so ``json.loads`` never recurses that far: the model's stream parser uses it) and
-``clip_depth`` (the same on a Python value, for writers that ``json.dumps`` what they were given).
+path parameter, a path parameter longer than any path), ``MAX_INPUT_DEPTH`` (how many levels of
+objects and arrays a tool input may have; deeper input is an InputValidationError), ``too_deep``
+(the first over-deep path of a Python value, iterative), ``clip_json_text`` (JSON text whose values
+nested deeper than a limit are replaced by a marker string, so ``json.loads`` never recurses that
+far: the model's stream parser uses it) and ``clip_depth`` (the same on a Python value, for writers
+that ``json.dumps`` what they were given).
 
 Python's ``json`` recurses once per level and raises ``RecursionError`` near 1,000 levels; a model
 that sends a tool input nested 10,000 levels deep must get an error tool_result, not a crash.

@@ -19,11 +19,11 @@ from typing import Any
 from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.permissions.paths import check_read_permission_for_tool, read_deny_globs
+from desktop_agent.permissions.paths import check_read_permission_for_tool
 from desktop_agent.permissions.types import PermissionDecision
 from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
-from desktop_agent.tools.ripgrep import (ByMtime, DenyFilter, RgResult, RipgrepError, rg_argument_problem, run_rg,
-                                         sort_by_mtime, split_rel, vcs_exclude_args)
+from desktop_agent.tools.ripgrep import (ByMtime, DenyFilter, RgResult, RipgrepError, deny_exclude_args,
+                                         rg_argument_problem, run_rg, sort_by_mtime, split_rel, vcs_exclude_args)
 
 MAX_GLOB_RESULTS = 100
 TRUNCATED_NOTE = "(Results are truncated. Consider using a more specific path or pattern.)"
@@ -111,9 +111,7 @@ class GlobTool(Tool):
             return ToolResult(data={"filenames": [], "numFiles": 0, "truncated": False})
         # Read deny rules: rg skips what the globs can express; the filter drops everything they cover.
         deny = DenyFilter.for_search(ctx, directory)
-        deny_globs: list[str] = []
-        for g in (read_deny_globs(directory, ctx) if deny is not None else []):
-            deny_globs += ["--glob", g]
+        deny_globs = deny_exclude_args(ctx, directory) if deny is not None else []
         args = ["--no-config", "--no-messages", "--files", "--hidden"]
         if not respect_gitignore():
             args.append("--no-ignore")

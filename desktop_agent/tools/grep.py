@@ -20,11 +20,11 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.permissions.paths import check_read_permission_for_tool, read_deny_globs
+from desktop_agent.permissions.paths import check_read_permission_for_tool, is_inside
 from desktop_agent.permissions.types import PermissionDecision
 from desktop_agent.tools.base import ToolInput, ToolResult, ValidationResult, Tool
-from desktop_agent.tools.ripgrep import (DenyFilter, NewestFirst, RipgrepError, rg_argument_problem, run_rg, split_rel,
-                                         vcs_exclude_args)
+from desktop_agent.tools.ripgrep import (DenyFilter, NewestFirst, RipgrepError, deny_exclude_args, rg_argument_problem,
+                                         run_rg, split_rel, vcs_exclude_args)
 
 DEFAULT_HEAD_LIMIT = 250
 MAX_COLUMNS = 500
@@ -259,9 +259,10 @@ class GrepTool(Tool):
         if input.type:
             args += ["--type", input.type]
         args += _glob_args(input.glob)
-        # Read deny rules: rg never opens a denied file (later globs take precedence over the user's).
-        for deny in read_deny_globs(self._search_path(input, ctx), ctx):
-            args += ["--glob", deny]
+        # Read deny rules: rg skips the files the globs express (later globs take precedence over the
+        # user's); rg matches globs against paths relative to its cwd, so only for a search inside it.
+        if is_inside(self._search_path(input, ctx), ctx.cwd):
+            args += deny_exclude_args(ctx, ctx.cwd)
         args += ["--regexp", input.pattern]
         target = split_rel(self._search_path(input, ctx), ctx.cwd)
         if target:

@@ -304,6 +304,22 @@ def sort_newest_first(paths: list[str], cwd: str) -> list[str]:
     return sort_by_mtime(paths, cwd)
 
 
+def deny_exclude_args(ctx: Any, rg_cwd: str) -> list[str]:
+    """``--glob !…`` arguments for the Read deny rules, relative to the directory rg runs in (rg matches
+    globs against the paths it prints, relative to its cwd). Only an efficiency: ``DenyFilter`` is the
+    guarantee. A glob without a slash would match at any depth in rg (``!.env`` hides ``sub/.env`` too),
+    so it is anchored with a leading ``/``."""
+    from desktop_agent.permissions.paths import read_deny_globs
+
+    args: list[str] = []
+    for glob in read_deny_globs(rg_cwd, ctx):
+        body = glob[1:]
+        if "/" not in body.rstrip("/"):
+            body = "/" + body
+        args += ["--glob", "!" + body]
+    return args
+
+
 class DenyFilter:
     """Which result paths of a search a Read deny rule covers (issue 12 item 3): the guarantee that Grep
     and Glob never show a name or a line from a denied file, whatever the pattern.
