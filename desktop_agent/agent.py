@@ -203,6 +203,8 @@ class AgentSession:
         self.ctx: ToolUseContext | None = None
         self.permission_context: Any = None
         self.tools: list[Any] = []
+        self._builtin_tools: list[Any] = []
+        self.mcp: Any = None  # McpManager when servers are configured
         # The system blocks, built at the first turn (git status is an async subprocess).
         self.system_prompt: list[dict[str, Any]] | None = None
         self.chosen_model: str | None = None  # picked during the session (set_model); kept on resume
@@ -252,6 +254,7 @@ class AgentSession:
         settings_arg: str | None = None,
         model: str | None = None,
         hooks: Any = None,
+        mcp_config: Sequence[str] = (),
     ) -> AgentSession:
         self = cls()
         self.settings = settings or AppSettings.load()
@@ -326,6 +329,19 @@ class AgentSession:
         offered = default_tools(list(tools) if tools is not None else None)
         denied = _tool_names_denied(self.permission_context)
         self.tools = [t for t in offered if t.name not in denied]
+        self._builtin_tools = list(self.tools)
+        # MCP servers (a project's .mcp.json only in a trusted folder); they start before the first request
+        from desktop_agent.mcp.config import load_server_configs
+
+        try:
+            mcp_configs = load_server_configs(self.cwd, trusted=bool(self.permission_context.trusted),
+                                              cli_values=list(mcp_config), warnings=self.permission_context.warnings)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        if mcp_configs:
+            from desktop_agent.mcp.client import McpManager
+
+            self.mcp = McpManager(mcp_configs)
 
         # 4. context
         working_dirs = list(self.permission_context.working_dirs)
@@ -596,6 +612,7 @@ class AgentSession:
         self.ctx.extras["prompt_id"] = new_uuid()  # hook inputs carry it (App. B §B.5): a new id per user prompt
         t0 = time.perf_counter()
         try:
+            await self._until_aborted(self.start_mcp(), abort)
             # 1. auto-compaction before the new input joins the conversation
             extra = compaction.rough_tokens(prompt)
             if compaction.should_auto_compact(self.messages, self.model, self.compact_state, self.auto_compact,
@@ -745,6 +762,22 @@ class AgentSession:
         self._start_context = []
         return None
 
+    async def start_mcp(self) -> None:
+        """Start the MCP servers (once) and offer the tools of those that are up; whole-tool deny rules
+        (``mcp__server``, ``mcp__server__tool``) remove them from the request as they do built-in tools."""
+        if self.mcp is None:
+            return
+        await self.mcp.start()
+        pc = self.permission_context
+        extra = [t for t in self.mcp.tools() if pc.whole_tool_rule("deny", t.name) is None]
+        self.tools = self._builtin_tools + extra
+        if self.ctx is not None:
+            self.ctx.tools = list(self.tools)
+
+    def mcp_status(self) -> list[dict[str, Any]]:
+        """Each MCP server's state for the Servers view and ``system/init``: name, status, tools, error."""
+        return self.mcp.status() if self.mcp is not None else []
+
     async def run(self, prompt: str) -> list[Any]:
         """Convenience for tests and scripts: run a turn and return all its events."""
         return [ev async for ev in self.submit(prompt)]
@@ -763,6 +796,11 @@ class AgentSession:
         except Exception:  # pragma: no cover - best effort at shutdown
             pass
         self.close()
+        if self.mcp is not None:
+            try:
+                await self.mcp.aclose()
+            except Exception:  # pragma: no cover - best effort at shutdown
+                pass
         closer = getattr(self.client, "aclose", None)
         if closer is not None:
             try:

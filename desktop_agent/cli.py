@@ -74,7 +74,7 @@ _FLAGS: dict[str, tuple[str, int]] = {
     "-h": ("help", 0),
 }
 # List flags we parse (so their values never become the prompt) but do not act on: reported as ignored.
-_IGNORED_LISTS = ("--mcp-config", "--betas")
+_IGNORED_LISTS = ("--betas",)
 # Flags of the reference agent that take no value: ignored without swallowing the next argument.
 _UNKNOWN_BOOLEAN = {
     "--fork-session", "--strict-mcp-config", "--include-hook-events", "--session-mirror", "--debug", "--ide",
@@ -427,6 +427,10 @@ class StdioPrompter:
             payload["blocked_path"] = request.blocked_path
         if request.decision_reason is not None:
             payload["decision_reason"] = request.reason_text
+        # Extension fields (issue 15/16): the patch the engine built, so a host's dialog shows exactly it.
+        for key in ("file_path", "structured_patch", "original_file", "subcommands"):
+            if getattr(request, key, None) is not None:
+                payload[key] = getattr(request, key)
         try:
             response = await self.channel.request(payload, request_id=request.request_id)
         except (ConnectionError, RuntimeError) as exc:
@@ -447,10 +451,6 @@ class StdioPrompter:
                                interrupt=bool(response.get("interrupt")))
 
 
-def _describe(request: Any) -> str:
-    path = request.file_path or (request.input or {}).get("file_path") or (request.input or {}).get("path")
-    if isinstance(path, str) and path:
-        return os.path.basename(path)
 def _rejected_hunks(response: dict[str, Any]) -> dict[str, Any]:
     """``rejectedHunks`` ([[start, end], …], original lines, 1-based inclusive) and ``totalHunks`` of an
     allow reply that took only some hunks, for the tool_result's sentence; malformed values are ignored."""
@@ -468,6 +468,10 @@ def _rejected_hunks(response: dict[str, Any]) -> dict[str, Any]:
     return {"rejected_hunks": ranges, "total_hunks": total if ok else len(ranges)}
 
 
+def _describe(request: Any) -> str:
+    path = request.file_path or (request.input or {}).get("file_path") or (request.input or {}).get("path")
+    if isinstance(path, str) and path:
+        return os.path.basename(path)
     command = (request.input or {}).get("command")
     return str(command) if isinstance(command, str) else ""
 
@@ -561,7 +565,7 @@ class HeadlessRun:
             continue_latest=o.continue_latest, permission_mode=o.permission_mode, allowed_tools=o.allowed_tools,
             disallowed_tools=o.disallowed_tools, tools=o.tools, add_dirs=o.add_dirs, max_turns=o.max_turns,
             system_prompt=o.system_prompt, append_system_prompt=o.append_system_prompt,
-            trusted=True if o.trust else None, settings_arg=o.settings, model=o.model,
+            trusted=True if o.trust else None, settings_arg=o.settings, model=o.model, mcp_config=o.mcp_config,
         )
         self.session.include_stream_events = o.include_partial and o.out_format == "stream-json"
         self._fit_prompter()
@@ -592,7 +596,8 @@ class HeadlessRun:
         s = self.session
         return {
             "type": "system", "subtype": "init", "cwd": s.cwd, "session_id": s.session_id,
-            "tools": [t.name for t in s.tools], "mcp_servers": [], "model": s.model,
+            "tools": [t.name for t in s.tools],
+            "mcp_servers": [{"name": m["name"], "status": m["status"]} for m in s.mcp_status()], "model": s.model,
             "permissionMode": s.permission_mode, "slash_commands": ["compact"],
             "apiKeySource": self.api_key_source(),
             "output_style": "default", "agents": [], "skills": [], "plugins": [],
@@ -693,6 +698,7 @@ class HeadlessRun:
         self.interrupted = False
         denials: list[dict[str, Any]] = []
         inputs: dict[str, Any] = {}
+        await s.start_mcp()  # system/init lists the servers' states and tools
         self._line(self.init_line())
         t0 = time.perf_counter()
         finished: Any = None
@@ -814,7 +820,8 @@ class HeadlessRun:
                 self.session.set_model(str(model) if model else None)
                 response = {}
             elif subtype == "mcp_status":
-                response = {"mcpServers": []}
+                await self.session.start_mcp()
+                response = {"mcpServers": self.session.mcp_status()}
             else:
                 raise ValueError(f"Unsupported control request subtype: {subtype}")
         except Exception as exc:

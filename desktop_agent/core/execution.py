@@ -208,15 +208,23 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
     finally:
         _current_call.reset(token)
 
-    # 6. mapping, size cap, PostToolUse
-    out_block = tool.map_result_to_block(result.data, tool_use_id)
+    # 6. mapping, size cap, PostToolUse. Built-in tools map first; an MCP tool's hook runs first, so its
+    # updated output is what gets mapped (SPEC §3.11).
+    post = None
+    data = result.data
+    if tool.is_mcp and ctx.hooks is not None:
+        post = await ctx.hooks.post_tool_use(tool.name, _dump_input(parsed), result.data, tool_use_id, ctx)
+        if post.updated_output is not None:
+            data = post.updated_output
+    out_block = tool.map_result_to_block(data, tool_use_id)
     out_block["tool_use_id"] = tool_use_id
     out_block = _cap_result(out_block, tool, ctx, tool_use_id)
     stop_reason = None
     if ctx.hooks is not None:
-        post = await ctx.hooks.post_tool_use(tool.name, _dump_input(parsed), result.data, tool_use_id, ctx)
-        if post.updated_output is not None:
-            out_block = dict(out_block, content=post.updated_output)
+        if post is None:
+            post = await ctx.hooks.post_tool_use(tool.name, _dump_input(parsed), result.data, tool_use_id, ctx)
+            if post.updated_output is not None:
+                out_block = dict(out_block, content=post.updated_output)
         if post.block_reason:
             extra = f"PostToolUse:{tool.name} hook blocking error: {post.block_reason}"
             out_block = dict(out_block, content=_append_text(out_block.get("content"), extra))

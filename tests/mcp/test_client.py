@@ -179,3 +179,26 @@ def test_config_sources_and_trust(tmp_path, monkeypatch):
     assert "not supported" in cfgs["old"].error and "command" in cfgs["broken"].error
     with pytest.raises(ValueError, match="no such file"):
         load_server_configs(str(tmp_path), trusted=True, cli_values=["missing.json"])
+
+
+def test_post_tool_use_hook_rewrites_mcp_output_before_mapping(tmp_path):
+    """SPEC §3.11: an MCP tool's result is mapped after PostToolUse, so updatedMCPToolOutput is what the model sees."""
+    from desktop_agent.permissions.hooks import HookRunner
+
+    seen: list[dict] = []
+
+    async def hook(data, tool_use_id):
+        seen.append(data)
+        return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedMCPToolOutput": {
+            "content": [{"type": "text", "text": "redacted by hook"}], "isError": False}}}
+
+    async def body(manager):
+        ctx = ctx_for(tmp_path, manager, allow=["mcp__fake"])
+        ctx.hooks = HookRunner()
+        ctx.hooks.register_callback("PostToolUse", "mcp__fake__echo", hook)
+        out = await run_tool_use(tool_use("mcp__fake__echo", {"text": "secret"}, "h1"), ctx)
+        assert out.block["content"] == "redacted by hook" and not out.is_error
+        assert seen and "secret" in json.dumps(seen[0]["tool_response"])
+        return True
+
+    assert asyncio.run(asyncio.wait_for(_session(stdio_cfg(), body), 60))
