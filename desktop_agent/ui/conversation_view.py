@@ -701,12 +701,75 @@ class ToolCard(_Expandable):
         self.is_error = False
         self.spin = 0
         self.progress = ""
+        self.started = time.monotonic()
+        self.ended: float | None = None
+        self.tail: list[str] = []  # a running command's last output lines, shown under the header
         self.setAccessibleName(f"{name} {self.arg}")
         self.setToolTip(self.arg)
 
+    TAIL_LINES = 3
+
+    def set_progress(self, data: Any) -> None:
+        """A progress event: a running command's output so far (``bash_progress``) or a message."""
+        if isinstance(data, dict) and "output" in data:
+            text = str(data.get("output") or "").replace("\r\n", "\n").replace("\r", "\n")
+            lines = [x.rstrip() for x in text.splitlines() if x.strip()]
+            tail = [x[:400] for x in lines[-self.TAIL_LINES:]]
+            if isinstance(data.get("elapsed_s"), (int, float)):
+                self.started = min(self.started, time.monotonic() - float(data["elapsed_s"]))
+            if tail != self.tail:
+                self.tail = tail
+                self.column.child_changed(self)
+        else:
+            text = data if isinstance(data, str) else str((data or {}).get("message") or "") \
+                if isinstance(data, dict) else ""
+            self.progress = text.strip().splitlines()[-1][:60] if text.strip() else ""
+        self.update()
+
+    def elapsed_text(self) -> str:
+        secs = int((self.ended or time.monotonic()) - self.started)
+        return f"{secs // 60}:{secs % 60:02d}" if secs >= 60 else f"{secs} s"
+
+    def _tail_shown(self) -> bool:
+        return bool(self.tail) and self.state == self.RUNNING and not self.expanded
+
+    def _tail_height(self) -> int:
+        if not self._tail_shown():
+            return 0
+        return len(self.tail) * QFontMetrics(mono_font()).lineSpacing() + 8
+
+    def heightForWidth(self, w: int) -> int:  # noqa: N802
+        return super().heightForWidth(w) + self._tail_height()
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        if not self._tail_shown():
+            super().paintEvent(event)
+            return
+        p = QPainter(self)
+        self._paint_body_frame(p)  # the frame around header and tail
+        p.end()
+        super().paintEvent(event)
+        p = QPainter(self)
+        c = highlight.colors(is_dark(self))
+        mono = mono_font()
+        mono.setPointSizeF(self.font().pointSizeF() * 0.9 if self.font().pointSizeF() > 0 else 9)
+        p.setFont(mono)
+        p.setPen(QColor(c.muted))
+        fm = QFontMetrics(mono)
+        y = HEADER_H + fm.ascent()
+        for line in self.tail:
+            p.drawText(28, y, fm.elidedText(line, Qt.TextElideMode.ElideRight, max(0, self.width() - 40)))
+            y += fm.lineSpacing()
+        p.end()
+
     def set_state(self, state: str, summary: str = "") -> None:
+        had_tail = self._tail_shown()
         self.state, self.summary = state, summary
+        if state not in (self.RUNNING, self.WAITING) and self.ended is None:
+            self.ended = time.monotonic()
         self.setAccessibleDescription(f"{state} {summary}")
+        if had_tail != self._tail_shown():
+            self.column.child_changed(self)
         self.update()
 
     def finish(self, content: Any, is_error: bool, data: dict[str, Any] | None) -> None:
@@ -763,6 +826,8 @@ class ToolCard(_Expandable):
         right = self.width() - 12
         if self.state == self.RUNNING:
             label = self.progress or self.tr("running")
+            if self.name == "Bash" or self.tail:
+                label = f"{label} · {self.elapsed_text()}"
             w = fm.horizontalAdvance(label)
             p.setPen(QColor(c.muted))
             p.drawText(right - w, baseline, label)
@@ -891,6 +956,7 @@ class ConversationView(QScrollArea):
         self.cwd: str | None = None
         self.cards: dict[str, ToolCard] = {}
         self.banners: dict[str, Banner] = {}  # keyed banners (one per key)
+        self._stop_at = float("inf")  # when the user pressed Stop in this turn
         self.current_text: MarkdownBlock | None = None
         self.current_thinking: ThinkingCard | None = None
         self.selected: ToolCard | None = None
@@ -996,6 +1062,8 @@ class ConversationView(QScrollArea):
         card.finish(content, is_error, data)
         if denied and is_error:
             card.set_state(ToolCard.DENIED, self.tr("denied"))
+        elif is_error and time.monotonic() >= self._stop_at:
+            card.set_state(ToolCard.CANCELLED, self.tr("stopped"))
         self._running.discard(card)
 
     def add_banner(self, kind: str, text: str, actions: list[tuple[str, str]] | None = None,
@@ -1019,19 +1087,32 @@ class ConversationView(QScrollArea):
         if old is not None:
             self.column.remove(old)
 
+    def stop_requested(self) -> None:
+        """Stop was pressed: calls that end with an error from now on were stopped, not failed."""
+        self._stop_at = min(self._stop_at, time.monotonic())
+        for card in self._running:
+            if card.state == ToolCard.RUNNING:
+                card.progress = self.tr("stopping")
+                card.update()
+
     def end_turn(self, reason: str, error: str | None = None) -> None:
         self.close_text()
         for card in list(self._running):
             if card.state in (ToolCard.RUNNING, ToolCard.WAITING):
-                card.set_state(ToolCard.CANCELLED, self.tr("interrupted"))
+                card.set_state(ToolCard.CANCELLED, self.tr("stopped") if reason.startswith("aborted")
+                               else self.tr("interrupted"))
         self._running.clear()
         if reason.startswith("aborted"):
+            for card in self.cards.values():  # a call cut short by Stop reads "stopped", not an error
+                if card.state == ToolCard.ERROR and card.ended is not None and card.ended >= self._stop_at:
+                    card.set_state(ToolCard.CANCELLED, self.tr("stopped"))
             self.add_banner("interrupted", self.tr("Interrupted by you. The transcript is intact; send a new "
                                                    "message to continue."))
         elif reason == "max_turns":
             self.add_banner("notice", self.tr("Stopped after the maximum number of turns."))
         elif reason in ("stop_hook_prevented", "hook_stopped", "prompt_blocked"):
             self.add_banner("notice", self.tr("A hook stopped this turn.") + (f" {error}" if error else ""))
+        self._stop_at = float("inf")
 
     # ----- history -----------------------------------------------------------------------------
     @staticmethod

@@ -587,7 +587,8 @@ class MainWindow(QMainWindow):
             kwargs["resume"] = resume
         if trusted is False:
             kwargs["trusted"] = False
-        kwargs.setdefault("permission_mode", self.permission_mode)
+        kwargs.setdefault("permission_mode", self.permission_mode)  # session_kwargs (tests, tour) may set it
+        chosen_before = self.permission_mode
         self.conversation.clear()
         self.diff_panel.clear()
         self._history_stats = None
@@ -612,7 +613,8 @@ class MainWindow(QMainWindow):
         self.status.clearMessage()
         self.folder = folder
         self.show_model(str(getattr(session, "model", "") or ""), enabled=True)
-        want = self.permission_mode  # the user's choice, which may have changed while the session was built
+        # the mode asked for, unless the user picked another while the session was built
+        want = self.permission_mode if self.permission_mode != chosen_before else str(kwargs["permission_mode"])
         if str(getattr(session, "permission_mode", want)) != want:
             try:
                 self.controller.set_permission_mode(want)
@@ -799,6 +801,8 @@ class MainWindow(QMainWindow):
             self.find_edit.setVisible(False)
             self.prompt.setFocus()
             return
+        if self.controller.busy:
+            self.conversation.stop_requested()
         self.controller.stop()
 
     def cycle_mode(self) -> None:
@@ -900,9 +904,7 @@ class MainWindow(QMainWindow):
     def _on_progress(self, event: Any) -> None:
         card = self.conversation.cards.get(event.tool_use_id)
         if card is not None and isinstance(event.data, (str, dict)):
-            text = event.data if isinstance(event.data, str) else str(event.data.get("message") or "")
-            card.progress = text.strip().splitlines()[-1][:60] if text.strip() else ""
-            card.update()
+            card.set_progress(event.data)  # a running command: its output tail and elapsed time
 
     def _on_tool_finished(self, e: Any) -> None:
         self.conversation.finish_tool(e.tool_use_id, e.name, e.content, e.is_error, e.data)

@@ -394,3 +394,34 @@ def test_an_unused_session_leaves_no_file_when_the_window_closes(qtbot, qloop, m
     win.close()
     assert not os.path.exists(path)
     assert AgentSession.list_sessions(str(workdir)) == []
+
+
+# ----- 5. a running command shows its output and time; Stop reads "stopped" -------------------------------
+def test_running_bash_card_shows_output_tail_and_elapsed_then_stopped(qtbot, qloop, make_window, workdir, fake):
+    from tests.fakes.anthropic_server import tool_use
+
+    cmd = "for i in 1 2 3 4 5; do echo step-$i; sleep 0.2; done; sleep 8"
+    fake.script([reply(tool_use("Bash", {"command": cmd}, id="toolu_run"))])
+    win = make_window(permission_mode=BYPASS)
+    shots = {}
+
+    async def scenario():
+        assert await win.open_folder(str(workdir))
+        win.send("Run it")
+        task = win.controller._task
+        card = await wait_for(lambda: win.conversation.cards.get("toolu_run"), what="Bash card")
+        await wait_for(lambda: card.tail and card.tail[-1] == "step-5", timeout=10, what="live output")
+        assert card.state == "running" and card.tail == ["step-3", "step-4", "step-5"]
+        assert card.height() > 32  # the tail is shown under the header
+        await asyncio.sleep(1.1)
+        assert card.elapsed_text().endswith(" s") and int(card.elapsed_text().split()[0]) >= 1
+        shots["running"] = card.grab()
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Escape)
+        await asyncio.wait_for(task, 6)
+        return card
+
+    card = qloop.run_until_complete(scenario())
+    assert card.state == "cancelled" and card.summary == "stopped"
+    assert "[Bash" in win.conversation.text_content() and "cancelled stopped]" in win.conversation.text_content()
+    assert card.height() == 32  # the tail goes with the run
+    assert not shots["running"].isNull()
