@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable, Sequence
 
-from desktop_agent.config import AppSettings, find_api_key, resolve_model
+from desktop_agent.config import AppSettings, find_api_key, resolve_model, resolve_provider
 from desktop_agent.core.context import AbortSignal, ToolUseContext
 from desktop_agent.core.events import Compacted, ErrorEvent, TurnFinished
 from desktop_agent.core.messages import new_uuid, tool_result_ids, user_entry
@@ -59,8 +59,23 @@ class ConfigError(Exception):
 # ------------------------------------------------------------------------------------------ adapters
 
 
-def _make_client(settings: AppSettings) -> Any:
-    """The Anthropic client from env + settings. Raises ConfigError without an API key."""
+def _make_client(settings: AppSettings, provider: str | None = None) -> Any:
+    """The model client from env + settings: the Messages API, or an OpenAI-compatible provider
+    (``--provider openai`` / ``DESKTOP_AGENT_PROVIDER`` / settings; ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``),
+    both under the same retry/watchdog policy. Raises ConfigError without an Anthropic API key."""
+    provider = resolve_provider(provider, settings)
+    if provider not in ("anthropic", "openai"):
+        raise ConfigError(f"unknown provider {provider!r}: use anthropic or openai")
+    if provider == "openai":
+        from desktop_agent.config import find_openai_key
+        from desktop_agent.model.anthropic_client import AnthropicClient
+
+        okey, _ = find_openai_key()
+        base = os.environ.get("OPENAI_BASE_URL") or settings.openai_base_url or None
+        kw: dict[str, Any] = {"transport": "openai"}
+        if not os.environ.get("DESKTOP_AGENT_STREAM_IDLE_TIMEOUT_S") and settings.stream_idle_timeout_s > 0:
+            kw["idle_timeout_s"] = settings.stream_idle_timeout_s
+        return AnthropicClient(okey or "", base, **kw)
     key, _source = find_api_key()
     if not key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
         raise ConfigError("no API key found: set ANTHROPIC_API_KEY (or save a key in the app's settings)")
@@ -255,6 +270,7 @@ class AgentSession:
         model: str | None = None,
         hooks: Any = None,
         mcp_config: Sequence[str] = (),
+        provider: str | None = None,
     ) -> AgentSession:
         self = cls()
         self.settings = settings or AppSettings.load()
@@ -278,7 +294,7 @@ class AgentSession:
         hooks = hooks if hooks is not None else _make_hooks(self.permission_context)
 
         # 0b. the model client: a missing key must not leave a session file behind
-        self.client = client if client is not None else _make_client(self.settings)
+        self.client = client if client is not None else _make_client(self.settings, provider)
 
         # 1. which transcript
         entries: list[dict[str, Any]] | None = None

@@ -47,6 +47,7 @@ _FLAGS: dict[str, tuple[str, int]] = {
     "--verbose": ("verbose", 0),
     "--include-partial-messages": ("include_partial", 0),
     "--model": ("model", 1),
+    "--provider": ("provider", 1),
     "--max-turns": ("max_turns", 1),
     "--permission-mode": ("permission_mode", 1),
     "--dangerously-skip-permissions": ("skip_permissions", 0),
@@ -82,6 +83,7 @@ _UNKNOWN_BOOLEAN = {
 }
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")
+PROVIDERS = ("anthropic", "openai")
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 USAGE = f"""Usage: {PROG} [FOLDER]            open the desktop window
@@ -98,6 +100,9 @@ Options (headless):
   --model MODEL, --max-turns N
   --permission-mode default|acceptEdits|plan|bypassPermissions|dontAsk
   --dangerously-skip-permissions
+  --provider anthropic|openai      the model API (openai: any chat-completions server, with
+                                    OPENAI_BASE_URL / OPENAI_API_KEY; or DESKTOP_AGENT_PROVIDER)
+  --mcp-config FILE|JSON...         MCP servers ({{"mcpServers": {{...}}}}), with .mcp.json, settings
   --tools A,B...  --allowedTools RULE...  --disallowedTools RULE...  --add-dir DIR...
                                     list flags take every value up to the next option:
                                     put the prompt first, or after --
@@ -121,6 +126,7 @@ class Options:
     verbose: bool = False
     include_partial: bool = False
     model: str | None = None
+    provider: str | None = None
     max_turns: int | None = None
     permission_mode: str | None = None
     skip_permissions: bool = False
@@ -226,6 +232,8 @@ def parse_args(argv: list[str]) -> Options:
             raise UsageError(f"--max-turns must be a positive integer (got '{raw['max_turns']}')")
     if opts.permission_mode == "manual":
         opts.permission_mode = "default"
+    if opts.provider is not None and opts.provider not in PROVIDERS:
+        raise UsageError(f"--provider must be one of {', '.join(PROVIDERS)} (got '{opts.provider}')")
     if opts.permission_mode is not None and opts.permission_mode not in MODES:
         raise UsageError(f"--permission-mode must be one of {', '.join(MODES)} (got '{opts.permission_mode}')")
     if opts.skip_permissions:
@@ -566,6 +574,7 @@ class HeadlessRun:
             disallowed_tools=o.disallowed_tools, tools=o.tools, add_dirs=o.add_dirs, max_turns=o.max_turns,
             system_prompt=o.system_prompt, append_system_prompt=o.append_system_prompt,
             trusted=True if o.trust else None, settings_arg=o.settings, model=o.model, mcp_config=o.mcp_config,
+            provider=o.provider,
         )
         self.session.include_stream_events = o.include_partial and o.out_format == "stream-json"
         self._fit_prompter()

@@ -78,6 +78,10 @@ class AppSettings(BaseModel):
 
     model: str | None = None
     base_url: str | None = None
+    # "anthropic" (the Messages API) or "openai" (an OpenAI-compatible chat completions server: Ollama,
+    # LM Studio, vLLM, llama.cpp, OpenRouter); its base URL and key are openai_base_url / OPENAI_API_KEY
+    provider: str = "anthropic"
+    openai_base_url: str | None = None
     stream_idle_timeout_s: float = 90.0
     max_tokens: int = 32_000
     ui_language: str = "en"
@@ -232,6 +236,35 @@ def store_api_key(key: str) -> str:
     data["anthropic_api_key"] = key
     atomic_write_text(path, json.dumps(data) + "\n", mode=0o600)
     return "credentials"
+
+
+def find_openai_key() -> tuple[str | None, str]:
+    """The key for an OpenAI-compatible provider: ``OPENAI_API_KEY``, else the keyring / credentials file's
+    ``openai_api_key`` entry; local servers (Ollama, llama.cpp) need none."""
+    env = os.environ.get("OPENAI_API_KEY")
+    if env:
+        return env, "OPENAI_API_KEY"
+    kr = _usable_keyring()
+    if kr is not None:
+        try:
+            value = kr.get_password(KEYRING_SERVICE, "openai-api-key")
+        except Exception:
+            value = None
+        if value:
+            return value, "keyring"
+    path = credentials_path()
+    try:
+        data = json.loads(path.read_text("utf-8")) if not (path.stat().st_mode & 0o077) else {}
+    except Exception:
+        data = {}
+    value = data.get("openai_api_key") if isinstance(data, dict) else None
+    return (value, "credentials") if isinstance(value, str) and value else (None, "none")
+
+
+def resolve_provider(cli_provider: str | None = None, settings: AppSettings | None = None) -> str:
+    """``--provider`` → ``DESKTOP_AGENT_PROVIDER`` → settings → ``anthropic``."""
+    return (cli_provider or os.environ.get("DESKTOP_AGENT_PROVIDER") or (settings.provider if settings else None)
+            or "anthropic")
 
 
 def resolve_model(cli_model: str | None = None, settings: AppSettings | None = None) -> str | None:
