@@ -9,7 +9,7 @@ everything below holds for either:
   dicts are copied, never mutated.
 - **Retries** with exponential backoff and jitter (0.5 s · 2^n, ±25 %, capped at 32 s) for 429,
   529, 5xx, 408/409 and dropped connections, honouring ``retry-after`` / ``retry-after-ms``. Each
-  wait is reported through ``on_retry`` and is a plain ``asyncio.sleep``: the loop cancels it on abort.
+  wait is reported through ``on_retry``; the loop cancels it on abort, ``retry_now.set()`` ends it early.
   A stream is retried only before its first event reached the caller; after that a failure is
   ``StreamBroken`` and the loop's fallback decides (SPEC §6.5).
 - **No retry** for 401/403 (bad key), 404 (unknown model), 400 (``prompt is too long`` →
@@ -208,6 +208,7 @@ class AnthropicClient:
         self.api = api_class(api_key, base_url, timeout_s=request_timeout_s, default_headers=default_headers,
                              auth_token=auth_token)
         self.requests_sent = 0
+        self.retry_now: asyncio.Event | None = None  # set during a backoff wait (see _wait_before_retry)
 
     @classmethod
     def from_env(cls, **kw: Any) -> AnthropicClient:
@@ -239,9 +240,15 @@ class AnthropicClient:
     async def _wait_before_retry(self, attempt: int, err: ModelError, cause: BaseException,
                                  on_retry: RetryCallback | None) -> None:
         delay = self.backoff(attempt, cause)
+        # ``retry_now.set()`` (the window's Retry now) ends this wait early; an abort cancels it.
+        self.retry_now = asyncio.Event()
         if on_retry is not None:
             on_retry(attempt, self.max_retries, delay, str(err))
-        await asyncio.sleep(delay)
+        try:
+            async with asyncio.timeout(delay):
+                await self.retry_now.wait()
+        except TimeoutError:
+            pass
 
     # ------------------------------------------------------------------ streaming
     async def stream(self, request: ModelRequest, on_retry: RetryCallback | None = None) -> AsyncIterator[dict[str, Any]]:

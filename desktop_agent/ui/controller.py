@@ -93,7 +93,8 @@ class AgentController(QObject):
     permission_requested = Signal(object)  # PermissionRequest (also from the event stream)
     permission_resolved = Signal(object)  # PermissionResolved
     dialog_opened = Signal(object)  # PermissionDialog
-    notice = Signal(str, str)  # kind (retry, fallback, compacted, info), text
+    notice = Signal(str, str)  # kind (fallback, compacted, info), text
+    retry_waiting = Signal(object)  # RetryWaiting: the request failed and waits before its next attempt
     error = Signal(object)  # ErrorEvent
     turn_finished = Signal(object)  # TurnFinished
     usage_changed = Signal(int, float)  # session tokens, session cost (USD)
@@ -229,6 +230,15 @@ class AgentController(QObject):
             self._force_handle.cancel()
         self._force_handle = asyncio.get_event_loop().call_later(3.0, _force)
 
+    def retry_now(self) -> bool:
+        """End the model client's current backoff wait early (the retry card's Retry now)."""
+        client = getattr(self.session, "client", None)
+        event = getattr(client, "retry_now", None)
+        if isinstance(event, asyncio.Event) and not event.is_set():
+            event.set()
+            return True
+        return False
+
     # ----- events ----------------------------------------------------------------------------
     def handle_event(self, event: Any) -> None:
         """Dispatch one AgentEvent to the signals (public so tests and replays can feed events)."""
@@ -279,8 +289,7 @@ class AgentController(QObject):
             self.usage_changed.emit(self.tokens, self.cost)
         elif isinstance(event, ev.RetryWaiting):
             self._set_status(RETRYING, event.error)
-            self.notice.emit("retry", self.tr("Retrying in {0:.0f} s (attempt {1} of {2}): {3}").format(
-                event.delay_s, event.attempt, event.max_attempts, event.error))
+            self.retry_waiting.emit(event)
         elif isinstance(event, ev.StreamFallback):
             self.notice.emit("fallback", self.tr("The stream broke; {0}").format(event.detail or event.action))
         elif isinstance(event, ev.Compacted):

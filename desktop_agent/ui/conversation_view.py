@@ -932,6 +932,64 @@ class Banner(QLabel):
         self.setAccessibleName(text)
 
 
+class RetryCard(Banner):
+    """The one card of a retried request, updated in place: the error, a live countdown to the next
+    attempt, and ``Retry now`` / ``Cancel`` (links ``retry-now`` / ``retry-cancel``). Once the request
+    goes through (or the turn ends) it says how it ended and the links go."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__("notice", "", None, parent)
+        self.setObjectName("retryCard")
+        self.attempt = self.max_attempts = 0
+        self.error = ""
+        self.deadline = 0.0
+        self.finished: str | None = None
+        self._timer = QTimer(self)
+        self._timer.setInterval(250)
+        self._timer.timeout.connect(self._render)
+
+    def waiting(self, attempt: int, max_attempts: int, delay_s: float, error: str) -> None:
+        self.attempt, self.max_attempts, self.error = attempt, max_attempts, error
+        self.deadline = time.monotonic() + max(0.0, delay_s)
+        self.finished = None
+        self._timer.start()
+        self._render()
+
+    def seconds_left(self) -> int:
+        return max(0, math.ceil(self.deadline - time.monotonic()))
+
+    def done(self, outcome: str) -> None:
+        """``outcome``: "ok" (the request went through), "cancelled", "failed"."""
+        if self.finished is not None:
+            return
+        self.finished = outcome
+        self._timer.stop()
+        self._render()
+
+    def _render(self) -> None:
+        c = highlight.colors(is_dark(self))
+        err = html.escape(self.error)
+        if self.finished is None:
+            left = self.seconds_left()
+            head = (self.tr("Retrying in {0} s (attempt {1} of {2})").format(left, self.attempt, self.max_attempts)
+                    if left else self.tr("Retrying now (attempt {0} of {1})").format(self.attempt, self.max_attempts))
+            links = (f'<a href="retry-now">{html.escape(self.tr("Retry now"))}</a>&nbsp;&nbsp;'
+                     f'<a href="retry-cancel">{html.escape(self.tr("Cancel"))}</a>')
+            self.setText(f"<b>↻</b>&nbsp; {html.escape(head)}<br/><span style='color:{c.muted}'>{err}</span>"
+                         f"<br/>{links}")
+            self.text_plain = f"{head}: {self.error}"
+        else:
+            tail = {"ok": self.tr("Went through after {0} retries."),
+                    "cancelled": self.tr("Retrying cancelled after {0} retries."),
+                    "failed": self.tr("Gave up after {0} retries.")}[self.finished].format(self.attempt)
+            self.setText(f"<b>↻</b>&nbsp; {html.escape(tail)}<br/><span style='color:{c.muted}'>{err}</span>")
+            self.text_plain = f"{tail} {self.error}"
+        self.setAccessibleName(self.text_plain)
+        col = self.parent()
+        if isinstance(col, _Column):
+            col.child_changed(self)
+
+
 class ConversationView(QScrollArea):
     """The conversation pane. Feed it from the controller's signals; it never re-renders history."""
 
@@ -957,6 +1015,7 @@ class ConversationView(QScrollArea):
         self.cards: dict[str, ToolCard] = {}
         self.banners: dict[str, Banner] = {}  # keyed banners (one per key)
         self._stop_at = float("inf")  # when the user pressed Stop in this turn
+        self.retry_card: RetryCard | None = None
         self.current_text: MarkdownBlock | None = None
         self.current_thinking: ThinkingCard | None = None
         self.selected: ToolCard | None = None
@@ -1087,6 +1146,24 @@ class ConversationView(QScrollArea):
         if old is not None:
             self.column.remove(old)
 
+    def show_retry(self, attempt: int, max_attempts: int, delay_s: float, error: str) -> RetryCard:
+        """One retry card per request, updated in place by every further retry."""
+        card = self.retry_card
+        if card is None or card.finished is not None:
+            self.close_text()
+            card = RetryCard()
+            card.linkActivated.connect(self.banner_action.emit)
+            self._append(card)
+            self.retry_card = card
+            self._scroll_to_bottom_later()
+        card.waiting(attempt, max_attempts, delay_s, error)
+        return card
+
+    def retry_over(self, outcome: str = "ok") -> None:
+        if self.retry_card is not None:
+            self.retry_card.done(outcome)
+            self.retry_card = None
+
     def stop_requested(self) -> None:
         """Stop was pressed: calls that end with an error from now on were stopped, not failed."""
         self._stop_at = min(self._stop_at, time.monotonic())
@@ -1097,6 +1174,7 @@ class ConversationView(QScrollArea):
 
     def end_turn(self, reason: str, error: str | None = None) -> None:
         self.close_text()
+        self.retry_over("cancelled" if reason.startswith("aborted") else "failed" if reason == "model_error" else "ok")
         for card in list(self._running):
             if card.state in (ToolCard.RUNNING, ToolCard.WAITING):
                 card.set_state(ToolCard.CANCELLED, self.tr("stopped") if reason.startswith("aborted")
@@ -1185,6 +1263,7 @@ class ConversationView(QScrollArea):
         self.column.clear()
         self.cards.clear()
         self.banners.clear()
+        self.retry_card = None
         self._running.clear()
         self.selected = None
 

@@ -462,6 +462,10 @@ class MainWindow(QMainWindow):
         c.permission_resolved.connect(self._on_permission_resolved)
         c.error.connect(self._on_error)
         c.notice.connect(lambda kind, text: self.conversation.add_banner("notice", text))
+        c.retry_waiting.connect(lambda e: self.conversation.show_retry(e.attempt, e.max_attempts, e.delay_s, e.error))
+        # the request went through: the retry card says so
+        c.text_delta.connect(lambda _t: self.conversation.retry_card is not None and self.conversation.retry_over())
+        c.tool_started.connect(lambda _e: self.conversation.retry_card is not None and self.conversation.retry_over())
         c.turn_finished.connect(lambda e: self.conversation.end_turn(e.reason, e.error))
         c.status_changed.connect(self._set_status_view)
         c.usage_changed.connect(self._on_usage)
@@ -933,7 +937,11 @@ class MainWindow(QMainWindow):
         self.conversation.add_banner("error", e.message, actions, key=f"error:{getattr(e, 'kind', '')}")
 
     def _on_banner_action(self, action: str) -> None:
-        if action == "settings":
+        if action == "retry-now":
+            self.controller.retry_now()
+        elif action == "retry-cancel":
+            self.stop()
+        elif action == "settings":
             self.show_settings(False)
         elif action == "tour":
             self.start_tour()

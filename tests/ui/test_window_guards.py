@@ -27,9 +27,9 @@ def fake():
 def make_window(qtbot, qloop, fake, tmp_path):
     windows = []
 
-    def factory(with_client: bool = True, **session_kwargs):
+    def factory(with_client: bool = True, retries: int = 0, **session_kwargs):
         settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
-        client = (lambda: AnthropicClient("test-key", fake.base_url, max_retries=0)) if with_client else None
+        client = (lambda: AnthropicClient("test-key", fake.base_url, max_retries=retries)) if with_client else None
         win = MainWindow(client_factory=client, settings=settings, session_kwargs=session_kwargs)
         qtbot.addWidget(win)
         win.show()
@@ -425,3 +425,62 @@ def test_running_bash_card_shows_output_tail_and_elapsed_then_stopped(qtbot, qlo
     assert "[Bash" in win.conversation.text_content() and "cancelled stopped]" in win.conversation.text_content()
     assert card.height() == 32  # the tail goes with the run
     assert not shots["running"].isNull()
+
+
+# ----- 6. retries: one card, a countdown, Retry now and Cancel ---------------------------------------------
+def _retry_cards(win):
+    from desktop_agent.ui.conversation_view import RetryCard
+
+    return [w for w in win.conversation.column.items if isinstance(w, RetryCard)]
+
+
+def test_one_retry_card_counts_down_and_retry_now_skips_the_wait(qtbot, qloop, make_window, workdir, fake):
+    from tests.fakes.anthropic_server import http_error
+
+    wait = {"retry-after": "30"}
+    fake.script([http_error(529, headers=wait), http_error(529, headers=wait), reply(text("Through at last."))])
+    win = make_window(retries=5)
+
+    async def scenario():
+        assert await win.open_folder(str(workdir))
+        t0 = time.monotonic()
+        win.send("hello")
+        task = win.controller._task
+        card = await wait_for(lambda: win.conversation.retry_card, what="retry card")
+        assert "Retrying in 30 s (attempt 1 of 5)" in card.text_plain and "Overloaded" in card.text_plain.title()
+        await asyncio.sleep(1.3)
+        assert card.seconds_left() in (28, 29) and f"Retrying in {card.seconds_left()} s" in card.text_plain
+        assert "retry-now" in card.text() and "retry-cancel" in card.text()
+        card.linkActivated.emit("retry-now")  # what a click on the link does
+        await wait_for(lambda: card.attempt == 2, what="second attempt")
+        assert _retry_cards(win) == [card]  # updated in place, not a second card
+        card.linkActivated.emit("retry-now")
+        await asyncio.wait_for(task, 10)
+        return card, time.monotonic() - t0
+
+    card, elapsed = qloop.run_until_complete(scenario())
+    fake.assert_done()
+    assert elapsed < 10  # two 30 s waits skipped
+    assert card.finished == "ok" and "Went through after 2 retries." in card.text_plain
+    assert len(_retry_cards(win)) == 1 and "Through at last." in win.conversation.text_content()
+
+
+def test_retry_cancel_stops_the_turn(qtbot, qloop, make_window, workdir, fake):
+    from tests.fakes.anthropic_server import http_error
+
+    fake.script([http_error(529, headers={"retry-after": "30"})])
+    win = make_window(retries=5)
+
+    async def scenario():
+        assert await win.open_folder(str(workdir))
+        win.send("hello")
+        task = win.controller._task
+        card = await wait_for(lambda: win.conversation.retry_card, what="retry card")
+        card.linkActivated.emit("retry-cancel")
+        await asyncio.wait_for(task, 6)
+        return card
+
+    card = qloop.run_until_complete(scenario())
+    assert len(fake.requests) == 1  # no further attempt
+    assert card.finished == "cancelled" and "cancelled" in card.text_plain
+    assert win.controller.status == "idle" and not win.controller.busy
