@@ -110,6 +110,20 @@ def install_translator(app: QApplication, language: str | None = None) -> QTrans
     return None
 
 
+def resolve_language(prefs: dict[str, Any], env: dict[str, str] | None = None) -> str | None:
+    """The UI language: ``DESKTOP_AGENT_UI_LANGUAGE``, else Settings' choice, else the system locale
+    (None). ``en``/``en_*`` mean English (no translator); ``system`` and the legacy default ``en`` in
+    settings.json follow the system."""
+    env = os.environ if env is None else env
+    value = (env.get("DESKTOP_AGENT_UI_LANGUAGE") or "").strip()
+    if not value:
+        saved = str(prefs.get("ui_language") or "system").strip()
+        value = "" if saved in ("", "en", "system") else saved
+    if not value or value == "system":
+        return None
+    return "en" if value == "en" or value.startswith("en_") else value
+
+
 def make_app(argv: list[str] | None = None) -> QApplication:
     app = QApplication.instance() or QApplication(argv or [sys.argv[0]])
     app.setApplicationName("Desktop Agent")
@@ -197,8 +211,9 @@ def main(args: list[str]) -> int:
     theme = ns.theme or str(prefs.get("theme") or "system")
     apply_theme(app, theme)
     app.installEventFilter(_ThemeWatcher(app, theme))
-    lang = str(prefs.get("ui_language") or "en")
-    install_translator(app, lang if lang != "en" else None)
+    lang = resolve_language(prefs)
+    if lang != "en":
+        install_translator(app, lang)
 
     from desktop_agent.ui.main_window import MainWindow
 

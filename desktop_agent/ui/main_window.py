@@ -199,6 +199,31 @@ class PromptEdit(QPlainTextEdit):
         self.setFixedHeight(lines * fm.lineSpacing() + 2 * int(self.document().documentMargin()) + 12)
 
 
+class FindEdit(QLineEdit):
+    """The find bar's field: Enter next, Shift+Enter previous, Esc closes (whatever else is going on)."""
+
+    step = Signal(int)
+    closed = Signal()
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        key = event.key()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.step.emit(-1 if event.modifiers() & Qt.KeyboardModifier.ShiftModifier else 1)
+            event.accept()
+            return
+        if key == Qt.Key.Key_Escape:
+            self.closed.emit()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def event(self, e) -> bool:  # Esc must reach keyPressEvent even when Stop (Esc) is enabled
+        if e.type() == e.Type.ShortcutOverride and e.key() == Qt.Key.Key_Escape:
+            e.accept()
+            return True
+        return super().event(e)
+
+
 class MainWindow(QMainWindow):
     """The product window. ``client_factory`` (tour, tests) builds the model client for a session."""
 
@@ -321,15 +346,33 @@ class MainWindow(QMainWindow):
         center_layout.setSpacing(0)
         self.conversation = ConversationView()
         center_layout.addWidget(self.conversation, 1)
-        self.find_edit = QLineEdit()
-        self.find_edit.setObjectName("findEdit")
-        self.find_edit.setPlaceholderText(self.tr("Find in conversation (Enter: next, Esc: close)"))
-        self.find_edit.setAccessibleName(self.tr("Find in conversation"))
-        self.find_edit.setVisible(False)
-        find_wrap = QHBoxLayout()
+        self.find_bar = QWidget()
+        self.find_bar.setObjectName("findBar")
+        find_wrap = QHBoxLayout(self.find_bar)
         find_wrap.setContentsMargins(16, 4, 16, 4)
-        find_wrap.addWidget(self.find_edit)
-        center_layout.addLayout(find_wrap)
+        find_wrap.setSpacing(8)
+        self.find_edit = FindEdit()
+        self.find_edit.setObjectName("findEdit")
+        self.find_edit.setPlaceholderText(self.tr("Find in conversation (Enter: next, Shift+Enter: previous, Esc: close)"))
+        self.find_edit.setAccessibleName(self.tr("Find in conversation"))
+        self.find_edit.setClearButtonEnabled(True)
+        find_wrap.addWidget(self.find_edit, 1)
+        self.find_count = QLabel()
+        self.find_count.setObjectName("findCount")
+        self.find_count.setAccessibleName(self.tr("Matches"))
+        find_wrap.addWidget(self.find_count)
+        for attr, text, tip in (("find_prev_button", "↑", self.tr("Previous match (Shift+Enter)")),
+                                ("find_next_button", "↓", self.tr("Next match (Enter)")),
+                                ("find_close_button", "✕", self.tr("Close (Esc)"))):
+            button = QToolButton()
+            button.setText(text)
+            button.setToolTip(tip)
+            button.setAccessibleName(tip)
+            button.setAutoRaise(True)
+            find_wrap.addWidget(button)
+            setattr(self, attr, button)
+        self.find_bar.setVisible(False)
+        center_layout.addWidget(self.find_bar)
         prompt_row = QVBoxLayout()
         prompt_row.setContentsMargins(16, 8, 16, 8)
         prompt_row.setSpacing(4)
@@ -477,8 +520,14 @@ class MainWindow(QMainWindow):
         self.conversation.banner_action.connect(self._on_banner_action)
         self.diff_panel.change_selected.connect(lambda tid: self.conversation.select_card(tid, scroll=True))
         self.sessions.itemActivated.connect(self._on_session_activated)
-        self.find_edit.returnPressed.connect(self._find_next)
-        self._find_hit: Any = None
+        self.find_edit.textChanged.connect(self._find_changed)
+        self.find_edit.step.connect(self._find_step)
+        self.find_edit.closed.connect(self.close_find)
+        self.find_next_button.clicked.connect(lambda: self._find_step(1))
+        self.find_prev_button.clicked.connect(lambda: self._find_step(-1))
+        self.find_close_button.clicked.connect(self.close_find)
+        self._find_matches: list[Any] = []
+        self._find_index = -1
         self._sessions_timer = QTimer(self)
         self._sessions_timer.setSingleShot(True)
         self._sessions_timer.setInterval(300)
@@ -802,8 +851,7 @@ class MainWindow(QMainWindow):
 
     def stop(self) -> None:
         if self.find_edit.hasFocus():
-            self.find_edit.setVisible(False)
-            self.prompt.setFocus()
+            self.close_find()
             return
         if self.controller.busy:
             self.conversation.stop_requested()
@@ -1026,16 +1074,48 @@ class MainWindow(QMainWindow):
         self.conversation.show_empty(html)
 
     def show_find(self) -> None:
-        self.find_edit.setVisible(True)
+        """Ctrl+F: the find bar (match count, every match marked, Enter/Shift+Enter step, Esc closes)."""
+        self.find_bar.setVisible(True)
         self.find_edit.setFocus()
         self.find_edit.selectAll()
+        self._find_changed(self.find_edit.text())
 
-    def _find_next(self) -> None:
-        text = self.find_edit.text().strip()
-        if text:
-            self._find_hit = self.conversation.find(text, self._find_hit)
-            if self._find_hit is None:
-                self.status.showMessage(self.tr("Not found: {0}").format(text), 3000)
+    def close_find(self) -> None:
+        self.find_bar.setVisible(False)
+        self.conversation.highlight_matches("", [], -1)
+        self._find_matches, self._find_index = [], -1
+        self.prompt.setFocus()
+
+    def _find_changed(self, text: str) -> None:
+        self._find_matches = self.conversation.find_matches(text) if text else []
+        self._find_index = 0 if self._find_matches else -1
+        self._show_find_state()
+
+    def _find_step(self, delta: int) -> None:
+        text = self.find_edit.text()
+        self._find_matches = self.conversation.find_matches(text) if text else []  # the conversation may have grown
+        n = len(self._find_matches)
+        if not n:
+            self._find_index = -1
+        elif self._find_index < 0:
+            self._find_index = 0 if delta > 0 else n - 1
+        else:
+            self._find_index = (self._find_index + delta) % n
+        self._show_find_state()
+
+    def _show_find_state(self) -> None:
+        text, n = self.find_edit.text(), len(self._find_matches)
+        if not text:
+            self.find_count.setText("")
+        elif n:
+            self.find_count.setText(self.tr("{0} of {1}").format(self._find_index + 1, n))
+        else:
+            self.find_count.setText(self.tr("No matches"))
+        c = colors(is_dark(self))
+        self.find_count.setStyleSheet(f"color: {c.error if text and not n else c.muted};")
+        self.find_prev_button.setEnabled(n > 1)
+        self.find_next_button.setEnabled(n > 1)
+        self.conversation.highlight_matches(text, self._find_matches, self._find_index)
 
     def show_settings(self, first_run: bool = False) -> Any:
         from desktop_agent.ui.settings_dialog import SettingsDialog

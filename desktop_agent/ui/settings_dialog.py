@@ -79,6 +79,22 @@ class SettingsDialog(QDialog):
         self.bypass_box = None
         self.mode_combo.currentIndexChanged.connect(self._on_mode_picked)
         form.addRow(self.tr("Default &permissions"), self.mode_combo)
+        self.language_combo = QComboBox()
+        self.language_combo.setAccessibleName(self.tr("Language"))
+        for code, label in (("system", self.tr("System default")), ("en_US", "English"), ("zh_CN", "简体中文")):
+            self.language_combo.addItem(label, code)
+        saved = self.settings.ui_language if self.settings.ui_language not in ("", "en") else "system"
+        self.language_combo.setCurrentIndex(max(0, self.language_combo.findData(saved)))
+        form.addRow(self.tr("&Language"), self.language_combo)
+        lang_note = QLabel(self.tr("The language changes at the next start."))
+        lang_note.setObjectName("muted")
+        form.addRow("", lang_note)
+        self.theme_combo = QComboBox()
+        self.theme_combo.setAccessibleName(self.tr("Theme"))
+        for code, label in (("system", self.tr("System")), ("light", self.tr("Light")), ("dark", self.tr("Dark"))):
+            self.theme_combo.addItem(label, code)
+        self.theme_combo.setCurrentIndex(max(0, self.theme_combo.findData(self.settings.theme)))
+        form.addRow(self.tr("&Theme"), self.theme_combo)
         root.addLayout(form)
 
         self.error_label = QLabel()
@@ -117,11 +133,22 @@ class SettingsDialog(QDialog):
             self.settings.base_url = self.base_url_edit.text().strip() or None
             self.settings.model = self.model_combo.currentText().strip() or None
             self.settings.default_permission_mode = self.model_mode()
+            self.settings.ui_language = str(self.language_combo.currentData() or "system")
+            theme_changed = self.settings.theme != self.theme_combo.currentData()
+            self.settings.theme = str(self.theme_combo.currentData() or "system")
             self.settings.save()
         except OSError as exc:
             self.error_label.setText(self.tr("Could not save the settings: {0}").format(exc))
             self.error_label.setVisible(True)
             return
+        if theme_changed:
+            from PySide6.QtWidgets import QApplication
+
+            from desktop_agent.ui.main import apply_theme
+
+            app = QApplication.instance()
+            if app is not None:
+                apply_theme(app, self.settings.theme)  # at once
         self.saved.emit()
         self.accept()
 

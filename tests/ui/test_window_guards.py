@@ -484,3 +484,78 @@ def test_retry_cancel_stops_the_turn(qtbot, qloop, make_window, workdir, fake):
     assert len(fake.requests) == 1  # no further attempt
     assert card.finished == "cancelled" and "cancelled" in card.text_plain
     assert win.controller.status == "idle" and not win.controller.busy
+
+
+# ----- 7. find bar, language, 900×600 -----------------------------------------------------------------------
+def test_find_bar_counts_marks_steps_and_escape_closes(qtbot, qloop, make_window, workdir):
+    from desktop_agent.ui.conversation_view import MarkdownBlock
+
+    win = make_window()
+    conv = win.conversation
+    conv.add_user("where is the parser?")
+    conv.append_text("The parser reads dates. A second parser line.\n\nAnd a third PARSER mention.")
+    conv.close_text()
+    conv.start_tool("t1", "Grep", {"pattern": "parser"})
+    conv.finish_tool("t1", "Grep", "Found 1 file\nsrc/parser.ts", False)
+    win.activateWindow()
+    qtbot.waitUntil(win.isActiveWindow, timeout=3000)  # shortcuts need the active window
+    win.prompt.setFocus()
+    qtbot.keyClick(win.prompt, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert win.find_bar.isVisible() and win.find_edit.hasFocus()
+    qtbot.keyClicks(win.find_edit, "parser")
+    # 1 in the prompt, 3 in the text, 2 in the Grep card (pattern and result)
+    assert win.find_count.text() == "1 of 6"
+    block = next(w for w in conv.column.items if isinstance(w, MarkdownBlock))
+    assert len(block.extraSelections()) == 3  # every match in the text is marked
+    qtbot.keyClick(win.find_edit, Qt.Key.Key_Return)
+    assert win.find_count.text() == "2 of 6"
+    qtbot.keyClick(win.find_edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClick(win.find_edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    assert win.find_count.text() == "6 of 6" and conv.selected is conv.cards["t1"]
+    win.find_edit.setText("nothing like it")
+    assert win.find_count.text() == "No matches" and not block.extraSelections()
+    win.find_edit.setText("parser")
+    assert not win.stop_action.isEnabled()  # idle: Esc must still close the bar
+    qtbot.keyClick(win.find_edit, Qt.Key.Key_Escape)
+    assert not win.find_bar.isVisible() and not block.extraSelections()
+    assert win.prompt.hasFocus() or win.focusWidget() is win.prompt
+
+
+def test_ui_language_from_env_and_settings(qtbot, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from desktop_agent import config
+    from desktop_agent.ui.main import resolve_language
+    from desktop_agent.ui.settings_dialog import SettingsDialog
+
+    assert resolve_language({}, {}) is None
+    assert resolve_language({"ui_language": "en"}, {}) is None  # the old default follows the system
+    assert resolve_language({"ui_language": "zh_CN"}, {}) == "zh_CN"
+    assert resolve_language({"ui_language": "en_US"}, {"LANG": "zh_CN.UTF-8"}) == "en"
+    assert resolve_language({"ui_language": "en_US"}, {"DESKTOP_AGENT_UI_LANGUAGE": "zh_CN"}) == "zh_CN"
+
+    config.store_api_key("sk-x")
+    dlg = SettingsDialog()
+    qtbot.addWidget(dlg)
+    dlg.language_combo.setCurrentIndex(dlg.language_combo.findData("zh_CN"))
+    assert dlg.theme_combo.currentData() == "system"
+    dlg._save()
+    saved = config.AppSettings.load()
+    assert saved.ui_language == "zh_CN" and saved.theme == "system"
+
+    probe = ("import os; from PySide6.QtWidgets import QApplication; app = QApplication([]); "
+             "from desktop_agent.ui.main import install_translator, resolve_language; "
+             "install_translator(app, resolve_language({})); "
+             "from desktop_agent.ui.main_window import MainWindow; w = MainWindow(); "
+             "print('|'.join(a.text() for a in w.menuBar().actions()))")
+    env = dict(os.environ, LANG="C.UTF-8", LC_ALL="C.UTF-8", DESKTOP_AGENT_UI_LANGUAGE="zh_CN",
+               QT_QPA_PLATFORM="offscreen", DESKTOP_AGENT_CONFIG_DIR=str(tmp_path / "cfg"))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", probe], env=env, cwd=root, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    menus = out.stdout.strip().splitlines()[-1]
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in menus), menus  # Chinese menu titles under LANG=C
+    _ = json
