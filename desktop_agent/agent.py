@@ -14,7 +14,9 @@ hooks configuration that cannot be loaded is a ``ConfigError`` at start-up, neve
 4. the query loop runs with a fresh ``AbortSignal`` (``interrupt()`` fires it), and every new entry
    it produces is appended to ``messages`` and the transcript through ``on_message``; its model
    client is wrapped so that auto-compaction also happens between the requests of a long turn;
-5. the permission state (mode + session grants) is written when it changed, so a resume restores it.
+5. the permission state (mode + session grants) is written when it changed, so a resume restores it;
+6. hooks outside turns: PreCompact/SessionStart(compact) around compaction, an ``idle_prompt`` Notification when
+   ``idle_notification_s`` passes after a turn with no new prompt, SessionEnd at ``end(reason)``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 
 INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
 INTERRUPTED = "[Request interrupted by user]"
+IDLE_NOTIFICATION_S = 60.0  # the window's idle_prompt Notification after a turn (the reference's threshold)
 
 
 class SessionError(Exception):
@@ -243,6 +246,11 @@ class AgentSession:
         self._running = False
         self._turn_abort: AbortSignal | None = None
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
+        # Seconds the session may sit idle after a turn before an ``idle_prompt`` Notification (App. B §B.5);
+        # None: never (the CLI). The window sets IDLE_NOTIFICATION_S.
+        self.idle_notification_s: float | None = None
+        self._idle_timer: Any = None
+        self._ended = False
 
     # ---------------------------------------------------------------------------------- creation
 
@@ -552,7 +560,7 @@ class AgentSession:
         result = await compaction.compact_conversation(
             self.client, self.model, self.messages, transcript_path=self.transcript_path,
             read_file_state=self.ctx.read_file_state if self.ctx else None, tools=self._tool_schemas(),
-            trigger=trigger, custom_instructions=custom_instructions)
+            trigger=trigger, custom_instructions=custom_instructions, hooks=self._hooks(), ctx=self.ctx)
         for entry in (result.boundary, result.summary):
             self.messages.append(entry)
             self._record(entry)
@@ -574,7 +582,7 @@ class AgentSession:
             result = await compaction.compact_conversation(
                 self.client, self.model, messages, transcript_path=self.transcript_path,
                 read_file_state=self.ctx.read_file_state if self.ctx else None, tools=self._tool_schemas(),
-                trigger="auto", continuation=True)
+                trigger="auto", continuation=True, hooks=self._hooks(), ctx=self.ctx)
         except Exception as exc:
             self.compact_state.consecutive_failures += 1
             self.compact_state.last_error = str(exc)
@@ -621,6 +629,7 @@ class AgentSession:
         if self._running:
             raise RuntimeError("a turn is already running")
         self._running = True
+        self._cancel_idle_timer()
         abort = AbortSignal()
         self._turn_abort = abort
         assert self.ctx is not None
@@ -714,6 +723,56 @@ class AgentSession:
             self._persist_permission_state()
             if self.store is not None:
                 self.store.sync()
+            self._start_idle_timer()
+
+    # ---------------------------------------------------------------------------------- hooks outside turns
+
+    def _hooks(self) -> Any:
+        return self.ctx.hooks if self.ctx is not None else None
+
+    def _start_idle_timer(self) -> None:
+        """After a turn: an ``idle_prompt`` Notification if no prompt comes within ``idle_notification_s``."""
+        self._cancel_idle_timer()
+        if self.idle_notification_s is None or self._ended:
+            return
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._idle_timer = loop.call_later(self.idle_notification_s, self._idle_fired)
+
+    def _cancel_idle_timer(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _idle_fired(self) -> None:
+        self._idle_timer = None
+        hooks = self._hooks()
+        if hooks is not None and hasattr(hooks, "notify_soon") and not self._running and not self._ended:
+            from desktop_agent.permissions.hooks import IDLE_PROMPT_MESSAGE
+
+            hooks.notify_soon(IDLE_PROMPT_MESSAGE, self.ctx, "idle_prompt")
+
+    async def end(self, reason: str = "other") -> None:
+        """The session closes: SessionEnd hooks (``reason``: ``clear``, ``logout``, ``prompt_input_exit`` or
+        ``other``) once, for a session whose SessionStart ran, after the background Notification hooks; then
+        ``aclose``. A second call only closes."""
+        hooks = self._hooks()
+        first, self._ended = not self._ended, True
+        self._cancel_idle_timer()
+        if first and hooks is not None:
+            try:
+                if hasattr(hooks, "drain"):
+                    await hooks.drain()
+                has = getattr(hooks, "has_hooks", lambda *a: True)
+                if self._session_started and hasattr(hooks, "session_end") and has("SessionEnd", reason):
+                    await hooks.session_end(reason, self.ctx)
+            except Exception:  # pragma: no cover - a hook must not keep the session open
+                log.exception("SessionEnd hooks failed")
+        await self.aclose()
 
     def _interrupt_notice(self, reason: str) -> list[Any]:
         """After an abort: the ``[Request interrupted by user…]`` user message, unless the loop added one."""

@@ -491,6 +491,11 @@ class DenyingPrompter:
     def __init__(self, inner: Any = None):
         self.inner = inner
 
+    @property
+    def waits(self) -> bool:
+        """Only a host's prompter waits for an answer (and so raises a ``permission_prompt`` Notification)."""
+        return self.inner is not None
+
     async def ask(self, request: Any) -> Any:
         from desktop_agent.permissions.types import PermissionReply
 
@@ -895,7 +900,7 @@ class HeadlessRun:
         finally:
             if reader is not None and reader.task is not None and not reader.task.done():
                 reader.task.cancel()
-            await self.session.aclose()
+            await self.session.end("other")  # SessionEnd hooks, then close (``-p`` exits: reason ``other``)
         return 0 if self.last_ok else 1
 
     async def _run_and_report(self, content: Any) -> None:

@@ -7,7 +7,8 @@
   the reply's permission updates, emits ``PermissionResolved``;
 - matching ``PermissionRequest`` hooks start at the same time as the prompter: the first answer wins and the
   loser is cancelled (a cancelled prompter sends its ``control_cancel_request``); a hook with no opinion
-  leaves the prompter to answer; an interrupt (abort) while waiting is a deny;
+  leaves the prompter to answer; an interrupt (abort) while waiting is a deny; ``Notification`` hooks
+  (``permission_prompt``) start in the background when a waiting prompter is asked;
 - with no prompter an ``ask`` is a deny carrying the ask's own message (headless ``-p``).
 """
 
@@ -95,6 +96,7 @@ async def can_use_tool(
         **extras,
     )
     _emit(ctx, PermissionRequested(request=request))
+    _notify_waiting(ctx, tool.name)
 
     reply, decided_by = await _race(ctx, request, tool.name, input_dict, decision)
     if reply.interrupt and reply.behavior == "deny":
@@ -120,6 +122,16 @@ async def can_use_tool(
         message = f"{message}. The user said: {reply.feedback}" if message == USER_DENIED_MESSAGE else message
     return PermissionDecision(behavior="deny", message=message, decision_reason=decision.decision_reason,
                               feedback=reply.feedback)
+
+
+def _notify_waiting(ctx: ToolUseContext, tool_name: str) -> None:
+    """Notification hooks (``permission_prompt``, App. B §B.5) when the prompter will wait for an answer; they run
+    in the background. A prompter that answers at once (``waits`` false: ``-p`` without a host) notifies nobody."""
+    notify = getattr(ctx.hooks, "notify_soon", None)
+    if notify is not None and getattr(ctx.prompter, "waits", True):
+        from desktop_agent.permissions.hooks import PERMISSION_PROMPT_TITLE, permission_prompt_message
+
+        notify(permission_prompt_message(tool_name), ctx, "permission_prompt", PERMISSION_PROMPT_TITLE)
 
 
 async def _race(ctx: ToolUseContext, request: PermissionRequest, tool_name: str, input_dict: dict[str, Any],

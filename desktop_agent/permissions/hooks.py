@@ -2,8 +2,12 @@
 
 ``run_tool_use`` calls ``ctx.hooks.pre_tool_use(...)`` after validation and before the permission check and
 ``ctx.hooks.post_tool_use(...)`` after the result block is mapped; the permission flow calls
-``permission_request(...)`` (raced against the prompter); the loop calls ``user_prompt_submit``, ``stop``,
-``session_start`` and ``notification``.
+``permission_request(...)`` (raced against the prompter) and, when a prompter is asked, ``notify_soon`` with
+a ``permission_prompt`` Notification (in the background: the question does not wait for the hooks); the
+session calls ``user_prompt_submit``, ``session_start``, ``session_end`` and the ``idle_prompt`` Notification;
+the loop calls ``stop``; compaction calls ``pre_compact`` (exit 2 or ``decision: block`` stops it) and
+``session_start("compact")`` after it. ``SubagentStop`` is accepted in settings but never fires: there are no
+subagents.
 
 - Configuration: ``{"<Event>": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "...",
   "timeout": 600, "if": "Bash(git *)"}]}]}``. Matchers: ``*``/``""``/omitted = all; only letters, digits,
@@ -33,6 +37,13 @@ DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_EFFORT = "high"  # the hook input's ``effort`` when the session sets none (App. B §B.5)
 HOOK_EVENTS = ("PreToolUse", "PostToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SessionStart",
                "Notification", "SubagentStop", "PreCompact", "SessionEnd")
+# The reference's Notification texts (``notification_type`` is what matchers match).
+PERMISSION_PROMPT_TITLE = "Permission needed"
+IDLE_PROMPT_MESSAGE = "Claude is waiting for your input"
+
+
+def permission_prompt_message(tool_name: str) -> str:
+    return f"Claude needs your permission to use {tool_name}"
 
 
 @dataclass
@@ -61,7 +72,7 @@ class PostToolUseOutcome:
 
 @dataclass
 class HookEventOutcome:
-    """UserPromptSubmit / Stop / SessionStart / Notification."""
+    """UserPromptSubmit / Stop / SessionStart / Notification / PreCompact / SessionEnd."""
 
     block: bool = False
     reason: str | None = None
@@ -148,6 +159,7 @@ class HookRunner:
         self.notices: list[str] = []  # non-blocking hook errors, for the UI
         # ``prompt_id`` when the session did not set ``ctx.extras["prompt_id"]`` (a new id per user prompt).
         self._fallback_prompt_id = str(uuid.uuid4())
+        self._background: set[asyncio.Task[Any]] = set()  # hooks fired without waiting (notify_soon)
         if config:
             self.add_config(config)
 
@@ -407,11 +419,46 @@ class HookRunner:
         return self._event_outcome(await self._run_all("SessionStart", payload, ctx, source),
                                    stdout_is_context=True)
 
-    async def notification(self, message: str, ctx: Any, notification_type: str = "") -> HookEventOutcome:
+    async def notification(self, message: str, ctx: Any, notification_type: str = "",
+                           title: str | None = None) -> HookEventOutcome:
+        """Notification (matcher: ``notification_type``); exit 2 blocks nothing."""
         payload = {**self._base_input("Notification", ctx), "message": message}
+        if title:
+            payload["title"] = title
         if notification_type:
             payload["notification_type"] = notification_type
         return self._event_outcome(await self._run_all("Notification", payload, ctx, notification_type or None))
+
+    def notify_soon(self, message: str, ctx: Any, notification_type: str, title: str | None = None) -> None:
+        """Notification hooks in the background (a waiting dialog must not wait for them); ``drain`` awaits them.
+        Nothing is started when no Notification hook matches."""
+        if not self.matching("Notification", notification_type):
+            return
+        task = asyncio.ensure_future(self.notification(message, ctx, notification_type, title))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def drain(self, timeout: float | None = None) -> None:
+        """Wait for the hooks ``notify_soon`` started (at session end, so none is killed half-way)."""
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout)
+
+    async def pre_compact(self, trigger: str, custom_instructions: str | None, ctx: Any) -> HookEventOutcome:
+        """PreCompact (matcher: ``manual``/``auto``): exit 2, ``decision: block`` or ``continue: false`` blocks
+        the compaction (``block``; ``reason`` is the hook's stderr or reason)."""
+        payload = {**self._base_input("PreCompact", ctx), "trigger": trigger,
+                   "custom_instructions": custom_instructions or ""}
+        outcome = self._event_outcome(await self._run_all("PreCompact", payload, ctx, trigger))
+        if outcome.stop:
+            outcome.block = True
+            outcome.reason = outcome.reason or outcome.stop_reason
+        return outcome
+
+    async def session_end(self, reason: str, ctx: Any) -> HookEventOutcome:
+        """SessionEnd (matcher: ``reason``: ``clear``, ``logout``, ``prompt_input_exit`` or ``other``); it cannot
+        block the end."""
+        payload = {**self._base_input("SessionEnd", ctx), "reason": reason}
+        return self._event_outcome(await self._run_all("SessionEnd", payload, ctx, reason))
 
     def _event_outcome(self, results: list[HookResult], stdout_is_context: bool = False) -> HookEventOutcome:
         outcome = HookEventOutcome()

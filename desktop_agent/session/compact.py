@@ -10,7 +10,12 @@
   (``system``/``compact_boundary``, ``parentUuid: null``, ``logicalParentUuid``) and the summary
   (``isCompactSummary``) are appended to the transcript; up to 5 recently read files are regenerated
   from ``read_file_state`` as ``isEphemeral`` attachments, which the store never writes.
-- ``AutoCompactState``: after 3 consecutive failures the session stops trying.
+- Hooks (App. B §B.5), when ``hooks`` is given: ``PreCompact`` (``trigger`` manual/auto, ``custom_instructions``)
+  runs before the summary request, and exit 2, ``decision: block`` or ``continue: false`` stops the compaction
+  (``CompactBlocked``, no request); after it, ``SessionStart`` with ``source: compact`` runs and its context
+  joins the attachments (the reference's ``hookResults``).
+- ``AutoCompactState``: after 3 consecutive failures the session stops trying (a blocked auto-compaction
+  counts as one, so a hook that always blocks is asked three times, not before every request).
 """
 
 from __future__ import annotations
@@ -159,6 +164,10 @@ class CompactError(Exception):
     pass
 
 
+class CompactBlocked(CompactError):
+    """A PreCompact hook blocked the compaction."""
+
+
 @dataclass
 class CompactResult:
     boundary: dict[str, Any]
@@ -277,11 +286,17 @@ async def summarize(client: Any, model: str, entries: list[dict[str, Any]], *, t
 async def compact_conversation(client: Any, model: str, entries: list[dict[str, Any]], *, transcript_path: str,
                                read_file_state: Any = None, tools: list[dict[str, Any]] | None = None,
                                trigger: str = "auto", custom_instructions: str | None = None,
-                               continuation: bool = False) -> CompactResult:
+                               continuation: bool = False, hooks: Any = None, ctx: Any = None) -> CompactResult:
     """Summarise ``entries``. ``continuation``: compaction in the middle of a turn, so the summary tells the
-    model to carry on with the task (the request after it has no new user input)."""
+    model to carry on with the task (the request after it has no new user input). ``hooks``/``ctx``: the
+    session's HookRunner and context, for PreCompact and SessionStart(compact)."""
     if not [m for m in entries if m.get("type") in ("user", "assistant")]:
         raise CompactError("Not enough messages to compact.")
+    has = getattr(hooks, "has_hooks", lambda *a: True)
+    if hooks is not None and hasattr(hooks, "pre_compact") and has("PreCompact", trigger):
+        verdict = await hooks.pre_compact(trigger, custom_instructions, ctx)
+        if verdict.block:
+            raise CompactBlocked(f"PreCompact hook blocked the compaction: {verdict.reason or 'no reason given'}")
     pre_tokens = estimate_tokens(entries)
     summary = await summarize(client, model, entries, tools=tools, custom_instructions=custom_instructions)
     last_uuid = next((m.get("uuid") for m in reversed(entries) if m.get("uuid") and not m.get("isEphemeral")), None)
@@ -290,5 +305,12 @@ async def compact_conversation(client: Any, model: str, entries: list[dict[str, 
     summary_entry = user_entry(summary_message_text(summary, transcript_path, continuation), isCompactSummary=True,
                                isVisibleInTranscriptOnly=True)
     attachments = file_attachments(read_file_state)
+    if hooks is not None and hasattr(hooks, "session_start") and has("SessionStart", "compact"):
+        started = await hooks.session_start("compact", ctx)
+        if started.additional_context:
+            text = f"<system-reminder>\nSessionStart hook additional context: {started.additional_context}\n" \
+                   "</system-reminder>"
+            attachments.append(user_entry([{"type": "text", "text": text}], isMeta=True, isEphemeral=True,
+                                          attachment={"type": "hook_additional_context", "hookName": "SessionStart"}))
     return CompactResult(boundary=boundary, summary=summary_entry, attachments=attachments, pre_tokens=pre_tokens,
                          summary_text=summary)
