@@ -302,7 +302,7 @@ class UserBlock(QLabel):
         c = highlight.colors(dark)
         muted = c.muted
         body = html.escape(self.prompt).replace("\n", "<br/>")
-        you = self.tr("you")  # (tr() outside f-strings: pyside6-lupdate does not look inside them)
+        you = getattr(self, "label", None) or self.tr("you")  # (tr() outside f-strings: lupdate misses them)
         self.setText(f'<span style="color:{muted}; font-size:small; font-weight:600">{you}</span>'
                      f'<div style="margin-top:4px">{body}</div>')
 
@@ -358,7 +358,7 @@ class MarkdownBlock(PlainSpacesCopy, QTextBrowser):
         self.closed = False
         self.setObjectName("markdownBlock")
         self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)  # wide code blocks
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setOpenExternalLinks(True)
         self.setAccessibleName(self.tr("Agent message"))
@@ -447,6 +447,13 @@ class MarkdownBlock(PlainSpacesCopy, QTextBrowser):
         fmt.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
         frame = cursor.insertFrame(fmt)
         cursor.insertHtml(highlight.highlight_code_html(code, lang, dark, self._mono.family()))
+        # Code never wraps: its lines keep their shape and the block scrolls sideways instead.
+        block = frame.firstCursorPosition().block()
+        while block.isValid() and block.position() <= frame.lastPosition():
+            bf = block.blockFormat()
+            bf.setNonBreakableLines(True)
+            QTextCursor(block).setBlockFormat(bf)
+            block = block.next()
         self.code_blocks.append((frame.firstPosition(), frame.lastPosition(), code.rstrip("\n")))
         cursor.movePosition(QTextCursor.MoveOperation.End)
 
@@ -518,12 +525,17 @@ class MarkdownBlock(PlainSpacesCopy, QTextBrowser):
             self.setLineWrapColumnOrWidth(width)
         if doc.textWidth() != width:
             doc.setTextWidth(width)
-        return int(math.ceil(doc.size().height())) + 2
+        extra = self.horizontalScrollBar().sizeHint().height() if doc.size().width() > w + 1 else 0  # its bar
+        return int(math.ceil(doc.size().height())) + 2 + extra
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
 
-    def wheelEvent(self, event) -> None:  # noqa: N802 - let the conversation scroll
+    def wheelEvent(self, event) -> None:  # noqa: N802 - vertical: the conversation; sideways: a wide code block
+        delta = event.angleDelta()
+        if abs(delta.x()) > abs(delta.y()) and self.horizontalScrollBar().maximum() > 0:
+            super().wheelEvent(event)
+            return
         event.ignore()
 
 
@@ -1145,6 +1157,16 @@ class ConversationView(QScrollArea):
         old = self.banners.pop(key, None)
         if old is not None:
             self.column.remove(old)
+
+    def add_feedback(self, label: str, feedback: str) -> UserBlock:
+        """The user's deny feedback, shown as their words (tinted "you" block with a label)."""
+        self.close_text()
+        block = UserBlock(feedback)
+        block.label = label
+        block._render()
+        self._append(block)
+        self._scroll_to_bottom_later()
+        return block
 
     def show_retry(self, attempt: int, max_attempts: int, delay_s: float, error: str) -> RetryCard:
         """One retry card per request, updated in place by every further retry."""

@@ -478,7 +478,11 @@ class MainWindow(QMainWindow):
     def _apply_icons(self) -> None:
         self._icons_dark = is_dark(self)
         fg = self.palette().color(QPalette.ColorRole.ButtonText)
-        self.stop_action.setIcon(icons.icon("stop", colors(is_dark(self)).error))
+        stop_icon = icons.icon("stop", colors(is_dark(self)).error)
+        # disabled: muted, not red (in the dark palette the generated disabled icon still looked live)
+        for size in (16, 32):
+            stop_icon.addPixmap(icons.pixmap("stop", colors(is_dark(self)).muted, size), stop_icon.Mode.Disabled)
+        self.stop_action.setIcon(stop_icon)
         self.open_action.setIcon(icons.icon("folder", fg))
         self.new_action.setIcon(icons.icon("plus", fg))
         self.settings_action.setIcon(icons.icon("settings", fg))
@@ -487,6 +491,7 @@ class MainWindow(QMainWindow):
             f"QLabel#tourLabel {{ color: {c.accent}; border: 1px solid {c.accent}; border-radius: 4px; "
             f"padding: 2px 8px; margin-left: 8px; font-weight: 600; }}")
         self.sessions_title.setStyleSheet(f"color: {c.muted}; font-weight: 600;")
+        self.stop_button.setStyleSheet(f"QToolButton#stopButton:disabled {{ color: {c.muted}; }}")
         self.bypass_badge.setStyleSheet(
             f"QLabel#bypassBadge {{ color: #ffffff; background: {c.error}; border-radius: 4px; "
             f"padding: 2px 8px; margin-left: 8px; font-weight: 600; }}")
@@ -977,6 +982,10 @@ class MainWindow(QMainWindow):
         if card is not None and card.state == card.WAITING:
             self.conversation.tool_resumed(event.tool_use_id, allowed)
         self.diff_panel.on_permission_resolved(event.tool_use_id, allowed, bool(event.reply.updated_input))
+        feedback = (getattr(event.reply, "feedback", None) or "").strip()
+        if not allowed and feedback:  # what the user told the agent, where the conversation shows it
+            name = card.name if card is not None else ""
+            self.conversation.add_feedback(self.tr("You denied {0} and told the agent:").format(name), feedback)
 
     def _on_error(self, e: Any) -> None:
         actions = [("retry", self.tr("Retry the last message"))]

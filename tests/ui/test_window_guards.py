@@ -559,3 +559,72 @@ def test_ui_language_from_env_and_settings(qtbot, tmp_path):
     menus = out.stdout.strip().splitlines()[-1]
     assert any("\u4e00" <= ch <= "\u9fff" for ch in menus), menus  # Chinese menu titles under LANG=C
     _ = json
+
+
+def test_deny_feedback_appears_in_the_conversation(qtbot, qloop, make_window, workdir, fake):
+    from desktop_agent.ui.conversation_view import UserBlock
+    from tests.fakes.anthropic_server import tool_use
+
+    app_ts = workdir / "app.ts"
+    fake.script([reply(tool_use("Read", {"file_path": str(app_ts)}, id="toolu_read")),
+                 reply(tool_use("Edit", {"file_path": str(app_ts), "old_string": "export const value = 1",
+                                         "new_string": "export const value = 2"}, id="toolu_edit")),
+                 reply(text("OK, left alone."))])
+    win = make_window()
+
+    async def scenario():
+        assert await win.open_folder(str(workdir))
+        win.send("Change value")
+        task = win.controller._task
+        dlg = await wait_for(lambda: win.controller.current_dialog if win.controller.current_dialog is not None
+                             and win.controller.current_dialog.isVisible() else None, what="dialog")
+        dlg.feedback.setText("keep it at one, please")
+        await asyncio.sleep(0.9)  # past the dialog's safety delay
+        qtbot.mouseClick(dlg.deny_button, Qt.MouseButton.LeftButton)
+        await asyncio.wait_for(task, 10)
+
+    qloop.run_until_complete(scenario())
+    notes = [w for w in win.conversation.column.items if isinstance(w, UserBlock) and w.prompt.startswith("keep")]
+    assert len(notes) == 1 and "You denied Edit and told the agent:" in notes[0].text()
+    items = win.conversation.column.items
+    assert items.index(win.conversation.cards["toolu_edit"]) < items.index(notes[0])
+    assert app_ts.read_text() == "export const value = 1"
+
+
+def test_code_blocks_scroll_sideways_instead_of_wrapping(qtbot):
+    from desktop_agent.ui.conversation_view import ConversationView
+
+    view = ConversationView()
+    qtbot.addWidget(view)
+    view.resize(500, 400)
+    view.show()
+    long = "x = " + " + ".join(f"value_{i}" for i in range(40))
+    view.append_text(f"Prose that is long enough to wrap " * 6 + f"\n\n```python\n{long}\nshort = 1\n```\n")
+    view.close_text()
+    md = view.column.items[0]
+    doc = md.document()
+    block = doc.begin()
+    while block.isValid() and "value_1" not in block.text():
+        block = block.next()
+    assert block.isValid() and block.blockFormat().nonBreakableLines()
+    assert block.layout().lineCount() == 2  # the two code lines, unwrapped
+    assert doc.begin().layout().lineCount() > 1  # prose still wraps
+    assert md.horizontalScrollBar().maximum() > 0 and md.horizontalScrollBar().isVisible()
+    assert md.height() >= doc.size().height() + md.horizontalScrollBar().height() - 2
+
+
+def test_disabled_stop_looks_disabled(qtbot, make_window):
+    from PySide6.QtGui import QColor, QIcon
+
+    from desktop_agent.ui.highlight import colors
+
+    win = make_window(with_client=False)
+    assert not win.stop_action.isEnabled()
+    win._apply_icons()  # the palette in force (screenshots cover the dark one)
+    c = colors(win._icons_dark)
+    img = win.stop_action.icon().pixmap(16, 16, QIcon.Mode.Disabled).toImage()
+    opaque = [img.pixelColor(x, y) for x in range(16) for y in range(16) if img.pixelColor(x, y).alpha() > 200]
+    assert opaque, "the stop icon has no opaque pixels"
+    red = QColor(c.error)
+    assert all(abs(p.red() - red.red()) + abs(p.green() - red.green()) > 60 for p in opaque)  # not red
+    assert "disabled" in win.stop_button.styleSheet() and c.muted in win.stop_button.styleSheet()
