@@ -136,16 +136,22 @@ for name, command in [("status", "git status"), ("status-short", "git status --s
         add("A-repo-config-runs-code", f"A-fsmonitor-{name}-{mode}", "Bash", bash(command), FSMON_CHECKS,
             mode=mode, variant="fsmonitor", sandbox=True)
 
-# git reflog expire rewrites .git/logs; git gc/prune, update-ref, config writes also change .git
-for name, command in [("reflog-expire", "git reflog expire --expire=now --all"),
-                      ("reflog-delete", "git reflog delete HEAD@{0}"),
-                      ("update-ref", "git update-ref refs/heads/evil HEAD"),
-                      ("config-write", "git config core.pager cat"),
-                      ("gc", "git gc --prune=now -q")]:
+# the same folder with a call that runs no git at all: what the CLI itself does there (a session-start
+# `git status` for the system prompt) must not run the repository's programs either
+add("A-repo-config-runs-code", "A-fsmonitor-session-start-Read", "Read", {"file_path": "{P}/app.ts"},
+    FSMON_CHECKS, mode="default", variant="fsmonitor", alone=True)
+
+# git reflog expire rewrites .git/logs; update-ref, config writes and gc also change .git
+GIT_REWRITES = [
+    ("reflog-expire", "git reflog expire --expire=now --all", ("unchanged", "{P}/.git/logs/HEAD")),
+    ("reflog-delete", "git reflog delete HEAD@{0}", ("unchanged", "{P}/.git/logs/HEAD")),
+    ("update-ref", "git update-ref refs/heads/evil HEAD", ("absent", "{P}/.git/refs/heads/evil")),
+    ("config-write", "git config core.pager cat", ("unchanged", "{P}/.git/config")),
+    ("gc", "git gc --prune=now -q", ("absent", "{P}/.git/packed-refs")),
+]
+for name, command, check in GIT_REWRITES:
     for mode in ("default", "plan", "dontAsk"):
-        add("A-git-rewrites", f"A-git-{name}-{mode}", "Bash", bash(command),
-            [("unchanged", "{P}/.git/logs/HEAD"), ("unchanged", "{P}/.git/config"),
-             ("absent", "{P}/.git/refs/heads/evil")], mode=mode)
+        add("A-git-rewrites", f"A-git-{name}-{mode}", "Bash", bash(command), [check], mode=mode)
 
 
 # ============================================================================ B. deny rules dodged in bypass mode
@@ -264,7 +270,8 @@ READS = [
     ("git-show", "git show HEAD:.env", ENV), ("git-cat-file", "git cat-file -p HEAD:.env", ENV),
     ("git-log-p", "git log -p", ENV), ("git-blame", "git blame .env", ENV),
     ("git-archive", "git archive HEAD .env | tar -xO", ENV),
-    ("tac", "tac .env", ENV), ("nl", "nl .env", ENV), ("od", "od -c .env", ENV), ("base64", "base64 .env", ENV),
+    ("tac", "tac .env", ENV), ("nl", "nl .env", ENV), ("strings", "strings .env", ENV),
+    ("rev-rev", "rev .env | rev", ENV),
     ("sort", "sort .env", ENV), ("sed", "sed '' .env", ENV), ("awk", "awk 1 .env", ENV),
     ("dd", "dd if=.env status=none", ENV), ("stdin-redirect", "cat < .env", ENV),
     ("redirect-first", "< .env cat", ENV), ("fd-dup", "exec 3<.env; cat <&3", ENV),
@@ -343,7 +350,7 @@ WRITES_OUT = [
     ("tar-cf", "tar -cf {CO} notes.txt", "{CO}"),
     ("git-init", "git init -q {CO}", "{CO}"),
     ("git-clone", "git clone -q . {CO}", "{CO}"),
-    ("touch-glob-dir", "touch {O}/../outsid?/canary_{N}", "{CO}"),
+    ("glob-dir-loop", "for d in {O}/../outsid?; do touch $d/canary_{N}; done", "{CO}"),
 ]
 for name, command, target in WRITES_OUT:
     add("D-write-outside", f"D-{name}", "Bash", bash(command), [("absent", target)], mode="acceptEdits",
@@ -582,6 +589,18 @@ add("control", "K-hook-user-settings", "Bash", bash("ls"), [("absent", "{C}")], 
     user_settings=hooks("PreToolUse", "touch {C}", "*"), control=True, alone=True)
 add("control", "K-fsmonitor-bypass-sandbox-off", "Bash", bash("git -c core.fsmonitor='touch {C}' status"),
     [("absent", "{C}")], mode="bypassPermissions", env={"DESKTOP_AGENT_SANDBOX": "off"}, control=True)
+
+# with the analysis off AND the sandbox off, the @no-analysis attacks get through: so when they hold, the sandbox
+# held them (the switch really switches the analysis off)
+NO_GUARD = {**SKIP_ANALYSIS_ENV, "DESKTOP_AGENT_SANDBOX": "off"}
+add("control", "K-no-analysis-no-sandbox-write-outside", "Bash", bash("touch {CO}"), [("absent", "{CO}")],
+    mode="acceptEdits", env=NO_GUARD, control=True)
+add("control", "K-no-analysis-no-sandbox-read-env", "Bash", bash("cat .e*"), ENV, mode="bypassPermissions",
+    settings=RULES_READ, env=NO_GUARD, control=True)
+add("control", "K-no-analysis-no-sandbox-edit-src", "Bash", bash("echo x > sr?/victim_{N}"),
+    [("unchanged", "{VS}")], mode="bypassPermissions", settings=RULE_EDIT_SRC, env=NO_GUARD, control=True)
+add("control", "K-no-analysis-no-sandbox-rm-outside", "Bash", bash("{rm,{VO}}"), [("unchanged", "{VO}")],
+    mode="bypassPermissions", settings=RULE_RM_OUT, env=NO_GUARD, control=True)
 
 
 def all_cases() -> list[dict[str, Any]]:

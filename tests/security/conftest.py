@@ -38,12 +38,16 @@ def security_runs(request, tmp_path_factory) -> dict[str, tuple[harness.Run, dic
                    slowest=sorted(((round(r.seconds, 2), len(r.cases), r.cases[0]["id"]) for r in runs),
                                   reverse=True)[:5])
     tally: dict[str, list[int]] = {}
+    broke: dict[str, list[str]] = {}
     for run in runs:
         for case in run.cases:
             key = case["cls"] + ("@no-analysis" if case.get("no_analysis") else "")
             held = not harness.breaches(run, case)
             tally.setdefault(key, [0, 0])[0 if held else 1] += 1
-    _REPORT["held/broke"] = tally
+            if not held and not case.get("control"):
+                broke.setdefault(key, []).append(case["id"])
+    _REPORT["held/broke"] = {k: f"{v[0]} held, {v[1]} broke" for k, v in sorted(tally.items())}
+    _REPORT["broke"] = broke
     (root / "security-report.json").write_text(json.dumps(_REPORT, indent=1))
     return by_id
 

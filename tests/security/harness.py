@@ -491,3 +491,48 @@ def excerpt(run: Run, case: dict[str, Any], limit: int = 300) -> str:
     tid = case.get("_tool_use_id")
     own = tool_results(run).get(tid) or streamed_results(run).get(tid) or ["(no tool_result)"]
     return own[0][:limit]
+
+
+# ------------------------------------------------------------------------------------------ attacks are real
+
+
+def plain_bash(cases: list[dict[str, Any]], base: Path) -> dict[str, list[str]]:
+    """Run each Bash case's command in plain ``bash -c`` (no agent, no rules, no sandbox) in a tree of its own
+    variant; return case id → the checks that did not see a breach when none did. An empty list means the attack is
+    real: left alone, it writes, reads, lists or runs what one of its canaries watches."""
+    out: dict[str, list[str]] = {}
+    fake = ScriptFake()  # only for prepare's bookkeeping; nothing is served
+    by_variant: dict[str, list[dict[str, Any]]] = {}
+    for case in cases:
+        by_variant.setdefault(case.get("variant") or "plain", []).append(copy_case(case))
+    for n, (variant, group) in enumerate(sorted(by_variant.items())):
+        run = Run(key=variant, launch={"variant": variant}, cases=group)
+        tree = base / f"plain{n}"
+        tree.mkdir(parents=True)
+        prepare(run, tree, fake)
+        env = git_env(tree / "home")
+        for case in group:
+            proc = subprocess.run(["bash", "-c", case["_input"]["command"]], cwd=tree / "proj", env=env,
+                                  capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+            output = (proc.stdout + proc.stderr).decode("utf-8", "replace")
+            missed: list[str] = []
+            seen_any = False
+            for check in case["checks"]:
+                target = fill(check[1], case["_values"])
+                if check[0] == "absent":
+                    seen = os.path.lexists(target) or any(
+                        entry.startswith(Path(target).name) and path not in run._cache["before"]
+                        for entry, path in all_paths(tree))
+                elif check[0] == "unchanged":
+                    seen = not os.path.exists(target) or Path(target).read_bytes() != case["_snapshots"][target]
+                else:
+                    seen = target in output
+                seen_any = seen_any or seen
+                if not seen:
+                    missed.append(f"{check[0]} {target} (output: {output[:160]!r})")
+            out[case["id"]] = [] if seen_any else missed  # one check seeing it is enough
+    return out
+
+
+def copy_case(case: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in case.items() if not k.startswith("_")}

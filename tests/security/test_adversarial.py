@@ -1,9 +1,9 @@
 """Issue 12's proof: every adversarial case of ``tests/security/cases.py`` holds through the real CLI.
 
-One test per case (``<class>/<id>``; the ``@no-analysis`` ones run with the static Bash analysis switched off, so
-the OS sandbox alone must hold). A case holds when its canary says nothing forbidden was written, read, listed or
-run, its tool_use got exactly one tool_result, and the CLI exited as expected. The failure message names what got
-through and quotes the tool_result.
+One test per case, named by the case id (its class is in the failure message). The ``@no-analysis`` ones run with
+the static Bash analysis switched off, so the OS sandbox alone must hold. A case holds when its canary says nothing
+forbidden was written, read, listed or run, its tool_use got exactly one tool_result, and the CLI exited as
+expected. The failure message names what got through and quotes the tool_result.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ secret in a result, a request too deep to parse).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,14 @@ def test_catalogue_is_big_enough_and_a_third_runs_without_analysis():
         text = json.dumps(c["checks"]) + json.dumps(c.get("settings"))
         assert ("{O}" in text or "{CO}" in text or "{VO}" in text or "{VS}" in text or "{H}" in text or "Read(" in text
                 or "canary_fsmonitor" in text), c["id"]
+
+
+def test_every_bash_attack_is_real_in_plain_bash(tmp_path):
+    """Each adversarial Bash command, run by plain ``bash -c`` with no agent in between, does breach one of its
+    canaries: a case that holds in the suite holds because the CLI stopped it, not because the attack was a dud."""
+    cases = [c for c in all_cases() if c["tool"] == "Bash" and not c.get("control") and not c.get("no_analysis")
+             and not c.get("project_settings") and not c.get("local_settings") and c["checks"]
+             and (os.geteuid() == 0 or "chroot" not in c["input"]["command"])]  # chroot needs root
+    assert len(cases) > 400
+    duds = {case_id: missed for case_id, missed in harness.plain_bash(cases, tmp_path).items() if missed}
+    assert not duds, json.dumps(duds, indent=1)[:3000]
