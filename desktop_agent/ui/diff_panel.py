@@ -1,29 +1,57 @@
 """The changes panel: every change of the session, newest first, grouped by turn and file.
 
 Each change comes from a tool's structured patch — from ``PermissionRequested`` before the write
-(status *pending*) and from ``ToolCallFinished.data`` after it (*applied* or *failed*); a denied
-proposal stays visible as *rejected*. Unified diffs with old/new line numbers, GitHub-like colours
-and syntax highlighting by file type. Each file row collapses on click (a change of more than
-``diff_render.INLINE_LINES`` diff lines starts collapsed; expanded, ``DiffRenderer`` builds it in
-slices between other events); selecting a change tells the conversation which card to show.
+(status *pending*, the proposed patch kept) and from ``ToolCallFinished.data`` after it (*applied* or
+*failed*, the written patch); a denied proposal stays visible as *rejected*, a reverted one as
+*reverted*. Unified diffs with old/new line numbers, GitHub-like colours and syntax highlighting by
+file type. A file the change created is marked ``new``.
+
+Nothing is cut. A change of at most ``diff_render.INLINE_LINES`` diff lines opens in place (a click
+on its row folds it); a bigger one starts folded and opens in full in the panel's change page
+(``change_detail.ChangeDetail``: the virtualised ``HunkDiffView``, filled in slices, so even a
+20,000-line change never stalls the window) — "show all", with a hunk navigator.
+
+A partly allowed change (the user rejected some hunks in the permission dialog) shows both kinds:
+the proposed patch from the request, each hunk marked accepted or "rejected: not written" (struck
+through, muted), matched by the original line ranges of the tool result's ``rejectedHunks`` of
+``totalHunks``; after a resume (no request) the written hunks and a line naming the rejected ranges.
+
+Actions per change (``change_actions``): open in editor, copy patch (unified diff text), revert this
+change (its own focus-safe confirmation, ``revert_dialog``; the file I/O on a worker thread through
+``asyncio.to_thread``; refused when the file changed since; recorded in the transcript as a
+``system`` entry of subtype ``change_reverted`` through the session's recorder). Selecting a change
+tells the conversation which card to show.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
+import logging
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from PySide6.QtCore import QUrl, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication, QFrame, QHBoxLayout, QLabel, QStackedWidget, QTextBrowser, QVBoxLayout, QWidget,
+)
 
+from desktop_agent.tools.patch import format_line_ranges, hunk_old_range
 from desktop_agent.ui import highlight
+from desktop_agent.ui.change_actions import (
+    RevertPlan, RevertRefused, absolute_path, open_in_editor, revert_blocker, revert_file, revert_plan,
+    reverted_entry, unified_patch,
+)
+from desktop_agent.ui.change_detail import ChangeDetail
 from desktop_agent.ui.conversation_view import PlainSpacesCopy, is_dark, mono_font, rel_path
 from desktop_agent.ui.diff_render import INLINE_LINES, renderer
+from desktop_agent.ui.revert_dialog import RevertDialog
 
-PENDING, APPLIED, REJECTED, FAILED = "pending", "applied", "rejected", "failed"
+log = logging.getLogger(__name__)
+
+PENDING, APPLIED, REJECTED, FAILED, REVERTED = "pending", "applied", "rejected", "failed", "reverted"
 FILE_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 
 
@@ -40,6 +68,32 @@ class Change:
     collapsed: bool = False
     user_modified: bool = False
     note: str = ""
+    note_is_error: bool = True
+    proposed: list[dict[str, Any]] | None = None  # the permission request's patch (every hunk)
+    rejected: list[tuple[int, int]] = field(default_factory=list)  # original line ranges, from the result
+    total_hunks: int | None = None
+    data: dict[str, Any] | None = None  # the tool's result data (revert, copy)
+    new_file: bool = False
+    busy: bool = False  # a revert is running
+
+    def review(self) -> tuple[list[dict[str, Any]], list[bool] | None]:
+        """The hunks to show and, for a partly allowed change, which were accepted: the proposed
+        patch with its rejected hunks (matched by original line range) when the request was seen,
+        else the written hunks (``None``: no decisions to show)."""
+        if self.rejected and self.proposed:
+            wanted = {(int(a), int(b)) for a, b in self.rejected}
+            flags = [hunk_old_range(h) not in wanted for h in self.proposed]
+            if flags.count(False) == len(wanted):
+                return self.proposed, flags
+        return self.hunks, None
+
+    @property
+    def line_count(self) -> int:
+        return highlight.diff_line_count(self.review()[0])
+
+    @property
+    def big(self) -> bool:
+        return self.line_count > INLINE_LINES
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -67,6 +121,20 @@ def hunks_from_request(request: Any) -> list[dict[str, Any]]:
     return hunks
 
 
+def is_new_request(request: Any) -> bool:
+    if request.tool_name == "Write":
+        return request.original_file is None
+    return request.tool_name == "Edit" and request.input.get("old_string") == "" and not request.original_file
+
+
+def is_new_data(tool: str, data: dict[str, Any] | None) -> bool:
+    if not data:
+        return False
+    if tool == "Write":
+        return data.get("type") == "create" or ("originalFile" in data and data.get("originalFile") is None)
+    return tool == "Edit" and data.get("oldString") == "" and data.get("originalFile") in ("", None)
+
+
 class _ChangesView(PlainSpacesCopy, QTextBrowser):
     """The panel's document: copies with plain spaces."""
 
@@ -75,6 +143,7 @@ class DiffPanel(QWidget):
     """Right-hand pane. Feed it the controller's permission and tool events."""
 
     change_selected = Signal(str)  # tool_use_id
+    change_reverted = Signal(str)  # tool_use_id, once the file is written back
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -84,6 +153,11 @@ class DiffPanel(QWidget):
         self.changes: list[Change] = []
         self.by_tool: dict[str, Change] = {}
         self.selected_id: int | None = None
+        # Where a revert is recorded: called with the transcript entry. None: the window's session
+        # (``window().controller.session``, through ``AgentSession._record``).
+        self.recorder: Callable[[dict[str, Any]], Any] | None = None
+        self.revert_dialog: RevertDialog | None = None
+        self._tasks: set[asyncio.Future] = set()
         self._next = 1
         self._waiting: set[Any] = set()  # diffs being rendered in the background
         renderer().ready.connect(self._on_diff_ready)
@@ -104,6 +178,7 @@ class DiffPanel(QWidget):
         line.setFrameShape(QFrame.Shape.HLine)
         line.setObjectName("separator")
         root.addWidget(line)
+        self.pages = QStackedWidget()
         self.view = _ChangesView()
         self.view.setObjectName("diffView")
         self.view.setAccessibleName(self.tr("Diffs of the session"))
@@ -112,7 +187,12 @@ class DiffPanel(QWidget):
         self.view.setLineWrapMode(QTextBrowser.LineWrapMode.NoWrap)
         self.view.anchorClicked.connect(self._on_anchor)
         self.view.document().setDocumentMargin(12)
-        root.addWidget(self.view, 1)
+        self.pages.addWidget(self.view)
+        self.detail = ChangeDetail()
+        self.detail.back.connect(self.show_list)
+        self.detail.action.connect(self._on_detail_action)
+        self.pages.addWidget(self.detail)
+        root.addWidget(self.pages, 1)
         self._mono = mono_font()
         self.render()
 
@@ -127,6 +207,9 @@ class DiffPanel(QWidget):
             change = self._add(request.tool_use_id, request.tool_name, turn, str(path), hunks, PENDING)
         else:
             change.hunks, change.status = hunks, PENDING
+            change.collapsed = change.big
+        change.proposed = hunks
+        change.new_file = is_new_request(request)
         self.render()
         return change
 
@@ -147,6 +230,8 @@ class DiffPanel(QWidget):
         if change is None:
             path = data.get("filePath") or data.get("file_path") or ""
             change = self._add(tool_use_id, name, turn, str(path), hunks_from_data(data), APPLIED)
+            self._take_data(change, data)
+            change.collapsed = change.big
         elif change.status == REJECTED:
             pass
         elif is_error:
@@ -160,13 +245,26 @@ class DiffPanel(QWidget):
                 if hunks:
                     change.hunks = hunks
                 change.user_modified = bool(data.get("userModified", change.user_modified))
+                self._take_data(change, data)
         self.render()
         return change
 
+    @staticmethod
+    def _take_data(change: Change, data: dict[str, Any]) -> None:
+        change.data = data
+        ranges = data.get("rejectedHunks") or []
+        try:
+            change.rejected = [(int(a), int(b)) for a, b in ranges]
+        except (TypeError, ValueError):
+            change.rejected = []
+        total = data.get("totalHunks")
+        change.total_hunks = int(total) if isinstance(total, int) else (len(change.rejected) or None)
+        change.new_file = change.new_file or is_new_data(change.tool, data)
+
     def _add(self, tool_use_id: str, tool: str, turn: int, path: str, hunks: list[dict[str, Any]],
              status: str) -> Change:
-        # A big change starts collapsed ("▸ big.py +500 −500"), as GitHub does with large diffs: the
-        # dialog shows it while it is reviewed, and the panel re-renders on every event of the turn.
+        # A big change starts folded ("▸ big.py +500 −500"), as GitHub does with large diffs: the
+        # dialog shows it while it is reviewed; opened, it shows in full on the panel's change page.
         change = Change(self._next, tool_use_id, tool, turn, path, hunks, status,
                         collapsed=highlight.diff_line_count(hunks) > INLINE_LINES)
         self._next += 1
@@ -179,34 +277,183 @@ class DiffPanel(QWidget):
         self.by_tool.clear()
         self._waiting.clear()
         self.selected_id = None
+        self.show_list()
         self.render()
 
     # ----- selection ---------------------------------------------------------------------------
     def select_tool(self, tool_use_id: str, expand: bool = True) -> bool:
         """Highlight the change of a tool call and scroll to it; ``expand=False`` when the window
-        follows the turn by itself (a big change the user has not opened stays collapsed)."""
+        follows the turn by itself (a big change the user has not opened stays folded). Expanding
+        a big change opens it in full on the change page."""
         change = self.by_tool.get(tool_use_id)
         if change is None:
             return False
         self.selected_id = change.id
+        if expand and change.big:
+            self.open_change(change)
+            return True
         if expand:
             change.collapsed = False
         self.render()
         self.view.scrollToAnchor(f"c{change.id}")
         return True
 
+    def change_by_id(self, cid: int) -> Change | None:
+        for change in self.changes:
+            if change.id == cid:
+                return change
+        return None
+
     def _on_anchor(self, url: QUrl) -> None:
         text = url.toString()
-        if text.startswith("toggle:"):
-            cid = int(text.split(":", 1)[1])
-            for change in self.changes:
-                if change.id == cid:
-                    change.collapsed = not change.collapsed
-                    self.selected_id = cid
-                    self.render()
-                    self.view.scrollToAnchor(f"c{cid}")
-                    self.change_selected.emit(change.tool_use_id)
-                    break
+        verb, _, rest = text.partition(":")
+        if not rest.isdigit():
+            return
+        change = self.change_by_id(int(rest))
+        if change is None:
+            return
+        if verb == "toggle":
+            self.selected_id = change.id
+            if change.big:
+                self.open_change(change)
+            else:
+                change.collapsed = not change.collapsed
+                self.render()
+                self.view.scrollToAnchor(f"c{change.id}")
+            self.change_selected.emit(change.tool_use_id)
+        elif verb == "show":
+            self.selected_id = change.id
+            self.open_change(change)
+            self.change_selected.emit(change.tool_use_id)
+        elif verb in ("open", "copy", "revert"):
+            self.run_action(change, verb)
+
+    # ----- the change page ("show all") ---------------------------------------------------------
+    def open_change(self, change: Change) -> None:
+        """Show every line of ``change`` on the change page (virtualised, filled in slices)."""
+        hunks, accepted = change.review()
+        self.pages.setCurrentWidget(self.detail)
+        self.detail.show_change(change.id, self._detail_title(change), hunks,
+                                self._abs(change), accepted, self._can_revert(change))
+
+    def show_list(self) -> None:
+        if self.pages.currentWidget() is not self.view:
+            self.pages.setCurrentWidget(self.view)
+            self.render()
+            if self.selected_id is not None:
+                self.view.scrollToAnchor(f"c{self.selected_id}")
+
+    def showing_detail(self) -> Change | None:
+        if self.pages.currentWidget() is self.detail and self.detail.change_id is not None:
+            return self.change_by_id(self.detail.change_id)
+        return None
+
+    def _on_detail_action(self, verb: str) -> None:
+        change = self.showing_detail()
+        if change is not None:
+            self.run_action(change, verb)
+
+    def _detail_title(self, change: Change) -> str:
+        c = highlight.colors(is_dark(self))
+        rel = rel_path(change.file_path, self.cwd)
+        added, removed = change.counts
+        return (f"<b>{html.escape(rel)}</b>{self._new_badge(change, c)}&nbsp;&nbsp;"
+                f"<span style='color:{c.added_fg}'>+{added:,}</span>&nbsp;"
+                f"<span style='color:{c.removed_fg}'>\u2212{removed:,}</span>&nbsp;&nbsp;"
+                f"{self._status_html(change, c)}{self._note_html(change, c, inline=True)}")
+
+    # ----- actions -----------------------------------------------------------------------------
+    def _abs(self, change: Change) -> str:
+        return absolute_path(change.file_path, self.cwd)
+
+    def _plan(self, change: Change) -> RevertPlan | str:
+        return revert_plan(change.tool, change.data, change.hunks, self.cwd)
+
+    def _can_revert(self, change: Change) -> bool:
+        return change.status == APPLIED and not change.busy and revert_blocker(change.tool, change.data) is None
+
+    def patch_text(self, change: Change) -> str:
+        """The change as unified-diff text: what was written (or, pending, what is proposed)."""
+        return unified_patch(change.hunks, rel_path(change.file_path, self.cwd), change.new_file)
+
+    def run_action(self, change: Change, verb: str) -> None:
+        self.selected_id = change.id
+        if verb == "open":
+            if not open_in_editor(self._abs(change)):
+                self._set_note(change, self.tr("No application could open {0}.").format(self._abs(change)))
+        elif verb == "copy":
+            QApplication.clipboard().setText(self.patch_text(change))
+            self._set_note(change, self.tr("Patch copied ({0} lines).").format(
+                f"{self.patch_text(change).count(chr(10)):,}"), error=False)
+        elif verb == "revert":
+            self.ask_revert(change)
+
+    def _set_note(self, change: Change, text: str, error: bool = True) -> None:
+        change.note, change.note_is_error = text, error
+        self._refresh(change)
+
+    def _refresh(self, change: Change) -> None:
+        self.render()
+        if self.showing_detail() is change:
+            self.detail.set_title(self._detail_title(change), self._can_revert(change))
+
+    def ask_revert(self, change: Change) -> RevertDialog | None:
+        """The confirmation; Revert then writes the original back on a worker thread."""
+        if change.status != APPLIED or change.busy:
+            return None
+        plan = self._plan(change)
+        if not isinstance(plan, RevertPlan):
+            self._set_note(change, plan)
+            return None
+        added, removed = change.counts
+        dlg = RevertDialog(os.path.basename(change.file_path), added, removed, plan.original is None,
+                           self.window())
+        dlg.decided.connect(lambda yes: self._start_revert(change, plan) if yes else None)
+        dlg.finished.connect(dlg.deleteLater)
+        self.revert_dialog = dlg
+        dlg.open()
+        return dlg
+
+    def _start_revert(self, change: Change, plan: RevertPlan) -> None:
+        change.busy = True
+        self._set_note(change, self.tr("Reverting…"), error=False)
+        task = asyncio.ensure_future(self._revert(change, plan))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _revert(self, change: Change, plan: RevertPlan) -> None:
+        try:
+            outcome = await asyncio.to_thread(revert_file, plan)
+        except RevertRefused as exc:
+            change.busy = False
+            self._set_note(change, self.tr("Not reverted: {0}").format(str(exc)))
+            return
+        except OSError as exc:
+            change.busy = False
+            self._set_note(change, self.tr("Could not revert: {0}").format(exc.strerror or str(exc)))
+            return
+        change.busy = False
+        change.status = REVERTED
+        note = self.tr("Deleted the file this change created.") if outcome == "deleted" else \
+            self.tr("Reverted: the file is as it was before this change.")
+        try:
+            self._record(reverted_entry(change.file_path, change.tool_use_id, outcome))
+        except Exception:  # the file is reverted either way; say the record is missing
+            log.exception("could not record the revert")
+            note += " " + self.tr("(It could not be recorded in the transcript.)")
+        self._set_note(change, note, error=False)
+        self.change_reverted.emit(change.tool_use_id)
+
+    def _record(self, entry: dict[str, Any]) -> None:
+        if self.recorder is not None:
+            self.recorder(entry)
+            return
+        controller = getattr(self.window(), "controller", None)
+        session = getattr(controller, "session", None)
+        record = getattr(session, "_record", None)
+        if record is None:
+            raise RuntimeError("no session to record the revert in")
+        record(entry)
 
     # ----- rendering ---------------------------------------------------------------------------
     def render(self) -> None:
@@ -218,8 +465,8 @@ class DiffPanel(QWidget):
         added = sum(ch.counts[0] for ch in live)
         removed = sum(ch.counts[1] for ch in live)
         self.counts_label.setText(
-            f"<span style='color:{c.added_fg}'>+{added}</span> <span style='color:{c.removed_fg}'>\u2212{removed}</span>"
-            if total else "")
+            f"<span style='color:{c.added_fg}'>+{added}</span> "
+            f"<span style='color:{c.removed_fg}'>\u2212{removed}</span>" if total else "")
         if not self.changes:
             # tr() outside f-strings: pyside6-lupdate does not look inside them.
             line1 = html.escape(self.tr("No changes yet."))
@@ -251,9 +498,44 @@ class DiffPanel(QWidget):
             APPLIED: (self.tr("applied"), c.added_fg, "✓"),
             REJECTED: (self.tr("rejected"), c.error, "✗"),
             FAILED: (self.tr("failed"), c.error, "✗"),
+            REVERTED: (self.tr("reverted"), c.muted, "↶"),
         }[change.status]
         extra = " · " + html.escape(self.tr("edited by you")) if change.user_modified else ""
+        if change.rejected:
+            total = change.total_hunks or len(change.rejected)
+            extra += " · " + html.escape(self.tr("{0} of {1} hunks rejected").format(len(change.rejected), total))
         return f"<span style='color:{color}'>{mark} {html.escape(label)}</span>{extra}"
+
+    def _new_badge(self, change: Change, c: highlight.DiffColors) -> str:
+        if not change.new_file:
+            return ""
+        return (f"&nbsp;<span style='color:{c.added_fg}; background-color:{c.added_bg}; font-size:small'>"
+                f"&nbsp;{html.escape(self.tr('new'))}&nbsp;</span>")
+
+    def _note_html(self, change: Change, c: highlight.DiffColors, inline: bool = False) -> str:
+        if not change.note:
+            return ""
+        color = c.error if change.note_is_error else c.muted
+        if inline:
+            return f"<br/><span style='color:{color}'>{html.escape(change.note)}</span>"
+        return f"<p style='color:{color}; margin:4px 8px'>{html.escape(change.note)}</p>"
+
+    def _actions_html(self, change: Change, c: highlight.DiffColors) -> str:
+        links = []
+        style = f"color:{c.accent}; text-decoration:none"
+        if change.big:
+            links.append(f"<a href='show:{change.id}' style='{style}'>"
+                         + html.escape(self.tr("Show all {0} lines").format(f"{change.line_count:,}")) + "</a>")
+        if change.status != REJECTED and os.path.exists(self._abs(change)):
+            links.append(f"<a href='open:{change.id}' style='{style}'>{html.escape(self.tr('Open in editor'))}</a>")
+        if change.hunks:
+            links.append(f"<a href='copy:{change.id}' style='{style}'>{html.escape(self.tr('Copy patch'))}</a>")
+        if self._can_revert(change):
+            links.append(f"<a href='revert:{change.id}' style='{style}'>{html.escape(self.tr('Revert…'))}</a>")
+        if not links:
+            return ""
+        return (f"<p style='margin:2px 8px 4px 8px; font-size:small'>"
+                + "&nbsp;&nbsp;·&nbsp;&nbsp;".join(links) + "</p>")
 
     def _change_html(self, change: Change, dark: bool, c: highlight.DiffColors) -> str:
         rel = rel_path(change.file_path, self.cwd)
@@ -262,8 +544,8 @@ class DiffPanel(QWidget):
         selected = change.id == self.selected_id
         bg = ("#272115" if dark else "#fff8c5") if selected else "transparent"
         border = c.accent if selected else c.border
-        arrow = "▸" if change.collapsed else "▾"
-        name_style = "text-decoration:line-through" if change.status == REJECTED else ""
+        arrow = "▸" if change.collapsed or change.big else "▾"
+        name_style = "text-decoration:line-through" if change.status in (REJECTED, REVERTED) else ""
         folder_html = f"&nbsp;&nbsp;<span style='color:{c.muted}'>{html.escape(folder)}/</span>" if folder else ""
         head = (
             f"<a name='c{change.id}'></a>"
@@ -271,26 +553,82 @@ class DiffPanel(QWidget):
             f"border-top:1px solid {border}'><tr>"
             f"<td><a href='toggle:{change.id}' style='text-decoration:none; color:{c.text}'>{arrow} "
             f"<b style='{name_style}'>{html.escape(name)}</b></a>"
-            f"{folder_html}"
+            f"{self._new_badge(change, c)}{folder_html}"
             f"&nbsp;&nbsp;<span style='color:{c.added_fg}'>+{added}</span>&nbsp;"
             f"<span style='color:{c.removed_fg}'>\u2212{removed}</span></td>"
             f"<td align='right'>{self._status_html(change, c)}</td></tr></table>"
         )
-        if change.collapsed:
+        head += self._actions_html(change, c) + self._note_html(change, c)
+        if change.collapsed or change.big:
             return head
-        note = ""
-        if change.status == FAILED and change.note:
-            note = f"<p style='color:{c.error}; margin:4px 8px'>{html.escape(change.note)}</p>"
-        if not change.hunks:
+        hunks, accepted = change.review()
+        if not hunks:
             body = f"<p style='color:{c.muted}'>" + html.escape(self.tr("(no textual change)")) + "</p>"
+        elif accepted is not None:
+            body = "".join(self._reviewed_hunk_html(change, i, h, ok, dark, c)
+                           for i, (h, ok) in enumerate(zip(hunks, accepted)))
         else:
-            key, body = renderer().html(change.hunks, change.file_path, dark, self._mono.family())
-            if body is None:
-                self._waiting.add(key)
-                lines = highlight.diff_line_count(change.hunks)
-                body = (f"<p style='color:{c.muted}; margin:4px 8px'>"
-                        + html.escape(self.tr("Rendering the diff ({0} lines)…").format(f"{lines:,}")) + "</p>")
-        return head + note + body + "<p style='margin:0'></p>"
+            body = self._diff_body(change, hunks, dark, c)
+            if change.rejected:  # after a resume: the rejected hunks' text is not in the transcript
+                total = change.total_hunks or len(change.rejected)
+                body += (f"<p style='color:{c.muted}; margin:4px 8px'>" + html.escape(
+                    self.tr("{0} of {1} hunks rejected ({2}): not written").format(
+                        len(change.rejected), total, format_line_ranges(change.rejected))) + "</p>")
+        return head + body + "<p style='margin:0'></p>"
+
+    def _diff_body(self, change: Change, hunks: list[dict[str, Any]], dark: bool, c: highlight.DiffColors) -> str:
+        key, body = renderer().html(hunks, change.file_path, dark, self._mono.family())
+        if body is None:
+            self._waiting.add(key)
+            lines = highlight.diff_line_count(hunks)
+            body = (f"<p style='color:{c.muted}; margin:4px 8px'>"
+                    + html.escape(self.tr("Rendering the diff ({0} lines)…").format(f"{lines:,}")) + "</p>")
+        return body
+
+    def _reviewed_hunk_html(self, change: Change, i: int, hunk: dict[str, Any], accepted: bool, dark: bool,
+                            c: highlight.DiffColors) -> str:
+        n = len(change.proposed or [])
+        where = html.escape(self.tr("hunk {0} of {1}").format(i + 1, n))
+        if accepted:
+            label = (f"<p style='margin:4px 0 0 0; font-size:small; color:{c.added_fg}'>&nbsp;✓ {where} · "
+                     + html.escape(self.tr("accepted")) + "</p>")
+            return label + self._diff_body(change, [hunk], dark, c)
+        label = (f"<p style='margin:4px 0 0 0; font-size:small; color:{c.error}'>&nbsp;✗ {where} · "
+                 + html.escape(self.tr("rejected: not written")) + "</p>")
+        return label + self._rejected_hunk_html(hunk, c)
+
+    def _rejected_hunk_html(self, hunk: dict[str, Any], c: highlight.DiffColors) -> str:
+        """A rejected hunk: the gutter and the text, muted, its +/- lines struck through."""
+        top = max(hunk["oldStart"] + hunk["oldLines"], hunk["newStart"] + hunk["newLines"], 1)
+        w = len(str(top))
+        blank = "&nbsp;" * w
+
+        def num(n: int | None) -> str:
+            return blank if n is None else f"{n:>{w}}".replace(" ", "&nbsp;")
+
+        header = f"@@ -{hunk['oldStart']},{hunk['oldLines']} +{hunk['newStart']},{hunk['newLines']} @@"
+        rows = [f"<p style='margin:0; padding:2px 0; white-space:pre; background-color:{c.code_bg}; "
+                f"color:{c.muted}'>&nbsp;{blank}&nbsp;&nbsp;{blank}&nbsp;&nbsp;&nbsp;{html.escape(header)}</p>"]
+        old_no, new_no = hunk["oldStart"], hunk["newStart"]
+        for line in hunk["lines"]:
+            sign, code = line[:1], html.escape(line[1:])
+            strike = ""
+            if sign == "+":
+                old, new, mark, strike = None, new_no, "+", "; text-decoration:line-through"
+                new_no += 1
+            elif sign == "-":
+                old, new, mark, strike = old_no, None, "\u2212", "; text-decoration:line-through"
+                old_no += 1
+            elif sign == "\\":
+                old, new, mark, code = None, None, "&nbsp;", html.escape(line)
+            else:
+                old, new, mark = old_no, new_no, "&nbsp;"
+                old_no += 1
+                new_no += 1
+            rows.append(f"<p style='margin:0; white-space:pre; color:{c.muted}; background-color:{c.code_bg}'>"
+                        f"<span style='color:{c.gutter_fg}'>&nbsp;{num(old)}&nbsp;&nbsp;{num(new)}&nbsp;</span>"
+                        f"&nbsp;{mark}&nbsp;<span style='{strike[2:]}'>{code}</span></p>")
+        return f"<div style=\"font-family:'{self._mono.family()}'\">" + "".join(rows) + "</div>"
 
     def _on_diff_ready(self, key: Any) -> None:
         if key in self._waiting:
@@ -301,10 +639,11 @@ class DiffPanel(QWidget):
         super().changeEvent(event)
         if event.type() == event.Type.PaletteChange and getattr(self, "_dark", None) != is_dark(self):
             self._dark = is_dark(self)
+            self.detail.view.set_dark(self._dark)
             self.render()
 
     def text_content(self) -> str:
         return self.view.toPlainText()
 
 
-__all__ = ["DiffPanel", "Change", "PENDING", "APPLIED", "REJECTED", "FAILED"]
+__all__ = ["DiffPanel", "Change", "PENDING", "APPLIED", "REJECTED", "FAILED", "REVERTED"]

@@ -345,17 +345,20 @@ def test_a_big_diff_is_filled_in_slices_while_the_dialog_is_up(qtbot):
     assert dlg.diff_view.document().blockCount() == 5001
 
 
-def test_a_big_change_starts_collapsed_in_the_panel_and_renders_in_slices(qtbot):
+def test_a_big_change_starts_collapsed_in_the_panel_and_opens_in_full(qtbot):
     panel = DiffPanel()
     qtbot.addWidget(panel)
     panel.cwd = "/w"
     change = panel.on_permission_requested(_big_write("panel"), turn=1)
     assert change.collapsed and "panel.py" in panel.text_content() and "+1000" in panel.text_content()
-    assert "value_panel_0" not in panel.text_content()
-    panel._on_anchor(QUrl(f"toggle:{change.id}"))  # the user expands it
-    assert not change.collapsed and "Rendering the diff (1,000 lines)" in panel.text_content()
-    qtbot.waitUntil(lambda: "value_panel_999 = 999" in panel.text_content(), timeout=10_000)
-    assert "Rendering the diff" not in panel.text_content() and "pending" in panel.text_content()
+    assert "value_panel_0" not in panel.text_content() and "Show all 1,000 lines" in panel.text_content()
+    panel._on_anchor(QUrl(f"toggle:{change.id}"))  # the user opens it: every line, on the change page
+    assert panel.showing_detail() is change
+    view = panel.detail.view
+    qtbot.waitUntil(view.is_loaded, timeout=10_000)
+    assert "value_panel_999 = 999" in view.toPlainText() and view.document().blockCount() == 1001
+    panel.show_list()
+    assert panel.showing_detail() is None and "pending" in panel.text_content()
 
 
 # ----- controller as PermissionPrompter -----------------------------------------------------------

@@ -1,0 +1,136 @@
+"""The confirmation before the changes panel reverts a change: what will happen, in one sentence,
+and two buttons — Cancel (Escape) and Revert.
+
+The permission dialog's focus-safe rules: no button is default or reacts to Enter; Revert never
+reacts to Space; after the dialog appears, and each time it is activated again, both buttons are
+inert for the safety delay (the permission dialog's, 0.7 s) with a fill running across Revert, so a
+click or a keystroke meant for something else cannot revert. Opened with ``open()`` (window-modal);
+``decided(bool)`` says the answer exactly once.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from desktop_agent.ui.permission_dialog import GuardButton, PermissionDialog
+
+
+class RevertDialog(QDialog):
+    decided = Signal(bool)
+    safety_delay_ms: int | None = None  # None: the permission dialog's delay
+    _TICK_MS = 30
+
+    def __init__(self, name: str, added: int, removed: int, new_file: bool, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._answered = False
+        self._ready_at = float("inf")
+        self._tick = QTimer(self)
+        self._tick.setInterval(self._TICK_MS)
+        self._tick.timeout.connect(self._on_tick)
+        self.setObjectName("revertDialog")
+        self.setModal(True)
+        self.setWindowModality(Qt.WindowModality.WindowModal if parent is not None
+                               else Qt.WindowModality.ApplicationModal)
+        self.setWindowTitle(self.tr("Revert the change to {0}?").format(name))
+        self.setAccessibleName(self.windowTitle())
+        root = QVBoxLayout(self)
+        root.setContentsMargins(16, 16, 16, 16)
+        root.setSpacing(8)
+        if new_file:
+            what = self.tr("This deletes {0}, which this change created.").format(name)
+        else:
+            what = self.tr("This writes {0} back as it was before this change (+{1} \u2212{2} undone).").format(
+                name, f"{added:,}", f"{removed:,}")
+        safe = self.tr("If the file changed since, nothing is written and you are told why.")
+        self.message = QLabel(f"<b>{html.escape(what)}</b><br/>{html.escape(safe)}")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the neutral widget that has the focus
+        root.addWidget(self.message)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        self.cancel_button = GuardButton(self.tr("&Cancel  Esc"), self.is_ready)
+        self.cancel_button.clicked.connect(lambda: self._guarded(self.reject))
+        self.revert_button = GuardButton(self.tr("&Revert"), self.is_ready, no_space=True)
+        self.revert_button.setObjectName("revertButton")
+        self.revert_button.clicked.connect(lambda: self._guarded(self._revert))
+        for b in (self.cancel_button, self.revert_button):
+            b.setMinimumHeight(32)
+            buttons.addWidget(b)
+        root.addLayout(buttons)
+        self.message.setFocus()
+
+    # ----- the safety delay ------------------------------------------------------------------
+    def delay_ms(self) -> int:
+        return PermissionDialog.safety_delay_ms if self.safety_delay_ms is None else self.safety_delay_ms
+
+    def is_ready(self) -> bool:
+        return self.isVisible() and time.monotonic() >= self._ready_at
+
+    def _arm(self) -> None:
+        self._ready_at = time.monotonic() + self.delay_ms() / 1000
+        if self.delay_ms() > 0:
+            self._tick.start()
+        self._on_tick()
+
+    def _on_tick(self) -> None:
+        left = self._ready_at - time.monotonic()
+        if left <= 0 or self.delay_ms() <= 0:
+            self._tick.stop()
+            self.revert_button.progress = None
+        else:
+            self.revert_button.progress = max(0.0, 1.0 - left / (self.delay_ms() / 1000))
+        self.revert_button.update()
+
+    def _guarded(self, action) -> None:
+        if self.is_ready():
+            action()
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        self._arm()
+
+    def event(self, e) -> bool:
+        if e.type() == QEvent.Type.WindowActivate:
+            self._arm()
+        return super().event(e)
+
+    # ----- answers ---------------------------------------------------------------------------
+    def _finish(self, yes: bool) -> None:
+        if self._answered:
+            return
+        self._answered = True
+        self.decided.emit(yes)
+        if yes:
+            super().accept()
+        else:
+            super().reject()
+
+    def _revert(self) -> None:
+        self._finish(True)
+
+    def accept(self) -> None:  # never by a default button: only the Revert button's click
+        pass
+
+    def reject(self) -> None:  # Esc, the close button, Cancel
+        self._finish(False)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        key = event.key()
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+            event.accept()
+            if key == Qt.Key.Key_Space and self.focusWidget() is self.cancel_button and self.is_ready():
+                self.reject()
+            return  # Enter reverts nothing; Space only cancels
+        if key == Qt.Key.Key_Escape:
+            event.accept()
+            self.reject()
+            return
+        super().keyPressEvent(event)
+
+
+__all__ = ["RevertDialog"]
