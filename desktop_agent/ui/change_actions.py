@@ -28,8 +28,10 @@ from desktop_agent.ui import highlight
 REVERTIBLE_TOOLS = ("Edit", "Write", "MultiEdit")
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("ChangeActions", text)
+def _tr_changed() -> str:
+    first = QCoreApplication.translate("ChangeActions", "{0} changed since this change (by you or a later change);")
+    then = QCoreApplication.translate("ChangeActions", "nothing was reverted. Revert the later changes first.")
+    return first + " " + then
 
 
 class RevertRefused(Exception):
@@ -76,16 +78,17 @@ def revert_blocker(tool: str, data: dict[str, Any] | None) -> str | None:
     """Why a finished change cannot be reverted (a sentence), or None; cheap (the panel asks on
     every render)."""
     if tool not in REVERTIBLE_TOOLS:
-        return _tr("A {0} change cannot be reverted from here.").format(tool)
+        return QCoreApplication.translate("ChangeActions", "A {0} change cannot be reverted from here.").format(tool)
     if not data:
-        return _tr("This change has no recorded result to revert.")
+        return QCoreApplication.translate("ChangeActions", "This change has no recorded result to revert.")
     if not (data.get("filePath") or data.get("file_path")):
-        return _tr("This change has no file path.")
+        return QCoreApplication.translate("ChangeActions", "This change has no file path.")
     if tool == "Write":
         if not isinstance(data.get("content"), str):
-            return _tr("The transcript does not hold what this change wrote.")
+            return QCoreApplication.translate("ChangeActions", "The transcript does not hold what this change wrote.")
     elif not isinstance(data.get("originalFile"), str):
-        return _tr("The transcript does not hold the file as it was before this change.")
+        return QCoreApplication.translate("ChangeActions",
+                                          "The transcript does not hold the file as it was before this change.")
     return None
 
 
@@ -115,17 +118,17 @@ def revert_file(plan: RevertPlan) -> str:
         try:
             current, encoding, ending = fileio.read_text_file(plan.path)
         except FileNotFoundError:
-            raise RevertRefused(_tr("{0} no longer exists; nothing was reverted.").format(name)) from None
+            raise RevertRefused(QCoreApplication.translate(
+                "ChangeActions", "{0} no longer exists; nothing was reverted.").format(name)) from None
         except IsADirectoryError:
-            raise RevertRefused(_tr("{0} is a directory now; nothing was reverted.").format(name)) from None
+            raise RevertRefused(QCoreApplication.translate(
+                "ChangeActions", "{0} is a directory now; nothing was reverted.").format(name)) from None
         if plan.result is not None:
             same = current == plan.result
         else:
             same = _hunk_key(structured_patch(plan.original or "", current)) == plan.hunks
         if not same:
-            raise RevertRefused(_tr("{0} changed since this change (by you or a later change); nothing was "
-                                    "reverted. Revert the later changes first, or edit the file yourself.")
-                                .format(name))
+            raise RevertRefused(_tr_changed().format(name))
         if plan.original is None:
             os.remove(plan.path)
             return "deleted"

@@ -510,7 +510,7 @@ class DiffPanel(QWidget):
         if not change.new_file:
             return ""
         return (f"&nbsp;<span style='color:{c.added_fg}; background-color:{c.added_bg}; font-size:small'>"
-                f"&nbsp;{html.escape(self.tr('new'))}&nbsp;</span>")
+                f"&nbsp;" + html.escape(self.tr("new")) + "&nbsp;</span>")
 
     def _note_html(self, change: Change, c: highlight.DiffColors, inline: bool = False) -> str:
         if not change.note:
@@ -527,11 +527,12 @@ class DiffPanel(QWidget):
             links.append(f"<a href='show:{change.id}' style='{style}'>"
                          + html.escape(self.tr("Show all {0} lines").format(f"{change.line_count:,}")) + "</a>")
         if change.status != REJECTED and os.path.exists(self._abs(change)):
-            links.append(f"<a href='open:{change.id}' style='{style}'>{html.escape(self.tr('Open in editor'))}</a>")
+            label = html.escape(self.tr("Open in editor"))
+            links.append(f"<a href='open:{change.id}' style='{style}'>{label}</a>")
         if change.hunks:
-            links.append(f"<a href='copy:{change.id}' style='{style}'>{html.escape(self.tr('Copy patch'))}</a>")
+            links.append(f"<a href='copy:{change.id}' style='{style}'>" + html.escape(self.tr("Copy patch")) + "</a>")
         if self._can_revert(change):
-            links.append(f"<a href='revert:{change.id}' style='{style}'>{html.escape(self.tr('Revert…'))}</a>")
+            links.append(f"<a href='revert:{change.id}' style='{style}'>" + html.escape(self.tr("Revert…")) + "</a>")
         if not links:
             return ""
         return (f"<p style='margin:2px 8px 4px 8px; font-size:small'>"

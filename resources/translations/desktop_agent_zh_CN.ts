@@ -2,11 +2,22 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
-    <name>AgentController</name>
+    <name></name>
     <message>
-        <source>Retrying in {0:.0f} s (attempt {1} of {2}): {3}</source>
-        <translation>{0:.0f} 秒后重试（第 {1} 次，共 {2} 次）：{3}</translation>
+        <source>Turn on Bypass permissions?</source>
+        <translation>开启“绕过权限”？</translation>
     </message>
+    <message>
+        <source>Bypass permissions: every tool runs without asking — edits, commands, reads outside the folder. Deny rules still apply. Turn it on?</source>
+        <translation>绕过权限：所有工具都不再询问即运行——编辑、命令、读取文件夹外的文件。拒绝规则仍然生效。要开启吗？</translation>
+    </message>
+    <message>
+        <source>Turn on &amp;Bypass</source>
+        <translation>开启绕过(&amp;B)</translation>
+    </message>
+</context>
+<context>
+    <name>AgentController</name>
     <message>
         <source>The stream broke; {0}</source>
         <translation>数据流中断；{0}</translation>
@@ -22,6 +33,92 @@
     <message>
         <source>Allow {0}: {1}?</source>
         <translation>允许 {0}：{1}？</translation>
+    </message>
+</context>
+<context>
+    <name>ChangeActions</name>
+    <message>
+        <source>{0} changed since this change (by you or a later change);</source>
+        <translation>{0} 在此更改之后又被修改过（由你或之后的更改）；</translation>
+    </message>
+    <message>
+        <source>nothing was reverted. Revert the later changes first.</source>
+        <translation>未撤销任何内容。请先撤销之后的更改。</translation>
+    </message>
+    <message>
+        <source>A {0} change cannot be reverted from here.</source>
+        <translation>无法在此撤销 {0} 的更改。</translation>
+    </message>
+    <message>
+        <source>This change has no recorded result to revert.</source>
+        <translation>此更改没有可供撤销的记录结果。</translation>
+    </message>
+    <message>
+        <source>This change has no file path.</source>
+        <translation>此更改没有文件路径。</translation>
+    </message>
+    <message>
+        <source>The transcript does not hold what this change wrote.</source>
+        <translation>会话记录中没有此更改写入的内容。</translation>
+    </message>
+    <message>
+        <source>The transcript does not hold the file as it was before this change.</source>
+        <translation>会话记录中没有此更改之前的文件内容。</translation>
+    </message>
+    <message>
+        <source>{0} no longer exists; nothing was reverted.</source>
+        <translation>{0} 已不存在；未撤销任何内容。</translation>
+    </message>
+    <message>
+        <source>{0} is a directory now; nothing was reverted.</source>
+        <translation>{0} 现在是一个目录；未撤销任何内容。</translation>
+    </message>
+</context>
+<context>
+    <name>ChangeDetail</name>
+    <message>
+        <source>← All changes</source>
+        <translation>← 全部更改</translation>
+    </message>
+    <message>
+        <source>Back to the list of changes (Esc)</source>
+        <translation>返回更改列表 (Esc)</translation>
+    </message>
+    <message>
+        <source>Previous hunk  ([ or Alt+↑)</source>
+        <translation>上一个差异块  ([ 或 Alt+↑)</translation>
+    </message>
+    <message>
+        <source>Next hunk  (] or Alt+↓)</source>
+        <translation>下一个差异块  (] 或 Alt+↓)</translation>
+    </message>
+    <message>
+        <source>Open in editor</source>
+        <translation>在编辑器中打开</translation>
+    </message>
+    <message>
+        <source>Copy patch</source>
+        <translation>复制补丁</translation>
+    </message>
+    <message>
+        <source>Revert…</source>
+        <translation>撤销…</translation>
+    </message>
+    <message>
+        <source>The whole change</source>
+        <translation>完整更改</translation>
+    </message>
+    <message>
+        <source>no textual change</source>
+        <translation>无文本更改</translation>
+    </message>
+    <message>
+        <source>rejected: not written</source>
+        <translation>已拒绝：未写入</translation>
+    </message>
+    <message>
+        <source>hunk {0} of {1}</source>
+        <translation>第 {0} 个差异块，共 {1} 个</translation>
     </message>
 </context>
 <context>
@@ -75,6 +172,14 @@
         <translation>已拒绝</translation>
     </message>
     <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>stopping</source>
+        <translation>正在停止</translation>
+    </message>
+    <message>
         <source>interrupted</source>
         <translation>已中断</translation>
     </message>
@@ -118,6 +223,38 @@
         <translation>本次会话的差异</translation>
     </message>
     <message>
+        <source>No application could open {0}.</source>
+        <translation>没有应用程序能打开 {0}。</translation>
+    </message>
+    <message>
+        <source>Patch copied ({0} lines).</source>
+        <translation>补丁已复制（{0} 行）。</translation>
+    </message>
+    <message>
+        <source>Reverting…</source>
+        <translation>正在撤销…</translation>
+    </message>
+    <message>
+        <source>Not reverted: {0}</source>
+        <translation>未撤销：{0}</translation>
+    </message>
+    <message>
+        <source>Could not revert: {0}</source>
+        <translation>无法撤销：{0}</translation>
+    </message>
+    <message>
+        <source>Deleted the file this change created.</source>
+        <translation>已删除此更改创建的文件。</translation>
+    </message>
+    <message>
+        <source>Reverted: the file is as it was before this change.</source>
+        <translation>已撤销：文件已恢复为此更改之前的状态。</translation>
+    </message>
+    <message>
+        <source>(It could not be recorded in the transcript.)</source>
+        <translation>（未能记录到会话记录中。）</translation>
+    </message>
+    <message>
         <source>Changes ({0})</source>
         <translation>更改（{0}）</translation>
     </message>
@@ -154,16 +291,60 @@
         <translation>失败</translation>
     </message>
     <message>
+        <source>reverted</source>
+        <translation>已撤销</translation>
+    </message>
+    <message>
         <source>edited by you</source>
         <translation>已由您修改</translation>
+    </message>
+    <message>
+        <source>{0} of {1} hunks rejected</source>
+        <translation>已拒绝 {0}/{1} 个差异块</translation>
+    </message>
+    <message>
+        <source>new</source>
+        <translation>新建</translation>
+    </message>
+    <message>
+        <source>Show all {0} lines</source>
+        <translation>显示全部 {0} 行</translation>
+    </message>
+    <message>
+        <source>Open in editor</source>
+        <translation>在编辑器中打开</translation>
+    </message>
+    <message>
+        <source>Copy patch</source>
+        <translation>复制补丁</translation>
+    </message>
+    <message>
+        <source>Revert…</source>
+        <translation>撤销…</translation>
     </message>
     <message>
         <source>(no textual change)</source>
         <translation>（无文本更改）</translation>
     </message>
     <message>
+        <source>{0} of {1} hunks rejected ({2}): not written</source>
+        <translation>已拒绝 {0}/{1} 个差异块（{2}）：未写入</translation>
+    </message>
+    <message>
         <source>Rendering the diff ({0} lines)…</source>
         <translation>正在渲染差异（{0} 行）…</translation>
+    </message>
+    <message>
+        <source>hunk {0} of {1}</source>
+        <translation>第 {0} 个差异块，共 {1} 个</translation>
+    </message>
+    <message>
+        <source>accepted</source>
+        <translation>已接受</translation>
+    </message>
+    <message>
+        <source>rejected: not written</source>
+        <translation>已拒绝：未写入</translation>
     </message>
 </context>
 <context>
@@ -171,6 +352,21 @@
     <message>
         <source>… {0} more lines of this change are not shown ({1} shown)</source>
         <translation>… 此更改还有 {0} 行未显示（已显示 {1} 行）</translation>
+    </message>
+</context>
+<context>
+    <name>HunkDiffView</name>
+    <message>
+        <source>(no textual change)</source>
+        <translation>（无文本更改）</translation>
+    </message>
+    <message>
+        <source>(rejected: not written)</source>
+        <translation>（已拒绝：未写入）</translation>
+    </message>
+    <message>
+        <source>hunk {0} of {1}</source>
+        <translation>第 {0} 个差异块，共 {1} 个</translation>
     </message>
 </context>
 <context>
@@ -224,12 +420,24 @@
         <translation>会话</translation>
     </message>
     <message>
-        <source>Find in conversation (Enter: next, Esc: close)</source>
-        <translation>在对话中查找（Enter：下一个，Esc：关闭）</translation>
-    </message>
-    <message>
         <source>Find in conversation</source>
         <translation>在对话中查找</translation>
+    </message>
+    <message>
+        <source>Matches</source>
+        <translation>匹配项</translation>
+    </message>
+    <message>
+        <source>Previous match (Shift+Enter)</source>
+        <translation>上一个匹配 (Shift+Enter)</translation>
+    </message>
+    <message>
+        <source>Next match (Enter)</source>
+        <translation>下一个匹配 (Enter)</translation>
+    </message>
+    <message>
+        <source>Close (Esc)</source>
+        <translation>关闭 (Esc)</translation>
     </message>
     <message>
         <source>Ask for a change…   (Enter to send, Shift+Enter for a new line)</source>
@@ -336,8 +544,12 @@
         <translation>正在打开 {0}…</translation>
     </message>
     <message>
-        <source>No API key is set up, so the agent cannot talk to a model.</source>
-        <translation>尚未设置 API 密钥，代理无法与模型通信。</translation>
+        <source>{0} of {1}</source>
+        <translation>{0}/{1}</translation>
+    </message>
+    <message>
+        <source>No matches</source>
+        <translation>无匹配</translation>
     </message>
     <message>
         <source>Open settings</source>
@@ -382,10 +594,6 @@ in this folder</source>
         <translation>（空）</translation>
     </message>
     <message>
-        <source>(no messages yet)</source>
-        <translation>（暂无消息）</translation>
-    </message>
-    <message>
         <source>Still opening the folder — one moment…</source>
         <translation>仍在打开文件夹——请稍候…</translation>
     </message>
@@ -404,6 +612,34 @@ in this folder</source>
     <message>
         <source>Permission mode: {0}</source>
         <translation>权限模式：{0}</translation>
+    </message>
+    <message>
+        <source>Bypass permissions is on: tools run without asking. Pick another mode to turn it off.</source>
+        <translation>“绕过权限”已开启：工具不经询问即运行。选择其他模式即可关闭。</translation>
+    </message>
+    <message>
+        <source>Find in conversation (Enter: next, Shift+Enter: previous, Esc: close)</source>
+        <translation>在对话中查找（Enter：下一个，Shift+Enter：上一个，Esc：关闭）</translation>
+    </message>
+    <message>
+        <source>No API key is set up, so the agent cannot talk to a model. {0} opens as soon as a key is saved.</source>
+        <translation>尚未设置 API 密钥，代理无法与模型通信。保存密钥后将立即打开 {0}。</translation>
+    </message>
+    <message>
+        <source>(new session)</source>
+        <translation>（新会话）</translation>
+    </message>
+    <message>
+        <source>Bypass permissions stays off.</source>
+        <translation>“绕过权限”保持关闭。</translation>
+    </message>
+    <message>
+        <source>Permission mode {0} is not available here.</source>
+        <translation>此处不可使用权限模式 {0}。</translation>
+    </message>
+    <message>
+        <source>You denied {0} and told the agent:</source>
+        <translation>你拒绝了 {0}，并告诉代理：</translation>
     </message>
     <message>
         <source>Retry the last message</source>
@@ -492,10 +728,6 @@ in this folder</source>
     <message>
         <source>The agent reads freely; writes wait for your approval.</source>
         <translation>代理可以自由读取；写入需等待您的批准。</translation>
-    </message>
-    <message>
-        <source>Not found: {0}</source>
-        <translation>未找到：{0}</translation>
     </message>
     <message>
         <source>Settings saved.</source>
@@ -599,6 +831,10 @@ in this folder</source>
         <source>Don&apos;t ask</source>
         <translation>不询问</translation>
     </message>
+    <message>
+        <source>Bypass — nothing asks</source>
+        <translation>绕过——不再询问</translation>
+    </message>
 </context>
 <context>
     <name>PermissionDialog</name>
@@ -621,6 +857,22 @@ in this folder</source>
     <message>
         <source>Why: {0}</source>
         <translation>原因：{0}</translation>
+    </message>
+    <message>
+        <source>Previous hunk  ([ or Alt+↑)</source>
+        <translation>上一个差异块  ([ 或 Alt+↑)</translation>
+    </message>
+    <message>
+        <source>Next hunk  (] or Alt+↓)</source>
+        <translation>下一个差异块  (] 或 Alt+↓)</translation>
+    </message>
+    <message>
+        <source>[ ] move between hunks · X accepts or rejects a hunk</source>
+        <translation>[ ] 在差异块之间移动 · X 接受或拒绝一个差异块</translation>
+    </message>
+    <message>
+        <source>[ ] move between hunks</source>
+        <translation>[ ] 在差异块之间移动</translation>
     </message>
     <message>
         <source>Proposed change</source>
@@ -715,12 +967,32 @@ in this folder</source>
         <translation>{0}规则 {1} 要求对此进行询问</translation>
     </message>
     <message>
-        <source>(no textual change)</source>
-        <translation>（无文本更改）</translation>
+        <source>no textual change</source>
+        <translation>无文本更改</translation>
     </message>
     <message>
-        <source>Rendering the diff ({0} lines)…</source>
-        <translation>正在渲染差异（{0} 行）…</translation>
+        <source>rejected</source>
+        <translation>已拒绝</translation>
+    </message>
+    <message>
+        <source>hunk {0} of {1}</source>
+        <translation>第 {0} 个差异块，共 {1} 个</translation>
+    </message>
+    <message>
+        <source>&amp;Allow {0} of {1} hunks</source>
+        <translation>允许 {0}/{1} 个差异块(&amp;A)</translation>
+    </message>
+    <message>
+        <source>&amp;Allow {0} hunks (+{1} −{2})</source>
+        <translation>允许 {0} 个差异块 (+{1} −{2})(&amp;A)</translation>
+    </message>
+    <message>
+        <source>&amp;Allow</source>
+        <translation>允许(&amp;A)</translation>
+    </message>
+    <message>
+        <source>Every hunk is rejected: nothing would be written. Deny instead.</source>
+        <translation>所有差异块均已拒绝：不会写入任何内容。请改为拒绝。</translation>
     </message>
 </context>
 <context>
@@ -728,6 +1000,56 @@ in this folder</source>
     <message>
         <source>Prompt</source>
         <translation>输入框</translation>
+    </message>
+</context>
+<context>
+    <name>RetryCard</name>
+    <message>
+        <source>Retrying in {0} s (attempt {1} of {2})</source>
+        <translation>{0} 秒后重试（第 {1} 次，共 {2} 次）</translation>
+    </message>
+    <message>
+        <source>Retrying now (attempt {0} of {1})</source>
+        <translation>正在重试（第 {0} 次，共 {1} 次）</translation>
+    </message>
+    <message>
+        <source>Went through after {0} retries.</source>
+        <translation>重试 {0} 次后成功。</translation>
+    </message>
+    <message>
+        <source>Retrying cancelled after {0} retries.</source>
+        <translation>重试 {0} 次后已取消。</translation>
+    </message>
+    <message>
+        <source>Gave up after {0} retries.</source>
+        <translation>重试 {0} 次后放弃。</translation>
+    </message>
+</context>
+<context>
+    <name>RevertDialog</name>
+    <message>
+        <source>Revert the change to {0}?</source>
+        <translation>撤销对 {0} 的更改？</translation>
+    </message>
+    <message>
+        <source>This deletes {0}, which this change created.</source>
+        <translation>这将删除此更改创建的 {0}。</translation>
+    </message>
+    <message>
+        <source>This writes {0} back as it was before this change (+{1} −{2} undone).</source>
+        <translation>这会把 {0} 写回此更改之前的状态（撤销 +{1} −{2}）。</translation>
+    </message>
+    <message>
+        <source>If the file changed since, nothing is written and you are told why.</source>
+        <translation>如果文件在此之后被修改过，则不会写入任何内容，并会告诉你原因。</translation>
+    </message>
+    <message>
+        <source>&amp;Cancel  Esc</source>
+        <translation>取消(&amp;C)  Esc</translation>
+    </message>
+    <message>
+        <source>&amp;Revert</source>
+        <translation>撤销(&amp;R)</translation>
     </message>
 </context>
 <context>
@@ -765,10 +1087,6 @@ in this folder</source>
         <translation>API 密钥(&amp;A)</translation>
     </message>
     <message>
-        <source>Saved in the system keyring when available, otherwise in a file only you can read.</source>
-        <translation>如有系统密钥环则保存在其中，否则保存在只有您能读取的文件中。</translation>
-    </message>
-    <message>
         <source>Base URL</source>
         <translation>基础 URL</translation>
     </message>
@@ -787,6 +1105,42 @@ in this folder</source>
     <message>
         <source>Default &amp;permissions</source>
         <translation>默认权限(&amp;P)</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <source>System default</source>
+        <translation>系统默认</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>The language changes at the next start.</source>
+        <translation>语言将在下次启动时更改。</translation>
+    </message>
+    <message>
+        <source>Theme</source>
+        <translation>主题</translation>
+    </message>
+    <message>
+        <source>System</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>Light</source>
+        <translation>浅色</translation>
+    </message>
+    <message>
+        <source>Dark</source>
+        <translation>深色</translation>
+    </message>
+    <message>
+        <source>&amp;Theme</source>
+        <translation>主题(&amp;T)</translation>
     </message>
     <message>
         <source>Try the offline &amp;tour</source>

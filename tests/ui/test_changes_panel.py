@@ -347,3 +347,28 @@ def test_partly_allowed_change_then_revert_then_resume(qtbot, qloop, fake, make_
     assert any(e.get("subtype") == "change_reverted" for e in chain)
     assert [m["role"] for m in normalize_for_api(chain)][-1] == "assistant"
     fake.assert_done()
+
+
+# ----- zh_CN ---------------------------------------------------------------------------------------------
+def test_the_new_strings_ship_in_chinese(qtbot, qapp, tmp_path):
+    from PySide6.QtCore import QTranslator
+
+    from desktop_agent.resources import translation_path
+
+    translator = QTranslator()
+    assert translator.load(str(translation_path("zh_CN")))
+    qapp.installTranslator(translator)
+    try:
+        panel = panel_at(qtbot, tmp_path)
+        _partial(tmp_path, panel)
+        listing = panel.text_content()
+        assert "已拒绝：未写入" in listing and "复制补丁" in listing and "撤销…" in listing
+        dlg = RevertDialog("a.py", 1, 2, False)
+        qtbot.addWidget(dlg)
+        assert dlg.windowTitle() == "撤销对 a.py 的更改？" and dlg.revert_button.text() == "撤销(&R)"
+        perm = PermissionDialog(write_request(tmp_path / "lines.txt", changed_text(), ORIGINAL))
+        qtbot.addWidget(perm)
+        assert perm.allow_button.text().startswith("允许 5 个差异块")
+        assert change_actions.revert_blocker("Bash", {}) == "无法在此撤销 Bash 的更改。"
+    finally:
+        qapp.removeTranslator(translator)
