@@ -245,6 +245,11 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     await _settle(900)
     save(_composite(first, dlg), "07-navigator")
     dlg.close_silently()
+
+    # 11, 12. the changes panel: a partly allowed change, a new file, a 20,000-line change shown in full
+    from desktop_agent.ui.screenshots_changes import shoot_changes
+
+    await shoot_changes(folder, save)
     first.close()
     _ = tour_client
     return saved
