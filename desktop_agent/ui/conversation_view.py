@@ -952,6 +952,7 @@ class RetryCard(Banner):
     def __init__(self, parent: QWidget | None = None):
         super().__init__("notice", "", None, parent)
         self.setObjectName("retryCard")
+        self.setStyleSheet(self.styleSheet().replace("QLabel#banner_notice", "QLabel#retryCard"))
         self.attempt = self.max_attempts = 0
         self.error = ""
         self.deadline = 0.0

@@ -188,6 +188,23 @@ class PromptEdit(QPlainTextEdit):
             return
         super().keyPressEvent(event)
 
+    def setPlaceholderText(self, text: str) -> None:  # noqa: N802
+        self._placeholder = text
+        self._fit_placeholder()
+
+    def _fit_placeholder(self) -> None:
+        """The long hint when it fits on the one line, else its first part (a wrapped placeholder was
+        clipped by the one-line box at 900 px)."""
+        full = getattr(self, "_placeholder", "")
+        fm = QFontMetrics(self.font())
+        short = full.split("   (")[0] if "   (" in full else full
+        fits = fm.horizontalAdvance(full) <= self.viewport().width() - 2 * int(self.document().documentMargin()) - 4
+        super().setPlaceholderText(full if fits else short)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._fit_placeholder()
+
     def remember(self, text: str) -> None:
         if text and (not self.history or self.history[-1] != text):
             self.history.append(text)
@@ -353,7 +370,8 @@ class MainWindow(QMainWindow):
         find_wrap.setSpacing(8)
         self.find_edit = FindEdit()
         self.find_edit.setObjectName("findEdit")
-        self.find_edit.setPlaceholderText(self.tr("Find in conversation (Enter: next, Shift+Enter: previous, Esc: close)"))
+        self.find_edit.setPlaceholderText(
+            self.tr("Find in conversation (Enter: next, Shift+Enter: previous, Esc: close)"))
         self.find_edit.setAccessibleName(self.tr("Find in conversation"))
         self.find_edit.setClearButtonEnabled(True)
         find_wrap.addWidget(self.find_edit, 1)
@@ -1176,6 +1194,15 @@ class MainWindow(QMainWindow):
         box.setText(self.tr("<b>Desktop Agent</b> {0}<br/>A desktop coding agent: review every diff, allow or deny "
                             "every write.").format(__version__))
         box.open()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        """Narrow windows (900 px) give the sessions pane's width to the conversation."""
+        super().resizeEvent(event)
+        if self.width() < 1000 and self.side.isVisible():
+            sizes = self.splitter.sizes()
+            if len(sizes) == 3 and sizes[0] > 140:
+                extra = sizes[0] - 140
+                self.splitter.setSizes([140, sizes[1] + extra, sizes[2]])
 
     def changeEvent(self, event) -> None:  # noqa: N802
         super().changeEvent(event)

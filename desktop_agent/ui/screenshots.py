@@ -77,6 +77,21 @@ def _composite(win, dialog):
     return base
 
 
+def _title_strip(img, title: str) -> None:
+    """Draw the window title over the top of ``img`` (no window manager offscreen draws it): the
+    picture then shows what the title bar would say. Paints on a taller copy is not needed: the
+    menu bar is overlaid with a translucent strip holding the title."""
+    from PySide6.QtCore import QRect, Qt
+    from PySide6.QtGui import QColor, QPainter
+
+    p = QPainter(img)
+    p.fillRect(QRect(img.width() - 520, 0, 520, 22), QColor(0, 0, 0, 170))
+    p.setPen(QColor("#ffffff"))
+    p.drawText(QRect(img.width() - 516, 0, 512, 22), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
+               "title: " + title)
+    p.end()
+
+
 def _populate_streaming(win, folder: str) -> None:
     """A turn in flight, fed through the controller as the engine would (deterministic for the picture)."""
     from PySide6.QtCore import QCoreApplication
@@ -109,6 +124,11 @@ def _populate_streaming(win, folder: str) -> None:
         "  return Math.ceil(((t.getTime() - Date.UTC(t.getUTCFullYear(), 0, 1)) / 864e5 + 1) / 7);\n}\n```\n\n"
         "Then `parseDate` calls `isoWeek` for the `W` token")))
     c.handle_event(ev.ToolCallStarted(tool_use_id="t4", name="Bash", input={"command": "npx tsc --noEmit -p ."}))
+    c.handle_event(ev.ToolCallProgress(tool_use_id="t4", data={
+        "type": "bash_progress", "elapsed_s": 4.2,
+        "output": "src/date.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'.\n"
+                  "src/date.ts(31,18): error TS2554: Expected 1 arguments, but got 2.\n"
+                  "Checking src/app.ts …\n"}))
     c.handle_event(ev.Usage(input_tokens=11800, output_tokens=640, session_tokens=12440, session_cost_usd=0.0451))
     win.conversation.close_text()
     c._set_status("tool", "Bash")
@@ -192,6 +212,30 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     await _settle(400)
     save(tour.grab().toImage(), "04-changes")
     tour.close()
+
+    # 6. bypass: its question over the window, then the badge in the toolbar and the title
+    from desktop_agent.ui.main_window import BYPASS
+
+    bp = MainWindow()
+    bp.resize(W, H)
+    bp.show()
+    _populate_streaming(bp, folder)
+    bp.request_mode(BYPASS)
+    await _settle(300)
+    save(_composite(bp, bp.bypass_box), "08-bypass-confirm")
+    bp.bypass_box.yes_button.click()
+    bp._update_title()
+    await _settle(200)
+    img = bp.grab().toImage()
+    _title_strip(img, bp.windowTitle())
+    save(img, "09-bypass-badge")
+
+    # 7. a retry in progress (one card, countdown, Retry now / Cancel), at 900×600
+    bp.conversation.show_retry(2, 10, 17, "Overloaded (529): the API is busy; retrying.")
+    bp.resize(900, 600)
+    await _settle(300)
+    save(bp.grab().toImage(), "10-900x600")
+    bp.close()
 
     # 5. settings (first run, over the empty window as on a first launch)
     first = MainWindow()

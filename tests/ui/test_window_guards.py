@@ -115,7 +115,8 @@ def test_cycle_shortcut_never_reaches_bypass(qtbot, qloop, make_window, workdir)
     assert qloop.run_until_complete(win.open_folder(str(workdir)))
     seen = []
     for _ in range(12):
-        qtbot.keyClick(win.prompt, Qt.Key.Key_M, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+        mods = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+        qtbot.keyClick(win.prompt, Qt.Key.Key_M, mods)
         seen.append(win.controller.session.permission_mode)
         assert win.bypass_box is None
     assert BYPASS not in seen
@@ -339,7 +340,8 @@ def test_resume_rebuilds_changes_panel_card_summaries_and_tokens(qtbot, qloop, m
 
     app_ts, new_py = workdir / "app.ts", workdir / "new.py"
     fake.script([
-        reply(tool_use("Read", {"file_path": str(app_ts)}, id="toolu_read"), usage={"input_tokens": 0, "output_tokens": 0}),
+        reply(tool_use("Read", {"file_path": str(app_ts)}, id="toolu_read"),
+              usage={"input_tokens": 0, "output_tokens": 0}),
         reply(tool_use("Edit", {"file_path": str(app_ts), "old_string": "export const value = 1",
                                 "new_string": "export const value = 2"}, id="toolu_edit"),
               usage={"input_tokens": 1000, "output_tokens": 200}),
@@ -628,3 +630,19 @@ def test_disabled_stop_looks_disabled(qtbot, make_window):
     red = QColor(c.error)
     assert all(abs(p.red() - red.red()) + abs(p.green() - red.green()) > 60 for p in opaque)  # not red
     assert "disabled" in win.stop_button.styleSheet() and c.muted in win.stop_button.styleSheet()
+
+
+def test_900_by_600_nothing_clipped(qtbot, make_window):
+    from PySide6.QtGui import QFontMetrics
+
+    win = make_window(with_client=False)
+    win.resize(900, 600)
+    qtbot.waitUntil(lambda: win.width() == 900)
+    assert win.splitter.sizes()[0] <= 140  # the sessions pane gives way to the conversation
+    p = win.prompt
+    fm = QFontMetrics(p.font())
+    assert fm.horizontalAdvance(p.placeholderText()) <= p.viewport().width()  # the hint fits its one line
+    assert win.stop_button.isVisible() and win.toolbar.width() <= 900
+    win.resize(1400, 800)
+    qtbot.waitUntil(lambda: win.width() == 1400)
+    assert "Shift+Enter" in p.placeholderText()  # the full hint where it fits
