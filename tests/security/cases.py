@@ -599,8 +599,8 @@ add("control", "K-no-analysis-no-sandbox-read-env", "Bash", bash("cat .e*"), ENV
     settings=RULES_READ, env=NO_GUARD, control=True)
 add("control", "K-no-analysis-no-sandbox-edit-src", "Bash", bash("echo x > sr?/victim_{N}"),
     [("unchanged", "{VS}")], mode="bypassPermissions", settings=RULE_EDIT_SRC, env=NO_GUARD, control=True)
-add("control", "K-no-analysis-no-sandbox-rm-outside", "Bash", bash("{rm,{VO}}"), [("unchanged", "{VO}")],
-    mode="bypassPermissions", settings=RULE_RM_OUT, env=NO_GUARD, control=True)
+add("control", "K-no-analysis-no-sandbox-rm-outside", "Bash", bash("rm {VO}"), [("unchanged", "{VO}")],
+    mode="bypassPermissions", settings={"permissions": {"deny": ["Edit(/{O}/**)"]}}, env=NO_GUARD, control=True)
 
 
 def all_cases() -> list[dict[str, Any]]:
