@@ -42,7 +42,8 @@ PY = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python
 def base_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_CODE_", "OPENAI_"))}
     env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "cfg"),
-               PYTHONPATH=str(ROOT), CLAUDE_CODE_MAX_RETRIES="0", PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
+               PYTHONPATH=str(ROOT), CLAUDE_CODE_MAX_RETRIES="0",
+               PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
     env.pop("DESKTOP_AGENT_PROVIDER", None)
     return env
 

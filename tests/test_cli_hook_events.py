@@ -149,14 +149,15 @@ def test_precompact_exit_2_blocks_manual_compact_and_auto_trigger(tmp_path):
         fake.assert_done()
     out = jsonl(proc.stdout)
     results = [m for m in out if m.get("type") == "result"]
-    assert [r["is_error"] for r in results] == [False, True, False], proc.stderr
+    assert [r["is_error"] for r in results] == [False, True, False], (proc.stderr, results)
     assert results[1]["errors"] == ["Error during compaction: PreCompact hook blocked the compaction: "
                                     "no manual compaction today"]
     assert [m["compact_metadata"]["trigger"] for m in out if m.get("subtype") == "compact_boundary"] == ["auto"]
     assert fake.request_messages(1)[-1]["content"][0]["text"].startswith("Your task is to create a detailed summary")
     inputs = dumped(dumps)
     check_keys(inputs, results[0]["session_id"], proj)
-    assert [(p["trigger"], p["custom_instructions"]) for p in inputs["PreCompact"]] == [("manual", ""), ("auto", "")]
+    assert [(p["trigger"], p["custom_instructions"]) for p in inputs["PreCompact"]] == [("manual", ""), ("auto", "")], \
+        (proc.stderr, inputs)
     assert [s["source"] for s in inputs["SessionStart"]] == ["startup", "compact"]
     assert [e["reason"] for e in inputs["SessionEnd"]] == ["other"]
     assert "Notification" not in inputs  # nothing asked, and -p never notifies idleness

@@ -138,6 +138,10 @@ class AgentController(QObject):
 
     def set_session(self, session: Any, cwd: str | None = None) -> None:
         self.session = session
+        if hasattr(session, "idle_notification_s"):  # idle_prompt Notification hooks after 60 s (App. B §B.5)
+            from desktop_agent.agent import IDLE_NOTIFICATION_S
+
+            session.idle_notification_s = IDLE_NOTIFICATION_S
         self.cwd = cwd or getattr(session, "cwd", None)
         self.tokens, self.cost, self.turn_index = 0, 0.0, 0
         self.base_tokens, self.base_cost = 0, 0.0
