@@ -565,7 +565,7 @@ for name, tool, tool_input, mode in HOSTILE:
     group = name.split("-")[0]  # nested / nul / read / huge / ...: one CLI per group, the FIFOs and 3 MB echo alone
     alone = name.endswith("fifo") or name == "huge-bash-command"
     add("H-hostile-input", f"H-{name}", tool, tool_input, [], mode="bypassPermissions", group=group, alone=alone,
-        timeout=20 if alone else 60, setup_fifo=name.endswith("fifo"))
+        timeout=(45 if name.startswith("huge") else 20) if alone else 60, setup_fifo=name.endswith("fifo"))
 
 
 # ============================================================================ controls: the canary sees a breach
