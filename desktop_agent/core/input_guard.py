@@ -6,7 +6,8 @@ objects and arrays a tool input may have; deeper input is an InputValidationErro
 (the first over-deep path of a Python value, iterative), ``clip_json_text`` (JSON text whose values
 nested deeper than a limit are replaced by a marker string, so ``json.loads`` never recurses that
 far: the model's stream parser uses it) and ``clip_depth`` (the same on a Python value, for writers
-that ``json.dumps`` what they were given).
+that ``json.dumps`` what they were given), and ``fix_surrogates`` (lone UTF-16 surrogates, which
+JSON can carry and no UTF-8 writer can encode, replaced by U+FFFD).
 
 Python's ``json`` recurses once per level and raises ``RecursionError`` near 1,000 levels; a model
 that sends a tool input nested 10,000 levels deep must get an error tool_result, not a crash.
@@ -107,6 +108,48 @@ def clip_depth(value: Any, limit: int = MAX_INPUT_DEPTH) -> Any:
                 new = child
             if isinstance(dst, dict):
                 dst[key] = new
+            else:
+                dst.append(new)
+    return root
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def has_surrogate_escape(json_text: str) -> bool:
+    """JSON text with a ``\\udXXX`` escape, which may decode to a lone surrogate (cheap pre-check)."""
+    return "\\u" in json_text and _SURROGATE_ESCAPE.search(json_text) is not None
+
+
+def fix_surrogates(value: Any) -> Any:
+    """``value`` with lone UTF-16 surrogates replaced by U+FFFD (and split pairs joined), in every string,
+    key and nested value. JSON may carry ``"\\ud800"``; Python decodes it to a string that no UTF-8
+    writer (stdout, the transcript, the next request) can encode, and ``os`` functions would turn
+    ``\\udcXX`` into a raw byte of a file name. Iterative; ``value`` itself when nothing needs fixing."""
+
+    def fix(text: str) -> str:
+        if _SURROGATE.search(text) is None:
+            return text
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+    if isinstance(value, str):
+        return fix(value)
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        src, dst = stack.pop()
+        items = src.items() if isinstance(src, dict) else enumerate(src)
+        for key, child in items:
+            if isinstance(child, (dict, list)):
+                new: Any = {} if isinstance(child, dict) else []
+                stack.append((child, new))
+            else:
+                new = fix(child) if isinstance(child, str) else child
+            if isinstance(dst, dict):
+                dst[fix(key) if isinstance(key, str) else key] = new
             else:
                 dst.append(new)
     return root

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from desktop_agent.core.input_guard import MAX_INPUT_DEPTH, clip_json_text
+from desktop_agent.core.input_guard import MAX_INPUT_DEPTH, clip_json_text, fix_surrogates, has_surrogate_escape
 from desktop_agent.model.client import StreamBroken
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -140,7 +140,9 @@ class MessageAccumulator:
                     del self.blocks[index]
                     self.truncated.append((index, block, f"tool_use input is not valid JSON: {exc}"))
                     return None
-                block["input"] = parsed
+                block["input"] = fix_surrogates(parsed) if has_surrogate_escape(text) else parsed
+        elif block.get("type") == "text" and isinstance(block.get("text"), str):
+            block["text"] = fix_surrogates(block["text"])  # a lone "\ud800" would break every UTF-8 writer
         self.completed.append((index, block))
         del self.blocks[index]
         return block

@@ -84,7 +84,7 @@ def _parse_lines(data: bytes, path: Path) -> list[dict[str, Any]]:
             continue
         try:
             obj = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line nested ~1,000 deep
             where = "last line (half-written?)" if i >= len(lines) - 2 else f"line {i + 1}"
             log.warning("skipping corrupt %s of transcript %s", where, path)
             continue
@@ -217,7 +217,11 @@ class TranscriptStore:
             text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
         except RecursionError:  # a hostile value nested ~1,000 deep: the line keeps its shallow part
             text = json.dumps(clip_depth(obj, 200), ensure_ascii=False, separators=(",", ":"))
-        fh.write(text.encode("utf-8") + b"\n")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: the escaped form is still valid JSON
+            data = json.dumps(clip_depth(obj, 200), separators=(",", ":")).encode("ascii")
+        fh.write(data + b"\n")
         fh.flush()
 
     def contains(self, uuid: str) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -23,6 +24,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.paths import check_read_permission_for_tool, is_inside
 from desktop_agent.permissions.types import PermissionDecision
 from desktop_agent.tools.base import ToolInput, ToolResult, ValidationResult, Tool
+from desktop_agent.tools.read import special_file_message
 from desktop_agent.tools.ripgrep import (DenyFilter, NewestFirst, RipgrepError, deny_exclude_args, rg_argument_problem,
                                          run_rg, split_rel, vcs_exclude_args)
 
@@ -220,6 +222,10 @@ class GrepTool(Tool):
             abs_path = self._search_path(input, ctx)
             if not os.path.exists(abs_path):
                 return ValidationResult.fail(f"Path does not exist: {input.path}. {CWD_NOTE} {ctx.cwd}.", 1)
+            # rg reads a path it is given even when it is a FIFO or a device (a directory walk skips them).
+            mode = os.stat(abs_path).st_mode
+            if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+                return ValidationResult.fail(special_file_message(abs_path, mode), 4)
         return ValidationResult.ok()
 
     async def check_permissions(self, input: GrepInput, ctx: ToolUseContext) -> PermissionDecision:
