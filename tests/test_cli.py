@@ -524,7 +524,7 @@ def test_compact_command_in_process(workdir, monkeypatch):
     from desktop_agent.model.scripted import ScriptedModelClient
 
     client = ScriptedModelClient([reply(text("hi there")), reply(text("<summary>The user said hello.</summary>"))])
-    monkeypatch.setattr(agent, "_make_client", lambda settings: client)
+    monkeypatch.setattr(agent, "_make_client", lambda settings, provider=None: client)
     monkeypatch.chdir(workdir)
 
     def run(args: list[str]) -> tuple[int, list[dict]]:

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from desktop_agent.core.context import ToolUseContext
+from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.core.execution import run_tool_use
 from desktop_agent.tools import grep as grep_mod
 from desktop_agent.tools import ripgrep
@@ -40,6 +41,7 @@ def ws(tmp_path):
 
 
 def grep(ws, inp, cwd=None, **ctx_kw):
+    ctx_kw.setdefault("permission_context", PermissionContext(str(cwd or ws), mode="bypassPermissions"))
     ctx = ToolUseContext(cwd=str(cwd or ws), tools=default_tools(), **ctx_kw)
     return run(run_tool_use({"type": "tool_use", "id": "toolu_grep", "name": "Grep", "input": inp}, ctx))
 
