@@ -2,7 +2,7 @@
 
 Owns nothing but this measurement. For ``true`` and for ``rg`` over a 200-file tree it runs, interleaved
 in the same process, (a) ``bash -c CMD`` directly and (b) the argv and environment
-``desktop_agent.shell.sandbox.plan_launch`` builds for the Bash tool (policy building included: a Read
+``desktop_agent.permissions.sandbox.plan_launch`` builds for the Bash tool (policy building included: a Read
 deny rule, an Edit deny rule and a git repository to protect), 50 times each after a warm-up, and
 reports the medians and the overhead per call (target ≤ 15 ms).
 
@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench._common import report, result  # noqa: E402
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.permissions.context import PermissionContext  # noqa: E402
-from desktop_agent.shell import sandbox  # noqa: E402
+from desktop_agent.permissions import sandbox  # noqa: E402
 from desktop_agent.tools.bash import shell_path  # noqa: E402
 from desktop_agent.tools.ripgrep import rg_path  # noqa: E402
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import input_validation_error, no_such_tool, wrap_error
-from desktop_agent.core.input_guard import MAX_INPUT_DEPTH, clip_json_text, hostile_input_error
+from desktop_agent.util.input_guard import MAX_INPUT_DEPTH, clip_json_text, hostile_input_error
 from desktop_agent.core.messages import tool_result_block
 from desktop_agent.permissions.flow import can_use_tool
 from desktop_agent.permissions.types import DecisionReason, PermissionDecision
@@ -155,7 +155,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
             pass
     hostile = hostile_input_error(tool.name, raw_input)  # over-deep, NUL in a path: before pydantic
     if hostile is not None:
-        return _error(tool_use_id, tool.name, hostile, "schema", tool, t0)
+        return _error(tool_use_id, tool.name, wrap_error(hostile), "schema", tool, t0)
     try:
         parsed = tool.input_model.model_validate(raw_input if raw_input is not None else {})
     except ValidationError as exc:

@@ -29,6 +29,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from desktop_agent.util.git_env import git_safety_env
+
 MAX_MEMORY_FILE_CHARS = 40_000
 MAX_STATUS_CHARS = 2_000
 MAX_IMPORT_DEPTH = 5
@@ -150,7 +152,9 @@ async def _git(cwd: str, *args: str) -> str | None:
     try:
         proc = await asyncio.create_subprocess_exec(
             "git", *args, cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-            stdin=asyncio.subprocess.DEVNULL, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+            stdin=asyncio.subprocess.DEVNULL,
+            # a cloned repository's config must not start programs (core.fsmonitor...) before anyone trusted it
+            env=git_safety_env({**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}),
         )
     except OSError:
         return None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from desktop_agent.core.input_guard import MAX_INPUT_DEPTH, clip_json_text, fix_surrogates, has_surrogate_escape
+from desktop_agent.util.input_guard import MAX_INPUT_DEPTH, clip_json_text, fix_surrogates, has_surrogate_escape
 from desktop_agent.model.client import StreamBroken
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")

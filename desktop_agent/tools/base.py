@@ -7,7 +7,7 @@ concurrency-safe, not read-only, permission ``allow`` (the permission engine sti
 and modes around it), interrupt behaviour ``block``.
 
 Input no input model should ever see — nested more than ``MAX_INPUT_DEPTH`` levels, a NUL in a path
-parameter, a path longer than any path — is refused by ``hostile_input_error`` (``core.input_guard``,
+parameter, a path longer than any path — is refused by ``hostile_input_error`` (``util.input_guard``,
 re-exported here), which ``run_tool_use`` runs before the schema check.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, Callable, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.input_guard import MAX_INPUT_DEPTH, hostile_input_error  # noqa: F401 - re-exported
+from desktop_agent.util.input_guard import MAX_INPUT_DEPTH, hostile_input_error  # noqa: F401 - re-exported
 from desktop_agent.permissions.types import PermissionDecision
 
 

@@ -20,7 +20,7 @@ what actually ran (a ``cancel`` tool would get REJECT_MESSAGE, which claims noth
 abort with reason ``interrupt`` (new user input while tools run) does not stop it, as for every
 ``block`` tool.
 
-Sandbox: every shell, foreground and background, is spawned through ``desktop_agent.shell.sandbox``
+Sandbox: every shell, foreground and background, is spawned through ``desktop_agent.permissions.sandbox``
 (bubblewrap; writable only the working dirs and a private TMPDIR, Read-deny paths masked, no network;
 see that module). ``check_permissions`` wraps the static analysis (``bash_commands.check_bash_permission``)
 with ``sandbox.gate_decision``: ``dangerouslyDisableSandbox`` always asks, and a sandbox that cannot
@@ -55,7 +55,7 @@ from desktop_agent.core.execution import current_call
 from desktop_agent.permissions import bash_commands
 from desktop_agent.permissions.paths import is_inside
 from desktop_agent.permissions.types import PermissionDecision
-from desktop_agent.shell import sandbox
+from desktop_agent.permissions import sandbox
 from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
 
 DEFAULT_TIMEOUT_MS = 120_000

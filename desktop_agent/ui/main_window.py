@@ -556,7 +556,7 @@ class MainWindow(QMainWindow):
         self._sessions_timer.setInterval(300)
         self._sessions_timer.timeout.connect(
             lambda: self._refresh_sessions(getattr(self.controller.session, "session_id", None)))
-        from desktop_agent.shell.sandbox import sandbox_warning  # bubblewrap cannot start: say so, once
+        from desktop_agent.permissions.sandbox import sandbox_warning  # bubblewrap cannot start: say so, once
 
         sandbox_text = sandbox_warning()
         if sandbox_text:

@@ -1,4 +1,4 @@
-"""The Bash tool inside the real bubblewrap sandbox (desktop_agent/shell/sandbox.py, tools/bash.py): what a
+"""The Bash tool inside the real bubblewrap sandbox (desktop_agent/permissions/sandbox.py, tools/bash.py): what a
 command may write, read and reach, the background shell, the kill of the whole tree, the private TMPDIR,
 the ``dangerouslyDisableSandbox`` escape, and an unavailable sandbox. Every command goes through
 ``run_tool_use`` with a real PermissionContext; most run in bypassPermissions mode (or with the static
@@ -19,7 +19,7 @@ from desktop_agent.core.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import parse_rule
 from desktop_agent.permissions.types import PermissionReply, PermissionRule
-from desktop_agent.shell import sandbox
+from desktop_agent.permissions import sandbox
 from desktop_agent.tools import bash as bash_mod
 from desktop_agent.tools.bash import BashOutputTool, BashTool, KillShellTool, background_shells
 from tests.tools.util import pid_alive

@@ -1,6 +1,6 @@
 """Hostile tool input never crashes (issue 12 item 7): each gets an error tool_result, the session goes on.
 
-Owns the cases for ``core/input_guard.py`` (depth measured and clipped without recursion), the guard in
+Owns the cases for ``util/input_guard.py`` (depth measured and clipped without recursion), the guard in
 ``run_tool_use`` (input nested 10,000 deep, a NUL or a megabyte in a path parameter), the stream parser
 (``MessageAccumulator`` on 10,000-deep tool input JSON), the transcript writer and reader on deep
 values, Read on FIFOs, sockets and devices (refused, never hung on), and multi-megabyte strings to
@@ -24,7 +24,8 @@ from typing import Any
 import pytest
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.input_guard import (CLIPPED_MARKER, MAX_INPUT_DEPTH, clip_depth, clip_json_text,
+from desktop_agent.core.errors import wrap_error
+from desktop_agent.util.input_guard import (CLIPPED_MARKER, MAX_INPUT_DEPTH, clip_depth, clip_json_text,
                                             fix_surrogates, has_surrogate_escape, hostile_input_error, too_deep)
 from desktop_agent.core.execution import run_tool_use
 from desktop_agent.model.stream import MessageAccumulator, message_to_events
@@ -120,13 +121,13 @@ def test_clip_json_text():
 
 def test_hostile_input_error_texts():
     assert hostile_input_error("Read", {"file_path": "/x"}) is None
-    assert hostile_input_error("Read", {"file_path": deep_value(DEEP)}) == too_deep_text("Read", "file_path")
+    assert wrap_error(hostile_input_error("Read", {"file_path": deep_value(DEEP)})) == too_deep_text("Read", "file_path")
     assert hostile_input_error("Grep", [deep_value(DEEP)]) == (
-        "<tool_use_error>InputValidationError: Grep failed due to the following issue:\n"
-        f"The input is nested more than {MAX_INPUT_DEPTH} levels deep</tool_use_error>")
+        "InputValidationError: Grep failed due to the following issue:\n"
+        f"The input is nested more than {MAX_INPUT_DEPTH} levels deep")
     assert hostile_input_error("Read", {"file_path": "/a\x00b"}) == (
-        "<tool_use_error>InputValidationError: Read failed due to the following issue:\n"
-        "The parameter `file_path` contains a NUL character (\\0), which no path can contain</tool_use_error>")
+        "InputValidationError: Read failed due to the following issue:\n"
+        "The parameter `file_path` contains a NUL character (\\0), which no path can contain")
     two = hostile_input_error("Grep", {"path": "a\x00", "file_path": "x" * 5000})
     assert "following issues:\n" in two and "`path` contains a NUL" in two and "`file_path` is 5000 characters" in two
 

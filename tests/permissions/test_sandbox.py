@@ -1,4 +1,4 @@
-"""The sandbox policy (desktop_agent/shell/sandbox.py) built from real permission contexts over real files:
+"""The sandbox policy (desktop_agent/permissions/sandbox.py) built from real permission contexts over real files:
 what is writable, masked and read-only, the settings ``sandbox`` block and trust, the git overrides (run
 against a real repository with hostile config), the gate on the static analysis' decision, and the probe."""
 
@@ -13,7 +13,7 @@ from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.settings import SettingsSource
 from desktop_agent.permissions.types import DecisionReason, PermissionDecision, PermissionRule
 from desktop_agent.permissions.rules import parse_rule
-from desktop_agent.shell import sandbox
+from desktop_agent.permissions import sandbox
 
 
 def pc_with(ws, deny=(), trusted=True, mode="default"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSettings
 
-from desktop_agent.shell import sandbox
+from desktop_agent.permissions import sandbox
 from desktop_agent.ui.main_window import MainWindow
 
 

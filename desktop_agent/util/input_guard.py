@@ -19,7 +19,6 @@ import json
 import re
 from typing import Any
 
-from desktop_agent.core.errors import wrap_error
 
 MAX_INPUT_DEPTH = 64
 """Levels of objects/arrays a tool input may have (the input object itself is level 1)."""
@@ -161,7 +160,8 @@ MAX_PATH_CHARS = 4096  # PATH_MAX on Linux; a longer path names no file (and its
 
 
 def hostile_input_error(tool_name: str, raw: Any) -> str | None:
-    """The InputValidationError text (SPEC §3.4 shape) for input no schema check should ever see, or None.
+    """The InputValidationError text (SPEC §3.4 shape, unwrapped: the caller puts it in <tool_use_error>)
+    for input no schema check should ever see, or None.
 
     Checked before pydantic and before anything ``json.dumps`` the input: a value nested more than
     ``MAX_INPUT_DEPTH`` levels (Python's json and pydantic recurse per level), and a NUL character in
@@ -185,4 +185,4 @@ def hostile_input_error(tool_name: str, raw: Any) -> str | None:
     if not issues:
         return None
     word = "issue" if len(issues) == 1 else "issues"
-    return wrap_error(f"InputValidationError: {tool_name} failed due to the following {word}:\n" + "\n".join(issues))
+    return f"InputValidationError: {tool_name} failed due to the following {word}:\n" + "\n".join(issues)

@@ -94,6 +94,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal
 
+from desktop_agent.util.git_env import GIT_OVERRIDES, git_safety_env  # noqa: F401 - re-exported
 from desktop_agent.permissions import settings as settings_mod
 from desktop_agent.permissions.rules import PathPattern, compile_path_pattern
 from desktop_agent.permissions.types import DecisionReason, PermissionDecision
@@ -597,6 +598,10 @@ def build_policy(pc: Any, working_dirs: Iterable[str], *, tmpdir: str | None = N
         real = _real(p)
         if real and real != "/":
             masked[real] = os.path.isdir(real)
+    for gitdir in _repos_tracking(list(masked), policy.writable):
+        masked[gitdir] = True
+        policy.notes.append(f"{gitdir} is hidden inside the sandbox: git tracks a file a Read deny rule covers, "
+                            "and its object store holds that file's content.")
     mask_dirs: list[str] = []
     for p in sorted(masked, key=len):
         if any(_inside(p, d) for d in mask_dirs):
@@ -621,39 +626,62 @@ def build_policy(pc: Any, working_dirs: Iterable[str], *, tmpdir: str | None = N
 
 # --------------------------------------------------------------------------------------------------- git
 
-
-_EXT_DIFF = "sh -c 'diff -u --label \"a/$1\" --label \"b/$1\" -- \"$2\" \"$5\"; exit 0' --"
-GIT_OVERRIDES: tuple[tuple[str, str], ...] = (
-    ("core.fsmonitor", "false"),
-    ("core.hooksPath", "/dev/null"),
-    ("core.pager", "cat"),
-    ("diff.external", _EXT_DIFF),
-    ("core.sshCommand", "ssh"),
-    ("gpg.program", "gpg"),
-    ("gpg.ssh.program", "ssh-keygen"),
-    ("gpg.x509.program", "gpgsm"),
-    ("credential.helper", ""),
-    ("core.editor", "true"),
-    ("sequence.editor", "true"),
-    ("core.askPass", ""),
-    ("core.gitProxy", "none"),
-    ("protocol.ext.allow", "never"),
-)
+_TRACKED_CACHE: dict[tuple[str, str, float], bool] = {}
 
 
-def git_safety_env(env: dict[str, str]) -> dict[str, str]:
-    """``env`` plus GIT_CONFIG_COUNT overrides that stop repository config from starting programs."""
-    out = dict(env)
+def _git_dir_of(path: str, roots: list[str]) -> tuple[str, str] | None:
+    """(work tree, git dir) of the repository holding ``path``, searched up to a working directory."""
+    d = path if os.path.isdir(path) else os.path.dirname(path)
+    while True:
+        dot = os.path.join(d, ".git")
+        if os.path.isdir(dot):
+            return d, dot
+        if os.path.isfile(dot):
+            try:
+                with open(dot, encoding="utf-8", errors="replace") as fh:
+                    line = fh.read(4096).strip()
+            except OSError:
+                line = ""
+            if line.startswith("gitdir:"):
+                return d, os.path.normpath(os.path.join(d, line[len("gitdir:"):].strip()))
+        if any(d == r for r in roots) or os.path.dirname(d) == d or not any(_inside(d, r) for r in roots):
+            return None
+        d = os.path.dirname(d)
+
+
+def _tracked(work_tree: str, git_dir: str, path: str) -> bool:
+    """Does git track ``path`` (or anything under it)? Cached per index state. Fails closed: an error is yes."""
     try:
-        n = max(0, int(out.get("GIT_CONFIG_COUNT") or 0))
-    except ValueError:
-        n = 0
-    for key, value in GIT_OVERRIDES:
-        out[f"GIT_CONFIG_KEY_{n}"] = key
-        out[f"GIT_CONFIG_VALUE_{n}"] = value
-        n += 1
-    out["GIT_CONFIG_COUNT"] = str(n)
-    out["GIT_PAGER"] = "cat"
+        stamp = os.stat(os.path.join(git_dir, "index")).st_mtime
+    except OSError:
+        stamp = 0.0
+    rel = os.path.relpath(path, work_tree)
+    key = (git_dir, rel, stamp)
+    if key not in _TRACKED_CACHE:
+        try:
+            out = subprocess.run(["git", "-C", work_tree, "ls-files", "-z", "--", rel], capture_output=True,
+                                 timeout=5, env=git_safety_env({**os.environ, "GIT_OPTIONAL_LOCKS": "0"}))
+            _TRACKED_CACHE[key] = out.returncode != 0 or bool(out.stdout.strip(b"\0"))
+        except (OSError, subprocess.SubprocessError):
+            _TRACKED_CACHE[key] = True
+    return _TRACKED_CACHE[key]
+
+
+def _repos_tracking(masked: list[str], roots: list[str]) -> list[str]:
+    """Git dirs (inside the working directories) whose repository tracks a Read-denied path: a mask over the
+    file is not enough there — ``git show HEAD:.env``, ``git cat-file``, ``git log -p`` read it back from the
+    object store — so the whole git dir is hidden. Every shell runs sandboxed, so git does not work in
+    that repository from Bash while such a rule exists: the price of the guarantee (an untracked or
+    ignored ``.env``, the usual case, leaves git alone)."""
+    out: list[str] = []
+    for path in masked:
+        found = _git_dir_of(path, roots)
+        if found is None:
+            continue
+        work_tree, git_dir = found
+        real = _real(git_dir)
+        if real and real not in out and any(_inside(real, r) for r in roots) and _tracked(work_tree, git_dir, path):
+            out.append(real)
     return out
 
 
