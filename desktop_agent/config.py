@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 APP_NAME = "desktop-agent"
 KEYRING_SERVICE = "desktop-agent"
 KEYRING_USER = "anthropic-api-key"
+KEYRING_OPENAI_USER = "openai-api-key"
 MAX_RECENT_FOLDERS = 10
 
 
@@ -238,6 +239,39 @@ def store_api_key(key: str) -> str:
     return "credentials"
 
 
+def store_openai_key(key: str) -> str:
+    """Save an OpenAI-compatible provider's key (``openai_api_key``) as ``store_api_key`` saves the Anthropic one:
+    the keyring when usable, else ``credentials.json`` (0600). Returns where."""
+    kr = _usable_keyring()
+    if kr is not None:
+        try:
+            kr.set_password(KEYRING_SERVICE, KEYRING_OPENAI_USER, key)
+            return "keyring"
+        except Exception:
+            pass
+    path = credentials_path()
+    data: dict[str, Any] = {}
+    try:
+        existing = json.loads(path.read_text("utf-8"))
+        if isinstance(existing, dict):
+            data = existing
+    except Exception:
+        pass
+    data["openai_api_key"] = key
+    atomic_write_text(path, json.dumps(data) + "\n", mode=0o600)
+    return "credentials"
+
+
+def openai_key_location() -> str:
+    """Where an OpenAI-compatible provider's saved key lives, as a sentence for Settings."""
+    if os.environ.get("OPENAI_API_KEY"):
+        return "The key comes from the OPENAI_API_KEY environment variable; nothing is saved."
+    if _usable_keyring() is not None:
+        return "The key is stored in the system keyring. Local servers (Ollama, llama.cpp) need none."
+    return (f"No system keyring is available: the key is stored in {credentials_path()}, readable only by you. "
+            "Local servers (Ollama, llama.cpp) need none.")
+
+
 def find_openai_key() -> tuple[str | None, str]:
     """The key for an OpenAI-compatible provider: ``OPENAI_API_KEY``, else the keyring / credentials file's
     ``openai_api_key`` entry; local servers (Ollama, llama.cpp) need none."""
@@ -247,7 +281,7 @@ def find_openai_key() -> tuple[str | None, str]:
     kr = _usable_keyring()
     if kr is not None:
         try:
-            value = kr.get_password(KEYRING_SERVICE, "openai-api-key")
+            value = kr.get_password(KEYRING_SERVICE, KEYRING_OPENAI_USER)
         except Exception:
             value = None
         if value:

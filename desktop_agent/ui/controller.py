@@ -149,6 +149,28 @@ class AgentController(QObject):
         self._set_status(IDLE)
         self.session_changed.emit(session)
 
+    async def end_session(self, reason: str, timeout: float = 10.0) -> None:
+        """SessionEnd for the current session (App. B §B.5: ``clear`` when another replaces it,
+        ``prompt_input_exit`` when the window closes): a running turn is stopped and awaited (5 s at most),
+        then ``session.end(reason)`` runs its hooks and closes it, within ``timeout`` seconds. The session
+        is then no longer this controller's (nothing may write to a closed transcript)."""
+        session = self.session
+        if session is None:
+            return
+        task = self._task
+        if task is not None and not task.done():
+            self.stop()
+            await asyncio.wait({task}, timeout=5.0)
+        end = getattr(session, "end", None)
+        try:
+            if end is not None:
+                await asyncio.wait_for(end(reason), timeout)
+        except Exception:  # a hook or a server that will not close must not keep the window open
+            log.exception("SessionEnd (%s) failed", reason)
+        finally:
+            if self.session is session:
+                self.session = None
+
     def set_usage_base(self, tokens: int, cost: float, turns: int = 0) -> None:
         """What a resumed session used before (from its transcript): the totals continue from it."""
         self.base_tokens, self.base_cost = int(tokens), float(cost)

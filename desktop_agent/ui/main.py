@@ -1,7 +1,9 @@
 """Start the desktop app: QApplication first, then the qasync loop, the theme, the window.
 
 ``main(args)`` understands ``[FOLDER] [--demo]``. Without a folder it reopens the last one; with
-no API key (and no ``--demo``) the first-run settings dialog appears over the window.
+no API key (and no ``--demo``, and the Anthropic provider) the first-run settings dialog appears over
+the window. Closing the window runs the session's SessionEnd hooks (``MainWindow.closeEvent`` awaits
+them on this loop) before the loop stops.
 ``DESKTOP_AGENT_EXIT_AFTER_PAINT=1`` prints the time to the first painted window and exits
 (used by ``bench/bench_ui.py``).
 """
@@ -248,7 +250,7 @@ def main(args: list[str]) -> int:
     window.prompt.setFocus()
     if not ns.demo:
         mode = launch_mode(ns, prefs)
-        if mode != "default":
+        if mode != window.permission_mode:  # the window starts in Settings' default (never bypass unasked)
             window.request_mode(mode)  # bypassPermissions: its question first, over the window
     from desktop_agent.ui.main_window import prewarm_engine
 
@@ -264,8 +266,10 @@ def main(args: list[str]) -> int:
             window.open_folder_soon(folder, resume=ns.resume) if ns.resume else window.open_folder_soon(folder)
         if not os.environ.get("DESKTOP_AGENT_EXIT_AFTER_PAINT"):
             def _first_run() -> None:
-                from desktop_agent.config import find_api_key
+                from desktop_agent.config import AppSettings, find_api_key, resolve_provider
 
+                if resolve_provider(None, AppSettings.load()) == "openai":
+                    return  # an OpenAI-compatible server (Ollama, llama.cpp) may need no key at all
                 if find_api_key()[0] is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
                     window.show_settings(first_run=True)
 

@@ -74,6 +74,15 @@ def confirm_bypass(parent: QWidget | None, done: Callable[[bool], None]) -> QMes
     return box
 
 
+def default_mode_setting() -> str:
+    """Settings' default permission mode (read without pydantic, as at start-up); ``manual`` is default."""
+    from desktop_agent.ui.main import PERMISSION_MODES, _read_prefs
+
+    mode = str(_read_prefs().get("default_permission_mode") or "default")
+    mode = "default" if mode == "manual" else mode
+    return mode if mode in PERMISSION_MODES else "default"
+
+
 def _home(path: str) -> str:
     home = os.path.expanduser("~")
     if path and home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
@@ -131,6 +140,13 @@ def _discard_if_empty(session: Any) -> bool:
         return True
     except Exception:
         log.exception("could not remove the empty session %s", path)
+        return False
+
+
+def _loop_running() -> bool:
+    try:
+        return asyncio.get_event_loop().is_running()
+    except RuntimeError:
         return False
 
 
@@ -268,9 +284,18 @@ class MainWindow(QMainWindow):
         self._saved_default_mode: str | None = None
         self.wanted_folder: str | None = None  # the folder asked for whose session could not open yet
         self._history_stats: tuple[int, float, int] | None = None
+        self.servers_view: Any = None  # the MCP Servers view, built when first shown
+        self._restarting: set[str] = set()  # MCP servers whose restart is under way
+        self._had_session = False  # a later new session starts in Settings' default mode
+        self._close_task: asyncio.Task | None = None  # SessionEnd before the window closes
         self._build()
         self._wire()
         self._restore_state()
+        if not demo and "permission_mode" not in self.session_kwargs:
+            first = default_mode_setting()  # bypass only through its question (ui/main.py asks at launch)
+            if first != BYPASS:
+                self.permission_mode = first
+                self._select_mode(first)
         self._update_title()
         self._show_empty()
         self._set_status_view(IDLE, "")
@@ -464,6 +489,10 @@ class MainWindow(QMainWindow):
                                       shortcut=QKeySequence("Ctrl+Shift+D"))
         self.toggle_changes.toggled.connect(self.diff_panel.setVisible)
         view_menu.addAction(self.toggle_changes)
+        view_menu.addSeparator()
+        self.servers_action = QAction(self.tr("MCP &Servers…"), self, shortcut=QKeySequence("Ctrl+Shift+E"),
+                                      triggered=self.show_servers)
+        view_menu.addAction(self.servers_action)
 
         session_menu = mb.addMenu(self.tr("&Session"))
         self.send_action = QAction(self.tr("Se&nd"), self, triggered=lambda: self.send(self.prompt.toPlainText()))
@@ -537,6 +566,9 @@ class MainWindow(QMainWindow):
         c.usage_changed.connect(self._on_usage)
         c.busy_changed.connect(self._on_busy)
         c.notifier = self._notify
+        c.turn_finished.connect(lambda _e: self.refresh_servers())  # MCP states after each turn
+        c.tool_finished.connect(lambda e: str(e.name).startswith("mcp__") and self.refresh_servers())
+        c.session_changed.connect(lambda _s: self.refresh_servers())
         self.prompt.submitted.connect(self.send)
         self.mode_combo.currentIndexChanged.connect(self._on_mode_changed)
         self.conversation.card_selected.connect(self.diff_panel.select_tool)
@@ -617,11 +649,33 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event) -> None:  # noqa: N802
         self.save_state()
+        if self.controller.session is not None and _loop_running():
+            # SessionEnd (prompt_input_exit) first, on the loop that still runs; then close for real
+            event.ignore()
+            if self._close_task is None:
+                self.status.showMessage(self.tr("Closing the session…"))
+                self._close_task = asyncio.ensure_future(self._end_then_close())
+            return
         if self.controller.busy:
             self.controller.stop()
         elif self.controller.session is not None and not self.demo:
             _discard_if_empty(self.controller.session)
         super().closeEvent(event)
+
+    async def _end_then_close(self) -> None:
+        try:
+            await self.end_session("prompt_input_exit")
+        finally:
+            self.close()
+
+    async def end_session(self, reason: str) -> None:
+        """SessionEnd for the current session (its hooks, then closing it); an empty session's file goes."""
+        session = self.controller.session
+        if session is None:
+            return
+        await self.controller.end_session(reason)
+        if not self.demo:
+            _discard_if_empty(session)
 
     # ----- folder and session ------------------------------------------------------------------
     def folder_dialog_start(self) -> str:
@@ -651,11 +705,17 @@ class MainWindow(QMainWindow):
         self.wanted_folder = folder
         if self.controller.busy:
             self.controller.stop()
-        if self.controller.session is not None and not self.demo:
-            _discard_if_empty(self.controller.session)
         trusted = await self._ask_trust(folder)
         if trusted is None:
             return False
+        await self.end_session("clear")  # New Session, another folder or a listed session replaces it
+        if not resume and self._had_session and not self.demo and "permission_mode" not in self.session_kwargs:
+            fresh = default_mode_setting()  # a new session starts in Settings' default mode
+            if fresh == BYPASS:
+                self.request_mode(BYPASS)  # asks (unless bypass is on already)
+            elif fresh != self.permission_mode:
+                self.permission_mode = fresh
+                self._select_mode(fresh)
         kwargs = dict(self.session_kwargs)
         if self.client_factory is not None:
             kwargs["client"] = self.client_factory()
@@ -688,6 +748,7 @@ class MainWindow(QMainWindow):
             return False
         self.status.clearMessage()
         self.folder = folder
+        self._had_session = True
         self.show_model(str(getattr(session, "model", "") or ""), enabled=True)
         # the mode asked for, unless the user picked another while the session was built
         want = self.permission_mode if self.permission_mode != chosen_before else str(kwargs["permission_mode"])
@@ -1020,6 +1081,8 @@ class MainWindow(QMainWindow):
             self.show_settings(False)
         elif action == "tour":
             self.start_tour()
+        elif action == "servers":
+            self.show_servers()
         elif action == "retry" and self.prompt.history:
             self.send(self.prompt.history[-1])
 
@@ -1144,6 +1207,63 @@ class MainWindow(QMainWindow):
         self.find_next_button.setEnabled(n > 1)
         self.conversation.highlight_matches(text, self._find_matches, self._find_index)
 
+    def show_servers(self) -> Any:
+        """View ▸ MCP Servers… (Ctrl+Shift+E): the current session's servers, non-modal."""
+        from desktop_agent.ui.servers_view import ServersView
+
+        if self.servers_view is None:
+            self.servers_view = ServersView(self)
+            self.servers_view.restart_requested.connect(self.restart_server)
+        self.refresh_servers()
+        self.servers_view.show()
+        self.servers_view.raise_()
+        return self.servers_view
+
+    def _mcp_status(self) -> list[dict[str, Any]]:
+        session = self.controller.session
+        try:
+            return list(session.mcp_status()) if session is not None and hasattr(session, "mcp_status") else []
+        except Exception:
+            log.exception("could not read the MCP servers' states")
+            return []
+
+    def refresh_servers(self) -> None:
+        """The Servers view and one keyed banner per failed server ("MCP server X failed: …")."""
+        from desktop_agent.ui.servers_view import failed_banner_text
+
+        servers = self._mcp_status()
+        if self.servers_view is not None:
+            self.servers_view.set_servers(servers, self._restarting)
+        failed = {str(s.get("name")): s for s in servers
+                  if s.get("status") == "failed" and s.get("name") not in self._restarting}
+        for key in [k for k in self.conversation.banners if k.startswith("mcp:") and k[4:] not in failed]:
+            self.conversation.remove_banner(key)
+        for name, status in failed.items():
+            text = failed_banner_text(status)
+            old = self.conversation.banners.get(f"mcp:{name}")
+            if old is None or old.text_plain != text:
+                self.conversation.add_banner("error", text, [("servers", self.tr("Show MCP servers"))],
+                                             key=f"mcp:{name}")
+
+    def restart_server(self, name: str) -> asyncio.Task | None:
+        """Restart one MCP server as a task on the loop (the Qt thread never waits for it)."""
+        mcp = getattr(self.controller.session, "mcp", None)
+        if mcp is None or name in self._restarting:
+            return None
+        self._restarting.add(name)
+        self.refresh_servers()
+        return asyncio.ensure_future(self._restart(mcp, name))
+
+    async def _restart(self, mcp: Any, name: str) -> None:
+        try:
+            await mcp.restart(name)
+        except Exception as exc:
+            log.warning("could not restart the MCP server %s: %s", name, exc)
+            self.status.showMessage(self.tr("Could not restart {0}: {1}").format(name, exc), 5000)
+        finally:
+            self._restarting.discard(name)
+            self.refresh_servers()
+
     def show_settings(self, first_run: bool = False) -> Any:
         from desktop_agent.ui.settings_dialog import SettingsDialog
 
@@ -1181,6 +1301,7 @@ class MainWindow(QMainWindow):
                 ("Esc", self.tr("Stop the agent / Deny in the dialog")), ("Ctrl+O", self.tr("Open folder")),
                 ("Ctrl+N", self.tr("New session")), ("Ctrl+,", self.tr("Settings")),
                 ("Ctrl+Shift+M", self.tr("Cycle permission mode")), ("Ctrl+F", self.tr("Find in conversation")),
+                ("Ctrl+Shift+E", self.tr("MCP servers")),
                 ("Ctrl+L", self.tr("Focus the prompt"))]
         box.setText("<table>" + "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in rows)
                     + "</table>")

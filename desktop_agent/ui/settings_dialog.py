@@ -1,11 +1,17 @@
-"""Settings: API key (stored through ``desktop_agent.config``: keyring or a 0600 file), base URL, model.
+"""Settings: the model provider (Anthropic, or an OpenAI-compatible server: Ollama, LM Studio, vLLM,
+llama.cpp, OpenRouter), its key (stored through ``desktop_agent.config``: keyring or a 0600 file), base URL
+and model; the default permission mode, language and theme.
 
-Shown on first run when no API key is found, and later from Edit ▸ Settings… (Ctrl+,). It never
-displays a stored key — only where it comes from — and offers the offline tour to someone without
-a key. Opened with ``open()``; the result arrives through ``finished``/``tour_requested``.
+Shown on first run when no Anthropic key is found (and the provider is Anthropic), and later from
+Edit ▸ Settings… (Ctrl+,). It never displays a stored key — only where it comes from — and offers the
+offline tour to someone without a key. Each provider keeps its own base URL (``base_url`` /
+``openai_base_url``) and key (``anthropic_api_key`` / ``openai_api_key``); switching the provider box
+swaps what the fields show. Opened with ``open()``; the result arrives through ``finished``/``tour_requested``.
 """
 
 from __future__ import annotations
+
+import os
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -15,6 +21,8 @@ from PySide6.QtWidgets import (
 
 from desktop_agent import config
 from desktop_agent.model.client import SUGGESTED_MODELS as MODELS
+
+PROVIDERS = ("anthropic", "openai")
 
 
 class SettingsDialog(QDialog):
@@ -29,8 +37,11 @@ class SettingsDialog(QDialog):
         self.setWindowTitle(self.tr("Welcome to Desktop Agent") if first_run else self.tr("Settings"))
         self.setModal(True)
         self.settings = config.AppSettings.load()
-        key, source = config.find_api_key()
-        self._key_source = source
+        provider = self.settings.provider if self.settings.provider in PROVIDERS else "anthropic"
+        self._provider = provider  # the provider the fields show now
+        self._base = {"anthropic": self.settings.base_url or "", "openai": self.settings.openai_base_url or ""}
+        self._typed = {"anthropic": "", "openai": ""}  # keys typed and not saved yet, per provider
+        self._models = {p: (self.settings.model or "") if p == provider else "" for p in PROVIDERS}
 
         root = QVBoxLayout(self)
         root.setContentsMargins(16, 16, 16, 16)
@@ -38,7 +49,8 @@ class SettingsDialog(QDialog):
         if first_run:
             intro = QLabel(self.tr(
                 "<b>Connect a model to get started.</b><br/>Desktop Agent talks to Anthropic's Messages API "
-                "(or any compatible endpoint). Your key stays on this computer."))
+                "(or any compatible endpoint), or to an OpenAI-compatible server such as Ollama or LM Studio. "
+                "Your key stays on this computer."))
             intro.setWordWrap(True)
             intro.setTextFormat(Qt.TextFormat.RichText)
             root.addWidget(intro)
@@ -46,28 +58,30 @@ class SettingsDialog(QDialog):
         form = QFormLayout()
         form.setSpacing(8)
         form.setLabelAlignment(Qt.AlignmentFlag.AlignRight)
+        self.provider_combo = QComboBox()
+        self.provider_combo.setObjectName("providerCombo")
+        self.provider_combo.setAccessibleName(self.tr("Provider"))
+        self.provider_combo.addItem(self.tr("Anthropic"), "anthropic")
+        self.provider_combo.addItem(self.tr("OpenAI-compatible (Ollama, LM Studio, vLLM, OpenRouter…)"), "openai")
+        self.provider_combo.setCurrentIndex(max(0, self.provider_combo.findData(provider)))
+        form.addRow(self.tr("P&rovider"), self.provider_combo)
         self.key_edit = QLineEdit()
         self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
         self.key_edit.setAccessibleName(self.tr("API key"))
-        self.key_edit.setPlaceholderText(
-            {"ANTHROPIC_API_KEY": self.tr("set by ANTHROPIC_API_KEY in the environment"),
-             "keyring": self.tr("stored in the system keyring — type to replace"),
-             "credentials": self.tr("stored in a private file — type to replace")}.get(source, "sk-ant-…"))
         form.addRow(self.tr("&API key"), self.key_edit)
-        where = QLabel(config.api_key_location())  # keyring, or the 0600 file: says which, with its path
-        where.setObjectName("muted")
-        where.setWordWrap(True)
-        form.addRow("", where)
-        self.base_url_edit = QLineEdit(self.settings.base_url or "")
-        self.base_url_edit.setPlaceholderText("https://api.anthropic.com")
+        self.where_label = QLabel()  # keyring, or the 0600 file: says which, with its path
+        self.where_label.setObjectName("muted")
+        self.where_label.setWordWrap(True)
+        form.addRow("", self.where_label)
+        self.base_url_edit = QLineEdit()
         self.base_url_edit.setAccessibleName(self.tr("Base URL"))
         form.addRow(self.tr("&Base URL"), self.base_url_edit)
         self.model_combo = QComboBox()
         self.model_combo.setEditable(True)
-        self.model_combo.addItems(MODELS)
-        self.model_combo.setCurrentText(self.settings.model or MODELS[0])
         self.model_combo.setAccessibleName(self.tr("Model"))
         form.addRow(self.tr("&Model"), self.model_combo)
+        self._show_provider(provider)
+        self.provider_combo.currentIndexChanged.connect(self._on_provider_picked)
         self.mode_combo = QComboBox()
         from desktop_agent.ui.main_window import MODES, mode_label
 
@@ -121,17 +135,32 @@ class SettingsDialog(QDialog):
         self.reject()
 
     def _save(self) -> None:
-        key = self.key_edit.text().strip()
-        if not key and self._key_source == "none":
-            self.error_label.setText(self.tr("Enter an API key, or try the offline tour."))
+        self._stash()
+        provider = self.provider()
+        key = self._typed[provider].strip()
+        base = self._base[provider].strip()
+        model = self._models[provider].strip()
+        problem = ""
+        if provider == "anthropic" and not key and self._key_source("anthropic") == "none":
+            problem = self.tr("Enter an API key, or try the offline tour.")
+        elif provider == "openai" and not base and not os.environ.get("OPENAI_BASE_URL"):
+            problem = self.tr("Enter the server's base URL (for example http://localhost:11434/v1).")
+        elif provider == "openai" and not model:
+            problem = self.tr("Enter the name of a model the server serves.")
+        if problem:
+            self.error_label.setText(problem)
             self.error_label.setVisible(True)
-            self.key_edit.setFocus()
+            (self.base_url_edit if "URL" in problem else self.model_combo if provider == "openai" and base
+             else self.key_edit).setFocus()
             return
         try:
-            if key:
-                config.store_api_key(key)
-            self.settings.base_url = self.base_url_edit.text().strip() or None
-            self.settings.model = self.model_combo.currentText().strip() or None
+            for name, typed in self._typed.items():
+                if typed.strip():
+                    (config.store_api_key if name == "anthropic" else config.store_openai_key)(typed.strip())
+            self.settings.provider = provider
+            self.settings.base_url = self._base["anthropic"].strip() or None
+            self.settings.openai_base_url = self._base["openai"].strip() or None
+            self.settings.model = model or None
             self.settings.default_permission_mode = self.model_mode()
             self.settings.ui_language = str(self.language_combo.currentData() or "system")
             theme_changed = self.settings.theme != self.theme_combo.currentData()
@@ -151,6 +180,56 @@ class SettingsDialog(QDialog):
                 apply_theme(app, self.settings.theme)  # at once
         self.saved.emit()
         self.accept()
+
+    # ----- provider ---------------------------------------------------------------------------
+    def provider(self) -> str:
+        return str(self.provider_combo.currentData() or "anthropic")
+
+    @staticmethod
+    def _key_source(provider: str) -> str:
+        return (config.find_api_key() if provider == "anthropic" else config.find_openai_key())[1]
+
+    def _stash(self) -> None:
+        """Keep what the fields hold for the provider they show."""
+        p = self._provider
+        self._typed[p] = self.key_edit.text()
+        self._base[p] = self.base_url_edit.text()
+        self._models[p] = self.model_combo.currentText()
+
+    def _on_provider_picked(self, _index: int) -> None:
+        self._stash()
+        self.error_label.setVisible(False)
+        self._show_provider(self.provider())
+
+    def _show_provider(self, provider: str) -> None:
+        """The key, base URL and model fields of ``provider``, with its placeholders and key sentence."""
+        self._provider = provider
+        source = self._key_source(provider)
+        if provider == "openai":
+            placeholders = {"OPENAI_API_KEY": self.tr("set by OPENAI_API_KEY in the environment"),
+                            "keyring": self.tr("stored in the system keyring — type to replace"),
+                            "credentials": self.tr("stored in a private file — type to replace")}
+            self.key_edit.setPlaceholderText(placeholders.get(source, self.tr("optional: local servers need none")))
+            self.where_label.setText(config.openai_key_location())
+            self.base_url_edit.setPlaceholderText("http://localhost:11434/v1")
+            models: list[str] = []
+        else:
+            placeholders = {"ANTHROPIC_API_KEY": self.tr("set by ANTHROPIC_API_KEY in the environment"),
+                            "keyring": self.tr("stored in the system keyring — type to replace"),
+                            "credentials": self.tr("stored in a private file — type to replace")}
+            self.key_edit.setPlaceholderText(placeholders.get(source, "sk-ant-…"))
+            self.where_label.setText(config.api_key_location())
+            self.base_url_edit.setPlaceholderText("https://api.anthropic.com")
+            models = list(MODELS)
+        self.key_edit.setText(self._typed[provider])
+        self.base_url_edit.setText(self._base[provider])
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        self.model_combo.addItems(models)
+        self.model_combo.setCurrentText(self._models[provider] or (models[0] if models else ""))
+        self.model_combo.lineEdit().setPlaceholderText(
+            self.tr("the server's model name, e.g. qwen2.5-coder:7b") if provider == "openai" else "")
+        self.model_combo.blockSignals(False)
 
     def _on_mode_picked(self, _index: int) -> None:
         """Bypass as the default asks first (the same question as the window's); Cancel restores the
