@@ -3,16 +3,19 @@
 Owns reading a file for the model: text as ``<n>\\t<line>`` numbered lines (offset/limit, the
 256 KB whole-file cap, the 25,000-token output cap), the ``file_unchanged`` stub for repeated reads,
 the empty / past-the-end notices, binary refusal (by extension and by content), images as base64
-image blocks (downscaled when Pillow is installed), PDFs through poppler's ``pdftotext``, Jupyter
-notebooks as cells with their outputs, and a sentence for directories. FIFOs, sockets and devices
-are refused, never opened for reading (``os.stat`` in ``validate_input``; files are opened with
-O_NONBLOCK and ``fstat``'ed, so a FIFO swapped in after the check cannot hang the read). Every text read records what
-the model saw in ``ctx.read_file_state``; Edit and Write rely on it.
+image blocks fitted to the API's limits with Pillow (long edge ≤ 1568 px, ≤ 5 MB of base64; re-encoded,
+JPEG at falling qualities if need be), PDFs as the text of their pages through pypdf (``pages``, at
+most 20 a request; a longer PDF needs ``pages``), Jupyter notebooks as cells with their outputs, and a
+sentence for directories. FIFOs, sockets and devices are refused, never opened for reading (``os.stat``
+in ``validate_input``; files are opened with O_NONBLOCK and ``fstat``'ed, so a FIFO swapped in after the
+check cannot hang the read). Every text read records what the model saw in ``ctx.read_file_state``;
+Edit and Write rely on it.
 
-Nothing of a text Read runs on the event loop (the GUI's): stat and reading run on an I/O thread
-pool (parallel Reads overlap their waits), decoding, splitting and numbering on one CPU thread (so
-the loop is not starved of the GIL). The numbered text travels to ``map_result_to_block`` on the
-result data (``ReadData.rendered``).
+Nothing of a Read runs on the event loop (the GUI's): stat and reading run on an I/O thread pool
+(parallel Reads overlap their waits), decoding, splitting and numbering on one CPU thread (so the loop
+is not starved of the GIL). Images are decoded, scaled and encoded on the I/O pool (Pillow releases the
+GIL for that work); PDF bytes are read there and parsed by pypdf (pure Python) on the CPU thread. The
+numbered text travels to ``map_result_to_block`` on the result data (``ReadData.rendered``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import math
 import operator
 import os
 import re
-import shutil
 import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -45,10 +47,18 @@ MAX_FILE_SIZE_BYTES = int(0.25 * 1024 * 1024)  # whole-file reads (no limit)
 DEFAULT_MAX_OUTPUT_TOKENS = 25_000
 MAX_LINES_TO_READ = 2000  # a hint in the prompt, not a hard limit
 PDF_MAX_PAGES_PER_READ = 20
-# The API accepts base64 images up to 5 MB; raw bytes above this cannot be sent as they are.
+# A PDF read without ``pages`` may have at most this many pages (the reference's
+# PDF_AT_MENTION_INLINE_THRESHOLD is 10; we send text, not page images, and the prompt says 20).
+PDF_INLINE_MAX_PAGES = 20
+PDF_MAX_FILE_BYTES = 100 * 1024 * 1024  # the reference's PDF_MAX_EXTRACT_SIZE
+# Images, as the Messages API takes them: at most 8000x8000 px and 5 MB of base64 each. It downscales
+# any image whose long edge is over 1568 px itself, so we send at most that: fewer bytes, same tokens.
 MAX_IMAGE_BASE64_BYTES = 5 * 1024 * 1024
 MAX_IMAGE_RAW_BYTES = MAX_IMAGE_BASE64_BYTES * 3 // 4
-MAX_IMAGE_DIMENSION = 2000
+API_MAX_IMAGE_DIMENSION = 8000
+MAX_IMAGE_DIMENSION = 1568
+JPEG_QUALITIES = (85, 70, 55, 40, 25)  # re-encoding steps when the image's own format is too large
+MAX_IMAGE_FILE_BYTES = 100 * 1024 * 1024  # larger files are not read into memory at all
 # Files read line by line instead of all at once when only a range is wanted.
 STREAM_THRESHOLD_BYTES = 16 * 1024 * 1024
 
@@ -319,26 +329,35 @@ def _image_media_type(data: bytes, ext: str) -> str:
 
 
 def read_image(path: str) -> dict[str, Any]:
-    """An image as base64, downscaled (Pillow) when it is too large in bytes or pixels."""
+    """An image as base64 within the API's limits (worker thread).
+
+    With Pillow (a dependency) the image is decoded in full, so a corrupt or truncated file is an error
+    here rather than a request the API rejects; one that fits (long edge ≤ ``MAX_IMAGE_DIMENSION``,
+    ≤ ``MAX_IMAGE_RAW_BYTES``, a format the API takes) is sent byte for byte, any other is downscaled
+    and re-encoded (``fit_image``). Without Pillow the bytes go as they are if they are small enough.
+    """
     with open_regular(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > MAX_IMAGE_FILE_BYTES:
+            raise ToolError(
+                f"Image file is too large to read ({fileio.format_file_size(size)}); the maximum is "
+                f"{fileio.format_file_size(MAX_IMAGE_FILE_BYTES)}. Resize or compress it first (for example "
+                "with ImageMagick: convert in.png -resize 50% out.png) and read the smaller copy.")
         data = fh.read()
     if not data:
         raise ToolError(f"Image file is empty: {path}")
-    ext = fileio.extension(path)
-    media_type = _image_media_type(data, ext)
+    media_type = _image_media_type(data, fileio.extension(path))
     original_size = len(data)
     dimensions: dict[str, int] | None = None
     try:
-        from PIL import Image  # optional: not a dependency
+        import PIL.Image  # noqa: F401 - a dependency; a broken install still sends small images
+        have_pillow = True
     except ImportError:
-        Image = None  # type: ignore[assignment]
-    if Image is not None:
-        try:
-            data, media_type, dimensions = _downscale(Image, data, media_type)
-        except Exception:  # a corrupt image is still sent as it is, if small enough
-            pass
+        have_pillow = False
+    if have_pillow:
+        data, media_type, dimensions = fit_image(data, path)
     if len(data) > MAX_IMAGE_RAW_BYTES:
-        how = ("Downscaling did not bring it under the limit." if Image is not None else
+        how = ("Downscaling did not bring it under the limit." if have_pillow else
                "Pillow is not installed, so the image cannot be downscaled.")
         raise ToolError(
             f"Image file is too large to read ({fileio.format_file_size(len(data))}); the maximum is "
@@ -351,65 +370,181 @@ def read_image(path: str) -> dict[str, Any]:
     }
 
 
-def _downscale(Image: Any, data: bytes, media_type: str) -> tuple[bytes, str, dict[str, int] | None]:
-    with Image.open(io.BytesIO(data)) as img:
+# Pillow's format names the API takes as they are (MPO: the multi-picture JPEG many cameras write).
+_API_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "MPO": "image/jpeg", "GIF": "image/gif",
+                "WEBP": "image/webp"}
+
+
+def fit_image(data: bytes, path: str) -> tuple[bytes, str, dict[str, int]]:
+    """``(bytes, media_type, dimensions)`` for an image the API accepts, with Pillow.
+
+    Kept byte for byte when it fits. Otherwise scaled so its long edge is at most
+    ``MAX_IMAGE_DIMENSION`` (never enlarged; EXIF orientation applied; a GIF's first frame) and
+    encoded in its own kind (PNG for PNG, GIF and formats the API does not take, JPEG for JPEG, WebP
+    for WebP); if that is over ``MAX_IMAGE_RAW_BYTES``, JPEG at falling qualities, then at half the
+    size, until it fits.
+    """
+    from PIL import Image, ImageOps
+
+    try:
+        img = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as exc:
+        raise ToolError(f"Image {path} has too many pixels to decode safely ({exc}).") from None
+    except Exception as exc:  # UnidentifiedImageError, SyntaxError, ValueError, ...
+        raise ToolError(_bad_image_message(path, exc)) from None
+    with img:
+        fmt = img.format or ""
         width, height = img.size
         dims = {"originalWidth": width, "originalHeight": height, "displayWidth": width, "displayHeight": height}
-        if len(data) <= MAX_IMAGE_RAW_BYTES and max(width, height) <= MAX_IMAGE_DIMENSION:
-            return data, media_type, dims
-        scale = min(1.0, MAX_IMAGE_DIMENSION / max(width, height))
-        quality = 85
+        scale = min(1.0, MAX_IMAGE_DIMENSION / max(width, height, 1))
+        target = (max(1, round(width * scale)), max(1, round(height * scale)))
+        try:
+            if fmt in ("JPEG", "MPO") and scale < 1.0:
+                img.draft("RGB", target)  # the decoder scales by 1/2, 1/4 or 1/8 first: far less work
+            img.load()  # the whole first frame: a truncated or corrupt file fails here, not at the API
+            if fmt in _API_FORMATS and len(data) <= MAX_IMAGE_RAW_BYTES and scale == 1.0:
+                return data, _API_FORMATS[fmt], dims
+            frame = ImageOps.exif_transpose(img) or img
+        except Exception as exc:
+            raise ToolError(_bad_image_message(path, exc)) from None
+        if frame.size != img.size and frame.size == (img.height, img.width):
+            target = (target[1], target[0])  # rotated by its EXIF orientation
+        frame = _normalize_mode(frame)
+        first = {"JPEG": "JPEG", "MPO": "JPEG", "WEBP": "WEBP"}.get(fmt, "PNG")
+        size = target
         while True:
-            size = (max(1, int(width * scale)), max(1, int(height * scale)))
-            frame = img.convert("RGB") if img.mode not in ("RGB", "L") else img
-            resized = frame.resize(size)
-            buf = io.BytesIO()
-            resized.save(buf, format="JPEG", quality=quality)
-            out = buf.getvalue()
-            if len(out) <= MAX_IMAGE_RAW_BYTES or scale < 0.05:
-                dims.update(displayWidth=size[0], displayHeight=size[1])
-                return out, "image/jpeg", dims
-            scale *= 0.7
-            quality = max(50, quality - 10)
+            resized = frame if frame.size == size else frame.resize(size, Image.Resampling.LANCZOS,
+                                                                    reducing_gap=3.0)
+            steps = [(first, 85)] + [("JPEG", q) for q in JPEG_QUALITIES if not (first == "JPEG" and q == 85)]
+            for out_format, quality in steps:
+                out = _encode(resized, out_format, quality)
+                if len(out) <= MAX_IMAGE_RAW_BYTES:
+                    dims.update(displayWidth=size[0], displayHeight=size[1])
+                    return out, _API_FORMATS[out_format], dims
+            if size == (1, 1):
+                raise ToolError(f"Image {path} could not be brought under the API's size limit.")
+            size = (max(1, size[0] // 2), max(1, size[1] // 2))
+
+
+def _bad_image_message(path: str, exc: BaseException) -> str:
+    detail = str(exc).strip() or type(exc).__name__
+    return (f"Could not read image {path}: it is corrupt or not a PNG, JPEG, GIF or WebP image ({detail}).")
+
+
+def _normalize_mode(img: Any) -> Any:
+    """RGB, RGBA, L or LA: modes every encoder and LANCZOS handle (palette, 16-bit, CMYK converted)."""
+    if img.mode in ("RGB", "RGBA", "L", "LA"):
+        return img
+    has_alpha = img.mode in ("PA", "RGBa", "La") or "transparency" in img.info or img.mode.endswith("A")
+    if img.mode.startswith("I;16") or img.mode in ("I", "F"):
+        return img.convert("I").point(lambda v: v / 256).convert("L") if img.mode != "F" else img.convert("L")
+    return img.convert("RGBA" if has_alpha else "RGB")
+
+
+def _encode(img: Any, out_format: str, quality: int) -> bytes:
+    buf = io.BytesIO()
+    if out_format == "JPEG":
+        if img.mode in ("RGBA", "LA"):  # no alpha in JPEG: flatten onto white, as a viewer shows it
+            from PIL import Image
+
+            background = Image.new("RGB", img.size, (255, 255, 255))
+            background.paste(img.convert("RGBA"), mask=img.convert("RGBA").getchannel("A"))
+            img = background
+        img.save(buf, format="JPEG", quality=quality, optimize=False)
+    elif out_format == "WEBP":
+        img.save(buf, format="WEBP", quality=quality, method=4)
+    else:
+        img.save(buf, format="PNG", compress_level=6)
+    return buf.getvalue()
+
+
+def image_metadata_text(dims: dict[str, int] | None) -> str | None:
+    """The reference's ``createImageMetadataText`` for a resized image; None when it was sent as it is."""
+    if not dims:
+        return None
+    ow, oh = dims.get("originalWidth"), dims.get("originalHeight")
+    dw, dh = dims.get("displayWidth"), dims.get("displayHeight")
+    if not ow or not oh or not dw or not dh or (ow, oh) == (dw, dh):
+        return None
+    return (f"[Image: original {ow}x{oh}, displayed at {dw}x{dh}. Multiply coordinates by {ow / dw:.2f} to map "
+            "to original image.]")
+
+
+# ---------------------------------------------------------------- PDFs (pypdf)
+
+
+def read_pdf_bytes(path: str) -> bytes:
+    """The PDF's bytes (I/O thread), refusing one over ``PDF_MAX_FILE_BYTES``."""
+    with open_regular(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > PDF_MAX_FILE_BYTES:
+            raise ToolError(
+                f"PDF file is too large to read ({fileio.format_file_size(size)}); the maximum is "
+                f"{fileio.format_file_size(PDF_MAX_FILE_BYTES)}. Split it or extract its text with another "
+                "tool through Bash.")
+        return fh.read()
+
+
+def extract_pdf_pages(data: bytes, path: str, pages: str | None, max_tokens: int) -> dict[str, Any]:
+    """The text of a page range (or of the whole PDF if it has at most ``PDF_INLINE_MAX_PAGES`` pages),
+    with pypdf (CPU thread). Encrypted PDFs that an empty password does not open, and damaged ones,
+    are errors that say so."""
+    import logging
+
+    from pypdf import PdfReader
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # its recoverable-damage warnings are not ours
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            try:
+                opened = reader.decrypt("")
+            except Exception:  # pypdf's DependencyError for AES without a crypto library, and others
+                opened = 0
+            if not opened:
+                raise ToolError(
+                    f"Cannot read PDF {path}: it is encrypted with a password. Ask the user for a decrypted "
+                    "copy (for example: qpdf --decrypt --password=... in.pdf out.pdf).")
+        total = len(reader.pages)
+    except ToolError:
+        raise
+    except Exception as exc:
+        detail = str(exc).strip() or type(exc).__name__
+        raise ToolError(f"Cannot read PDF {path}: the file is damaged or is not a PDF ({detail}).") from None
+    if pages is None:
+        if total > PDF_INLINE_MAX_PAGES:
+            raise ToolError(
+                f"This PDF has {total} pages, which is too many to read at once. Use the pages parameter "
+                f'to read specific page ranges (e.g., pages: "1-5"). Maximum {PDF_MAX_PAGES_PER_READ} pages per '
+                "request.")
+        first, last = 1, total
+    else:
+        parsed = parse_pdf_page_range(pages)
+        assert parsed is not None and parsed[1] is not None  # validate_input checked it
+        first, last = parsed
+        if first > total:
+            raise ToolError(
+                f'Page range "{pages}" is out of range: this PDF has {total} page{"" if total == 1 else "s"}.')
+        last = min(last, total)
+    out: list[dict[str, Any]] = []
+    for number in range(first, last + 1):
+        try:
+            text = reader.pages[number - 1].extract_text() or ""
+        except Exception as exc:
+            text = f"(the text of this page could not be extracted: {str(exc).strip() or type(exc).__name__})"
+        out.append({"page": number, "text": text.replace("\x00", "").rstrip()})
+    tokens = estimate_tokens("".join(p["text"] for p in out))
+    if tokens > max_tokens:
+        raise ToolError(
+            f"PDF text ({tokens} tokens) exceeds maximum allowed tokens ({max_tokens}). Use the pages parameter "
+            "to read fewer pages at a time.", wrap=False)
+    return {"type": "pdf", "file": {"filePath": path, "pages": out, "totalPages": total}}
 
 
 async def read_pdf(path: str, pages: str | None) -> dict[str, Any]:
-    """PDF text through poppler's ``pdftotext``: a page range, or the whole file if it is short enough."""
-    exe = shutil.which("pdftotext")
-    if exe is None:
-        raise ToolError(
-            "Reading PDF files requires pdftotext (poppler-utils), which was not found on PATH. Install "
-            "poppler-utils (e.g. apt install poppler-utils, brew install poppler), or extract the text with "
-            "another tool through Bash.")
-    first, last = 1, None
-    if pages:
-        parsed = parse_pdf_page_range(pages)
-        assert parsed is not None  # validate_input checked it
-        first, last = parsed
-    args = [exe, "-layout", "-f", str(first)]
-    if last is not None:
-        args += ["-l", str(last)]
-    args += [path, "-"]
-    proc = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    if proc.returncode != 0:
-        detail = err.decode("utf-8", "replace").strip() or f"exit code {proc.returncode}"
-        raise ToolError(f"Could not read PDF {path}: {detail}")
-    text = out.decode("utf-8", "replace")
-    page_texts = text.split("\f")
-    if page_texts and not page_texts[-1].strip():
-        page_texts.pop()  # pdftotext ends every page with a form feed
-    if not pages and len(page_texts) > PDF_MAX_PAGES_PER_READ:
-        raise ToolError(
-            f"This PDF has {len(page_texts)} pages, which is too many to read at once. Use the pages parameter "
-            f'to read specific page ranges (e.g., pages: "1-5"). Maximum {PDF_MAX_PAGES_PER_READ} pages per '
-            "request.")
-    return {
-        "type": "pdf",
-        "file": {"filePath": path, "pages": [
-            {"page": first + i, "text": t.rstrip()} for i, t in enumerate(page_texts)]},
-    }
+    """Read a PDF off the event loop: bytes on the I/O pool, pypdf (pure Python) on the CPU thread."""
+    data = await run_io(read_pdf_bytes, path)
+    return await run_cpu(extract_pdf_pages, data, path, pages, max_output_tokens())
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -712,9 +847,15 @@ class ReadTool(Tool):
         elif kind == "image":
             content = [{"type": "image", "source": {"type": "base64", "data": file["base64"],
                                                     "media_type": file["type"]}}]
+            note = image_metadata_text(file.get("dimensions"))
+            if note:
+                content.append({"type": "text", "text": note})
         elif kind == "pdf":
-            content = "\n\n".join(f'<page number="{p["page"]}">\n{p["text"]}\n</page>' for p in file["pages"])
-            content = content or "<system-reminder>Warning: the PDF has no extractable text in this range.</system-reminder>"
+            if any(p["text"] for p in file["pages"]):
+                content = "\n\n".join(f'<page number="{p["page"]}">\n{p["text"]}\n</page>' for p in file["pages"])
+            else:
+                content = ("<system-reminder>Warning: the PDF has no extractable text in this range (its pages may "
+                           "be scanned images).</system-reminder>")
         elif kind == "notebook":
             blocks = [b for cell in file["cells"] for b in _cell_blocks(cell)]
             content = blocks or EMPTY_FILE_NOTICE

@@ -322,49 +322,8 @@ def test_pdf_page_validation(tmp_path, ctx):
                                     'use a smaller range.</tool_use_error>')
 
 
-def test_pdf_without_pdftotext_is_a_clear_error(tmp_path, ctx, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
-    (tmp_path / "doc.pdf").write_bytes(b"%PDF-1.4\n")
-    out = read(ctx, tmp_path / "doc.pdf")
-    assert out.is_error
-    assert "requires pdftotext (poppler-utils), which was not found on PATH" in out.block["content"]
-
-
-def _fake_pdftotext(tmp_path, pages):
-    """A stand-in pdftotext on PATH: prints its arguments' page range from a fixed page list."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir(exist_ok=True)
-    script = bindir / "pdftotext"
-    script.write_text(
-        f"#!{sys.executable}\n"
-        "import sys\n"
-        f"pages = {pages!r}\n"
-        "a = sys.argv[1:]\n"
-        "f = int(a[a.index('-f') + 1]) if '-f' in a else 1\n"
-        "l = int(a[a.index('-l') + 1]) if '-l' in a else len(pages)\n"
-        "sys.stdout.write(''.join(p + '\\f' for p in pages[f - 1:l]))\n")
-    script.chmod(0o755)
-    return bindir
-
-
-def test_pdf_pages_through_pdftotext(tmp_path, ctx, monkeypatch):
-    bindir = _fake_pdftotext(tmp_path, ["first page", "second page", "third page"])
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
-    (tmp_path / "doc.pdf").write_bytes(b"%PDF-1.4\n")
-    out = read(ctx, tmp_path / "doc.pdf", pages="2-3")
-    assert out.block["content"] == '<page number="2">\nsecond page\n</page>\n\n<page number="3">\nthird page\n</page>'
-    whole = read(ctx, tmp_path / "doc.pdf")
-    assert whole.block["content"].count("<page number=") == 3
-
-
-def test_long_pdf_without_pages_is_refused(tmp_path, ctx, monkeypatch):
-    bindir = _fake_pdftotext(tmp_path, [f"p{i}" for i in range(25)])
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
-    (tmp_path / "doc.pdf").write_bytes(b"%PDF-1.4\n")
-    out = read(ctx, tmp_path / "doc.pdf")
-    assert out.block["content"] == (
-        '<tool_use_error>This PDF has 25 pages, which is too many to read at once. Use the pages parameter to read '
-        'specific page ranges (e.g., pages: "1-5"). Maximum 20 pages per request.</tool_use_error>')
+# PDF text (pypdf): real PDFs in tests/tools/test_read_media.py (page ranges, the long-PDF refusal,
+# encrypted and damaged files).
 
 
 def test_notebook_cells_with_outputs(tmp_path, ctx):
