@@ -24,6 +24,7 @@ from tests.tools.media_files import gradient_image, noise_image, page_text, writ
 from tests.tools.util import Ticker, tools
 
 WRAP = "<tool_use_error>{}</tool_use_error>"
+OPEN = "<tool_use_error>"
 
 
 @pytest.fixture
@@ -123,7 +124,7 @@ def test_damaged_pdf(ctx, tmp_path, three_pages):
         out = read(ctx, tmp_path / name)
         assert out.is_error, name
         assert out.block["content"].startswith(
-            WRAP.format(f"Cannot read PDF {tmp_path / name}: the file is damaged or is not a PDF (")[:-len("</tool_use_error>")])
+            f"{OPEN}Cannot read PDF {tmp_path / name}: the file is damaged or is not a PDF ("), out.block["content"]
 
 
 def test_pdf_token_cap(ctx, tmp_path, monkeypatch):
@@ -253,11 +254,21 @@ def test_corrupt_images_are_errors(ctx, tmp_path):
         (tmp_path / name).write_bytes(data)
         out = read(ctx, tmp_path / name)
         assert out.is_error, name
-        assert out.block["content"].startswith(WRAP.format(
-            f"Could not read image {tmp_path / name}: it is corrupt or not a PNG, JPEG, GIF or WebP image (")[:-17])
+        expected = (f"{OPEN}Could not read image {tmp_path / name}: "
+                    "it is corrupt or not a PNG, JPEG, GIF or WebP image (")
+        assert out.block["content"].startswith(expected), name
     empty = tmp_path / "empty.png"
     empty.write_bytes(b"")
     assert read(ctx, empty).block["content"] == WRAP.format(f"Image file is empty: {empty}")
+
+
+def test_decompression_bomb_is_refused_before_decoding(ctx, tmp_path):
+    path = tmp_path / "bomb.png"
+    Image.new("1", (20_000, 10_000)).save(path)  # 200 MP in a few KB: over Pillow's safety limit
+    assert path.stat().st_size < 100_000
+    out = read(ctx, path)
+    assert out.is_error
+    assert out.block["content"].startswith(f"{OPEN}Image {path} has too many pixels to decode safely (")
 
 
 def test_media_reads_keep_the_loop_free(ctx, tmp_path):
