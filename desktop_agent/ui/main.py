@@ -203,6 +203,16 @@ def launch_mode(ns: argparse.Namespace, prefs: dict[str, Any]) -> str:
     return mode if mode in PERMISSION_MODES else "default"
 
 
+def needs_first_run() -> bool:
+    """The first-run Settings is due: the provider is Anthropic and no key (nor auth token) is found. An
+    OpenAI-compatible server (Ollama, llama.cpp) may need no key at all, so it never demands one."""
+    from desktop_agent.config import AppSettings, find_api_key, resolve_provider
+
+    if resolve_provider(None, AppSettings.load()) == "openai":
+        return False
+    return find_api_key()[0] is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN")
+
+
 def main(args: list[str]) -> int:
     ns = parse_args(args)
     app = make_app()  # QApplication strictly before the qasync loop
@@ -266,11 +276,7 @@ def main(args: list[str]) -> int:
             window.open_folder_soon(folder, resume=ns.resume) if ns.resume else window.open_folder_soon(folder)
         if not os.environ.get("DESKTOP_AGENT_EXIT_AFTER_PAINT"):
             def _first_run() -> None:
-                from desktop_agent.config import AppSettings, find_api_key, resolve_provider
-
-                if resolve_provider(None, AppSettings.load()) == "openai":
-                    return  # an OpenAI-compatible server (Ollama, llama.cpp) may need no key at all
-                if find_api_key()[0] is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+                if needs_first_run():
                     window.show_settings(first_run=True)
 
             QTimer.singleShot(0, _first_run)

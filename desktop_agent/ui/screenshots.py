@@ -2,8 +2,9 @@
 
 States: the empty window, a streaming turn, the permission dialog with a diff, the changes panel
 with several changes (a real tour run through the engine), the settings dialog, the dialog with a
-decision per hunk (2 of 5 rejected) and a big diff's hunk navigator — each in the light and the
-dark palette. Dialogs are composited over their window (offscreen platforms have no
+decision per hunk (2 of 5 rejected) and a big diff's hunk navigator, the MCP Servers view (up, failed
+with its last error and banner, restarting) and the provider settings (OpenAI-compatible) — each in the
+light and the dark palette. Dialogs are composited over their window (offscreen platforms have no
 window manager). Works offscreen or under Xvfb; uses a throwaway HOME so no real key or setting
 shows up.
 """
@@ -295,8 +296,66 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
 
     await shoot_changes(folder, save)
     first.close()
+
+    # 13, 14. the MCP Servers view (one server up, one failed, one restarting) and the provider settings
+    await _shoot_ecosystem(folder, save)
     _ = tour_client
     return saved
+
+
+class _ShotSession:
+    """Stands in for a session with three MCP servers (the view shows what ``mcp_status()`` says)."""
+
+    mcp = None
+
+    def __init__(self, servers: list[dict]):
+        self.servers = servers
+
+    def mcp_status(self) -> list[dict]:
+        return self.servers
+
+
+async def _shoot_ecosystem(folder: str, save) -> None:
+    from desktop_agent import config
+    from desktop_agent.ui.main_window import MainWindow
+
+    win = MainWindow()
+    win.resize(W, H)
+    win.show()
+    _populate_streaming(win, folder)
+    err = ("McpError: Connection closed\nTraceback (most recent call last):\n  File \"server.py\", line 41, in main\n"
+           "ConnectionRefusedError: [Errno 111] Connection refused: postgres://localhost:5432")
+    win.controller.session = _ShotSession([
+        {"name": "github", "status": "connected", "transport": "stdio", "source": "~/.claude.json",
+         "tools": ["create_issue", "get_pull_request", "list_commits", "search_code", "add_comment"],
+         "error": None, "restarts": 0},
+        {"name": "postgres", "status": "failed", "transport": "stdio", "source": ".mcp.json",
+         "tools": ["query", "list_tables"], "error": err, "restarts": 1},
+        {"name": "docs", "status": "connected", "transport": "http", "source": "--mcp-config",
+         "tools": ["search_docs"], "error": None, "restarts": 0},
+    ])
+    win._restarting = {"docs"}
+    view = win.show_servers()
+    await _settle(300)
+    save(_composite(win, view), "13-mcp-servers")
+    view.close()
+    win._restarting = set()
+    win.controller.session = None
+    win.close()
+
+    s = config.AppSettings.load()  # the throwaway HOME: an OpenAI-compatible local server
+    s.provider, s.openai_base_url, s.model = "openai", "http://localhost:11434/v1", "qwen2.5-coder:7b"
+    s.save()
+    first = MainWindow()
+    first.resize(W, H)
+    first.show()
+    dlg = first.show_settings()
+    await _settle(200)
+    save(_composite(first, dlg), "14-provider-settings")
+    dlg.reject()
+    s.provider, s.openai_base_url, s.model = "anthropic", None, None
+    s.save()
+    first.close()
 
 
 def main(argv: list[str] | None = None) -> int:

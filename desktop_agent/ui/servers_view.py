@@ -148,7 +148,7 @@ class ServersView(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.close)
         root.addWidget(buttons)
-        self.resize(620, 460)
+        self.resize(640, 580)
         self.set_servers([])
 
     def set_servers(self, servers: Iterable[dict[str, Any]], restarting: Iterable[str] = ()) -> None:

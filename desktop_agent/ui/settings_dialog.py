@@ -72,6 +72,7 @@ class SettingsDialog(QDialog):
         self.where_label = QLabel()  # keyring, or the 0600 file: says which, with its path
         self.where_label.setObjectName("muted")
         self.where_label.setWordWrap(True)
+        self.where_label.setMinimumWidth(400)  # else its row is as tall as the text wrapped at its narrowest
         form.addRow("", self.where_label)
         self.base_url_edit = QLineEdit()
         self.base_url_edit.setAccessibleName(self.tr("Base URL"))
@@ -128,7 +129,9 @@ class SettingsDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         row.addWidget(self.buttons)
         root.addLayout(row)
-        self.resize(560, self.sizeHint().height())
+        self.setMinimumWidth(560)
+        # the height for this width: the wrapped key sentence's sizeHint is for a narrower label
+        self.resize(600, max(self.minimumSizeHint().height(), root.totalHeightForWidth(600)))
 
     def _tour(self) -> None:
         self.tour_requested.emit()
