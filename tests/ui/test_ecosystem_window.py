@@ -321,3 +321,40 @@ def test_session_end_hooks_on_new_session_and_window_close(qtbot, qloop, fake, m
     assert all(e["hook_event_name"] == "SessionEnd" and e["cwd"] == str(proj) for e in got)
     assert win.controller.session is None
     fake.assert_done()
+
+
+def test_settings_store_each_providers_key_in_the_keyring_or_the_file(qtbot, monkeypatch):
+    """The OpenAI-compatible key goes to the keyring when one is usable (else the 0600 file), next to the
+    Anthropic key and never over it; the dialog says where and never shows either key."""
+    import keyring
+    from keyring.backends import fail
+
+    from desktop_agent import config
+    from desktop_agent.ui.settings_dialog import SettingsDialog
+    from tests.session.test_store import _MemoryKeyring
+
+    config.store_api_key("sk-ant-file")  # no keyring yet: the file
+    backend = _MemoryKeyring.make()
+    keyring.set_keyring(backend)
+    try:
+        dlg = SettingsDialog()
+        qtbot.addWidget(dlg)
+        dlg.provider_combo.setCurrentIndex(dlg.provider_combo.findData("openai"))
+        assert "system keyring" in dlg.where_label.text()
+        dlg.base_url_edit.setText("http://127.0.0.1:9/v1")
+        dlg.model_combo.setCurrentText("llama3.1")
+        dlg.key_edit.setText("sk-oa-ring")
+        dlg._save()
+        assert not dlg.error_label.isVisible()
+        assert backend.store[(config.KEYRING_SERVICE, config.KEYRING_OPENAI_USER)] == "sk-oa-ring"
+        assert config.find_openai_key() == ("sk-oa-ring", "keyring")
+        assert config.find_api_key() == ("sk-ant-file", "keyring")  # moved in, unchanged
+        again = SettingsDialog()
+        qtbot.addWidget(again)
+        assert again.provider() == "openai" and again.key_edit.text() == ""
+        assert "keyring" in again.key_edit.placeholderText()
+    finally:
+        keyring.set_keyring(fail.Keyring())
+    assert config.store_openai_key("sk-oa-file") == "credentials"
+    assert stat.S_IMODE(os.stat(config.credentials_path()).st_mode) == 0o600
+    assert config.find_openai_key() == ("sk-oa-file", "credentials")
