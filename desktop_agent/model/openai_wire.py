@@ -295,7 +295,11 @@ class ChatCompletionsAPI:
                 if response.status_code >= 400:
                     raise APIStatusError(response.status_code, _parse(await response.aread()), response.headers)
                 lines: list[str] = []
+                # The body is read to its end even after [DONE] (servers close right after it): leaving httpx2's
+                # byte streams half-read leaves async generators for the garbage collector to close off-loop.
                 async for line in response.aiter_lines():
+                    if conv.done:
+                        continue
                     if line:
                         name, _, value = line.partition(":")
                         if name == "data":
@@ -307,7 +311,7 @@ class ChatCompletionsAPI:
                     if payload.strip() == "[DONE]":
                         for ev in conv.finish_events():
                             yield ev
-                        return
+                        continue
                     chunk = json.loads(payload)  # ValueError → classified as a malformed event
                     if not isinstance(chunk, dict):
                         raise ValueError(f"an SSE chunk whose data is not an object: {payload[:200]!r}")
@@ -315,6 +319,8 @@ class ChatCompletionsAPI:
                         yield ev
         except httpx2.HTTPError as exc:
             raise connection_error(exc, started) from exc
+        if conv.done:
+            return
         if conv.finish is None:
             raise APIConnectionError("the stream ended before the provider finished the reply", mid_stream=True)
         for ev in conv.finish_events():  # finish_reason seen but no [DONE] (some servers omit it)
