@@ -622,6 +622,14 @@ in this folder</source>
         <translation>在对话中查找（Enter：下一个，Shift+Enter：上一个，Esc：关闭）</translation>
     </message>
     <message>
+        <source>MCP &amp;Servers…</source>
+        <translation>MCP 服务器(&amp;S)…</translation>
+    </message>
+    <message>
+        <source>Closing the session…</source>
+        <translation>正在关闭会话…</translation>
+    </message>
+    <message>
         <source>No API key is set up, so the agent cannot talk to a model. {0} opens as soon as a key is saved.</source>
         <translation>尚未设置 API 密钥，代理无法与模型通信。保存密钥后将立即打开 {0}。</translation>
     </message>
@@ -730,6 +738,14 @@ in this folder</source>
         <translation>代理可以自由读取；写入需等待您的批准。</translation>
     </message>
     <message>
+        <source>Show MCP servers</source>
+        <translation>显示 MCP 服务器</translation>
+    </message>
+    <message>
+        <source>Could not restart {0}: {1}</source>
+        <translation>无法重启 {0}：{1}</translation>
+    </message>
+    <message>
         <source>Settings saved.</source>
         <translation>设置已保存。</translation>
     </message>
@@ -768,6 +784,10 @@ in this folder</source>
     <message>
         <source>Cycle permission mode</source>
         <translation>切换权限模式</translation>
+    </message>
+    <message>
+        <source>MCP servers</source>
+        <translation>MCP 服务器</translation>
     </message>
     <message>
         <source>Focus the prompt</source>
@@ -1053,6 +1073,84 @@ in this folder</source>
     </message>
 </context>
 <context>
+    <name>ServerRow</name>
+    <message>
+        <source>&amp;Restart</source>
+        <translation>重启(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Restart the MCP server {0}</source>
+        <translation>重启 MCP 服务器 {0}</translation>
+    </message>
+    <message>
+        <source>restarting…</source>
+        <translation>正在重启…</translation>
+    </message>
+    <message>
+        <source>connected</source>
+        <translation>已连接</translation>
+    </message>
+    <message>
+        <source>failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>pending</source>
+        <translation>等待中</translation>
+    </message>
+    <message>
+        <source>streamable HTTP</source>
+        <translation>可流式 HTTP</translation>
+    </message>
+    <message>
+        <source>stdio</source>
+        <translation>stdio</translation>
+    </message>
+    <message>
+        <source>from {0}</source>
+        <translation>来自 {0}</translation>
+    </message>
+    <message>
+        <source>restarted {0}×</source>
+        <translation>已重启 {0} 次</translation>
+    </message>
+    <message>
+        <source>not restarted</source>
+        <translation>未重启</translation>
+    </message>
+    <message>
+        <source>Tools ({0}): {1}</source>
+        <translation>工具（{0}）：{1}</translation>
+    </message>
+    <message>
+        <source>No tools listed yet</source>
+        <translation>尚未列出工具</translation>
+    </message>
+    <message>
+        <source>Restarting…</source>
+        <translation>正在重启…</translation>
+    </message>
+</context>
+<context>
+    <name>ServersView</name>
+    <message>
+        <source>MCP Servers</source>
+        <translation>MCP 服务器</translation>
+    </message>
+    <message>
+        <source>Servers come from the folder&apos;s .mcp.json (only in a trusted folder), the mcpServers of your settings (~/.claude/settings.json, ~/.claude.json) and --mcp-config. Their tools ask before they run, like any tool that is not read-only.</source>
+        <translation>服务器来自文件夹的 .mcp.json（仅在受信任的文件夹中）、您设置中的 mcpServers（~/.claude/settings.json、~/.claude.json）以及 --mcp-config。与任何非只读工具一样，它们的工具在运行前会先征求您的同意。</translation>
+    </message>
+    <message>
+        <source>No MCP servers are configured for this session.</source>
+        <translation>此会话未配置 MCP 服务器。</translation>
+    </message>
+    <message>
+        <source>{0} servers: {1} connected, {2} failed, {3} pending</source>
+        <translation>{0} 个服务器：{1} 个已连接，{2} 个失败，{3} 个等待中</translation>
+    </message>
+</context>
+<context>
     <name>SettingsDialog</name>
     <message>
         <source>Welcome to Desktop Agent</source>
@@ -1063,12 +1161,16 @@ in this folder</source>
         <translation>设置</translation>
     </message>
     <message>
-        <source>&lt;b&gt;Connect a model to get started.&lt;/b&gt;&lt;br/&gt;Desktop Agent talks to Anthropic&apos;s Messages API (or any compatible endpoint). Your key stays on this computer.</source>
-        <translation>&lt;b&gt;连接一个模型即可开始。&lt;/b&gt;&lt;br/&gt;Desktop Agent 使用 Anthropic 的 Messages API（或任何兼容的端点）。您的密钥只保存在这台电脑上。</translation>
-    </message>
-    <message>
         <source>API key</source>
         <translation>API 密钥</translation>
+    </message>
+    <message>
+        <source>set by OPENAI_API_KEY in the environment</source>
+        <translation>由环境变量 OPENAI_API_KEY 设置</translation>
+    </message>
+    <message>
+        <source>optional: local servers need none</source>
+        <translation>可选：本地服务器无需密钥</translation>
     </message>
     <message>
         <source>set by ANTHROPIC_API_KEY in the environment</source>
@@ -1085,6 +1187,26 @@ in this folder</source>
     <message>
         <source>&amp;API key</source>
         <translation>API 密钥(&amp;A)</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Connect a model to get started.&lt;/b&gt;&lt;br/&gt;Desktop Agent talks to Anthropic&apos;s Messages API (or any compatible endpoint), or to an OpenAI-compatible server such as Ollama or LM Studio. Your key stays on this computer.</source>
+        <translation>&lt;b&gt;连接一个模型即可开始。&lt;/b&gt;&lt;br/&gt;Desktop Agent 使用 Anthropic 的 Messages API（或任何兼容的端点），或 Ollama、LM Studio 等 OpenAI 兼容服务器。您的密钥只保存在这台电脑上。</translation>
+    </message>
+    <message>
+        <source>Provider</source>
+        <translation>提供方</translation>
+    </message>
+    <message>
+        <source>Anthropic</source>
+        <translation>Anthropic</translation>
+    </message>
+    <message>
+        <source>OpenAI-compatible (Ollama, LM Studio, vLLM, OpenRouter…)</source>
+        <translation>OpenAI 兼容（Ollama、LM Studio、vLLM、OpenRouter…）</translation>
+    </message>
+    <message>
+        <source>P&amp;rovider</source>
+        <translation>提供方(&amp;R)</translation>
     </message>
     <message>
         <source>Base URL</source>
@@ -1155,8 +1277,20 @@ in this folder</source>
         <translation>请输入 API 密钥，或体验离线导览。</translation>
     </message>
     <message>
+        <source>Enter the server&apos;s base URL (for example http://localhost:11434/v1).</source>
+        <translation>请输入服务器的基础 URL（例如 http://localhost:11434/v1）。</translation>
+    </message>
+    <message>
+        <source>Enter the name of a model the server serves.</source>
+        <translation>请输入该服务器提供的模型名称。</translation>
+    </message>
+    <message>
         <source>Could not save the settings: {0}</source>
         <translation>无法保存设置：{0}</translation>
+    </message>
+    <message>
+        <source>the server&apos;s model name, e.g. qwen2.5-coder:7b</source>
+        <translation>服务器上的模型名称，例如 qwen2.5-coder:7b</translation>
     </message>
 </context>
 <context>
