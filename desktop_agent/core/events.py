@@ -159,12 +159,15 @@ class ErrorEvent(_Event):
     retryable: bool = False
 
 
+TurnFinishReason = Literal[
+    "completed", "max_turns", "aborted_streaming", "aborted_tools", "model_error",
+    "stop_hook_prevented", "hook_stopped", "prompt_blocked",
+]
+
+
 class TurnFinished(_Event):
     type: Literal["turn_finished"] = "turn_finished"
-    reason: Literal[
-        "completed", "max_turns", "aborted_streaming", "aborted_tools", "model_error",
-        "stop_hook_prevented", "hook_stopped", "prompt_blocked",
-    ]
+    reason: TurnFinishReason
     num_turns: int = 0
     result_text: str = ""
     duration_ms: float = 0.0

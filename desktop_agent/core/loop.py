@@ -49,14 +49,14 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Literal
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import INTERRUPTED_MESSAGE
 from desktop_agent.core.events import (
     AssistantBlock, AssistantMessage, ErrorEvent, PermissionRequested, PermissionResolved, RequestStarted, RetryWaiting,
-    StreamEvent, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnStarted,
-    Usage, UserMessage,
+    StreamEvent, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnFinished,
+    TurnFinishReason, TurnStarted, Usage, UserMessage,
 )
 from desktop_agent.core.execution import ToolUseOutcome
 from desktop_agent.core.messages import (
@@ -75,6 +75,8 @@ MAX_OUTPUT_TOKENS_MESSAGE = (
     "mid-thought if that is where the cut happened. Break remaining work into smaller pieces."
 )
 MAX_OUTPUT_TOKENS_RECOVERIES = 3
+# What one model round ends with: ``ok`` (go on) or the turn's terminal reason.
+RoundStatus = Literal["ok", "aborted_streaming", "model_error"]
 
 
 def fallback_enabled_from_env() -> bool:
@@ -324,7 +326,7 @@ class _Run:
 
     def _write_result(self, item: dict[str, Any]) -> None:
         outcome: ToolUseOutcome = item["outcome"]
-        tool_use_id = outcome.block.get("tool_use_id")
+        tool_use_id: str = outcome.block.get("tool_use_id") or ""
         if tool_use_id in self.answered:
             return  # exactly one result per tool_use
         self.answered.add(tool_use_id)
@@ -417,7 +419,7 @@ class _Run:
 
     _model_error: str | None = None
 
-    async def loop(self) -> str:
+    async def loop(self) -> TurnFinishReason:
         if self.ctx.abort.aborted:
             return "aborted_streaming"
         while True:
@@ -466,7 +468,7 @@ class _Run:
                 return "max_turns"
             self.turn = next_turn
 
-    async def stop_hooks(self) -> str:
+    async def stop_hooks(self) -> Literal["completed", "stop_hook_prevented", "continue"]:
         """Stop hooks (§2.4): ``completed``, ``stop_hook_prevented``, or ``continue`` after feedback."""
         stop = getattr(self.ctx.hooks, "stop", None) if self.ctx.hooks is not None else None
         if stop is None:
@@ -491,7 +493,7 @@ class _Run:
     _max_tokens_recoveries = 0
     last_stop_reason: str | None = None
 
-    async def model_round(self) -> str:
+    async def model_round(self) -> RoundStatus:
         """One model request and its tool calls. Returns ``ok`` or a terminal reason."""
         request = self.build_request()
         executor = StreamingToolExecutor(self.ctx, emit=self.put) if self.p.streaming_tool_execution else None
@@ -562,7 +564,7 @@ class _Run:
             else:
                 self.put(item)
 
-    async def run_tools(self, executor: StreamingToolExecutor | None) -> str:
+    async def run_tools(self, executor: StreamingToolExecutor | None) -> RoundStatus:
         if not self.round_tool_uses:
             return "ok"
         if executor is not None:
@@ -591,7 +593,8 @@ class _Run:
             self.ctx = executor.ctx
         self.fill_missing(fill)
 
-    async def aborted_while_streaming(self, acc: MessageAccumulator, executor: StreamingToolExecutor | None) -> str:
+    async def aborted_while_streaming(self, acc: MessageAccumulator,
+                                      executor: StreamingToolExecutor | None) -> RoundStatus:
         self.write_assistant(acc.partial_content(), acc.message)
         if acc.started:
             self.account(acc.message)
@@ -605,7 +608,7 @@ class _Run:
         return "aborted_streaming"
 
     async def model_failed(self, exc: ModelError, acc: MessageAccumulator,
-                           executor: StreamingToolExecutor | None) -> str:
+                           executor: StreamingToolExecutor | None) -> RoundStatus:
         self.write_assistant(acc.completed_content(), acc.message)
         if acc.started:
             self.account(acc.message)
@@ -615,7 +618,7 @@ class _Run:
         return "model_error"
 
     async def stream_broken(self, exc: StreamBroken, request: ModelRequest, acc: MessageAccumulator,
-                            executor: StreamingToolExecutor | None) -> str:
+                            executor: StreamingToolExecutor | None) -> RoundStatus:
         started = executor is not None and executor.any_started()
         if started:
             # Side effects may exist: keep the finished blocks and answer every completed call.

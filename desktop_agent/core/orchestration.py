@@ -80,7 +80,8 @@ def finished_event(outcome: ToolUseOutcome) -> ToolCallFinished:
 
 def started_event(block: dict[str, Any], ctx: ToolUseContext) -> ToolCallStarted:
     tool = lookup_tool(str(block.get("name")), ctx)
-    inp = block.get("input") if isinstance(block.get("input"), dict) else {}
+    given = block.get("input")
+    inp: dict[str, Any] = given if isinstance(given, dict) else {}
     summary = ""
     if tool is not None:
         try:

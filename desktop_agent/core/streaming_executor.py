@@ -74,7 +74,8 @@ class TrackedTool:
 
 def _describe(block: dict[str, Any]) -> str | None:
     """``Bash(<first 40 chars of command/file_path/pattern>…)`` for the sibling-cancel text."""
-    inp = block.get("input") if isinstance(block.get("input"), dict) else {}
+    given = block.get("input")
+    inp: dict[str, Any] = given if isinstance(given, dict) else {}
     for key in ("command", "file_path", "pattern"):
         value = inp.get(key)
         if isinstance(value, str) and value:

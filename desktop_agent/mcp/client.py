@@ -289,7 +289,8 @@ class McpTool(Tool):
         self.spec = spec
         self.remote_name = str(spec.get("name", ""))
         self.name = f"mcp__{conn.name}__{normalize_name(self.remote_name)}"  # type: ignore[misc]
-        schema = spec.get("inputSchema") if isinstance(spec.get("inputSchema"), dict) else {"type": "object"}
+        given = spec.get("inputSchema")
+        schema: dict[str, Any] = given if isinstance(given, dict) else {"type": "object"}
         self._schema = dict(schema, type="object") if schema.get("type") != "object" else schema
         self.input_model = type(f"McpInput_{self.name}", (McpInput,), {"schema_": self._schema})  # type: ignore[misc]
         hints = spec.get("annotations") or {}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -40,11 +41,11 @@ class McpServerConfig:
     error: str | None = None  # set when the entry itself is invalid
 
 
-def expand_vars(value: str, env: dict[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
+def expand_vars(value: str, env: Mapping[str, str] | None = None) -> str:
+    lookup: Mapping[str, str] = os.environ if env is None else env
 
     def sub(m: re.Match[str]) -> str:
-        got = env.get(m.group(1))
+        got = lookup.get(m.group(1))
         return got if got is not None else (m.group(2) or "")
 
     return _VAR.sub(sub, value)

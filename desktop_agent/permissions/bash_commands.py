@@ -1442,8 +1442,8 @@ def extract_paths(argv: list[str]) -> list[tuple[str, str]]:
         if head == "dd" and a.startswith(("if=", "of=")):
             out.append((a[3:], "read" if a.startswith("if=") else "write"))
     if head in ("cd", "pushd"):
-        target = _non_options(args)
-        return [(target[0] if target else "~", "cd")]
+        operands = _non_options(args)
+        return [(operands[0] if operands else "~", "cd")]
     if head in _READERS:
         return out + [(p, "read") for p in _non_options(args)]
     if head in ("grep", "egrep", "fgrep", "rg", "ag", "ack"):
@@ -1768,8 +1768,8 @@ def _path_findings(command: str, parsed: ParsedCommand, ctx: ToolUseContext,
             if cdir is not None:
                 r, d = info.get(cdir, (cdir, "$" in cdir))
                 items.append((cdir, "read", r, d))
-                c = None if d else _candidates(cdir, r, curs, an.glob_options, pc)
-                bases = c if c else [""]
+                cdir_cands = None if d else _candidates(cdir, r, curs, an.glob_options, pc)
+                bases = cdir_cands if cdir_cands else [""]
             for w, op in gitems:
                 r, d = info.get(w, (w, "$" in w or "`" in w))
                 if op == "gitroot":

@@ -164,18 +164,18 @@ class PermissionContext:
 
     def content_rules(self, behavior: str, tool_name: str) -> list[CompiledRule]:
         key = ("content", behavior, tool_name)
-        hit = self._cache.get(key)  # type: ignore[arg-type]
+        hit = self._cache.get(key)
         if hit is None:
             hit = [r for r in self.rules_for(behavior, tool_name) if r.content is not None]
-            self._cache[key] = hit  # type: ignore[index]
+            self._cache[key] = hit
         return hit
 
     def cached(self, key: tuple[Any, ...], build: Any) -> Any:
         """A derived structure (combined matchers) cached until the rules change."""
-        hit = self._cache.get(key)  # type: ignore[arg-type]
+        hit = self._cache.get(key)
         if hit is None:
             hit = build()
-            self._cache[key] = hit  # type: ignore[index]
+            self._cache[key] = hit
         return hit
 
     # ------------------------------------------------------------------ updates
@@ -185,7 +185,7 @@ class PermissionContext:
                 u = PermissionUpdate.model_validate(u)
             dest = u.destination
             path = settings_mod.settings_path_for_destination(dest, self.project_dir) if dest in _FILE_DESTINATIONS else None
-            source: RuleSource = dest if dest in _FILE_DESTINATIONS else ("cliArg" if dest == "cliArg" else "session")  # type: ignore[assignment]
+            source: RuleSource = dest if dest in _FILE_DESTINATIONS else ("cliArg" if dest == "cliArg" else "session")
             if u.type in ("addRules", "replaceRules") and u.rules and u.behavior:
                 if u.type == "replaceRules":
                     self._rules = [r for r in self._rules if not (r.behavior == u.behavior and r.rule.source == source)]

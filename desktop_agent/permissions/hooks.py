@@ -234,12 +234,14 @@ class HookRunner:
     async def _run_one(self, spec: HookSpec, payload: dict[str, Any], cwd: str, tool_use_id: str | None) -> HookResult:
         if spec.callback is not None:
             try:
-                out = await asyncio.wait_for(spec.callback(payload, tool_use_id), spec.timeout)
+                reply = await asyncio.wait_for(spec.callback(payload, tool_use_id), spec.timeout)
             except asyncio.TimeoutError:
                 return HookResult(spec, None, stderr="timed out")
             except Exception as exc:
                 return HookResult(spec, 1, stderr=str(exc))
-            return HookResult(spec, 0, output=out if isinstance(out, dict) else None)
+            return HookResult(spec, 0, output=reply if isinstance(reply, dict) else None)
+        if spec.command is None:  # add_config and register_callback always set one of the two
+            return HookResult(spec, None, stderr="the hook has neither a command nor a callback")
         env = dict(os.environ)
         env.update(self.env)
         env.setdefault("CLAUDE_PROJECT_DIR", cwd)
@@ -313,7 +315,7 @@ class HookRunner:
             if r.exit_code != 0 or not out:
                 continue
             _universal(out, outcome)
-            hso = out.get("hookSpecificOutput") if isinstance(out.get("hookSpecificOutput"), dict) else {}
+            hso = _object(out.get("hookSpecificOutput"))
             decision = hso.get("permissionDecision")
             reason = hso.get("permissionDecisionReason")
             if decision is None and out.get("decision") in ("approve", "block"):  # legacy
@@ -355,7 +357,7 @@ class HookRunner:
             _universal(out, outcome)
             if out.get("decision") == "block":
                 reasons.append(str(out.get("reason") or f"[{r.label}] blocked"))
-            hso = out.get("hookSpecificOutput") if isinstance(out.get("hookSpecificOutput"), dict) else {}
+            hso = _object(out.get("hookSpecificOutput"))
             updated = hso.get("updatedToolOutput", out.get("updatedToolOutput"))
             if updated is None:
                 updated = hso.get("updatedMCPToolOutput")
@@ -385,7 +387,7 @@ class HookRunner:
             out = r.output or {}
             if r.exit_code != 0 or not out:
                 continue
-            hso = out.get("hookSpecificOutput") if isinstance(out.get("hookSpecificOutput"), dict) else {}
+            hso = _object(out.get("hookSpecificOutput"))
             decision = hso.get("decision", out.get("decision"))
             if not isinstance(decision, dict):
                 continue
@@ -480,7 +482,7 @@ class HookRunner:
             if out.get("decision") == "block":
                 outcome.block = True
                 reasons.append(str(out.get("reason") or ""))
-            hso = out.get("hookSpecificOutput") if isinstance(out.get("hookSpecificOutput"), dict) else {}
+            hso = _object(out.get("hookSpecificOutput"))
             if isinstance(hso.get("additionalContext"), str) and hso["additionalContext"]:
                 contexts.append(hso["additionalContext"])
         if reasons:
@@ -488,6 +490,11 @@ class HookRunner:
         if contexts:
             outcome.additional_context = "\n".join(contexts)
         return outcome
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object field of a hook's output, or ``{}`` when it is missing or not an object."""
+    return value if isinstance(value, dict) else {}
 
 
 def _universal(out: dict[str, Any], outcome: Any) -> None:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypedDict
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import wrap_error
 from desktop_agent.permissions.rules import CombinedPathMatcher, CompiledRule, fold
-from desktop_agent.permissions.types import DecisionReason, PermissionDecision, PermissionUpdate, RuleValue
+from desktop_agent.permissions.types import (
+    DecisionReason, PermissionDecision, PermissionMode, PermissionUpdate, RuleValue,
+)
 
 DENIED_PATH_MESSAGE = "File is in a directory that is denied by your permission settings."
 PROTECTED_DIRS = frozenset({".git", ".claude", ".vscode", ".idea", ".husky"})
@@ -187,7 +189,7 @@ def _rule_reason(rule: CompiledRule) -> DecisionReason:
     return DecisionReason(type="rule", rule=rule.rule)
 
 
-def _mode(ctx: Any) -> str:
+def _mode(ctx: Any) -> PermissionMode:
     return getattr(ctx.permission_context, "mode", "default")
 
 
@@ -220,6 +222,13 @@ def read_suggestions(abs_path: str, ctx: Any) -> list[PermissionUpdate]:
 
 
 # --------------------------------------------------------------------------- the checks
+class _PathFacts(TypedDict):
+    """What one decision resolves once and passes to every ``matching_path_rule`` call."""
+
+    checked: list[str]
+    is_dir: bool
+
+
 def check_write_permission_for_tool(tool_name: str, abs_path: str, input: dict[str, Any],
                                     ctx: ToolUseContext) -> PermissionDecision:
     """Edit/Write path check (§4.4). Returns allow / deny / ask."""
@@ -228,7 +237,7 @@ def check_write_permission_for_tool(tool_name: str, abs_path: str, input: dict[s
         return PermissionDecision(behavior="allow", updated_input=input)
     shown = str(input.get("file_path") or abs_path) if isinstance(input, dict) else abs_path
     checked = paths_to_check(abs_path)  # the path and its target, resolved once for this decision
-    facts = {"checked": checked, "is_dir": os.path.isdir(abs_path)}
+    facts: _PathFacts = {"checked": checked, "is_dir": os.path.isdir(abs_path)}
     # 1. deny rules (Edit deny, and Read deny which also blocks writes) on the path or its target
     rule = matching_path_rule(pc, abs_path, "edit", "deny", **facts)
     if rule is not None:
@@ -265,7 +274,7 @@ def check_write_permission_for_tool(tool_name: str, abs_path: str, input: dict[s
         return PermissionDecision(behavior="allow", updated_input=input, decision_reason=_rule_reason(rule))
     # 8. ask
     reason = DecisionReason(type="workingDir", reason=f"{abs_path} is outside the working directories") \
-        if not inside else DecisionReason(type="mode", mode=_mode(ctx))  # type: ignore[arg-type]
+        if not inside else DecisionReason(type="mode", mode=_mode(ctx))
     return PermissionDecision(behavior="ask", message=ask_message, updated_input=input, decision_reason=reason,
                               blocked_path=abs_path, suggestions=write_suggestions(abs_path, ctx))
 
@@ -277,7 +286,7 @@ def check_read_permission_for_tool(tool_name: str, abs_path: str, input: dict[st
     if pc is None:
         return PermissionDecision(behavior="allow", updated_input=input)
     checked = paths_to_check(abs_path)
-    facts = {"checked": checked, "is_dir": os.path.isdir(abs_path)}
+    facts: _PathFacts = {"checked": checked, "is_dir": os.path.isdir(abs_path)}
     rule = matching_path_rule(pc, abs_path, "read", "deny", **facts)
     if rule is not None:
         return PermissionDecision(behavior="deny", message=wrap_error(DENIED_PATH_MESSAGE), updated_input=input,

@@ -385,7 +385,7 @@ class CombinedBashMatcher:
 
     def __init__(self, rules: list[CompiledRule]):
         self.rules = [r for r in rules if r.content is not None]
-        pats = [f"(?P<r{i}>{_bash_regex(r.content).pattern})" for i, r in enumerate(self.rules)]  # type: ignore[arg-type]
+        pats = [f"(?P<r{i}>{_bash_regex(r.content).pattern})" for i, r in enumerate(self.rules)]
         self.regex = re.compile("|".join(pats), re.S) if pats else None
 
     def first_match(self, forms: list[str]) -> CompiledRule | None:

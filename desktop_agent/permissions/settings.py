@@ -261,7 +261,8 @@ def has_allow_rules_or_hooks(data: dict[str, Any] | None) -> bool:
     a permissive mode, hooks, env, apiKeyHelper, MCP servers)."""
     if not data:
         return False
-    perms = data.get("permissions") if isinstance(data.get("permissions"), dict) else {}
+    given = data.get("permissions")
+    perms: dict[str, Any] = given if isinstance(given, dict) else {}
     mode = perms.get("defaultMode")
     return (bool(perms.get("allow")) or bool(perms.get("additionalDirectories")) or bool(data.get("hooks"))
             or bool(data.get("env")) or bool(data.get("apiKeyHelper"))
@@ -300,7 +301,7 @@ def load_settings(
             for text in _rule_list(perms.get(behavior), where, behavior, out.warnings):
                 if not _check_rule(text, where, out.warnings):
                     continue
-                rule = PermissionRule(value=parse_rule(text), behavior=behavior, source=src.source,  # type: ignore[arg-type]
+                rule = PermissionRule(value=parse_rule(text), behavior=behavior, source=src.source,
                                       source_path=src.path)
                 if behavior == "allow" and project and not trusted:
                     out.untrusted_rules.append(rule)
