@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TYPED = ("desktop_agent/core", "desktop_agent/permissions", "desktop_agent/util", "desktop_agent/mcp")
+TYPED = ("desktop_agent/core", "desktop_agent/permissions", "desktop_agent/util", "desktop_agent/mcp",
+         "desktop_agent/model")
 
 
 def _mypy(*args: str) -> subprocess.CompletedProcess[str]:

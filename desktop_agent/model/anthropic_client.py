@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from desktop_agent.model import wire
 from desktop_agent.model.client import (  # noqa: F401 - DEFAULT_MODEL re-exported
@@ -108,7 +108,8 @@ def _error_body_text(exc: wire.APIStatusError) -> tuple[str, str]:
     """(error type, message) from an API error body."""
     body = exc.body
     if isinstance(body, dict):
-        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        inner = body.get("error")
+        err: dict[str, Any] = inner if isinstance(inner, dict) else body
         return str(err.get("type", "")), str(err.get("message", "")) or str(exc)
     return "", str(body or exc)
 
@@ -199,10 +200,13 @@ class AnthropicClient:
         if self.transport not in TRANSPORTS:
             raise ModelError(f"Unknown API transport {self.transport!r} (DESKTOP_AGENT_API_TRANSPORT): "
                              f"use one of {', '.join(TRANSPORTS)}.", "bad_request")
+        api_class: Callable[..., wire.MessagesTransport]
         if self.transport == "sdk":
-            from desktop_agent.model.sdk_transport import SDKMessagesAPI as api_class
+            from desktop_agent.model.sdk_transport import SDKMessagesAPI
+            api_class = SDKMessagesAPI
         elif self.transport == "openai":
-            from desktop_agent.model.openai_wire import ChatCompletionsAPI as api_class
+            from desktop_agent.model.openai_wire import ChatCompletionsAPI
+            api_class = ChatCompletionsAPI
         else:
             api_class = wire.MessagesAPI
         self.api = api_class(api_key, base_url, timeout_s=request_timeout_s, default_headers=default_headers,

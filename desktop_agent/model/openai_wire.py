@@ -34,7 +34,7 @@ adds nothing to start-up beyond ``httpx2``, which the Anthropic wire client alre
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncGenerator, Mapping
 
 import httpx2
 
@@ -138,7 +138,8 @@ def _usage(raw: Any) -> dict[str, int]:
     if not isinstance(raw, dict):
         return {}
     prompt = int(raw.get("prompt_tokens") or 0)
-    details = raw.get("prompt_tokens_details") if isinstance(raw.get("prompt_tokens_details"), dict) else {}
+    given = raw.get("prompt_tokens_details")
+    details: dict[str, Any] = given if isinstance(given, dict) else {}
     cached = int(details.get("cached_tokens") or 0)
     return {"input_tokens": max(0, prompt - cached), "output_tokens": int(raw.get("completion_tokens") or 0),
             "cache_read_input_tokens": cached}
@@ -284,7 +285,7 @@ class ChatCompletionsAPI:
         self.headers = headers
         self.http = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s, connect=10.0))
 
-    async def stream(self, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, params: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         body = dict(to_chat_request(params), stream=True, stream_options={"include_usage": True})
         data = json.dumps(body, ensure_ascii=False).encode()
         conv = ChunkConverter()

@@ -11,7 +11,7 @@ is the wire client, because ``import anthropic`` costs ~2 s of CPU and ~45 MB at
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncGenerator, Mapping
 
 import anthropic
 import httpx2
@@ -47,7 +47,7 @@ class SDKMessagesAPI:
             timeout=timeout_s, default_headers=dict(default_headers or {}) or None,
         )
 
-    async def stream(self, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, params: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         started = False
         try:
             async with self.sdk.messages.stream(**params) as stream:
@@ -56,7 +56,7 @@ class SDKMessagesAPI:
                     etype = event.type
                     if etype not in RAW_EVENT_TYPES:
                         continue  # the SDK's derived text / input_json / thinking events
-                    if etype == "content_block_stop":
+                    if event.type == "content_block_stop":  # on the attribute: narrows the event's type
                         yield {"type": "content_block_stop", "index": event.index}
                     elif etype == "message_stop":
                         yield {"type": "message_stop"}

@@ -103,12 +103,18 @@ class MessageAccumulator:
             raise StreamBroken(f"stream error event: {err.get('type', '')}: {err.get('message', '')}", kind="server")
         return None  # unknown event types are ignored, as the API asks clients to do
 
-    def _delta(self, event: dict[str, Any]) -> None:
+    def _open_block(self, event: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        """The index and block being built that ``event`` names, or None when it names none."""
         index = event.get("index")
         block = self.blocks.get(index) if isinstance(index, int) else None
+        return (index, block) if isinstance(index, int) and block is not None else None
+
+    def _delta(self, event: dict[str, Any]) -> None:
+        found = self._open_block(event)
         delta = event.get("delta")
-        if block is None or not isinstance(delta, dict):
+        if found is None or not isinstance(delta, dict):
             raise StreamBroken(f"malformed content_block_delta: {event!r}"[:300], kind="malformed")
+        index, block = found
         dtype = delta.get("type")
         btype = block.get("type")
         if dtype == "text_delta" and btype == "text":
@@ -124,11 +130,12 @@ class MessageAccumulator:
         else:
             raise StreamBroken(f"malformed delta {dtype!r} for a {btype!r} block", kind="malformed")
 
-    def _stop(self, event: dict[str, Any]) -> dict[str, Any]:
-        index = event.get("index")
-        block = self.blocks.get(index) if isinstance(index, int) else None
-        if block is None:
+    def _stop(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """The finished block, or None when a tool_use's input was cut off (it never becomes a call)."""
+        found = self._open_block(event)
+        if found is None:
             raise StreamBroken(f"malformed content_block_stop: {event!r}"[:300], kind="malformed")
+        index, block = found
         if block.get("type") == "tool_use":
             text = "".join(self._json.pop(index, []))
             if text.strip():

@@ -22,7 +22,7 @@ failure raises ``APIConnectionError`` (``APITimeoutError`` for a timeout) with t
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncGenerator, Mapping, Protocol
 
 import httpx2
 
@@ -91,6 +91,16 @@ def _parse_body(raw: bytes) -> Any:
         return raw.decode("utf-8", "replace")
 
 
+class MessagesTransport(Protocol):
+    """What ``AnthropicClient`` needs of a transport: ``MessagesAPI``, ``SDKMessagesAPI``, ``ChatCompletionsAPI``."""
+
+    def stream(self, params: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]: ...
+
+    async def create(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def aclose(self) -> None: ...
+
+
 class MessagesAPI:
     """``POST {base_url}/v1/messages`` with an API key (``x-api-key``) or a bearer token."""
 
@@ -118,7 +128,7 @@ class MessagesAPI:
         self.headers = headers
         self.http = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s, connect=10.0))
 
-    async def stream(self, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, params: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """The raw events of one streaming request, as they arrive."""
         body = json.dumps(dict(params, stream=True), ensure_ascii=False).encode()
         started = False
