@@ -117,6 +117,9 @@ class PermissionRequest(BaseModel):
     file_path: str | None = None
     structured_patch: list[dict[str, Any]] | None = None
     original_file: str | None = None
+    # The patch was computed by the host from the input and the file on disk (an executor that sends none,
+    # such as Claude Code), not by the engine that will write: the dialog labels it so.
+    computed_here: bool = False
     # For Bash: the parsed sub-commands, so the user sees each part of a compound command.
     subcommands: list[str] | None = None
     description: str | None = None

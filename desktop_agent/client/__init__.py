@@ -1,0 +1,31 @@
+"""How a front end reaches the engine: ``EngineClient.open(folder, options) -> SessionHandle`` (``base``), with the
+engine on this loop (``in_process``) or in an executor process, our CLI or Claude Code (``subprocess``).
+``make_client(kind)`` picks one by the ``--executor`` / Settings name.
+"""
+
+from __future__ import annotations
+
+from desktop_agent.client.base import (
+    EXECUTOR_KINDS, Ack, ClientError, EngineClient, ExecutorDied, ExecutorKind, Question, SessionHandle,
+    SessionOptions,
+)
+
+
+def make_client(kind: ExecutorKind = "inprocess", executable: str | None = None) -> EngineClient:
+    """``inprocess`` (default), ``process`` (our CLI, or ``executable``) or ``claude`` (``executable`` or
+    ``claude`` on PATH)."""
+    if kind == "inprocess":
+        from desktop_agent.client.in_process import InProcessClient
+
+        return InProcessClient()
+    from desktop_agent.client.subprocess import SubprocessClient
+
+    if kind == "process":
+        return SubprocessClient(executable, flavor="ours")
+    if kind == "claude":
+        return SubprocessClient(executable, flavor="claude")
+    raise ValueError(f"unknown executor: {kind!r} (one of {', '.join(EXECUTOR_KINDS)})")
+
+
+__all__ = ["Ack", "ClientError", "EngineClient", "ExecutorDied", "ExecutorKind", "Question", "SessionHandle",
+           "SessionOptions", "EXECUTOR_KINDS", "make_client"]

@@ -1,0 +1,162 @@
+"""``InProcessClient``: the engine on this event loop (``desktop_agent.agent.AgentSession``), behind the same
+``SessionHandle`` as an executor process.
+
+The session is built on a worker thread (the first build imports the API client and reads settings; a window
+keeps painting). Its prompter is the handle's ``QuestionBoard``, which forwards each ask to the front end's
+prompter and lets ``answer()`` reply by id; when the engine stops waiting (interrupt, a hook answered first),
+the front end's ask is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any, AsyncIterator, Callable
+
+from desktop_agent.client.base import Ack, ExecutorKind, Question, QuestionBoard, SessionOptions
+from desktop_agent.core.events import Compacted
+from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+
+
+async def in_thread(fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` on a plain daemon thread and await its result (no executor pool: a window's loop may be Qt's)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def deliver(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def work() -> None:
+        try:
+            value, ok = fn(), True
+        except BaseException as exc:  # delivered to the awaiting coroutine
+            value, ok = exc, False
+        try:
+            loop.call_soon_threadsafe(deliver, ok, value)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+    threading.Thread(target=work, name="session-build", daemon=True).start()
+    return await future
+
+
+class _BoardPrompter:
+    """The engine's ``PermissionPrompter``: a ``Question`` on the board, answered by the front end."""
+
+    def __init__(self, board: QuestionBoard):
+        self.board = board
+
+    async def ask(self, request: PermissionRequest) -> PermissionReply:
+        question = self.board.raise_question(request)
+        try:
+            return await self.board.wait(question)
+        except asyncio.CancelledError:
+            self.board.withdraw(request.request_id)
+            raise
+
+
+class InProcessSession:
+    """A ``SessionHandle`` over one ``AgentSession``."""
+
+    executor: ExecutorKind = "inprocess"
+
+    def __init__(self, session: Any, board: QuestionBoard):
+        self.session = session
+        self.board = board
+
+    # ----- state
+    @property
+    def session_id(self) -> str:
+        return str(self.session.session_id)
+
+    @property
+    def cwd(self) -> str:
+        return str(self.session.cwd)
+
+    @property
+    def model(self) -> str:
+        return str(self.session.model)
+
+    @property
+    def permission_mode(self) -> str:
+        return str(self.session.permission_mode)
+
+    @property
+    def transcript_path(self) -> str:
+        return str(self.session.transcript_path)
+
+    @property
+    def alive(self) -> bool:
+        return True
+
+    @property
+    def pending_questions(self) -> list[Question]:
+        return list(self.board.pending.values())
+
+    def history(self) -> list[dict[str, Any]]:
+        return list(self.session.history())
+
+    # ----- turns
+    async def submit(self, prompt: str | list[dict[str, Any]]) -> AsyncIterator[Any]:
+        stream = self.session.submit(prompt)
+        try:
+            async for event in stream:
+                yield event
+        finally:
+            await stream.aclose()
+
+    def interrupt(self) -> None:
+        self.session.interrupt()
+        self.board.withdraw_all()
+
+    def set_permission_mode(self, mode: str) -> Ack:
+        self.session.set_permission_mode(mode)
+        return Ack()
+
+    def set_model(self, model: str | None) -> Ack:
+        self.session.set_model(model)
+        return Ack()
+
+    def answer(self, request_id: str, reply: PermissionReply) -> bool:
+        return self.board.answer(request_id, reply)
+
+    async def compact(self, instructions: str | None = None) -> Compacted:
+        result: Compacted = await self.session.compact(instructions)
+        return result
+
+    async def restart(self) -> None:
+        """Nothing to restart: the engine is this process."""
+
+    async def close(self) -> None:
+        self.board.withdraw_all()
+        await self.session.aclose()
+
+
+class InProcessClient:
+    kind: ExecutorKind = "inprocess"
+
+    async def open(self, folder: str | os.PathLike[str], options: SessionOptions) -> InProcessSession:
+        board = QuestionBoard(options.prompter)
+        kwargs: dict[str, Any] = dict(
+            prompter=_BoardPrompter(board), permission_mode=options.permission_mode, model=options.model,
+            resume=options.resume, session_id=options.session_id, trusted=options.trusted,
+            allowed_tools=list(options.allowed_tools), disallowed_tools=list(options.disallowed_tools),
+            add_dirs=list(options.add_dirs), max_turns=options.max_turns, system_prompt=options.system_prompt,
+            append_system_prompt=options.append_system_prompt,
+        )
+        kwargs.update(options.engine_kwargs)
+        cwd = os.fspath(folder)
+
+        def build() -> Any:
+            from desktop_agent.agent import AgentSession
+
+            return AgentSession.create(cwd, **kwargs)
+
+        session = await in_thread(build)
+        return InProcessSession(session, board)

@@ -1,0 +1,185 @@
+"""Typed control messages of the stdio protocol (SPEC §1.5, App. C).
+
+``ControlRequest`` (``request_id`` + one of ``InitializeRequest``, ``CanUseToolRequest``, ``HookCallbackRequest``,
+``InterruptRequest``, ``SetPermissionModeRequest``, ``SetModelRequest``; any other subtype decodes as
+``OtherRequest``), ``ControlResponse`` (``success`` with an optional ``response`` object, or ``error``) and
+``ControlCancelRequest``. ``can_use_tool`` carries the extension fields ``file_path``, ``structured_patch``,
+``original_file`` and ``subcommands`` (the patch our engine built, so a host shows exactly it; Claude Code
+sends none of them). ``PermissionAllow`` / ``PermissionDeny`` are the bodies a host answers it with.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Literal, Union
+
+from pydantic import Field, ValidationError
+
+from desktop_agent.protocol._wire import ProtocolError, WireModel
+
+ControlSubtype = Literal["initialize", "can_use_tool", "hook_callback", "interrupt", "set_permission_mode",
+                         "set_model"]
+
+
+def new_request_id() -> str:
+    return f"req_{uuid.uuid4().hex[:12]}"
+
+
+class InitializeRequest(WireModel):
+    subtype: Literal["initialize"] = "initialize"
+    hooks: dict[str, Any] | None = None
+
+
+class CanUseToolRequest(WireModel):
+    subtype: Literal["can_use_tool"] = "can_use_tool"
+    tool_name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    display_name: str | None = None
+    description: str | None = None
+    permission_suggestions: list[dict[str, Any]] = Field(default_factory=list)
+    tool_use_id: str = ""
+    agent_id: str | None = None
+    blocked_path: str | None = None
+    decision_reason: Any = None  # ours: a sentence; kept as sent
+    # extension fields (our executor only)
+    file_path: str | None = None
+    structured_patch: list[dict[str, Any]] | None = None
+    original_file: str | None = None
+    subcommands: list[str] | None = None
+
+
+class HookCallbackRequest(WireModel):
+    subtype: Literal["hook_callback"] = "hook_callback"
+    callback_id: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    tool_use_id: str | None = None
+
+
+class InterruptRequest(WireModel):
+    subtype: Literal["interrupt"] = "interrupt"
+
+
+class SetPermissionModeRequest(WireModel):
+    subtype: Literal["set_permission_mode"] = "set_permission_mode"
+    mode: str
+
+
+class SetModelRequest(WireModel):
+    subtype: Literal["set_model"] = "set_model"
+    model: str | None = None
+
+
+class OtherRequest(WireModel):
+    """A subtype this module has no model for (``mcp_status``, …); its fields are kept as extras."""
+
+    subtype: str
+
+
+Request = Union[InitializeRequest, CanUseToolRequest, HookCallbackRequest, InterruptRequest, SetPermissionModeRequest,
+                SetModelRequest, OtherRequest]
+_REQUESTS: dict[str, type[WireModel]] = {
+    "initialize": InitializeRequest, "can_use_tool": CanUseToolRequest, "hook_callback": HookCallbackRequest,
+    "interrupt": InterruptRequest, "set_permission_mode": SetPermissionModeRequest, "set_model": SetModelRequest,
+}
+
+
+class ControlRequest(WireModel):
+    type: Literal["control_request"] = "control_request"
+    request_id: str = Field(default_factory=new_request_id)
+    request: Request
+
+
+class SuccessBody(WireModel):
+    subtype: Literal["success"] = "success"
+    request_id: str
+    response: dict[str, Any] | None = None  # the interrupt reply has none
+
+
+class ErrorBody(WireModel):
+    subtype: Literal["error"] = "error"
+    request_id: str
+    error: str = ""
+
+
+class ControlResponse(WireModel):
+    type: Literal["control_response"] = "control_response"
+    response: SuccessBody | ErrorBody
+
+    @property
+    def request_id(self) -> str:
+        return self.response.request_id
+
+    @classmethod
+    def success(cls, request_id: str, response: dict[str, Any] | None = None) -> ControlResponse:
+        return cls(response=SuccessBody(request_id=request_id, response=response))
+
+    @classmethod
+    def failure(cls, request_id: str, error: str) -> ControlResponse:
+        return cls(response=ErrorBody(request_id=request_id, error=error))
+
+
+class ControlCancelRequest(WireModel):
+    type: Literal["control_cancel_request"] = "control_cancel_request"
+    request_id: str
+
+
+class PermissionAllow(WireModel):
+    """Allow: ``updatedInput`` is the input to run (``{}`` means "keep the original" to our CLI; Claude Code runs
+    what it is given, so a host sends the whole input). ``updatedPermissions``: ``PermissionUpdate`` wire dicts."""
+
+    behavior: Literal["allow"] = "allow"
+    updatedInput: dict[str, Any] = Field(default_factory=dict)
+    updatedPermissions: list[dict[str, Any]] | None = None
+    # extension fields: the hunks the person rejected (original line ranges) of how many
+    rejectedHunks: list[tuple[int, int]] | None = None
+    totalHunks: int | None = None
+
+
+class PermissionDeny(WireModel):
+    """Deny: ``message`` becomes the tool_result verbatim (``is_error``); ``interrupt`` also stops the turn."""
+
+    behavior: Literal["deny"] = "deny"
+    message: str = "User denied via UI"
+    interrupt: bool | None = None
+
+
+ControlMessage = Union[ControlRequest, ControlResponse, ControlCancelRequest]
+
+
+def encode(message: WireModel) -> str:
+    return json.dumps(message.to_wire(), ensure_ascii=False) + "\n"
+
+
+def decode_request(obj: dict[str, Any]) -> Request:
+    model = _REQUESTS.get(str(obj.get("subtype")), OtherRequest)
+    return model.model_validate(obj)  # type: ignore[return-value]
+
+
+def decode_control(obj: dict[str, Any]) -> ControlMessage:
+    kind = obj.get("type")
+    try:
+        if kind == "control_request":
+            body = obj.get("request")
+            if not isinstance(body, dict):
+                raise ProtocolError("control_request without a request object")
+            return ControlRequest(request_id=str(obj.get("request_id") or ""), request=decode_request(body),
+                                  **{k: v for k, v in obj.items() if k not in ("type", "request_id", "request")})
+        if kind == "control_response":
+            body = obj.get("response")
+            if not isinstance(body, dict):
+                raise ProtocolError("control_response without a response object")
+            parsed: SuccessBody | ErrorBody = ErrorBody.model_validate(body) if body.get("subtype") == "error" \
+                else SuccessBody.model_validate(body)
+            return ControlResponse(response=parsed)
+        if kind == "control_cancel_request":
+            return ControlCancelRequest.model_validate(obj)
+    except ValidationError as exc:
+        raise ProtocolError(f"bad {kind}: {exc.errors()[0].get('msg')}") from exc
+    raise ProtocolError(f"not a control message: {kind!r}")
+
+
+def decode(text: str | bytes | dict[str, Any]) -> ControlMessage:
+    from desktop_agent.protocol.stream_json import _loads
+
+    return decode_control(_loads(text))

@@ -1,0 +1,183 @@
+"""Typed stream-json data lines (SPEC §1.4, App. C): what a CLI writes on stdout and reads on stdin.
+
+``system`` (``init``, ``status``, ``compact_boundary`` and any other subtype), ``assistant`` (one line per
+finished content block), ``user`` (prompts going in; tool results and notices coming out, with
+``tool_use_result``), ``stream_event`` (raw Messages API events with ``--include-partial-messages``) and
+``result`` (one per turn). ``encode(line)`` gives the JSON line (``\\n``-terminated); ``decode(text)`` parses any
+stdout line, control messages included (``desktop_agent.protocol.control``), into its model. Unknown types
+come back as ``UnknownLine`` so a newer executor never breaks a host.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, Literal, Union
+
+from pydantic import Field, ValidationError
+
+from desktop_agent.protocol._wire import ProtocolError, WireModel
+
+# What our CLI writes; Claude Code adds more (error_max_budget_usd, …), so decoding keeps any string.
+RESULT_SUBTYPES: tuple[str, ...] = ("success", "error_max_turns", "error_during_execution")
+
+
+class SystemInit(WireModel):
+    type: Literal["system"] = "system"
+    subtype: Literal["init"] = "init"
+    cwd: str = ""
+    session_id: str = ""
+    tools: list[str] = Field(default_factory=list)
+    mcp_servers: list[Any] = Field(default_factory=list)
+    model: str = ""
+    permissionMode: str = "default"
+    apiKeySource: str | None = None
+    uuid: str | None = None
+
+
+class SystemLine(WireModel):
+    """Any other ``system`` line: ``status`` (with ``permissionMode``), ``compact_boundary``, hook notices…"""
+
+    type: Literal["system"] = "system"
+    subtype: str
+    session_id: str | None = None
+    uuid: str | None = None
+
+    @property
+    def permission_mode(self) -> str | None:
+        value = (self.model_extra or {}).get("permissionMode")
+        return value if isinstance(value, str) else None
+
+    @property
+    def compact_pre_tokens(self) -> int | None:
+        meta = (self.model_extra or {}).get("compact_metadata")
+        value = meta.get("pre_tokens") if isinstance(meta, dict) else None
+        return int(value) if isinstance(value, (int, float)) else None
+
+
+class AssistantLine(WireModel):
+    """An API message holding (in the reference's output) one finished content block."""
+
+    _keep_null: ClassVar[frozenset[str]] = frozenset({"parent_tool_use_id"})
+    type: Literal["assistant"] = "assistant"
+    message: dict[str, Any]
+    parent_tool_use_id: str | None = None
+    session_id: str = ""
+    uuid: str | None = None
+
+    @property
+    def blocks(self) -> list[dict[str, Any]]:
+        content = self.message.get("content")
+        return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+class UserLine(WireModel):
+    """A user turn going in (``session_id`` empty or ``"default"``), or tool results / notices coming out."""
+
+    _keep_null: ClassVar[frozenset[str]] = frozenset({"parent_tool_use_id"})
+    type: Literal["user"] = "user"
+    message: dict[str, Any]
+    parent_tool_use_id: str | None = None
+    session_id: str = ""
+    uuid: str | None = None
+    tool_use_result: Any = None
+
+    @classmethod
+    def prompt(cls, content: str | list[dict[str, Any]], session_id: str = "") -> UserLine:
+        return cls(message={"role": "user", "content": content}, session_id=session_id)
+
+    @property
+    def blocks(self) -> list[dict[str, Any]]:
+        content = self.message.get("content")
+        if isinstance(content, str):
+            return [{"type": "text", "text": content}]
+        return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+class StreamEventLine(WireModel):
+    _keep_null: ClassVar[frozenset[str]] = frozenset({"parent_tool_use_id"})
+    type: Literal["stream_event"] = "stream_event"
+    event: dict[str, Any]
+    session_id: str = ""
+    parent_tool_use_id: str | None = None
+    uuid: str | None = None
+
+
+class PermissionDenial(WireModel):
+    tool_name: str
+    tool_use_id: str
+    tool_input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ResultLine(WireModel):
+    _keep_null: ClassVar[frozenset[str]] = frozenset({"stop_reason"})
+    type: Literal["result"] = "result"
+    subtype: str
+    is_error: bool = False
+    duration_ms: float = 0
+    duration_api_ms: float = 0
+    num_turns: int = 0
+    result: str = ""
+    stop_reason: str | None = None
+    session_id: str = ""
+    total_cost_usd: float = 0.0
+    usage: dict[str, Any] = Field(default_factory=dict)
+    permission_denials: list[PermissionDenial] = Field(default_factory=list)
+    terminal_reason: str | None = None
+    errors: list[str] | None = None
+    uuid: str | None = None
+
+
+class UnknownLine(WireModel):
+    """A line of a type this host does not know (kept whole in ``raw``)."""
+
+    type: str = ""
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+DataLine = Union[SystemInit, SystemLine, AssistantLine, UserLine, StreamEventLine, ResultLine]
+
+
+def encode(line: WireModel) -> str:
+    """One JSON line, ``\\n``-terminated, as the reference writes it (non-ASCII kept)."""
+    return json.dumps(line.to_wire(), ensure_ascii=False) + "\n"
+
+
+def _loads(text: str | bytes | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(text, dict):
+        return text
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise ProtocolError(f"not JSON: {str(text)[:120]!r}") from exc
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"not a JSON object: {str(text)[:120]!r}")
+    return obj
+
+
+def decode_data(obj: dict[str, Any]) -> DataLine | UnknownLine:
+    kind = obj.get("type")
+    try:
+        if kind == "system":
+            return SystemInit.model_validate(obj) if obj.get("subtype") == "init" else SystemLine.model_validate(obj)
+        if kind == "assistant":
+            return AssistantLine.model_validate(obj)
+        if kind == "user":
+            return UserLine.model_validate(obj)
+        if kind == "stream_event":
+            return StreamEventLine.model_validate(obj)
+        if kind == "result":
+            return ResultLine.model_validate(obj)
+    except ValidationError as exc:
+        raise ProtocolError(f"bad {kind} line: {exc.errors()[0].get('msg')}") from exc
+    return UnknownLine(type=str(kind or ""), raw=obj)
+
+
+def decode(text: str | bytes | dict[str, Any]) -> Any:
+    """Any stdout/stdin line → its model (data line, control message or ``UnknownLine``); ``ProtocolError``
+    when it is not a JSON object or a known type does not validate."""
+    from desktop_agent.protocol import control
+
+    obj = _loads(text)
+    if str(obj.get("type", "")).startswith("control_"):
+        return control.decode_control(obj)
+    return decode_data(obj)
