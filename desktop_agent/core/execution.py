@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.errors import input_validation_error, no_such_tool, wrap_error
+from desktop_agent.core.errors import ToolError, input_validation_error, no_such_tool, wrap_error
 from desktop_agent.util.input_guard import MAX_INPUT_DEPTH, clip_json_text, hostile_input_error
 from desktop_agent.core.messages import tool_result_block
 from desktop_agent.permissions.flow import can_use_tool
@@ -203,7 +203,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         result = await tool.call(parsed, ctx)
     except Exception as exc:
         text = str(exc) or type(exc).__name__
-        content = text if getattr(exc, "wrap", True) is False else wrap_error(text)  # ToolError(wrap=False)
+        content = text if isinstance(exc, ToolError) and not exc.wrap else wrap_error(text)
         return _error(tool_use_id, tool.name, content, "call", tool, t0)
     finally:
         _current_call.reset(token)

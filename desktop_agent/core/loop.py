@@ -199,10 +199,14 @@ class _Run:
         """``ctx.emit`` during the query. A permission event can be produced before its call's
         ``ToolCallStarted`` went out (a concurrent batch starts calls before the runner yields their
         start events); it is held until then, so a front end always sees started → asked → answered."""
-        request = getattr(event, "request", None)
-        tool_use_id = getattr(event, "tool_use_id", None) or getattr(request, "tool_use_id", None)
-        if tool_use_id and tool_use_id not in self._started_ids and \
-                isinstance(event, (PermissionRequested, PermissionResolved)):
+        match event:
+            case PermissionRequested():
+                tool_use_id = event.request.tool_use_id
+            case PermissionResolved():
+                tool_use_id = event.tool_use_id
+            case _:
+                tool_use_id = ""
+        if tool_use_id and tool_use_id not in self._started_ids:
             self._held_permission_events.setdefault(tool_use_id, []).append(event)
             return
         self.put(event)

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
-from desktop_agent.core.context import ToolUseContext
+from desktop_agent.core.context import AbortSignal, ToolUseContext
 from desktop_agent.core.errors import REJECT_MESSAGE, STOPPED_AFTER_GRACE_MESSAGE
 from desktop_agent.core.events import ToolCallFinished, ToolCallProgress, ToolCallStarted
 from desktop_agent.core.execution import ToolUseOutcome, lookup_tool, run_tool_use
@@ -106,19 +106,21 @@ def stopped_outcome(block: dict[str, Any], grace: float) -> ToolUseOutcome:
     return rejected_outcome(block, STOPPED_AFTER_GRACE_MESSAGE.format(grace=grace))
 
 
-async def await_block_tool(task: asyncio.Future[ToolUseOutcome], abort: Any, block: dict[str, Any]) -> ToolUseOutcome:
+async def await_block_tool(task: asyncio.Future[ToolUseOutcome], abort: AbortSignal,
+                           block: dict[str, Any]) -> ToolUseOutcome:
     """Await a started ``block`` tool: it finishes and reports its real result, even after an abort — but a
     tool still running ``abort_grace_s()`` after the user's Stop is cancelled (a hung tool must not keep the
     turn alive). New user input (abort reason ``interrupt``) does not stop a ``block`` tool."""
     abort_wait = asyncio.ensure_future(abort.wait())
+    waiting: set[asyncio.Future[Any]] = {task, abort_wait}
     try:
-        done, _ = await asyncio.wait({task, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         task.cancel()
         raise
     finally:
         abort_wait.cancel()
-    if task in done or getattr(abort, "reason", None) == "interrupt":
+    if task in done or abort.reason == "interrupt":
         return await task
     grace = abort_grace_s()
     try:

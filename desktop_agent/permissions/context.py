@@ -118,7 +118,7 @@ class PermissionContext:
 
     # ------------------------------------------------------------------ rules
     def _add_rule(self, rule: PermissionRule) -> None:
-        root = source_root_for(rule, self.project_dir, self.original_cwd, getattr(self, "user_dir", ""))
+        root = source_root_for(rule, self.project_dir, self.original_cwd, self.user_dir)
         key = (rule.behavior, str(rule.value), rule.source)
         if key in self._keys:
             return
