@@ -144,6 +144,8 @@ class QuestionBoard:
         finally:
             self.pending.pop(question.request_id, None)
         self.answered.add(question.request_id)
+        if question.task is not None and not question.task.done():  # answered by id: the dialog closes
+            question.task.cancel()
         return reply
 
     def answer(self, request_id: str, reply: PermissionReply) -> bool:

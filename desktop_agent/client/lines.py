@@ -95,7 +95,8 @@ class LineTranslator:
                 out.append(TextDelta(index=0, text=str(block["text"])))
             elif kind == "tool_use":
                 tool_id, name = str(block.get("id") or ""), str(block.get("name") or "")
-                tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+                raw_input = block.get("input")
+                tool_input: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
                 self.tool_names[tool_id] = name
                 out.append(ToolCallStarted(tool_use_id=tool_id, name=name, input=tool_input,
                                            summary=_summary(name, tool_input)))
@@ -118,7 +119,10 @@ class LineTranslator:
     def _result(self, line: ResultLine, interrupted: bool) -> list[Any]:
         usage = {k: int(line.usage.get(k) or 0) for k in USAGE_KEYS}
         self.session_tokens += sum(usage.values())
-        out: list[Any] = [Usage(**usage, session_cost_usd=line.total_cost_usd, session_tokens=self.session_tokens)]
+        out: list[Any] = [Usage(input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"],
+                                cache_read_input_tokens=usage["cache_read_input_tokens"],
+                                cache_creation_input_tokens=usage["cache_creation_input_tokens"],
+                                session_cost_usd=line.total_cost_usd, session_tokens=self.session_tokens)]
         if line.terminal_reason in TURN_REASONS:
             reason = str(line.terminal_reason)
         elif line.subtype == "success":
@@ -132,7 +136,8 @@ class LineTranslator:
         if reason == "model_error" and error:
             out.append(ErrorEvent(message=error, kind="model"))
         out.append(TurnFinished(
-            reason=reason, num_turns=line.num_turns, result_text=line.result or "", duration_ms=line.duration_ms,  # type: ignore[arg-type]
+            reason=reason,  # type: ignore[arg-type]  # one of TURN_REASONS
+            num_turns=line.num_turns, result_text=line.result or "", duration_ms=line.duration_ms,
             duration_api_ms=line.duration_api_ms, cost_usd=line.total_cost_usd, usage=usage,
             error=error if line.is_error else None))
         self.requests, self.streamed_text = 0, False
@@ -174,11 +179,13 @@ def with_computed_patch(request: PermissionRequest) -> PermissionRequest:
 
     abs_path = path if os.path.isabs(path) else os.path.join(request.cwd, path)
     exists = os.path.isfile(abs_path)
-    try:
-        with open(abs_path, encoding="utf-8", errors="replace", newline="") as f:
-            original = normalize_newlines(f.read()) if exists else ""
-    except OSError:
-        return request
+    original = ""
+    if exists:
+        try:
+            with open(abs_path, encoding="utf-8", errors="replace", newline="") as f:
+                original = normalize_newlines(f.read())
+        except OSError:
+            return request
     if name == "Write":
         updated = normalize_newlines(str(inp.get("content", "")))
     elif name == "Edit":

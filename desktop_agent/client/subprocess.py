@@ -129,7 +129,7 @@ class SubprocessSession:
         self.board = QuestionBoard(options.prompter)
         self._session_id = options.session_id or (options.resume or str(uuid.uuid4()))
         self._model = options.model or ""
-        self._mode = options.permission_mode or "default"
+        self._mode: str = options.permission_mode or "default"
         self.proc: asyncio.subprocess.Process | None = None
         self.pid: int | None = None
         self.returncode: int | None = None
@@ -485,7 +485,7 @@ class SubprocessSession:
         if mode not in PERMISSION_MODES:
             raise ValueError(f"unknown permission mode: {mode}")
         self._mode = mode
-        self.options.permission_mode = mode  # type: ignore[assignment]  # a restart keeps it
+        self.options.permission_mode = mode  # a restart keeps it
         return Ack(self._control(SetPermissionModeRequest(mode=mode)) if self._alive else None)
 
     def set_model(self, model: str | None) -> Ack:

@@ -65,7 +65,8 @@ def open_handle(ws) -> Callable[..., Any]:
     handles: list[Any] = []
 
     async def _open(kind: str, prompter: Any = None, **kw: Any) -> Any:
-        handle = await make_client(kind).open(str(ws), SessionOptions(prompter=prompter, **kw))  # type: ignore[arg-type]
+        options = SessionOptions(prompter=prompter, **kw)
+        handle = await make_client(kind).open(str(ws), options)  # type: ignore[arg-type]
         handles.append(handle)
         return handle
 
