@@ -233,8 +233,10 @@ def check_write_permission_for_tool(tool_name: str, abs_path: str, input: dict[s
                                     ctx: ToolUseContext) -> PermissionDecision:
     """Edit/Write path check (§4.4). Returns allow / deny / ask."""
     pc = ctx.permission_context
-    if pc is None:
-        return PermissionDecision(behavior="allow", updated_input=input)
+    if pc is None:  # the engine always supplies a state; a direct caller without one fails closed
+        return PermissionDecision(
+            behavior="ask", updated_input=input,
+            message=f"Claude requested permissions to write to {abs_path}, but you haven't granted it yet.")
     shown = str(input.get("file_path") or abs_path) if isinstance(input, dict) else abs_path
     checked = paths_to_check(abs_path)  # the path and its target, resolved once for this decision
     facts: _PathFacts = {"checked": checked, "is_dir": os.path.isdir(abs_path)}
@@ -283,8 +285,10 @@ def check_read_permission_for_tool(tool_name: str, abs_path: str, input: dict[st
                                    ctx: ToolUseContext) -> PermissionDecision:
     """Read path check (§4.5): deny → ask rules → inside the working dirs → allow rules → ask."""
     pc = ctx.permission_context
-    if pc is None:
-        return PermissionDecision(behavior="allow", updated_input=input)
+    if pc is None:  # the engine always supplies a state; a direct caller without one fails closed
+        return PermissionDecision(
+            behavior="ask", updated_input=input,
+            message=f"Claude requested permissions to read from {abs_path}, but you haven't granted it yet.")
     checked = paths_to_check(abs_path)
     facts: _PathFacts = {"checked": checked, "is_dir": os.path.isdir(abs_path)}
     rule = matching_path_rule(pc, abs_path, "read", "deny", **facts)
