@@ -90,7 +90,7 @@ USAGE = f"""Usage: {PROG} [FOLDER]            open the desktop window
        {PROG} --demo               open the offline tour (no API key needed)
        {PROG} -p [options] PROMPT  run one prompt headless
 
-Options (window): --demo, --resume SESSION_ID, --theme system|light|dark
+Options (window): --demo, --resume SESSION_ID, --theme system|light|dark, --executor inprocess|process|claude
 
 Options (headless):
   -p, --print                       print the response and exit

@@ -91,6 +91,9 @@ class AppSettings(BaseModel):
     default_permission_mode: str = "default"
     auto_compact: bool = True
     streaming_tool_execution: bool = True
+    # where the window runs a session: "inprocess" (default), "process" (our CLI in a child), "claude" (Claude Code)
+    executor: str = "inprocess"
+    claude_path: str | None = None  # Claude Code's binary for executor "claude" (default: claude on PATH)
 
     @classmethod
     def load(cls, path: Path | None = None) -> AppSettings:

@@ -146,6 +146,7 @@ class SubprocessSession:
         self._translator = LineTranslator(cwd)
         self._interrupted = False
         self._started_once = False
+        self.on_exit: Any = None  # called with exit_message when the executor dies with no turn running
 
     # ----- state
     @property
@@ -228,7 +229,11 @@ class SubprocessSession:
         """A new executor on the same session: ``--resume <session_id>`` (a session that never wrote its
         transcript starts again under its id)."""
         if self._alive:
-            await self._stop_process()
+            self._closing = True  # an exit we asked for: no ErrorEvent, no on_exit
+            try:
+                await self._stop_process()
+            finally:
+                self._closing = False
         self._turn = None
         try:
             await self.start(resume=self._session_id)
@@ -432,6 +437,11 @@ class SubprocessSession:
                 future.set_exception(died)
         self._controls.clear()
         turn = self._turn
+        if turn is None and not self._closing and self._started_once and self.on_exit is not None:
+            try:
+                self.on_exit(self.exit_message)
+            except Exception:  # a front end's callback must not break the reader
+                pass
         if turn is not None:
             if not self._closing:
                 turn.queue.put_nowait(ErrorEvent(message=self.exit_message, kind="executor", retryable=True))

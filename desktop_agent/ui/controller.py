@@ -121,8 +121,21 @@ class AgentController(QObject):
         self._force_handle: asyncio.TimerHandle | None = None
 
     # ----- session ---------------------------------------------------------------------------
-    async def open_session(self, cwd: str, **kwargs: Any) -> Any:
-        """Create an ``AgentSession`` on ``cwd`` with this controller as its prompter."""
+    async def open_session(self, cwd: str, *, executor: str = "inprocess", executable: str | None = None,
+                           **kwargs: Any) -> Any:
+        """Create an ``AgentSession`` on ``cwd`` with this controller as its prompter; with ``executor``
+        ``process`` or ``claude``, a ``SessionHandle`` over an executor process instead (``client.subprocess``),
+        which offers what this controller uses of ``AgentSession`` (submit, interrupt, modes, model)."""
+        if executor != "inprocess":
+            from desktop_agent.client import SessionOptions, make_client
+
+            kwargs.pop("client", None)  # a model client object cannot cross to a child process
+            known = set(SessionOptions.__dataclass_fields__) - {"prompter", "engine_kwargs"}
+            options = SessionOptions(prompter=self, **{k: v for k, v in kwargs.items() if k in known})
+            handle = await make_client(executor, executable).open(cwd, options)  # type: ignore[arg-type]
+            handle.on_exit = self._executor_exited
+            self.set_session(handle, cwd)
+            return handle
         # Built on a worker thread: the first session imports the API client (~1 s) and reads files;
         # the window keeps painting meanwhile. create() touches no Qt object.
         def build() -> Any:
@@ -162,6 +175,8 @@ class AgentController(QObject):
             self.stop()
             await asyncio.wait({task}, timeout=5.0)
         end = getattr(session, "end", None)
+        if end is None and hasattr(session, "restart"):  # an executor: SessionEnd runs in it as it exits
+            end = lambda _reason: session.close()  # noqa: E731
         try:
             if end is not None:
                 await asyncio.wait_for(end(reason), timeout)
@@ -170,6 +185,36 @@ class AgentController(QObject):
         finally:
             if self.session is session:
                 self.session = None
+
+    def _executor_exited(self, message: str) -> None:
+        """The executor died between turns (during a turn the handle's ErrorEvent says so)."""
+        if not self.busy:
+            self._last_error = message
+            self.error.emit(ev.ErrorEvent(message=message, kind="executor", retryable=True))
+            self._set_status(ERROR, message)
+
+    @property
+    def can_restart(self) -> bool:
+        """The session runs in an executor process that is gone: ``restart_session()`` resumes it."""
+        session = self.session
+        return session is not None and hasattr(session, "restart") and not getattr(session, "alive", True)
+
+    async def restart_session(self) -> None:
+        """A new executor process resuming this session (``--resume``); the conversation stays on screen."""
+        session = self.session
+        if session is None or not hasattr(session, "restart") or self.busy:
+            return
+        self._set_status(THINKING, "restarting")
+        try:
+            await session.restart()
+        except Exception as exc:
+            self.error.emit(ev.ErrorEvent(message=str(exc), kind="executor", retryable=True))
+            self._set_status(ERROR, str(exc))
+            raise
+        self._last_error = ""
+        self._set_status(IDLE)
+        self.notice.emit("info", self.tr("Session restarted in a new process (pid {0})").format(
+            getattr(session, "pid", "?")))
 
     def set_usage_base(self, tokens: int, cost: float, turns: int = 0) -> None:
         """What a resumed session used before (from its transcript): the totals continue from it."""

@@ -1,6 +1,6 @@
 """Start the desktop app: QApplication first, then the qasync loop, the theme, the window.
 
-``main(args)`` understands ``[FOLDER] [--demo]``. Without a folder it reopens the last one; with
+``main(args)`` understands ``[FOLDER] [--demo] [--executor inprocess|process|claude]``. Without a folder it reopens the last one; with
 no API key (and no ``--demo``, and the Anthropic provider) the first-run settings dialog appears over
 the window. Closing the window runs the session's SessionEnd hooks (``MainWindow.closeEvent`` awaits
 them on this loop) before the loop stops.
@@ -186,6 +186,10 @@ def parse_args(args: list[str]) -> argparse.Namespace:
     p.add_argument("--theme", choices=["system", "light", "dark"], default=None)
     p.add_argument("--permission-mode", choices=list(PERMISSION_MODES) + ["manual"], default=None,
                    help="the window's permission mode (bypassPermissions asks for confirmation first)")
+    p.add_argument("--executor", choices=["inprocess", "process", "claude"], default=None,
+                   help="where sessions run: in this window, in a separate process, or with Claude Code "
+                        "(default: Settings' Run sessions)")
+    p.add_argument("--claude-path", metavar="PATH", default=None, help="Claude Code's binary (--executor claude)")
     p.add_argument("--dangerously-skip-permissions", action="store_true",
                    help="same as --permission-mode bypassPermissions (asks for confirmation first)")
     return p.parse_args(args)
@@ -234,7 +238,7 @@ def main(args: list[str]) -> int:
 
         window = start_tour_window(show=False)
     else:
-        window = MainWindow()
+        window = MainWindow(executor=ns.executor, executor_path=ns.claude_path)
     done = asyncio.Event()
     if os.environ.get("DESKTOP_AGENT_EXIT_AFTER_PAINT"):
         def _report() -> None:

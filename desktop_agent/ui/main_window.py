@@ -264,17 +264,21 @@ class MainWindow(QMainWindow):
     history_shown = Signal(str)  # a resumed transcript is on screen (the session may still be loading)
 
     def __init__(self, *, controller: AgentController | None = None, client_factory: Callable[[], Any] | None = None,
-                 demo: bool = False, settings: QSettings | None = None, session_kwargs: dict[str, Any] | None = None):
+                 demo: bool = False, settings: QSettings | None = None, session_kwargs: dict[str, Any] | None = None,
+                 executor: str | None = None, executor_path: str | None = None):
         super().__init__()
         self.setObjectName("mainWindow")
         self.demo = demo
         self.client_factory = client_factory
         self.session_kwargs = dict(session_kwargs or {})
+        # where sessions run (``--executor``; else Settings' "Run sessions"): inprocess, process, claude
+        self.executor_override, self.executor_path_override = executor, executor_path
         self.qsettings = settings or QSettings(ORG, "desktop-agent")
         self.controller = controller or AgentController(self, window=self)
         self.controller.window = self
         self.folder: str | None = None
         self.open_task: asyncio.Task | None = None
+        self.restart_task: asyncio.Task | None = None  # "Restart session" (an executor process)
         self.trust_box: QMessageBox | None = None
         self.settings_dialog: Any = None
         self.tray: QSystemTrayIcon | None = None
@@ -740,6 +744,9 @@ class MainWindow(QMainWindow):
                 if self.isVisible():
                     await asyncio.sleep(0.03)  # let it paint before the session build competes for the GIL
         self.status.showMessage(self.tr("Opening {0}…").format(_home(folder)))
+        kind, path = self.executor_choice()
+        if kind != "inprocess":
+            kwargs.update(executor=kind, executable=path)
         try:
             session = await self.controller.open_session(folder, **kwargs)
         except Exception as exc:
@@ -777,6 +784,40 @@ class MainWindow(QMainWindow):
         self.prompt.setFocus()
         self.folder_opened.emit(folder)
         return True
+
+    def executor_choice(self) -> tuple[str, str | None]:
+        """Where this window's sessions run: the tour in this process; else ``--executor``, else Settings."""
+        if self.demo:
+            return "inprocess", None
+        kind, path = self.executor_override, self.executor_path_override
+        if kind is None or (kind == "claude" and not path):
+            try:
+                from desktop_agent.config import AppSettings
+
+                prefs = AppSettings.load()
+                kind = kind or str(prefs.executor or "inprocess")
+                path = path or (prefs.claude_path if kind == "claude" else None)
+            except Exception:
+                log.exception("could not read the executor setting")
+                kind = kind or "inprocess"
+        if kind not in ("inprocess", "process", "claude"):
+            kind = "inprocess"
+        return kind, path or None
+
+    def restart_session(self) -> asyncio.Task | None:
+        """The banner's "Restart session": a new executor process resuming the session."""
+        if not self.controller.can_restart:
+            return None
+        self.conversation.remove_banner("error:executor")
+
+        async def go() -> None:
+            try:
+                await self.controller.restart_session()
+            except Exception:
+                log.exception("restarting the session failed")
+
+        self.restart_task = asyncio.ensure_future(go())
+        return self.restart_task
 
     def _session_failed(self, folder: str, exc: Exception) -> None:
         name = type(exc).__name__
@@ -1067,6 +1108,12 @@ class MainWindow(QMainWindow):
             self.conversation.add_feedback(self.tr("You denied {0} and told the agent:").format(name), feedback)
 
     def _on_error(self, e: Any) -> None:
+        if getattr(e, "kind", "") == "executor":  # the session's process is gone: say which, offer a restart
+            self.conversation.add_banner(
+                "error", e.message + " " + self.tr("The conversation is kept; Restart session resumes it in a "
+                                                     "new process."),
+                [("restart", self.tr("Restart session"))], key="error:executor")
+            return
         actions = [("retry", self.tr("Retry the last message"))]
         if getattr(e, "kind", "") in ("auth", "model", "model_not_found", "connection"):
             actions.append(("settings", self.tr("Open settings")))
@@ -1083,6 +1130,8 @@ class MainWindow(QMainWindow):
             self.start_tour()
         elif action == "servers":
             self.show_servers()
+        elif action == "restart":
+            self.restart_session()
         elif action == "retry" and self.prompt.history:
             self.send(self.prompt.history[-1])
 

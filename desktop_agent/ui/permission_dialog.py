@@ -172,6 +172,12 @@ class PermissionDialog(QDialog):
         self.reason_label.setWordWrap(True)
         self.reason_label.setVisible(bool(reason))
         root.addWidget(self.reason_label)
+        self.computed_label = QLabel(self.tr("The executor sent no patch: this one is computed here, from the proposed "
+                                             "input and the file on disk.") if request.computed_here else "")
+        self.computed_label.setObjectName("muted")
+        self.computed_label.setWordWrap(True)
+        self.computed_label.setVisible(bool(request.computed_here))
+        root.addWidget(self.computed_label)
         if request.description:
             desc = QLabel(request.description)
             desc.setWordWrap(True)

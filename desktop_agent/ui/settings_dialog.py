@@ -12,6 +12,7 @@ swaps what the fields show. Opened with ``open()``; the result arrives through `
 from __future__ import annotations
 
 import os
+import shutil
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -110,6 +111,29 @@ class SettingsDialog(QDialog):
             self.theme_combo.addItem(label, code)
         self.theme_combo.setCurrentIndex(max(0, self.theme_combo.findData(self.settings.theme)))
         form.addRow(self.tr("&Theme"), self.theme_combo)
+        self.executor_combo = QComboBox()
+        self.executor_combo.setObjectName("executorCombo")
+        self.executor_combo.setAccessibleName(self.tr("Run sessions"))
+        self.executor_combo.addItem(self.tr("in this window (default)"), "inprocess")
+        self.executor_combo.addItem(self.tr("in a separate process"), "process")
+        self.executor_combo.addItem(self.tr("with Claude Code"), "claude")
+        executor = str(getattr(self.settings, "executor", "inprocess") or "inprocess")
+        self.executor_combo.setCurrentIndex(max(0, self.executor_combo.findData(executor)))
+        form.addRow(self.tr("R&un sessions"), self.executor_combo)
+        self.claude_path_edit = QLineEdit(str(getattr(self.settings, "claude_path", "") or ""))
+        self.claude_path_edit.setObjectName("claudePathEdit")
+        self.claude_path_edit.setAccessibleName(self.tr("Claude Code path"))
+        found = shutil.which("claude")
+        self.claude_path_edit.setPlaceholderText(found or self.tr("claude is not on PATH: enter its path"))
+        form.addRow(self.tr("Claude Code &path"), self.claude_path_edit)
+        self.executor_note = QLabel(self.tr("A separate process keeps a crash or a runaway tool away from the window; "
+                                            "with Claude Code, its tools run and this window reviews each change. "
+                                            "Applies to the next session."))
+        self.executor_note.setObjectName("muted")
+        self.executor_note.setWordWrap(True)
+        form.addRow("", self.executor_note)
+        self.executor_combo.currentIndexChanged.connect(self._show_executor)
+        self._show_executor()
         root.addLayout(form)
 
         self.error_label = QLabel()
@@ -150,10 +174,17 @@ class SettingsDialog(QDialog):
             problem = self.tr("Enter the server's base URL (for example http://localhost:11434/v1).")
         elif provider == "openai" and not model:
             problem = self.tr("Enter the name of a model the server serves.")
+        executor = str(self.executor_combo.currentData() or "inprocess")
+        claude_path = self.claude_path_edit.text().strip()
+        if not problem and executor == "claude" and not (claude_path or shutil.which("claude")):
+            problem = self.tr("Claude Code (claude) is not on PATH: enter the path of its binary.")
+        elif not problem and executor == "claude" and claude_path and not os.access(claude_path, os.X_OK):
+            problem = self.tr("Not an executable file: {0}").format(claude_path)
         if problem:
             self.error_label.setText(problem)
             self.error_label.setVisible(True)
-            (self.base_url_edit if "URL" in problem else self.model_combo if provider == "openai" and base
+            (self.claude_path_edit if "Claude" in problem or "executable" in problem
+             else self.base_url_edit if "URL" in problem else self.model_combo if provider == "openai" and base
              else self.key_edit).setFocus()
             return
         try:
@@ -168,6 +199,8 @@ class SettingsDialog(QDialog):
             self.settings.ui_language = str(self.language_combo.currentData() or "system")
             theme_changed = self.settings.theme != self.theme_combo.currentData()
             self.settings.theme = str(self.theme_combo.currentData() or "system")
+            self.settings.executor = executor
+            self.settings.claude_path = claude_path or None
             self.settings.save()
         except OSError as exc:
             self.error_label.setText(self.tr("Could not save the settings: {0}").format(exc))
@@ -183,6 +216,9 @@ class SettingsDialog(QDialog):
                 apply_theme(app, self.settings.theme)  # at once
         self.saved.emit()
         self.accept()
+
+    def _show_executor(self, _index: int = 0) -> None:
+        self.claude_path_edit.setEnabled(self.executor_combo.currentData() == "claude")
 
     # ----- provider ---------------------------------------------------------------------------
     def provider(self) -> str:
