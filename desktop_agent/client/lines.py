@@ -159,11 +159,17 @@ def request_from_wire(request_id: str, wire: CanUseToolRequest, cwd: str) -> Per
             reason = None
     elif isinstance(wire.decision_reason, str) and wire.decision_reason:
         reason = DecisionReason(type="other", reason=wire.decision_reason)
+    description = wire.description
+    target = wire.file_path or wire.input.get("file_path") or wire.input.get("notebook_path")
+    if description and isinstance(target, str) and target:  # Claude Code's "src/app.ts": the heading says it
+        full = target if os.path.isabs(target) else os.path.join(cwd, target)
+        if description.strip() in (target, full, os.path.relpath(full, cwd), os.path.basename(full)):
+            description = None
     return PermissionRequest(
         request_id=request_id, tool_name=wire.tool_name, tool_use_id=wire.tool_use_id, input=dict(wire.input),
         cwd=cwd, message="", decision_reason=reason, suggestions=suggestions, blocked_path=wire.blocked_path,
         file_path=wire.file_path, structured_patch=wire.structured_patch, original_file=wire.original_file,
-        subcommands=wire.subcommands, description=wire.description)
+        subcommands=wire.subcommands, description=description)
 
 
 def with_computed_patch(request: PermissionRequest) -> PermissionRequest:

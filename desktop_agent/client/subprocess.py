@@ -54,6 +54,15 @@ def find_claude() -> str | None:
     return shutil.which("claude")
 
 
+def claude_transcript(session_id: str) -> str:
+    """Claude Code's transcript of ``session_id`` (found by its file name under ``projects/``), or ""."""
+    import glob
+
+    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    found = glob.glob(os.path.join(glob.escape(base), "projects", "*", glob.escape(session_id) + ".jsonl"))
+    return found[0] if found else ""
+
+
 def executor_argv(flavor: Flavor, options: SessionOptions, *, session_id: str | None, resume: str | None) -> list[str]:
     """The flags after the executable (the same set for both executors; ``--trust`` is ours only)."""
     argv = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
@@ -183,14 +192,18 @@ class SubprocessSession:
         return list(self.board.pending.values())
 
     def history(self) -> list[dict[str, Any]]:
-        """The transcript for display (our executor's JSONL; empty for Claude Code's, not read here)."""
-        path = self.transcript_path
+        """The transcript for display: our executor's JSONL, or Claude Code's own
+        (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, ``projects/*/<session_id>.jsonl``: the same entry shapes)."""
+        path = self.transcript_path if self.client.flavor == "ours" else claude_transcript(self._session_id)
         if not path:
             return []
         from desktop_agent.session.resume import history_for_display
         from desktop_agent.session.store import read_transcript
 
-        return history_for_display(read_transcript(path, full=True))
+        try:
+            return history_for_display(read_transcript(path, full=True))
+        except Exception:  # a format this version cannot read: no history on screen, the session still resumes
+            return []
 
     # ----- process
     async def start(self, resume: str | None = None) -> None:

@@ -1142,6 +1142,9 @@ class MainWindow(QMainWindow):
     def _on_busy(self, busy: bool) -> None:
         self.stop_action.setEnabled(busy)
         if not busy:
+            model = str(getattr(self.controller.session, "model", "") or "")
+            if model and not self._model_name:  # an executor says its model with its first turn
+                self.show_model(model, enabled=True)
             self._refresh_sessions(current=getattr(self.controller.session, "session_id", None))
             if QApplication.activeModalWidget() is None:
                 self.prompt.setFocus()

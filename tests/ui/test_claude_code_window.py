@@ -93,7 +93,8 @@ def test_claude_code_allow_then_deny_an_edit(qtbot, qloop, fake, claude_bin, wor
     fake.script([edit(app_ts, "export const value = 1", "export const value = 2", "toolu_cc1"),
                  fa.reply(fa.text("Changed `value` to 2.")),
                  edit(app_ts, "export const other = 1", "export const other = 9", "toolu_cc2"),
-                 fa.reply(fa.text("OK, I left other alone."))])
+                 fa.reply(fa.text("OK, I left other alone.")),
+                 fa.reply(fa.text("Resumed with Claude Code."))])
     settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
     win = MainWindow(settings=settings, executor="claude", executor_path=claude_bin)
     qtbot.addWidget(win)
@@ -139,6 +140,27 @@ def test_claude_code_allow_then_deny_an_edit(qtbot, qloop, fake, claude_bin, wor
     assert [c.status for c in win.diff_panel.changes] == ["applied", "rejected"]
     assert "OK, I left other alone." in win.conversation.text_content()
     assert win.controller.status == "idle"
+
+    # resume (Claude Code's own session id): its transcript on screen, and the next request carries the history
+    sid = session.session_id
+
+    async def resume():
+        assert await win.open_folder(str(workdir), resume=sid)
+        assert not session.alive  # the first executor ended with its session
+        resumed = win.controller.session
+        assert resumed is not session and resumed.session_id == sid and resumed.executor == "claude"
+        conv = win.conversation.text_content()
+        assert "you: Change value to 2" in conv and "OK, I left other alone." in conv
+        assert win.conversation.cards["toolu_cc1"].state == "done"
+        assert [c.status for c in win.diff_panel.changes][:1] == ["applied"]
+        qtbot.keyClicks(win.prompt, "still there?")
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+        await asyncio.wait_for(win.controller._task, 60)
+        return resumed
+
+    resumed = qloop.run_until_complete(resume())
+    assert "Resumed with Claude Code." in win.conversation.text_content()
+    assert "Change value to 2" in str(fake.main[4].messages) and "leave other alone" in str(fake.main[4].messages)
     fake.assert_done()
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
-    assert not session.alive
+    assert not resumed.alive
