@@ -247,6 +247,45 @@ def test_resume_replays_history_and_continues(qtbot, qloop, fake, make_window, w
     fake.assert_done()
 
 
+ORIGINAL = "".join(f"line {i}\n" for i in range(1, 61))
+CHANGED = (5, 17, 29, 41, 53)
+
+
+def _changed_text(keep=CHANGED) -> str:
+    return "".join(f"line {i} changed\n" if i in keep else f"line {i}\n" for i in range(1, 61))
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_per_hunk_partial_allow_writes_only_accepted_hunks(qtbot, qloop, fake, make_window, workdir, executor):
+    path = workdir / "lines.txt"
+    path.write_text(ORIGINAL)
+    fake.script([READ(path), reply(text("Five changes."), tool_use("Write", {"file_path": str(path),
+                                                                            "content": _changed_text()}, id="toolu_w")),
+                 reply(text("Understood."))])
+    win = make_window(executor)
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Change five lines")
+        dlg = await wait_dialog(win)
+        view = dlg.diff_view
+        assert dlg.per_hunk and len(view.hunks) == 5
+        qtbot.keyClick(view, Qt.Key.Key_BracketRight)
+        qtbot.keyClick(view, Qt.Key.Key_X)
+        view.go_to(3)
+        qtbot.keyClick(view, Qt.Key.Key_X)
+        assert dlg.allow_button.text().replace("&", "").startswith("Allow 3 of 5 hunks")
+        qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+        await asyncio.wait_for(task, 20)
+
+    qloop.run_until_complete(scenario())
+    assert path.read_text() == _changed_text(keep=(5, 29, 53))
+    msg = result_text(tool_results(fake, 2)[0])
+    assert "The user rejected 2 of 5 hunks (lines 14\u201320, 38\u201344)" in msg
+    change = win.diff_panel.changes[0]
+    assert change.status == "applied" and change.user_modified
+    fake.assert_done()
+
+
 def test_kill_executor_with_dialog_open_then_restart(qtbot, qloop, fake, make_window, workdir):
     app_ts = workdir / "app.ts"
     fake.script([READ(app_ts), edit(app_ts, "export const value = 1", "export const value = 2"),
@@ -307,3 +346,77 @@ def test_executor_dying_between_turns_is_reported(qtbot, qloop, fake, make_windo
 
     qloop.run_until_complete(scenario())
     fake.assert_done()
+
+
+def test_kill_executor_while_a_tool_runs(qtbot, qloop, fake, make_window, workdir):
+    fake.script([reply(tool_use("Bash", {"command": "sleep 30"}, id="toolu_sleep")), reply(text("Resumed."))])
+    win = make_window("process", permission_mode="bypassPermissions")
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Run the slow thing")
+        card = await wait_for(lambda: win.conversation.cards.get("toolu_sleep"), timeout=20, what="Bash card")
+        await wait_for(lambda: card.state == "running", what="running Bash")
+        pid = win.controller.session.pid
+        t0 = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        await asyncio.wait_for(task, 10)
+        assert time.monotonic() - t0 < 5
+        banner = await wait_for(lambda: win.conversation.banners.get("error:executor"), what="executor banner")
+        assert f"pid {pid}" in banner.text_plain
+        assert win.controller.status == "error" and not win.controller.busy
+        assert not win.stop_action.isEnabled()
+        transcript_messages(win)  # still a valid conversation (the running tool_use is paired on resume)
+        await asyncio.wait_for(win.restart_session(), 30)
+        qtbot.keyClicks(win.prompt, "go on")
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+        await asyncio.wait_for(win.controller._task, 20)
+
+    qloop.run_until_complete(scenario())
+    assert "Resumed." in win.conversation.text_content()
+    fake.assert_done()
+
+
+def test_settings_choose_where_sessions_run(qtbot, qloop, fake, tmp_path, workdir):
+    """Settings' Run sessions: saved to settings.json; the window's next session runs there."""
+    from desktop_agent.config import AppSettings
+    from desktop_agent.ui.settings_dialog import SettingsDialog
+
+    dlg = SettingsDialog()
+    qtbot.addWidget(dlg)
+    labels = [dlg.executor_combo.itemText(i) for i in range(dlg.executor_combo.count())]
+    assert labels == ["in this window (default)", "in a separate process", "with Claude Code"]
+    assert dlg.executor_combo.currentData() == "inprocess" and not dlg.claude_path_edit.isEnabled()
+    dlg.executor_combo.setCurrentIndex(dlg.executor_combo.findData("claude"))
+    assert dlg.claude_path_edit.isEnabled()
+    dlg.claude_path_edit.setText(str(tmp_path / "no-such-claude"))
+    dlg._save()
+    assert not dlg.error_label.isHidden() and "Not an executable" in dlg.error_label.text()
+    dlg.executor_combo.setCurrentIndex(dlg.executor_combo.findData("process"))
+    dlg.claude_path_edit.clear()
+    dlg._save()
+    assert AppSettings.load().executor == "process"
+
+    settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(settings=settings)
+    qtbot.addWidget(win)
+    assert win.executor_choice() == ("process", None)
+    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    session = win.controller.session
+    assert session.executor == "process" and session.alive
+    qloop.run_until_complete(win.controller.end_session("prompt_input_exit"))
+    assert not session.alive
+    tour = MainWindow(settings=settings, demo=True)
+    qtbot.addWidget(tour)
+    assert tour.executor_choice() == ("inprocess", None)  # the tour stays in this process
+
+
+def test_executor_flag_on_the_command_line():
+    from desktop_agent import cli
+    from desktop_agent.ui.main import parse_args
+
+    ns = parse_args(["--executor", "claude", "--claude-path", "/opt/claude", "proj", "--resume", "abc"])
+    assert (ns.executor, ns.claude_path, ns.folder, ns.resume) == ("claude", "/opt/claude", "proj", "abc")
+    assert parse_args(["proj"]).executor is None
+    opts = cli.parse_args(["--executor", "process", "proj"])  # the window's flag passes the CLI's parser
+    assert not opts.headless and opts.positionals == ["proj"]
+    assert "--executor inprocess|process|claude" in cli.USAGE
