@@ -1,6 +1,7 @@
 """Start the desktop app: QApplication first, then the qasync loop, the theme, the window.
 
-``main(args)`` understands ``[FOLDER] [--demo] [--executor inprocess|process|claude]``. Without a folder it reopens the last one; with
+``main(args)`` understands ``[FOLDER] [--demo] [--executor inprocess|process|claude]``. Without a folder it
+reopens the last one; with
 no API key (and no ``--demo``, and the Anthropic provider) the first-run settings dialog appears over
 the window. Closing the window runs the session's SessionEnd hooks (``MainWindow.closeEvent`` awaits
 them on this loop) before the loop stops.
