@@ -57,7 +57,8 @@ def test_streamed_multi_tool_turn_via_env_provider(workdir, tmp_path):
                for b in m["message"]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"}
     assert results == {"call_a": "1\texport const value = 1", "call_b": "1\tbee\n2\t"}
     tool_msgs = [m for m in fake.requests[1].body["messages"] if m["role"] == "tool"]
-    assert [m["tool_call_id"] for m in tool_msgs] == ["call_a", "call_b"]
+    # concurrent Reads: results in completion order (SPEC Appendix A), each right after the assistant's calls
+    assert sorted(m["tool_call_id"] for m in tool_msgs) == ["call_a", "call_b"]
     assert "authorization" not in fake.requests[0].headers
     assert lines[-1]["result"] == "Both read."
 
