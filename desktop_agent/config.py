@@ -220,12 +220,12 @@ def api_key_location() -> str:
             "readable only by you.")
 
 
-def store_api_key(key: str) -> str:
-    """Save the key in the keyring when one is usable, else in ``credentials.json`` (0600). Returns where."""
+def _store_key(key: str, keyring_user: str, file_field: str) -> str:
+    """Save a key in the keyring when one is usable, else under ``file_field`` in ``credentials.json`` (0600)."""
     kr = _usable_keyring()
     if kr is not None:
         try:
-            kr.set_password(KEYRING_SERVICE, KEYRING_USER, key)
+            kr.set_password(KEYRING_SERVICE, keyring_user, key)
             return "keyring"
         except Exception:
             pass
@@ -237,32 +237,19 @@ def store_api_key(key: str) -> str:
             data = existing
     except Exception:
         pass
-    data["anthropic_api_key"] = key
+    data[file_field] = key
     atomic_write_text(path, json.dumps(data) + "\n", mode=0o600)
     return "credentials"
+
+
+def store_api_key(key: str) -> str:
+    """Save the Anthropic key in the keyring when one is usable, else in ``credentials.json`` (0600). Returns where."""
+    return _store_key(key, KEYRING_USER, "anthropic_api_key")
 
 
 def store_openai_key(key: str) -> str:
-    """Save an OpenAI-compatible provider's key (``openai_api_key``) as ``store_api_key`` saves the Anthropic one:
-    the keyring when usable, else ``credentials.json`` (0600). Returns where."""
-    kr = _usable_keyring()
-    if kr is not None:
-        try:
-            kr.set_password(KEYRING_SERVICE, KEYRING_OPENAI_USER, key)
-            return "keyring"
-        except Exception:
-            pass
-    path = credentials_path()
-    data: dict[str, Any] = {}
-    try:
-        existing = json.loads(path.read_text("utf-8"))
-        if isinstance(existing, dict):
-            data = existing
-    except Exception:
-        pass
-    data["openai_api_key"] = key
-    atomic_write_text(path, json.dumps(data) + "\n", mode=0o600)
-    return "credentials"
+    """Save an OpenAI-compatible provider's key (``openai_api_key``) the same way. Returns where."""
+    return _store_key(key, KEYRING_OPENAI_USER, "openai_api_key")
 
 
 def openai_key_location() -> str:
