@@ -6,22 +6,24 @@ outside the repository; ``REFERENCE_CLAUDE`` names a binary instead) runs as
 ``ANTHROPIC_BASE_URL`` pointing at the fake. Its ``can_use_tool`` carries no patch: the dialog shows the patch
 computed here (and says so); Allow writes the file (Claude Code's own Edit), Deny with feedback leaves it and the
 model gets the message; the changes panel is fed from each tool result's ``tool_use_result`` (its
-``structuredPatch``). Claude Code's side calls (titles and the like: requests without tools) get a short text.
+``structuredPatch``); resume (Claude Code's session id) shows its transcript and continues; Stop interrupts a
+running Bash and the executor stays up. Claude Code's side calls (titles and the like: requests without tools) get a short text.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
-import asyncio
+import time
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from desktop_agent.ui.main_window import MainWindow
 import tests.fakes.anthropic_server as fa
+from desktop_agent.ui.main_window import MainWindow
 from tests.ui.test_app_flow import open_and_send, result_text, wait_dialog, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,3 +166,40 @@ def test_claude_code_allow_then_deny_an_edit(qtbot, qloop, fake, claude_bin, wor
     fake.assert_done()
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
     assert not resumed.alive
+
+
+def test_claude_code_stop_during_a_tool(qtbot, qloop, fake, claude_bin, workdir, tmp_path):
+    """Stop (Esc) sends the control ``interrupt``: Claude Code ends its Bash, the window is idle, and the
+    executor stays up for the next prompt."""
+    marker = workdir / "late.txt"
+    fake.script([fa.reply(fa.tool_use("Bash", {"command": f"sleep 8 && echo late > {marker}"}, id="toolu_sleep")),
+                 fa.reply(fa.text("Still here."))])
+    settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(settings=settings, executor="claude", executor_path=claude_bin,
+                     session_kwargs={"permission_mode": "bypassPermissions"})
+    qtbot.addWidget(win)
+    win.show()
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Run the slow thing")
+        card = await wait_for(lambda: win.conversation.cards.get("toolu_sleep"), timeout=60, what="Bash card")
+        await wait_for(lambda: card.state == "running", what="running Bash")
+        await asyncio.sleep(1.0)
+        t0 = time.monotonic()
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Escape)
+        await asyncio.wait_for(task, 10)
+        elapsed = time.monotonic() - t0
+        assert win.controller.session.alive
+        qtbot.keyClicks(win.prompt, "are you there?")
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+        await asyncio.wait_for(win.controller._task, 60)
+        return elapsed
+
+    elapsed = qloop.run_until_complete(scenario())
+    assert elapsed < 4
+    assert win.conversation.cards["toolu_sleep"].state in ("cancelled", "error")
+    assert "Still here." in win.conversation.text_content()
+    time.sleep(0.5)
+    assert not marker.exists()
+    fake.assert_done()
+    qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
