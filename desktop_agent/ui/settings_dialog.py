@@ -125,7 +125,7 @@ class SettingsDialog(QDialog):
         self.claude_path_edit.setAccessibleName(self.tr("Claude Code path"))
         found = shutil.which("claude")
         self.claude_path_edit.setPlaceholderText(found or self.tr("claude is not on PATH: enter its path"))
-        form.addRow(self.tr("Claude Code &path"), self.claude_path_edit)
+        form.addRow(self.tr("Claude &Code path"), self.claude_path_edit)
         self.executor_note = QLabel(self.tr("A separate process keeps a crash or a runaway tool away from the window; "
                                             "with Claude Code, its tools run and this window reviews each change. "
                                             "Applies to the next session."))

@@ -19,6 +19,10 @@
 <context>
     <name>AgentController</name>
     <message>
+        <source>Session restarted in a new process (pid {0})</source>
+        <translation>会话已在新进程中重启（pid {0}）</translation>
+    </message>
+    <message>
         <source>The stream broke; {0}</source>
         <translation>数据流中断；{0}</translation>
     </message>
@@ -650,6 +654,14 @@ in this folder</source>
         <translation>你拒绝了 {0}，并告诉代理：</translation>
     </message>
     <message>
+        <source>The conversation is kept; Restart session resumes it in a new process.</source>
+        <translation>对话已保留；“重启会话”会在新进程中恢复它。</translation>
+    </message>
+    <message>
+        <source>Restart session</source>
+        <translation>重启会话</translation>
+    </message>
+    <message>
         <source>Retry the last message</source>
         <translation>重试上一条消息</translation>
     </message>
@@ -877,6 +889,10 @@ in this folder</source>
     <message>
         <source>Why: {0}</source>
         <translation>原因：{0}</translation>
+    </message>
+    <message>
+        <source>The executor sent no patch: this one is computed here, from the proposed input and the file on disk.</source>
+        <translation>执行器没有发送补丁：此补丁由本窗口根据提议的输入和磁盘上的文件计算得出。</translation>
     </message>
     <message>
         <source>Previous hunk  ([ or Alt+↑)</source>
@@ -1265,6 +1281,42 @@ in this folder</source>
         <translation>主题(&amp;T)</translation>
     </message>
     <message>
+        <source>Run sessions</source>
+        <translation>运行会话</translation>
+    </message>
+    <message>
+        <source>in this window (default)</source>
+        <translation>在此窗口中（默认）</translation>
+    </message>
+    <message>
+        <source>in a separate process</source>
+        <translation>在单独的进程中</translation>
+    </message>
+    <message>
+        <source>with Claude Code</source>
+        <translation>使用 Claude Code</translation>
+    </message>
+    <message>
+        <source>R&amp;un sessions</source>
+        <translation>运行会话(&amp;U)</translation>
+    </message>
+    <message>
+        <source>Claude Code path</source>
+        <translation>Claude Code 路径</translation>
+    </message>
+    <message>
+        <source>claude is not on PATH: enter its path</source>
+        <translation>PATH 中没有 claude：请输入其路径</translation>
+    </message>
+    <message>
+        <source>Claude &amp;Code path</source>
+        <translation>Claude Code 路径(&amp;C)</translation>
+    </message>
+    <message>
+        <source>A separate process keeps a crash or a runaway tool away from the window; with Claude Code, its tools run and this window reviews each change. Applies to the next session.</source>
+        <translation>单独的进程可使崩溃或失控的工具不影响窗口；使用 Claude Code 时，由它运行工具，本窗口审阅每项更改。从下一个会话起生效。</translation>
+    </message>
+    <message>
         <source>Try the offline &amp;tour</source>
         <translation>体验离线导览(&amp;T)</translation>
     </message>
@@ -1283,6 +1335,14 @@ in this folder</source>
     <message>
         <source>Enter the name of a model the server serves.</source>
         <translation>请输入该服务器提供的模型名称。</translation>
+    </message>
+    <message>
+        <source>Claude Code (claude) is not on PATH: enter the path of its binary.</source>
+        <translation>PATH 中没有 Claude Code（claude）：请输入其可执行文件的路径。</translation>
+    </message>
+    <message>
+        <source>Not an executable file: {0}</source>
+        <translation>不是可执行文件：{0}</translation>
     </message>
     <message>
         <source>Could not save the settings: {0}</source>
