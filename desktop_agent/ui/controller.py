@@ -5,6 +5,12 @@ re-emits it as Qt signals, tracks the status (idle, thinking, running a tool, wa
 error), tokens and cost, and implements ``PermissionPrompter``: ``ask()`` opens the modal
 ``PermissionDialog`` with ``open()`` and awaits a Future — never a nested ``exec()`` loop.
 Interrupting the turn closes an open dialog as a deny.
+
+The session is an ``AgentSession`` on this loop (the default) or, for ``open_session(executor="process" |
+"claude")``, a ``client.subprocess`` handle over an executor process with the same submit/interrupt/mode/model
+surface; its questions reach ``ask()`` the same way and a withdrawn one cancels ``ask()`` (the dialog closes).
+When that process dies the handle's ``ErrorEvent(kind="executor")`` (or ``on_exit`` between turns) is shown,
+and ``restart_session()`` resumes the session in a new process.
 """
 
 from __future__ import annotations
