@@ -11,39 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator
 
+from desktop_agent.util.threads import in_thread  # noqa: F401 - re-exported for client.subprocess
 from desktop_agent.client.base import Ack, ExecutorKind, Question, QuestionBoard, SessionOptions
 from desktop_agent.core.events import Compacted
 from desktop_agent.permissions.types import PermissionReply, PermissionRequest
 
 
-async def in_thread(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` on a plain daemon thread and await its result (no executor pool: a window's loop may be Qt's)."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def deliver(ok: bool, value: Any) -> None:
-        if future.done():
-            return
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-    def work() -> None:
-        try:
-            value, ok = fn(), True
-        except BaseException as exc:  # delivered to the awaiting coroutine
-            value, ok = exc, False
-        try:
-            loop.call_soon_threadsafe(deliver, ok, value)
-        except RuntimeError:  # the loop is closed: nobody is waiting any more
-            pass
-
-    threading.Thread(target=work, name="session-build", daemon=True).start()
-    return await future
 
 
 class _BoardPrompter:

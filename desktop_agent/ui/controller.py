@@ -23,6 +23,8 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication, QWidget
 
+from desktop_agent.util.threads import in_thread  # a plain daemon thread, not qasync's executor
+
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the engine's pydantic types load on first use, after the window has painted
@@ -52,36 +54,6 @@ USER_DENIED = "User denied via UI"
 IDLE, THINKING, STREAMING, TOOL, WAITING, RETRYING, ERROR, STOPPING = (
     "idle", "thinking", "streaming", "tool", "waiting", "retrying", "error", "stopping",
 )
-
-
-async def _in_thread(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` on a plain daemon thread and await its result (qasync's QThread executor is avoided:
-    a result delivered through it crashed the Qt loop now and then)."""
-    import threading
-
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future = loop.create_future()
-
-    def deliver(ok: bool, value: Any) -> None:
-        if future.done():
-            return
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-    def work() -> None:
-        try:
-            value, ok = fn(), True
-        except BaseException as exc:  # delivered to the awaiting coroutine
-            value, ok = exc, False
-        try:
-            loop.call_soon_threadsafe(deliver, ok, value)
-        except RuntimeError:  # the loop is closed: nobody is waiting any more
-            pass
-
-    threading.Thread(target=work, name="session-build", daemon=True).start()
-    return await future
 
 
 class AgentController(QObject):
@@ -149,7 +121,7 @@ class AgentController(QObject):
 
             return AgentSession.create(cwd, prompter=self, **kwargs)
 
-        created = await _in_thread(build)
+        created = await in_thread(build)
         if inspect.isawaitable(created):
             created = await created
         self.set_session(created, cwd)
