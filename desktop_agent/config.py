@@ -66,7 +66,7 @@ def credentials_path() -> Path:
 
 def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
     """Write ``text`` to ``path`` atomically (the project's one atomic writer: temp file + fsync + rename)."""
-    from desktop_agent.tools.fileio import write_bytes_atomic
+    from desktop_agent.util.fileio import write_bytes_atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(str(path), text.encode("utf-8"), mode=mode)

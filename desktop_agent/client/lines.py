@@ -180,7 +180,7 @@ def with_computed_patch(request: PermissionRequest) -> PermissionRequest:
     if name not in ("Edit", "MultiEdit", "Write") or not isinstance(path, str) or not path:
         return request
     from desktop_agent.tools.edit import proposed_file
-    from desktop_agent.tools.fileio import normalize_newlines
+    from desktop_agent.util.fileio import normalize_newlines
     from desktop_agent.tools.patch import structured_patch
 
     abs_path = path if os.path.isabs(path) else os.path.join(request.cwd, path)

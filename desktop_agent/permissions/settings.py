@@ -391,7 +391,7 @@ def update_settings_file(path: str, mutate: Callable[[dict[str, Any]], None]) ->
     warnings: list[str] = []
     data = read_json_file(path, warnings) or {}
     mutate(data)
-    from desktop_agent.tools.fileio import write_bytes_atomic
+    from desktop_agent.util.fileio import write_bytes_atomic
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_bytes_atomic(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from desktop_agent.tools.fileio import write_bytes_atomic
+from desktop_agent.util.fileio import write_bytes_atomic
 
 
 def default_data_dir() -> Path:

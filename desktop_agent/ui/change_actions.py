@@ -21,7 +21,7 @@ from PySide6.QtCore import QCoreApplication, QUrl
 from PySide6.QtGui import QDesktopServices
 
 from desktop_agent.core.messages import system_entry
-from desktop_agent.tools import fileio
+from desktop_agent.util import fileio
 from desktop_agent.tools.patch import structured_patch
 from desktop_agent.ui import highlight
 

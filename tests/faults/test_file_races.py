@@ -24,7 +24,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.types import PermissionReply, PermissionRequest
-from desktop_agent.tools import fileio
+from desktop_agent.util import fileio
 from desktop_agent.tools.registry import all_builtin_tools
 
 UNEXPECTED = ("<tool_use_error>File has been unexpectedly modified. Read it again before attempting to write it."

@@ -255,7 +255,7 @@ def test_too_large(ctx, app, monkeypatch):
 
 
 def test_size_limit_text_for_one_gib():
-    from desktop_agent.tools.fileio import format_file_size
+    from desktop_agent.util.fileio import format_file_size
 
     assert format_file_size(edit_mod.MAX_EDIT_FILE_SIZE) == "1GB"
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from desktop_agent.tools import fileio
+from desktop_agent.util import fileio
 from desktop_agent.tools.patch import format_unified, structured_patch
 
 # ---------------------------------------------------------------- reading
