@@ -89,6 +89,7 @@ def last_tool_result(record: fa.RecordedRequest) -> dict:
     return blocks[0]
 
 
+@pytest.mark.timeout(600)  # the first test may install Claude Code from npm (reference_setup.sh)
 def test_claude_code_allow_then_deny_an_edit(qtbot, qloop, fake, claude_bin, workdir, tmp_path):
     app_ts = workdir / "app.ts"
     app_ts.write_text("export const value = 1\nexport const other = 1\n")
@@ -168,6 +169,7 @@ def test_claude_code_allow_then_deny_an_edit(qtbot, qloop, fake, claude_bin, wor
     assert not resumed.alive
 
 
+@pytest.mark.timeout(600)  # the first test may install Claude Code from npm (reference_setup.sh)
 def test_claude_code_stop_during_a_tool(qtbot, qloop, fake, claude_bin, workdir, tmp_path):
     """Stop (Esc) sends the control ``interrupt``: Claude Code ends its Bash, the window is idle, and the
     executor stays up for the next prompt."""
