@@ -115,23 +115,75 @@ def target_of(request: PermissionRequest) -> str:
     return ""
 
 
-class PermissionDialog(QDialog):
+class SafetyDelay:
+    """The focus-safe delay the permission dialog and the revert confirmation share: after the dialog
+    appears, and each time it is activated again, ``is_ready()`` is False for ``delay_ms()`` while a fill
+    runs across ``fill_button()``. Mixed into a ``QDialog`` before it (``class D(SafetyDelay, QDialog)``);
+    ``_init_delay()`` in ``__init__``."""
+
+    _TICK_MS = 30
+    arm_count = 0  # how often the delay (re)started (tests)
+
+    def _init_delay(self) -> None:
+        self._ready_at = float("inf")  # not before it is shown
+        self._tick = QTimer(self)  # type: ignore[arg-type]
+        self._tick.setInterval(self._TICK_MS)
+        self._tick.timeout.connect(self._on_tick)
+
+    def delay_ms(self) -> int:
+        raise NotImplementedError
+
+    def fill_button(self) -> GuardButton:
+        raise NotImplementedError
+
+    def is_ready(self) -> bool:
+        """True once the safety delay since the dialog appeared or was last activated has passed."""
+        return self.isVisible() and time.monotonic() >= self._ready_at  # type: ignore[attr-defined]
+
+    def _arm(self) -> None:
+        """(Re)start the delay: the buttons are inert, a fill runs across the answering button."""
+        self.arm_count += 1
+        self._ready_at = time.monotonic() + self.delay_ms() / 1000
+        if self.delay_ms() > 0:
+            self._tick.start()
+        self._on_tick()
+
+    def _on_tick(self) -> None:
+        left = self._ready_at - time.monotonic()
+        button = self.fill_button()
+        if left <= 0 or self.delay_ms() <= 0:
+            self._tick.stop()
+            button.progress = None
+        else:
+            button.progress = max(0.0, 1.0 - left / (self.delay_ms() / 1000))
+        button.update()
+
+    def _guarded(self, action: Any) -> None:
+        if self.is_ready():
+            action()
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)  # type: ignore[misc]
+        self._arm()
+
+    def event(self, e) -> bool:
+        if e.type() == QEvent.Type.WindowActivate:
+            self._arm()
+        return super().event(e)  # type: ignore[misc]
+
+
+class PermissionDialog(SafetyDelay, QDialog):
     """Ask the user about one tool call. ``decided`` carries the ``PermissionReply`` exactly once."""
 
     decided = Signal(object)
     safety_delay_ms = 700  # the buttons' inert time after the dialog appears or is activated again
-    _TICK_MS = 30
 
     def __init__(self, request: PermissionRequest, parent: QWidget | None = None):
         super().__init__(parent)
         self.request = request
         self._answered = False
         self._silent = False
-        self._ready_at = float("inf")  # not before it is shown
-        self._tick = QTimer(self)
-        self._tick.setInterval(self._TICK_MS)
-        self._tick.timeout.connect(self._on_tick)
-        self.arm_count = 0  # how often the delay (re)started (tests)
+        self._init_delay()
         self.setModal(True)
         self.setWindowModality(Qt.WindowModality.WindowModal if parent is not None
                                else Qt.WindowModality.ApplicationModal)
@@ -486,40 +538,12 @@ class PermissionDialog(QDialog):
         return PermissionReply(behavior="allow", updated_input=updated, rejected_hunks=rejected,
                                total_hunks=len(hunks), **extra)
 
-    # ----- the safety delay ------------------------------------------------------------------
-    def is_ready(self) -> bool:
-        """True once the safety delay since the dialog appeared or was last activated has passed."""
-        return self.isVisible() and time.monotonic() >= self._ready_at
+    # ----- the safety delay (SafetyDelay) ------------------------------------------------------
+    def delay_ms(self) -> int:
+        return self.safety_delay_ms
 
-    def _arm(self) -> None:
-        """(Re)start the delay: the buttons are inert, a fill runs across Allow."""
-        self.arm_count += 1
-        self._ready_at = time.monotonic() + self.safety_delay_ms / 1000
-        if self.safety_delay_ms > 0:
-            self._tick.start()
-        self._on_tick()
-
-    def _on_tick(self) -> None:
-        left = self._ready_at - time.monotonic()
-        if left <= 0 or self.safety_delay_ms <= 0:
-            self._tick.stop()
-            self.allow_button.progress = None
-        else:
-            self.allow_button.progress = max(0.0, 1.0 - left / (self.safety_delay_ms / 1000))
-        self.allow_button.update()
-
-    def _guarded(self, action: Any) -> None:
-        if self.is_ready():
-            action()
-
-    def showEvent(self, event) -> None:  # noqa: N802
-        super().showEvent(event)
-        self._arm()
-
-    def event(self, e) -> bool:
-        if e.type() == QEvent.Type.WindowActivate:
-            self._arm()
-        return super().event(e)
+    def fill_button(self) -> GuardButton:
+        return self.allow_button
 
     def eventFilter(self, obj: QObject, e: QEvent) -> bool:  # noqa: N802
         if e.type() in _KEY_EVENTS and not self.is_ready() and not self._answered:

@@ -11,26 +11,21 @@ click or a keystroke meant for something else cannot revert. Opened with ``open(
 from __future__ import annotations
 
 import html
-import time
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from desktop_agent.ui.permission_dialog import GuardButton, PermissionDialog
+from desktop_agent.ui.permission_dialog import GuardButton, PermissionDialog, SafetyDelay
 
 
-class RevertDialog(QDialog):
+class RevertDialog(SafetyDelay, QDialog):
     decided = Signal(bool)
     safety_delay_ms: int | None = None  # None: the permission dialog's delay
-    _TICK_MS = 30
 
     def __init__(self, name: str, added: int, removed: int, new_file: bool, parent: QWidget | None = None):
         super().__init__(parent)
         self._answered = False
-        self._ready_at = float("inf")
-        self._tick = QTimer(self)
-        self._tick.setInterval(self._TICK_MS)
-        self._tick.timeout.connect(self._on_tick)
+        self._init_delay()
         self.setObjectName("revertDialog")
         self.setModal(True)
         self.setWindowModality(Qt.WindowModality.WindowModal if parent is not None
@@ -68,36 +63,8 @@ class RevertDialog(QDialog):
     def delay_ms(self) -> int:
         return PermissionDialog.safety_delay_ms if self.safety_delay_ms is None else self.safety_delay_ms
 
-    def is_ready(self) -> bool:
-        return self.isVisible() and time.monotonic() >= self._ready_at
-
-    def _arm(self) -> None:
-        self._ready_at = time.monotonic() + self.delay_ms() / 1000
-        if self.delay_ms() > 0:
-            self._tick.start()
-        self._on_tick()
-
-    def _on_tick(self) -> None:
-        left = self._ready_at - time.monotonic()
-        if left <= 0 or self.delay_ms() <= 0:
-            self._tick.stop()
-            self.revert_button.progress = None
-        else:
-            self.revert_button.progress = max(0.0, 1.0 - left / (self.delay_ms() / 1000))
-        self.revert_button.update()
-
-    def _guarded(self, action) -> None:
-        if self.is_ready():
-            action()
-
-    def showEvent(self, event) -> None:  # noqa: N802
-        super().showEvent(event)
-        self._arm()
-
-    def event(self, e) -> bool:
-        if e.type() == QEvent.Type.WindowActivate:
-            self._arm()
-        return super().event(e)
+    def fill_button(self) -> GuardButton:
+        return self.revert_button
 
     # ----- answers ---------------------------------------------------------------------------
     def _finish(self, yes: bool) -> None:
