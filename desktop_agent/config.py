@@ -140,18 +140,19 @@ def _usable_keyring() -> Any | None:
     return keyring
 
 
-def _key_from_keyring() -> str | None:
+def _key_from_keyring(user: str = KEYRING_USER) -> str | None:
     kr = _usable_keyring()
     if kr is None:
         return None
     try:
-        value = kr.get_password(KEYRING_SERVICE, KEYRING_USER)
+        value = kr.get_password(KEYRING_SERVICE, user)
     except Exception:
         return None
     return value or None
 
 
-def _key_from_file(path: Path | None = None) -> str | None:
+def _key_from_file(path: Path | None = None, field: str = "anthropic_api_key") -> str | None:
+    """``field`` of ``credentials.json``, only when the file is readable by its owner alone."""
     path = path or credentials_path()
     try:
         st = path.stat()
@@ -165,7 +166,7 @@ def _key_from_file(path: Path | None = None) -> str | None:
     except Exception:
         log.warning("ignoring unreadable credentials file %s", path)
         return None
-    value = data.get("anthropic_api_key") if isinstance(data, dict) else None
+    value = data.get(field) if isinstance(data, dict) else None
     return value if isinstance(value, str) and value else None
 
 
@@ -268,21 +269,11 @@ def find_openai_key() -> tuple[str | None, str]:
     env = os.environ.get("OPENAI_API_KEY")
     if env:
         return env, "OPENAI_API_KEY"
-    kr = _usable_keyring()
-    if kr is not None:
-        try:
-            value = kr.get_password(KEYRING_SERVICE, KEYRING_OPENAI_USER)
-        except Exception:
-            value = None
-        if value:
-            return value, "keyring"
-    path = credentials_path()
-    try:
-        data = json.loads(path.read_text("utf-8")) if not (path.stat().st_mode & 0o077) else {}
-    except Exception:
-        data = {}
-    value = data.get("openai_api_key") if isinstance(data, dict) else None
-    return (value, "credentials") if isinstance(value, str) and value else (None, "none")
+    value = _key_from_keyring(KEYRING_OPENAI_USER)
+    if value:
+        return value, "keyring"
+    value = _key_from_file(field="openai_api_key")
+    return (value, "credentials") if value else (None, "none")
 
 
 def resolve_provider(cli_provider: str | None = None, settings: AppSettings | None = None) -> str:
