@@ -133,7 +133,6 @@ class McpConnection:
         tail = self._stderr_tail()
         self.state = "failed"
         self.error = f"{detail}\n{tail}".strip() if tail and tail not in detail else detail
-        self.tools = self.tools if self.tools else []
 
     async def start(self) -> None:
         """Connect (or reconnect) and wait until ready or failed, within MCP_TIMEOUT."""

@@ -223,9 +223,9 @@ class ChunkConverter:
         return out
 
     def feed(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        if isinstance(chunk.get("error"), dict):
-            raise APIStatusError(int(chunk["error"].get("code") or 500) if str(chunk["error"].get("code", ""))
-                                 .isdigit() else 500, chunk)
+        if isinstance(chunk.get("error"), dict):  # an in-stream error: its numeric code, else a server error
+            code = str(chunk["error"].get("code", ""))
+            raise APIStatusError(int(code) if code.isdigit() else 500, chunk)
         out = [] if self.started else self._start(chunk)
         if chunk.get("usage"):
             self.usage = _usage(chunk["usage"])

@@ -172,3 +172,12 @@ async def test_non_streaming_create_converts_the_completion():
                               {"type": "tool_use", "id": "call_z", "name": "Read", "input": {"file_path": "z"}}]
     assert msg["stop_reason"] == "tool_use"
 
+
+
+def test_in_stream_error_chunk_raises_with_its_code():
+    from desktop_agent.model.wire import APIStatusError
+
+    for code, status in (("429", 429), ("rate_limited", 500), (None, 500)):
+        with pytest.raises(APIStatusError) as info:
+            ChunkConverter().feed({"error": {"message": "busy", "code": code}})
+        assert info.value.status_code == status
