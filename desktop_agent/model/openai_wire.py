@@ -40,6 +40,7 @@ import httpx2
 
 from desktop_agent import __version__
 from desktop_agent.model.wire import APIConnectionError, APIStatusError, connection_error
+from desktop_agent.util.input_guard import MAX_INPUT_DEPTH, clip_json_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 FINISH_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
@@ -148,9 +149,9 @@ def _usage(raw: Any) -> dict[str, int]:
 def _arguments(raw: str) -> dict[str, Any]:
     if not raw.strip():
         return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
+    try:  # clipped first, as the Anthropic stream's tool input is: 10,000 nested brackets must not recurse
+        value = json.loads(clip_json_text(raw, MAX_INPUT_DEPTH + 1))
+    except (ValueError, RecursionError):
         return {"raw": raw}
     return value if isinstance(value, dict) else {"raw": raw}
 

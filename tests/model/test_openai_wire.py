@@ -181,3 +181,22 @@ def test_in_stream_error_chunk_raises_with_its_code():
         with pytest.raises(APIStatusError) as info:
             ChunkConverter().feed({"error": {"message": "busy", "code": code}})
         assert info.value.status_code == status
+
+
+@aio
+async def test_hostile_provider_arguments_nested_10000_deep_get_one_error_result(workdir):
+    """A provider streaming tool arguments nested 10,000 deep: no RecursionError anywhere; the call gets
+    exactly one error tool_result (the input guard's) and the turn ends normally."""
+    from desktop_agent.tools.read import ReadTool
+
+    deep = '{"file_path": ' + "[" * 10_000 + "]" * 10_000 + "}"
+    with FakeOpenAI(chunk_size=500) as fake:
+        fake.script([reply(tool_use("Read", deep, id="call_deep")), reply(text("gave up"))])
+        ctx = ToolUseContext(cwd=str(workdir), tools=[ReadTool()], prompter=FakePrompter())
+        run = E2E(fake, ctx, client=client_for(fake))
+        fin = await run.go()
+        fake.assert_done()
+    assert fin.reason == "completed", run.of(ErrorEvent)
+    results = [b for m in fake.requests[1].body["messages"] if m["role"] == "tool" for b in [m]]
+    assert len(results) == 1 and results[0]["tool_call_id"] == "call_deep"
+    assert "nested more than" in results[0]["content"]
