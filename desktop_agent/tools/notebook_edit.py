@@ -100,7 +100,7 @@ def edit_notebook(text: str, input: NotebookEditInput) -> tuple[str, dict[str, A
     """The notebook text after the edit, and the result facts (cell id, old/new source, type, language)."""
     try:
         nb = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a hostile file nested thousands deep is not a notebook either
         raise ToolError(INVALID_JSON_MESSAGE) from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise ToolError(INVALID_JSON_MESSAGE)

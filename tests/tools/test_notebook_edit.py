@@ -9,6 +9,7 @@ import pytest
 
 from desktop_agent.core.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
+from desktop_agent.tools.edit import written_state
 from desktop_agent.tools.notebook_edit import NotebookEditTool
 from tests.core.helpers import ctx_with, tool_use
 from tests.tools.util import WRAP, read, run, tools
@@ -116,3 +117,35 @@ def test_patch_for_the_dialog_is_the_cell_source(ctx, nb):
         NotebookEditInput(notebook_path=str(nb), cell_id="intro", new_source="# Title\nnotes"), ctx)
     assert extras["cell_id"] == "intro" and extras["original_file"] == "# Título\nnotes"
     assert extras["structured_patch"][0]["lines"] == ["-# Título", "+# Title", " notes"]
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "dontAsk"])
+def test_hostile_notebook_edits_outside_the_folder_never_write(workdir, tmp_path, mode):
+    """A hostile model: a notebook outside the working folder, directly and through a symlinked folder
+    inside it. Headless (no one to ask) in default, acceptEdits and dontAsk: denied, the canary unchanged."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "victim.ipynb"
+    target.write_text(nb_text(), "utf-8")
+    (workdir / "link").symlink_to(outside, target_is_directory=True)
+    pc = PermissionContext(str(workdir), mode=mode)
+    ctx = ctx_with(tools() + [NotebookEditTool()], workdir, permission_context=pc)
+    for i, path in enumerate([target, workdir / "link" / "victim.ipynb", workdir / "link" / ".." / "outside" /
+                              "victim.ipynb"]):
+        read_out = run(run_tool_use(tool_use("Read", {"file_path": str(path)}, f"r{i}"), ctx))
+        out = edit(ctx, path, id=f"n{i}", cell_id="calc", new_source="import os; os.system('pwn')")
+        assert out.is_error, (path, out.block)
+        assert out.block["tool_use_id"] == f"n{i}"
+        assert read_out.block["tool_use_id"] == f"r{i}"
+    assert target.read_text("utf-8") == nb_text()  # the canary
+
+
+def test_hostile_notebook_files_give_errors_not_crashes(ctx, workdir):
+    bad = workdir / "bad.ipynb"
+    bad.write_text('{"cells": ' + "[" * 5000 + "]" * 5000 + "}", "utf-8")  # json.loads would recurse
+    # as if the model had read it whole (Read refuses to render it, which is a different path)
+    ctx.read_file_state.set(str(bad), written_state(bad.read_text(), bad.stat().st_mtime_ns // 1_000_000))
+    out = edit(ctx, bad, cell_id="cell-0", new_source="x")
+    assert out.is_error and out.block["tool_use_id"] == "toolu_nb_1"
+    assert out.block["content"] == WRAP.format("Notebook is not valid JSON.")
+    assert bad.read_text().startswith('{"cells": [[[')
