@@ -34,7 +34,7 @@ def find_claude() -> str:
 async def measure(kind: str, hold: float) -> dict:
     import tests.fakes.anthropic_server as fa
     from desktop_agent.client import SessionOptions, make_client
-    from desktop_agent.permissions.types import PermissionReply
+    from desktop_agent.core.permission import PermissionReply
 
     work = Path(tempfile.mkdtemp(prefix="approval-wait-"))
     ws = work / "ws"

@@ -15,8 +15,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import report, result  # noqa: E402
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
-from desktop_agent.core.execution import run_tool_use  # noqa: E402
-from desktop_agent.tools.base import ToolInput, ToolResult, build_tool  # noqa: E402
+from desktop_agent.engine.execution import run_tool_use  # noqa: E402
+from desktop_agent.core.tool import ToolInput, ToolResult, build_tool  # noqa: E402
 
 
 class EchoInput(ToolInput):

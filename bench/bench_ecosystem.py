@@ -97,7 +97,7 @@ def providers(runs: int) -> list[dict[str, Any]]:
 
 async def _mcp(calls: int, starts: int) -> list[dict[str, Any]]:
     from desktop_agent.core.context import ToolUseContext
-    from desktop_agent.core.execution import run_tool_use
+    from desktop_agent.engine.execution import run_tool_use
     from desktop_agent.mcp.client import McpManager
     from desktop_agent.mcp.config import McpServerConfig
     from desktop_agent.permissions.context import PermissionContext

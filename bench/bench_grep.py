@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import report, result  # noqa: E402
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
-from desktop_agent.core.execution import run_tool_use  # noqa: E402
+from desktop_agent.engine.execution import run_tool_use  # noqa: E402
 from desktop_agent.tools.grep import GrepInput, GrepTool  # noqa: E402
 from desktop_agent.tools.ripgrep import rg_path  # noqa: E402
 

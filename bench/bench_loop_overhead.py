@@ -26,10 +26,10 @@ from pydantic import Field  # noqa: E402
 
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.core.events import TurnFinished  # noqa: E402
-from desktop_agent.core.loop import QueryParams, query  # noqa: E402
+from desktop_agent.engine.loop import QueryParams, query  # noqa: E402
 from desktop_agent.core.messages import user_entry  # noqa: E402
 from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use  # noqa: E402
-from desktop_agent.tools.base import ToolInput, ToolResult, build_tool  # noqa: E402
+from desktop_agent.core.tool import ToolInput, ToolResult, build_tool  # noqa: E402
 
 TARGET_MS = 5.0
 

@@ -24,8 +24,8 @@ from desktop_agent.permissions import bash_commands, paths  # noqa: E402
 from desktop_agent.permissions.context import PermissionContext  # noqa: E402
 from desktop_agent.permissions.engine import has_permissions_to_use_tool  # noqa: E402
 from desktop_agent.permissions.rules import parse_rule  # noqa: E402
-from desktop_agent.permissions.types import PermissionRule  # noqa: E402
-from desktop_agent.tools.base import ToolInput, build_tool  # noqa: E402
+from desktop_agent.core.permission import PermissionRule  # noqa: E402
+from desktop_agent.core.tool import ToolInput, build_tool  # noqa: E402
 
 
 class FileIn(ToolInput):

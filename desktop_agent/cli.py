@@ -1,6 +1,6 @@
 """The ``desktop-agent`` command (SPEC App. C): the desktop window, or with ``-p`` the same engine headless.
 
-``desktop-agent [FOLDER]`` opens the window (``desktop_agent.app.run_desktop``). ``-p``/``--print``,
+``desktop-agent [FOLDER]`` opens the window (``desktop_agent.__main__.main``). ``-p``/``--print``,
 ``--input-format stream-json`` or ``--output-format`` run headless with the reference agent's flags,
 so scripts and SDKs written for it work unchanged:
 
@@ -418,7 +418,7 @@ class StdioPrompter:
 
     async def ask(self, request: Any) -> Any:
         from desktop_agent.core.errors import USER_DENIED_MESSAGE
-        from desktop_agent.permissions.types import PermissionReply, PermissionUpdate
+        from desktop_agent.core.permission import PermissionReply, PermissionUpdate
 
         payload: dict[str, Any] = {
             "subtype": "can_use_tool",
@@ -497,7 +497,7 @@ class DenyingPrompter:
         return self.inner is not None
 
     async def ask(self, request: Any) -> Any:
-        from desktop_agent.permissions.types import PermissionReply
+        from desktop_agent.core.permission import PermissionReply
 
         if self.inner is None:
             return PermissionReply(behavior="deny", message=request.message or "Permission required")
@@ -570,7 +570,7 @@ class HeadlessRun:
     # ---------------------------------------------------------------------- session
 
     def create_session(self) -> None:
-        from desktop_agent.agent import AgentSession
+        from desktop_agent.app.session import AgentSession
 
         o = self.opts
         self.session = AgentSession.create(
@@ -956,7 +956,7 @@ def _freeze_heap() -> None:
 
 
 def run_headless(opts: Options) -> int:
-    from desktop_agent.agent import ConfigError, SessionError
+    from desktop_agent.app.session import ConfigError, SessionError
 
     prompt: str | None = " ".join(opts.positionals) if opts.positionals else None
     if opts.input_format == "text" and not prompt:
@@ -978,7 +978,9 @@ def run_headless(opts: Options) -> int:
         return 130
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, open_window: Callable[[list[str]], int] | None = None) -> int:
+    """The ``desktop-agent`` command: ``-p`` runs headless here; anything else opens the window through
+    ``open_window`` (given by ``desktop_agent.__main__``, the one module above both front ends)."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         opts = parse_args(args)
@@ -997,6 +999,7 @@ def main(argv: list[str] | None = None) -> int:
         code = run_headless(opts)
         _freeze_heap()  # skip the exit-time collection over every object
         return code
-    from desktop_agent.app import run_desktop
-
-    return run_desktop(args)
+    if open_window is None:
+        eprint("desktop-agent: the desktop window is not available from this entry point")
+        return 1
+    return open_window(args)

@@ -2,7 +2,7 @@
 
 import sys
 
-from desktop_agent.cli import main
+from desktop_agent.__main__ import main
 
 if __name__ == "__main__":
     sys.exit(main())

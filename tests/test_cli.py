@@ -519,7 +519,7 @@ def test_compact_command_in_process(workdir, monkeypatch):
     import asyncio
     import io
 
-    from desktop_agent import agent
+    from desktop_agent.app import session as agent
     from desktop_agent.cli import HeadlessRun, Output, parse_args
     from desktop_agent.model.scripted import ScriptedModelClient
 

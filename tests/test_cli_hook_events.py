@@ -179,7 +179,7 @@ def test_no_host_no_permission_notification(tmp_path):
 def test_idle_prompt_notification_after_a_turn(tmp_path):
     """A session with ``idle_notification_s`` set (the window sets 60 s) notifies ``idle_prompt`` once when no
     prompt follows a turn in time, never while a turn runs; ``end`` sends SessionEnd with its reason."""
-    from desktop_agent.agent import IDLE_NOTIFICATION_S, AgentSession
+    from desktop_agent.app.session import IDLE_NOTIFICATION_S, AgentSession
     from desktop_agent.model.anthropic_client import AnthropicClient
 
     assert IDLE_NOTIFICATION_S == 60.0

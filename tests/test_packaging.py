@@ -352,7 +352,7 @@ def test_wheel_contents_and_metadata(wheel_file, wheel_source):
         rel = py.relative_to(wheel_source).as_posix()
         assert rel in names, f"{rel} is missing from the wheel"
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
-    assert "desktop-agent = desktop_agent.cli:main" in entry_points
+    assert "desktop-agent = desktop_agent.__main__:main" in entry_points
     # pip install pulls exactly the dependencies pyproject declares.
     declared = tomllib.loads((wheel_source / "pyproject.toml").read_text("utf-8"))["project"]["dependencies"]
     requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Generator, Literal, Protocol, Sequence
 
 from desktop_agent.core.events import Compacted
-from desktop_agent.permissions.types import PermissionMode, PermissionPrompter, PermissionReply, PermissionRequest
+from desktop_agent.core.permission import PermissionMode, PermissionPrompter, PermissionReply, PermissionRequest
 
 ExecutorKind = Literal["inprocess", "process", "claude"]
 EXECUTOR_KINDS: tuple[ExecutorKind, ...] = ("inprocess", "process", "claude")

@@ -1,4 +1,4 @@
-"""``InProcessClient``: the engine on this event loop (``desktop_agent.agent.AgentSession``), behind the same
+"""``InProcessClient``: the engine on this event loop (``desktop_agent.app.session.AgentSession``), behind the same
 ``SessionHandle`` as an executor process.
 
 The session is built on a worker thread (the first build imports the API client and reads settings; a window
@@ -16,7 +16,7 @@ from typing import Any, AsyncIterator
 from desktop_agent.util.threads import in_thread  # noqa: F401 - re-exported for client.subprocess
 from desktop_agent.client.base import Ack, ExecutorKind, Question, QuestionBoard, SessionOptions
 from desktop_agent.core.events import Compacted
-from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+from desktop_agent.core.permission import PermissionReply, PermissionRequest
 
 
 
@@ -129,7 +129,7 @@ class InProcessClient:
         cwd = os.fspath(folder)
 
         def build() -> Any:
-            from desktop_agent.agent import AgentSession
+            from desktop_agent.app.session import AgentSession
 
             return AgentSession.create(cwd, **kwargs)
 

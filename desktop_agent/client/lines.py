@@ -22,7 +22,7 @@ from desktop_agent.core.events import (
     AssistantBlock, Compacted, ErrorEvent, RequestStarted, TextDelta, ThinkingDelta, ToolCallFinished,
     ToolCallStarted, TurnFinished, TurnStarted, Usage, UserMessage,
 )
-from desktop_agent.permissions.types import DecisionReason, PermissionReply, PermissionRequest, PermissionUpdate
+from desktop_agent.core.permission import DecisionReason, PermissionReply, PermissionRequest, PermissionUpdate
 from desktop_agent.protocol.control import CanUseToolRequest, PermissionAllow, PermissionDeny
 from desktop_agent.protocol.stream_json import (
     AssistantLine, ResultLine, StreamEventLine, SystemLine, UserLine,

@@ -31,7 +31,7 @@ from desktop_agent.client.base import (
 from desktop_agent.client.lines import LineTranslator, reply_body, request_from_wire, with_computed_patch
 from desktop_agent.client.in_process import in_thread
 from desktop_agent.core.events import Compacted, ErrorEvent, PermissionRequested, PermissionResolved, TurnFinished
-from desktop_agent.permissions.types import PERMISSION_MODES, PermissionReply
+from desktop_agent.core.permission import PERMISSION_MODES, PermissionReply
 from desktop_agent.protocol import ProtocolError, stream_json
 from desktop_agent.protocol.control import (
     CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse, InitializeRequest, InterruptRequest,

@@ -1,1 +1,1 @@
-"""The engine core: query loop, tool execution pipeline, orchestration, events and context."""
+"""Vocabulary shared by every floor: messages, events, errors, the Tool contract, permission types, abort and context."""

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from desktop_agent.permissions.types import PermissionPrompter
-    from desktop_agent.tools.base import Tool
+    from desktop_agent.core.permission import PermissionPrompter
+    from desktop_agent.core.tool import Tool
 
 MAX_FILE_STATE_ENTRIES = 100
 MAX_FILE_STATE_BYTES = 25 * 1024 * 1024

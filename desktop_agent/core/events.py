@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+from desktop_agent.core.permission import PermissionReply, PermissionRequest
 
 
 class _Event(BaseModel):

@@ -36,8 +36,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import ToolError
 from desktop_agent.mcp.config import McpServerConfig, normalize_name
-from desktop_agent.permissions.types import PermissionDecision
-from desktop_agent.tools.base import Tool, ToolResult
+from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.tool import Tool, ToolResult
 
 State = Literal["pending", "connecting", "connected", "failed"]
 MAX_RESTARTS = 3

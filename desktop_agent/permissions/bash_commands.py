@@ -41,7 +41,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.paths import (in_working_dirs, is_inside, matching_path_rule, paths_to_check,
                                              protected_reason)
 from desktop_agent.permissions.rules import CombinedBashMatcher, bash_pattern_matches
-from desktop_agent.permissions.types import DecisionReason, PermissionDecision, PermissionUpdate, RuleValue
+from desktop_agent.core.permission import DecisionReason, PermissionDecision, PermissionUpdate, RuleValue
 
 REQUIRES_APPROVAL = "This command requires approval"
 

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from desktop_agent.permissions import settings as settings_mod
 from desktop_agent.permissions.rules import CompiledRule, parse_rule, source_root_for, tool_name_matches
-from desktop_agent.permissions.types import (PERMISSION_MODES, PermissionRule, PermissionUpdate, RuleBehavior,
+from desktop_agent.core.permission import (PERMISSION_MODES, PermissionRule, PermissionUpdate, RuleBehavior,
                                              RuleSource, RuleValue)
 
 _FILE_DESTINATIONS = ("localSettings", "projectSettings", "userSettings")

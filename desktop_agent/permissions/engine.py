@@ -27,7 +27,7 @@ from typing import Any
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import wrap_error
 from desktop_agent.permissions.rules import generic_content_matches, param_rule_matches
-from desktop_agent.permissions.types import DecisionReason, PermissionDecision, PermissionUpdate, RuleValue
+from desktop_agent.core.permission import DecisionReason, PermissionDecision, PermissionUpdate, RuleValue
 
 # Tools whose check_permissions consults content rules itself (paths, Bash commands).
 OWN_RULE_MATCHERS = frozenset({"Bash", "Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS",

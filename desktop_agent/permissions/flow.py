@@ -20,7 +20,7 @@ from typing import Any
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import USER_DENIED_MESSAGE
 from desktop_agent.permissions import engine
-from desktop_agent.permissions.types import PermissionDecision, PermissionReply, PermissionRequest, PermissionUpdate
+from desktop_agent.core.permission import PermissionDecision, PermissionReply, PermissionRequest, PermissionUpdate
 
 
 def _emit(ctx: ToolUseContext, event: Any) -> None:

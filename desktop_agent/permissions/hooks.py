@@ -374,7 +374,7 @@ class HookRunner:
     async def permission_request(self, tool_name: str, tool_input: dict[str, Any], suggestions: list[Any],
                                  ctx: Any, tool_use_id: str | None = None) -> Any | None:
         """PermissionRequest hooks: a ``PermissionReply`` when one decides, else None (exit 2 is not honoured)."""
-        from desktop_agent.permissions.types import PermissionReply, PermissionUpdate
+        from desktop_agent.core.permission import PermissionReply, PermissionUpdate
 
         wire = [s.to_wire() if hasattr(s, "to_wire") else s for s in suggestions or []]
         payload = {**self._base_input("PermissionRequest", ctx), "tool_name": tool_name, "tool_input": tool_input,

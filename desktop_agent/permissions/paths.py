@@ -20,7 +20,7 @@ from typing import Any, TypedDict
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import wrap_error
 from desktop_agent.permissions.rules import CombinedPathMatcher, CompiledRule, fold
-from desktop_agent.permissions.types import (
+from desktop_agent.core.permission import (
     DecisionReason, PermissionDecision, PermissionMode, PermissionUpdate, RuleValue,
 )
 

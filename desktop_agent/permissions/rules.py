@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
-from desktop_agent.permissions.types import PermissionRule, RuleBehavior, RuleValue
+from desktop_agent.core.permission import PermissionRule, RuleBehavior, RuleValue
 
 # Tools whose rule content is a path (gitignore syntax).
 READ_PATH_TOOLS = frozenset({"Read", "Grep", "Glob", "LS", "NotebookRead"})

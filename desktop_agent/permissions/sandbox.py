@@ -97,7 +97,7 @@ from typing import Any, Iterable, Literal
 from desktop_agent.util.git_env import GIT_OVERRIDES, git_safety_env  # noqa: F401 - re-exported
 from desktop_agent.permissions import settings as settings_mod
 from desktop_agent.permissions.rules import PathPattern, compile_path_pattern
-from desktop_agent.permissions.types import DecisionReason, PermissionDecision
+from desktop_agent.core.permission import DecisionReason, PermissionDecision
 
 MODE_ENV = "DESKTOP_AGENT_SANDBOX"
 BWRAP_ENV = "DESKTOP_AGENT_BWRAP"

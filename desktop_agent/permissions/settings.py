@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from desktop_agent.permissions.rules import INERT_PATH_RULE_TOOLS, parse_rule, split_rule_list
-from desktop_agent.permissions.types import PERMISSION_MODES, PermissionRule, RuleSource
+from desktop_agent.core.permission import PERMISSION_MODES, PermissionRule, RuleSource
 
 MANAGED_DIR_DEFAULT = "/etc/claude-code"
 PROJECT_SOURCES = ("projectSettings", "localSettings")

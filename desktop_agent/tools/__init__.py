@@ -1,1 +1,1 @@
-"""The tools the model uses: one module per tool on the contract of ``tools.base``."""
+"""The tools the model uses: one module per tool on the contract of ``core.tool``."""

@@ -51,12 +51,12 @@ from typing import Any, Callable, Literal
 from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.execution import current_call
+from desktop_agent.core.tool import current_call
 from desktop_agent.permissions import bash_commands
 from desktop_agent.permissions.paths import is_inside
-from desktop_agent.permissions.types import PermissionDecision
+from desktop_agent.core.permission import PermissionDecision
 from desktop_agent.permissions import sandbox
-from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
+from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000

@@ -24,11 +24,11 @@ from pydantic import Field
 
 from desktop_agent.core.context import FileStateEntry, ToolUseContext
 from desktop_agent.core.errors import ToolError
-from desktop_agent.core.execution import current_call
+from desktop_agent.core.tool import current_call
 from desktop_agent.permissions.paths import check_write_permission_for_tool, is_path_denied
-from desktop_agent.permissions.types import PermissionDecision
+from desktop_agent.core.permission import PermissionDecision
 from desktop_agent.util import fileio
-from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
+from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.tools.patch import apply_hunks, rejected_hunks_sentence, split_lines_keepends, structured_patch
 from desktop_agent.tools.read import DENIED_MESSAGE, file_not_found_message
 

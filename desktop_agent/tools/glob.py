@@ -20,8 +20,8 @@ from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.paths import check_read_permission_for_tool
-from desktop_agent.permissions.types import PermissionDecision
-from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
+from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.tools.ripgrep import (ByMtime, DenyFilter, RgResult, RipgrepError, deny_exclude_args,
                                          rg_argument_problem, run_rg, sort_by_mtime, split_rel, vcs_exclude_args)
 

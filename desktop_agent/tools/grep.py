@@ -22,8 +22,8 @@ from pydantic import ConfigDict, Field
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.paths import check_read_permission_for_tool, is_inside
-from desktop_agent.permissions.types import PermissionDecision
-from desktop_agent.tools.base import ToolInput, ToolResult, ValidationResult, Tool
+from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.tool import ToolInput, ToolResult, ValidationResult, Tool
 from desktop_agent.tools.read import special_file_message
 from desktop_agent.tools.ripgrep import (DenyFilter, NewestFirst, RipgrepError, deny_exclude_args, rg_argument_problem,
                                          run_rg, split_rel, vcs_exclude_args)

@@ -29,9 +29,9 @@ from pydantic import Field
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import ToolError
 from desktop_agent.permissions.paths import check_write_permission_for_tool, is_path_denied
-from desktop_agent.permissions.types import PermissionDecision
+from desktop_agent.core.permission import PermissionDecision
 from desktop_agent.util import fileio
-from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
+from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.tools.edit import (
     MODIFIED_SINCE_READ_MESSAGE, NOT_READ_MESSAGE, UNEXPECTEDLY_MODIFIED_MESSAGE, forget_stale_view, is_stale,
     prepare_write, take_snapshot, written_state,

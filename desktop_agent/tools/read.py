@@ -39,9 +39,9 @@ from pydantic import Field
 from desktop_agent.core.context import FileStateEntry, ToolUseContext
 from desktop_agent.core.errors import ToolError
 from desktop_agent.permissions.paths import check_read_permission_for_tool, is_path_denied
-from desktop_agent.permissions.types import PermissionDecision
+from desktop_agent.core.permission import PermissionDecision
 from desktop_agent.util import fileio
-from desktop_agent.tools.base import Tool, ToolInput, ToolResult, ValidationResult
+from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 
 MAX_FILE_SIZE_BYTES = int(0.25 * 1024 * 1024)  # whole-file reads (no limit)
 DEFAULT_MAX_OUTPUT_TOKENS = 25_000

@@ -28,7 +28,7 @@ from desktop_agent.util.threads import in_thread  # a plain daemon thread, not q
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the engine's pydantic types load on first use, after the window has painted
-    from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+    from desktop_agent.core.permission import PermissionReply, PermissionRequest
 
 
 class _LazyEvents:
@@ -42,7 +42,7 @@ ev: Any = _LazyEvents()
 
 
 def _reply(**kw: Any) -> Any:
-    from desktop_agent.permissions.types import PermissionReply
+    from desktop_agent.core.permission import PermissionReply
 
     return PermissionReply(**kw)
 
@@ -117,7 +117,7 @@ class AgentController(QObject):
         # Built on a worker thread: the first session imports the API client (~1 s) and reads files;
         # the window keeps painting meanwhile. create() touches no Qt object.
         def build() -> Any:
-            from desktop_agent.agent import AgentSession
+            from desktop_agent.app.session import AgentSession
 
             return AgentSession.create(cwd, prompter=self, **kwargs)
 
@@ -130,7 +130,7 @@ class AgentController(QObject):
     def set_session(self, session: Any, cwd: str | None = None) -> None:
         self.session = session
         if hasattr(session, "idle_notification_s"):  # idle_prompt Notification hooks after 60 s (App. B §B.5)
-            from desktop_agent.agent import IDLE_NOTIFICATION_S
+            from desktop_agent.app.session import IDLE_NOTIFICATION_S
 
             session.idle_notification_s = IDLE_NOTIFICATION_S
         self.cwd = cwd or getattr(session, "cwd", None)

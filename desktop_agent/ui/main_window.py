@@ -156,7 +156,7 @@ def prewarm_engine() -> None:
 
     def work() -> None:
         try:
-            import desktop_agent.agent  # noqa: F401
+            import desktop_agent.app.session  # noqa: F401
             import desktop_agent.model.anthropic_client  # noqa: F401
             import desktop_agent.tools.registry  # noqa: F401
         except Exception:
@@ -881,7 +881,7 @@ class MainWindow(QMainWindow):
         if not self.folder:
             return
         try:
-            from desktop_agent.agent import AgentSession
+            from desktop_agent.app.session import AgentSession
 
             infos = AgentSession.list_sessions(self.folder)
         except Exception:

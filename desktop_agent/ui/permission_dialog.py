@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout, QWidget,
 )
 
-from desktop_agent.permissions.types import PermissionReply, PermissionRequest, PermissionUpdate
+from desktop_agent.core.permission import PermissionReply, PermissionRequest, PermissionUpdate
 from desktop_agent.tools.edit import partial_edit_input, proposed_file
 from desktop_agent.tools.patch import hunk_old_range, structured_patch
 from desktop_agent.tools.write import partial_write_input

@@ -248,7 +248,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     dlg.close()
 
     # 6. a decision per hunk: a Write of five changes, two of them rejected
-    from desktop_agent.permissions.types import DecisionReason, PermissionRequest
+    from desktop_agent.core.permission import DecisionReason, PermissionRequest
     from desktop_agent.tools.patch import structured_patch
     from desktop_agent.ui.permission_dialog import PermissionDialog
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 
 from desktop_agent.client import SessionOptions, make_client
-from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+from desktop_agent.core.permission import PermissionReply, PermissionRequest
 from tests.fakes.anthropic_server import FakeAnthropic
 
 HOLD = "hold"  # a prompter answer: never answer (the test kills or interrupts)

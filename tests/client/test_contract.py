@@ -17,7 +17,7 @@ import pytest
 from desktop_agent.core.events import (
     ErrorEvent, PermissionRequested, PermissionResolved, TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished,
 )
-from desktop_agent.permissions.types import PermissionReply
+from desktop_agent.core.permission import PermissionReply
 from tests.fakes.anthropic_server import reply, text, tool_use
 
 from .conftest import ScriptedPrompter, run_turn

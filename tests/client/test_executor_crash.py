@@ -17,7 +17,7 @@ import pytest
 
 from desktop_agent.client import ClientError, SessionOptions, make_client
 from desktop_agent.core.events import ErrorEvent, PermissionResolved, TextDelta, ToolCallStarted, TurnFinished
-from desktop_agent.permissions.types import PermissionReply
+from desktop_agent.core.permission import PermissionReply
 from desktop_agent.session.resume import load_conversation_for_resume
 from desktop_agent.session.store import read_transcript
 from tests.faults.util import api_pairing_problems

@@ -14,7 +14,7 @@ from desktop_agent.client import SessionOptions
 from desktop_agent.client.lines import reply_body, with_computed_patch
 from desktop_agent.client.subprocess import SubprocessClient, executor_argv
 from desktop_agent.core.events import ToolCallFinished, ToolCallStarted, TurnFinished, Usage
-from desktop_agent.permissions.types import PermissionReply, PermissionRequest, PermissionUpdate
+from desktop_agent.core.permission import PermissionReply, PermissionRequest, PermissionUpdate
 from desktop_agent.protocol import ProtocolError, decode, encode
 from desktop_agent.protocol.control import (
     CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse, InterruptRequest, OtherRequest,

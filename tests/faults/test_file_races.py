@@ -21,9 +21,9 @@ import time
 import pytest
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+from desktop_agent.core.permission import PermissionReply, PermissionRequest
 from desktop_agent.util import fileio
 from desktop_agent.tools.registry import all_builtin_tools
 

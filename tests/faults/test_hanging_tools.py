@@ -21,7 +21,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.events import ToolCallStarted
 from desktop_agent.model.scripted import ScriptedModelClient, reply, tool_use
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.tools.base import ToolInput, ToolResult, build_tool
+from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 from desktop_agent.tools.registry import all_builtin_tools
 
 from .util import QueryRun, api_pairing_problems, process_alive
@@ -133,7 +133,7 @@ def test_stubborn_bash_timeout_kills_group(tmp_path, monkeypatch):
     ws = str(tmp_path)
     pidfile = os.path.join(ws, "pids")
     ctx = _ctx(ws, [])
-    from desktop_agent.core.execution import run_tool_use
+    from desktop_agent.engine.execution import run_tool_use
 
     cmd = f"trap '' TERM; sleep 300 & echo $$ $! > {pidfile}; wait"
     t0 = time.perf_counter()

@@ -23,7 +23,7 @@ RESULT_LIMIT_CHARS = 40_000  # Bash's max_result_size_chars (its own cap is 30,0
 CHILD = textwrap.dedent("""
     import asyncio, json, sys, time
     from desktop_agent.core.context import ToolUseContext
-    from desktop_agent.core.execution import run_tool_use
+    from desktop_agent.engine.execution import run_tool_use
     from desktop_agent.permissions.context import PermissionContext
     from desktop_agent.tools.bash import BashTool
 

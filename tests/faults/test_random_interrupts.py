@@ -23,10 +23,10 @@ from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import REJECT_MESSAGE
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.tools.base import ToolInput, ToolResult, build_tool
+from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 from desktop_agent.tools.registry import all_builtin_tools
 
 from .util import QueryRun, api_pairing_problems

@@ -1,6 +1,6 @@
 """Shared helpers of the fault suite: run one query and check the transcript it produced.
 
-``run_query`` drives ``desktop_agent.core.loop.query`` to its ``TurnFinished`` and keeps every event and
+``run_query`` drives ``desktop_agent.engine.loop.query`` to its ``TurnFinished`` and keeps every event and
 transcript entry. ``api_pairing_problems`` checks what the API would check (after ``normalize_for_api``):
 roles alternate, the first message is the user's, every tool_use is answered exactly once in the next
 user message, no stray or duplicate tool_result. ``process_alive`` / ``proc_status_kb`` read /proc.
@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from desktop_agent.core.loop import QueryParams
+from desktop_agent.engine.loop import QueryParams
 from desktop_agent.core.messages import normalize_for_api, user_entry
-from tests.core.helpers import TurnRun
+from tests.engine.helpers import TurnRun
 
 SYSTEM = [{"type": "text", "text": "You are a test agent."}]
 

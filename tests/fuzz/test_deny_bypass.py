@@ -16,7 +16,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.engine import has_permissions_to_use_tool
 from desktop_agent.permissions.rules import parse_rule
-from desktop_agent.permissions.types import PermissionRule
+from desktop_agent.core.permission import PermissionRule
 from desktop_agent.tools.registry import all_builtin_tools
 
 TOOLS = {t.name: t for t in all_builtin_tools()}

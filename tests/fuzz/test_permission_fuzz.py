@@ -25,7 +25,7 @@ from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.engine import has_permissions_to_use_tool
 from desktop_agent.permissions.rules import parse_rule
 from desktop_agent.permissions.settings import load_settings
-from desktop_agent.permissions.types import PermissionRule
+from desktop_agent.core.permission import PermissionRule
 from desktop_agent.tools.registry import all_builtin_tools
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.tools.registry import all_builtin_tools
 

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.mcp.client import McpManager
 from desktop_agent.mcp.config import McpServerConfig, load_server_configs
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.permissions.types import PermissionReply
-from tests.core.helpers import FakePrompter, tool_use
+from desktop_agent.core.permission import PermissionReply
+from tests.engine.helpers import FakePrompter, tool_use
 
 ROOT = Path(__file__).resolve().parents[2]
 

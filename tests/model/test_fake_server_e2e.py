@@ -20,10 +20,10 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.events import (
     ErrorEvent, RetryWaiting, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, TurnFinished, Usage,
 )
-from desktop_agent.core.loop import QueryParams
+from desktop_agent.engine.loop import QueryParams
 from desktop_agent.core.messages import normalize_for_api, user_entry
 from desktop_agent.model.anthropic_client import AnthropicClient
-from tests.core.helpers import FakePrompter, Tracker, TurnRun, make_tools
+from tests.engine.helpers import FakePrompter, Tracker, TurnRun, make_tools
 from tests.fakes.anthropic_server import FakeAnthropic, fake_anthropic, http_error, reply, text, thinking, tool_use  # noqa: F401
 from tests.model.aio import aio
 

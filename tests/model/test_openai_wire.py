@@ -18,7 +18,7 @@ from desktop_agent.model.anthropic_client import AnthropicClient
 from desktop_agent.model.client import ModelError, ModelRequest, StreamBroken
 from desktop_agent.model.openai_wire import ChunkConverter, to_chat_request
 from desktop_agent.model.stream import MessageAccumulator
-from tests.core.helpers import FakePrompter
+from tests.engine.helpers import FakePrompter
 from tests.fakes.anthropic_server import http_error, reply, text, tool_use
 from tests.fakes.openai_server import FakeOpenAI, fake_openai  # noqa: F401
 from tests.model.aio import aio

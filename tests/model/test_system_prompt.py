@@ -6,7 +6,7 @@ import datetime as dt
 import os
 import subprocess
 
-from desktop_agent.core.system_prompt import build_system_prompt, find_memory_files
+from desktop_agent.app.system_prompt import build_system_prompt, find_memory_files
 from tests.model.aio import aio
 
 

@@ -252,7 +252,7 @@ def test_importing_the_client_does_not_import_the_sdk():
     import subprocess
     import sys
 
-    code = ("import sys; import desktop_agent.model.anthropic_client, desktop_agent.agent; "
+    code = ("import sys; import desktop_agent.model.anthropic_client, desktop_agent.app.session; "
             "print(sorted(m for m in sys.modules if m == 'anthropic' or m.startswith('anthropic.'))[:3])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

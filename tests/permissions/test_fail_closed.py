@@ -10,7 +10,7 @@ import os
 import pytest
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.engine import current_mode, has_permissions_to_use_tool
 from desktop_agent.tools.registry import default_tools
 
@@ -39,8 +39,8 @@ def test_no_permission_state_is_default_mode_never_bypass(tmp_path):
 
 
 def test_no_permission_state_asks_when_there_is_someone_to_ask(tmp_path):
-    from tests.core.helpers import FakePrompter
-    from desktop_agent.permissions.types import PermissionReply
+    from tests.engine.helpers import FakePrompter
+    from desktop_agent.core.permission import PermissionReply
 
     prompter = FakePrompter(PermissionReply(behavior="deny", message="no"))
     ctx = _ctx(tmp_path, prompter=prompter)
@@ -92,7 +92,7 @@ def test_exception_while_deciding_after_a_hook_allow_is_a_deny(tmp_path, monkeyp
 def test_exception_in_check_permissions_one_tool_result_through_the_session(tmp_path, monkeypatch):
     """The whole turn, bypass mode: the broken check denies with the sentence, the call gets exactly one
     tool_result in the next request, and the session goes on."""
-    from desktop_agent.agent import AgentSession
+    from desktop_agent.app.session import AgentSession
     from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
     from desktop_agent.tools.write import WriteTool
 
@@ -122,7 +122,7 @@ def test_exception_in_check_permissions_one_tool_result_through_the_session(tmp_
 def test_broken_hooks_module_is_a_start_up_error(tmp_path, monkeypatch, capsys):
     """HookRunner cannot be built from the settings → ConfigError at create; the CLI prints it and exits 1."""
     from desktop_agent import cli
-    from desktop_agent.agent import AgentSession, ConfigError
+    from desktop_agent.app.session import AgentSession, ConfigError
     from desktop_agent.model.scripted import ScriptedModelClient
     from desktop_agent.permissions import hooks
 
@@ -144,7 +144,7 @@ def test_broken_hooks_module_is_a_start_up_error(tmp_path, monkeypatch, capsys):
 def test_no_import_fallbacks_left_in_the_composition_root():
     import inspect
 
-    import desktop_agent.agent as agent
+    import desktop_agent.app.session as agent
 
     source = inspect.getsource(agent)
     assert "except ImportError" not in source and "_SimplePermissionContext" not in source

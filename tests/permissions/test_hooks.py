@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.hooks import HookRunner, matcher_matches
-from desktop_agent.permissions.types import PermissionReply
+from desktop_agent.core.permission import PermissionReply
 from tests.permissions import util
 from tests.permissions.util import make_ctx, make_workspace
 

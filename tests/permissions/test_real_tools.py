@@ -8,11 +8,11 @@ import os
 import pytest
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.engine import filter_denied_tools
 from desktop_agent.permissions.rules import parse_rule
-from desktop_agent.permissions.types import PermissionRule
+from desktop_agent.core.permission import PermissionRule
 
 DENIED = "<tool_use_error>File is in a directory that is denied by your permission settings.</tool_use_error>"
 
@@ -82,7 +82,7 @@ def test_the_patch_for_the_dialog_is_computed_off_the_event_loop(workdir, monkey
     import threading
 
     from desktop_agent.tools.edit import EditTool
-    from tests.core.helpers import FakePrompter
+    from tests.engine.helpers import FakePrompter
 
     ws = str(workdir)
     path = os.path.join(ws, "big.py")

@@ -11,7 +11,7 @@ import pytest
 
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.settings import SettingsSource
-from desktop_agent.permissions.types import DecisionReason, PermissionDecision, PermissionRule
+from desktop_agent.core.permission import DecisionReason, PermissionDecision, PermissionRule
 from desktop_agent.permissions.rules import parse_rule
 from desktop_agent.permissions import sandbox
 

@@ -11,7 +11,7 @@ import pytest
 from desktop_agent.permissions import engine, trust
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.settings import load_settings
-from desktop_agent.permissions.types import PermissionUpdate, RuleValue
+from desktop_agent.core.permission import PermissionUpdate, RuleValue
 from tests.permissions.util import TOOLS, make_ctx
 
 

@@ -8,10 +8,10 @@ import os
 import pytest
 
 from desktop_agent.core.events import PermissionRequested, PermissionResolved
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions import bash_commands, engine
 from desktop_agent.permissions.flow import can_use_tool
-from desktop_agent.permissions.types import PermissionReply, PermissionRequest
+from desktop_agent.core.permission import PermissionReply, PermissionRequest
 from tests.permissions import util
 from tests.permissions.util import TOOLS, make_ctx, make_workspace
 
@@ -412,7 +412,7 @@ def test_mode_switch_mid_session(env):
     ctx = make_ctx(env["ws"])
     path = os.path.join(env["ws"], "app.ts")
     assert decide("Edit", {"file_path": path}, ctx).behavior == "ask"
-    from desktop_agent.permissions.types import PermissionUpdate
+    from desktop_agent.core.permission import PermissionUpdate
 
     ctx.permission_context.apply_updates([PermissionUpdate(type="setMode", mode="acceptEdits")], ctx)
     assert decide("Edit", {"file_path": path}, ctx).behavior == "allow"

@@ -319,7 +319,7 @@ def _fill(value, env):
 def _tool(name):
     if name in TOOLS:
         return TOOLS[name]
-    from desktop_agent.tools.base import build_tool
+    from desktop_agent.core.tool import build_tool
     from tests.permissions.util import UrlInput, _passthrough
 
     return build_tool(name, UrlInput, check_permissions=_passthrough, description="mcp",

@@ -12,8 +12,8 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions import bash_commands, paths
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import parse_rule
-from desktop_agent.permissions.types import PermissionDecision, PermissionRule
-from desktop_agent.tools.base import ToolInput, ToolResult, build_tool
+from desktop_agent.core.permission import PermissionDecision, PermissionRule
+from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 
 
 class FileInput(ToolInput):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from desktop_agent.agent import AgentSession
+from desktop_agent.app.session import AgentSession
 from desktop_agent.core.context import FileStateEntry
 from desktop_agent.core.events import Compacted, ErrorEvent, TurnFinished
 from desktop_agent.core.messages import assistant_entry, user_entry

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from desktop_agent.agent import AgentSession, SessionError
+from desktop_agent.app.session import AgentSession, SessionError
 from desktop_agent.core.events import TurnFinished
 from desktop_agent.core.messages import assistant_entry, normalize_for_api, system_entry, tool_result_block, user_entry
 from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
@@ -15,7 +15,7 @@ from desktop_agent.session.resume import (
     CONTINUE_MESSAGE, NO_RESPONSE_REQUESTED, build_chain, history_for_display, load_conversation_for_resume,
 )
 from desktop_agent.session.store import TranscriptStore, read_transcript
-from tests.core.helpers import Tracker, make_tools
+from tests.engine.helpers import Tracker, make_tools
 
 
 def _tu(id_: str) -> dict:
@@ -198,7 +198,7 @@ def test_resume_unknown_and_continue_nothing(workdir):
 
 
 def test_permission_mode_and_grants_restored(workdir):
-    from desktop_agent.permissions.types import PermissionUpdate, RuleValue
+    from desktop_agent.core.permission import PermissionUpdate, RuleValue
 
     s = AgentSession.create(str(workdir), client=ScriptedModelClient([]))
     assert len(_lines(s.transcript_path)) == 2  # still only the two header lines

@@ -11,14 +11,14 @@ import time
 import pytest
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.core.events import ToolCallFinished
-from desktop_agent.core.orchestration import ToolRunner, partition_tool_calls
+from desktop_agent.engine.orchestration import ToolRunner, partition_tool_calls
 from desktop_agent.permissions import bash_commands
 from desktop_agent.tools import bash as bash_mod
 from desktop_agent.tools.bash import (ABORTED_NOTE, MAX_OUTPUT_CHARS, BashInput, BashOutputTool, BashTool,
                                       KillShellTool, cap_output, effective_timeout_ms, exit_code_is_error)
-from tests.core.helpers import Tracker, make_tools
+from tests.engine.helpers import Tracker, make_tools
 from tests.tools.util import pid_alive
 
 
@@ -173,7 +173,7 @@ def test_check_permissions_delegates_to_bash_permission(ws, monkeypatch):
 
     def fake(input, ctx):
         seen.append(input)
-        from desktop_agent.permissions.types import PermissionDecision
+        from desktop_agent.core.permission import PermissionDecision
 
         return PermissionDecision(behavior="deny", message="nope from bash check")
 

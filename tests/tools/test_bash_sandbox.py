@@ -15,10 +15,10 @@ import time
 import pytest
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import parse_rule
-from desktop_agent.permissions.types import PermissionReply, PermissionRule
+from desktop_agent.core.permission import PermissionReply, PermissionRule
 from desktop_agent.permissions import sandbox
 from desktop_agent.tools import bash as bash_mod
 from desktop_agent.tools.bash import BashOutputTool, BashTool, KillShellTool, background_shells

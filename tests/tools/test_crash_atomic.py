@@ -25,7 +25,7 @@ BODY_LINES = 3000
 CHILD = textwrap.dedent(f"""
     import asyncio, sys
     from desktop_agent.core.context import ToolUseContext
-    from desktop_agent.core.execution import run_tool_use
+    from desktop_agent.engine.execution import run_tool_use
     from desktop_agent.tools.edit import EditTool
     from desktop_agent.tools.read import ReadTool
     from desktop_agent.permissions.context import PermissionContext

@@ -9,9 +9,9 @@ import stat
 import pytest
 
 from desktop_agent.core.events import PermissionRequested
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.permissions.types import PermissionReply
+from desktop_agent.core.permission import PermissionReply
 from desktop_agent.session.history import FileHistory
 from desktop_agent.tools import edit as edit_mod
 from desktop_agent.tools.edit import (
@@ -20,7 +20,7 @@ from desktop_agent.tools.edit import (
     find_actual_string,
     preserve_quote_style,
 )
-from tests.core.helpers import FakePrompter, ctx_with, tool_use
+from tests.engine.helpers import FakePrompter, ctx_with, tool_use
 from tests.tools.util import WRAP, read, run, tools
 
 
@@ -484,7 +484,7 @@ def _finished(events):
 
 def test_read_edit_read_in_one_round_sees_the_edit(workdir, app):
     """§9 item 50 with the real tools: [Read A, Edit A, Read A] → three batches, the last Read sees the edit."""
-    from desktop_agent.core.orchestration import partition_tool_calls, run_tools
+    from desktop_agent.engine.orchestration import partition_tool_calls, run_tools
 
     ctx = ctx_with(tools(), workdir)
     blocks = [
@@ -506,7 +506,7 @@ def test_read_edit_read_in_one_round_sees_the_edit(workdir, app):
 
 
 def test_ten_parallel_reads_all_correct(workdir):
-    from desktop_agent.core.orchestration import partition_tool_calls, run_tools
+    from desktop_agent.engine.orchestration import partition_tool_calls, run_tools
 
     paths = []
     for i in range(10):

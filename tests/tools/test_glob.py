@@ -9,7 +9,7 @@ import pytest
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.tools.glob import TRUNCATED_NOTE, GlobInput, GlobTool, split_pattern
 from desktop_agent.tools.registry import default_tools
 from tests.tools.util import Ticker

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.tools.glob import GlobTool
 from desktop_agent.tools.grep import GrepTool

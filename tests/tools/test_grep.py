@@ -10,7 +10,7 @@ import pytest
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.tools import grep as grep_mod
 from desktop_agent.tools import ripgrep
 from desktop_agent.tools.grep import GrepInput, GrepTool
@@ -422,7 +422,7 @@ def test_output_cap_stops_the_search(ws):
 def test_read_deny_rule_hides_file_contents_from_grep(tmp_path):
     """A Read deny rule (`Read(./secrets/**)`, `Read(.env)`) also keeps Grep out of those files."""
     from desktop_agent.core.context import ToolUseContext
-    from desktop_agent.core.execution import run_tool_use
+    from desktop_agent.engine.execution import run_tool_use
     from desktop_agent.permissions.context import PermissionContext
     from desktop_agent.tools.grep import GrepTool
 

@@ -27,7 +27,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import wrap_error
 from desktop_agent.util.input_guard import (CLIPPED_MARKER, MAX_INPUT_DEPTH, clip_depth, clip_json_text,
                                             fix_surrogates, has_surrogate_escape, hostile_input_error, too_deep)
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.model.stream import MessageAccumulator, message_to_events
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.tools.read import ReadTool, open_regular, read_text_range

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.tools.edit import written_state
 from desktop_agent.tools.notebook_edit import NotebookEditTool
-from tests.core.helpers import ctx_with, tool_use
+from tests.engine.helpers import ctx_with, tool_use
 from tests.tools.util import WRAP, read, run, tools
 
 NB = {

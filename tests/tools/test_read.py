@@ -12,12 +12,12 @@ import sys
 
 import pytest
 
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.tools import read as read_mod
 from desktop_agent.tools.edit import EditTool
 from desktop_agent.tools.read import ReadTool
 from desktop_agent.tools.write import WriteTool
-from tests.core.helpers import ctx_with, tool_use
+from tests.engine.helpers import ctx_with, tool_use
 
 
 def tools():
@@ -268,7 +268,7 @@ def test_permission_check_gets_absolute_path(workdir, monkeypatch):
     seen = []
 
     def fake(tool_name, abs_path, input, ctx):
-        from desktop_agent.permissions.types import PermissionDecision
+        from desktop_agent.core.permission import PermissionDecision
         seen.append((tool_name, abs_path, input))
         return PermissionDecision(behavior="deny", message="no reading today")
 
@@ -473,7 +473,7 @@ def test_parallel_reads_overlap_their_io_waits(tmp_path, monkeypatch):
     import time as _time
 
     from desktop_agent.core.events import ToolCallFinished
-    from desktop_agent.core.orchestration import run_tools
+    from desktop_agent.engine.orchestration import run_tools
 
     real = read_mod._io_job
 

@@ -7,12 +7,12 @@ import stat
 
 import pytest
 
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.permissions.types import PermissionReply
+from desktop_agent.core.permission import PermissionReply
 from desktop_agent.session.history import FileHistory
 from desktop_agent.tools.write import WriteTool
-from tests.core.helpers import FakePrompter, ctx_with, tool_use
+from tests.engine.helpers import FakePrompter, ctx_with, tool_use
 from tests.tools.util import WRAP, read, run, tools
 
 

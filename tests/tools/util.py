@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from desktop_agent.core.execution import run_tool_use
+from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.tools.edit import EditTool
 from desktop_agent.tools.read import ReadTool
 from desktop_agent.tools.write import WriteTool
-from tests.core.helpers import tool_use
+from tests.engine.helpers import tool_use
 
 WRAP = "<tool_use_error>{}</tool_use_error>"
 

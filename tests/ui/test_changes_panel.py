@@ -17,7 +17,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication
 
 from desktop_agent.core.messages import normalize_for_api
-from desktop_agent.permissions.types import PermissionRequest
+from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.session.resume import load_conversation_for_resume
 from desktop_agent.session.store import read_transcript
 from desktop_agent.tools.patch import hunk_old_range, structured_patch

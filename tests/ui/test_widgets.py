@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt, QUrl
 
 from desktop_agent.core import events as ev
-from desktop_agent.permissions.types import (
+from desktop_agent.core.permission import (
     DecisionReason, PermissionReply, PermissionRequest, PermissionUpdate, RuleValue,
 )
 from desktop_agent.ui import highlight

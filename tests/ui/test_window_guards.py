@@ -251,7 +251,7 @@ app = QApplication([])
 from desktop_agent.ui.conversation_view import ConversationView, is_fixed_pitch, mono_font
 from desktop_agent.ui.diff_panel import DiffPanel
 from desktop_agent.ui.permission_dialog import PermissionDialog
-from desktop_agent.permissions.types import PermissionRequest
+from desktop_agent.core.permission import PermissionRequest
 
 def fragment_fonts(doc, needle):
     fonts = []
@@ -388,7 +388,7 @@ def test_resume_rebuilds_changes_panel_card_summaries_and_tokens(qtbot, qloop, m
 def test_an_unused_session_leaves_no_file_when_the_window_closes(qtbot, qloop, make_window, workdir):
     import os
 
-    from desktop_agent.agent import AgentSession
+    from desktop_agent.app.session import AgentSession
 
     win = make_window()
     assert qloop.run_until_complete(win.open_folder(str(workdir)))

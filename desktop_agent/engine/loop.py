@@ -58,12 +58,12 @@ from desktop_agent.core.events import (
     StreamEvent, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnFinished,
     TurnFinishReason, TurnStarted, Usage, UserMessage,
 )
-from desktop_agent.core.execution import ToolUseOutcome
+from desktop_agent.engine.execution import ToolUseOutcome
 from desktop_agent.core.messages import (
     assistant_entry, new_uuid, normalize_for_api, text_of, tool_result_block, tool_use_blocks, user_entry, _now_iso,
 )
-from desktop_agent.core.orchestration import ToolRunner, finished_event
-from desktop_agent.core.streaming_executor import StreamingToolExecutor, TrackedTool
+from desktop_agent.engine.orchestration import ToolRunner, finished_event
+from desktop_agent.engine.streaming_executor import StreamingToolExecutor, TrackedTool
 from desktop_agent.model.client import ModelClient, ModelError, ModelRequest, StreamBroken
 from desktop_agent.model.pricing import CostTracker
 from desktop_agent.model.stream import MessageAccumulator

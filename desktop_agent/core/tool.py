@@ -13,6 +13,7 @@ re-exported here), which ``run_tool_use`` runs before the schema check.
 
 from __future__ import annotations
 
+import contextvars
 import math
 from dataclasses import dataclass, field
 from functools import cache
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.util.input_guard import MAX_INPUT_DEPTH, hostile_input_error  # noqa: F401 - re-exported
-from desktop_agent.permissions.types import PermissionDecision
+from desktop_agent.core.permission import PermissionDecision
 
 
 class ToolInput(BaseModel):
@@ -61,6 +62,27 @@ class ToolResult:
     data: Any
     context_modifier: ContextModifier | None = None
     new_messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class CallInfo:
+    """What a running ``call`` may need to know about its own invocation (contextvar, per task)."""
+
+    tool_use_id: str
+    user_modified: bool = False
+    decision: PermissionDecision | None = None
+
+
+_current_call: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar("current_call", default=None)
+
+
+def current_call() -> CallInfo | None:
+    return _current_call.get()
+
+
+def set_current_call(info: CallInfo) -> contextvars.Token[CallInfo | None]:
+    """Set by ``run_tool_use`` around ``call``; reset with ``token.var.reset(token)``."""
+    return _current_call.set(info)
 
 
 @cache

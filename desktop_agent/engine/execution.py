@@ -10,7 +10,6 @@ decision (ask → prompter), 5. ``call`` (any exception becomes an ``is_error`` 
 
 from __future__ import annotations
 
-import contextvars
 import json
 import os
 import tempfile
@@ -21,27 +20,14 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from desktop_agent.core.context import ToolUseContext
+from desktop_agent.core.tool import CallInfo, current_call, set_current_call
 from desktop_agent.core.errors import ToolError, input_validation_error, no_such_tool, wrap_error
 from desktop_agent.util.input_guard import MAX_INPUT_DEPTH, clip_json_text, hostile_input_error
 from desktop_agent.core.messages import tool_result_block
 from desktop_agent.permissions.flow import can_use_tool
-from desktop_agent.permissions.types import DecisionReason, PermissionDecision
+from desktop_agent.core.permission import DecisionReason, PermissionDecision
 
 
-@dataclass
-class CallInfo:
-    """What a running ``call`` may need to know about its own invocation (contextvar, per task)."""
-
-    tool_use_id: str
-    user_modified: bool = False
-    decision: PermissionDecision | None = None
-
-
-_current_call: contextvars.ContextVar[CallInfo | None] = contextvars.ContextVar("current_call", default=None)
-
-
-def current_call() -> CallInfo | None:
-    return _current_call.get()
 
 
 @dataclass
@@ -198,7 +184,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
             return _error(tool_use_id, tool.name, input_validation_error(tool.name, exc), "schema", tool, t0)
 
     # 5. call
-    token = _current_call.set(CallInfo(tool_use_id, decision.user_modified, decision))
+    token = set_current_call(CallInfo(tool_use_id, decision.user_modified, decision))
     try:
         result = await tool.call(parsed, ctx)
     except Exception as exc:
@@ -206,7 +192,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         content = text if isinstance(exc, ToolError) and not exc.wrap else wrap_error(text)
         return _error(tool_use_id, tool.name, content, "call", tool, t0)
     finally:
-        _current_call.reset(token)
+        token.var.reset(token)
 
     # 6. mapping, size cap, PostToolUse. Built-in tools map first; an MCP tool's hook runs first, so its
     # updated output is what gets mapped (SPEC §3.11).

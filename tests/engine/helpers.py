@@ -9,9 +9,9 @@ from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.events import TurnFinished
-from desktop_agent.core.loop import QueryParams, query
-from desktop_agent.permissions.types import PermissionReply, PermissionRequest
-from desktop_agent.tools.base import ToolInput, ToolResult, build_tool
+from desktop_agent.engine.loop import QueryParams, query
+from desktop_agent.core.permission import PermissionReply, PermissionRequest
+from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 
 
 class PathInput(ToolInput):
@@ -52,13 +52,13 @@ def make_tools(tracker: Tracker, delay: float = 0.01) -> list[Any]:
 
     def validate(self, input, ctx):
         tracker.validated.append(self.name)
-        from desktop_agent.tools.base import ValidationResult
+        from desktop_agent.core.tool import ValidationResult
 
         return ValidationResult.ok()
 
     def check(self, input, ctx):
         tracker.permission_checked.append(self.name)
-        from desktop_agent.permissions.types import PermissionDecision
+        from desktop_agent.core.permission import PermissionDecision
 
         return PermissionDecision(behavior="allow")
 

@@ -38,9 +38,9 @@ from typing import Any, AsyncIterator, Callable, Literal
 from desktop_agent.core.context import AbortSignal, ToolUseContext
 from desktop_agent.core.errors import REJECT_MESSAGE, STREAMING_FALLBACK_MESSAGE, sibling_error_message
 from desktop_agent.core.events import ToolCallProgress
-from desktop_agent.core.execution import ToolUseOutcome, lookup_error, lookup_tool, run_tool_use
+from desktop_agent.engine.execution import ToolUseOutcome, lookup_error, lookup_tool, run_tool_use
 from desktop_agent.core.messages import tool_result_block
-from desktop_agent.core.orchestration import await_block_tool, started_event
+from desktop_agent.engine.orchestration import await_block_tool, started_event
 
 Status = Literal["queued", "executing", "completed", "yielded"]
 AbortReason = Literal["streaming_fallback", "sibling_error", "user_interrupted", "closed"]

@@ -16,13 +16,13 @@ from desktop_agent.core.events import (
     AssistantMessage, ErrorEvent, PermissionRequested, PermissionResolved, RequestStarted, StreamEvent,
     StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnStarted, Usage,
 )
-from desktop_agent.core.loop import INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, QueryParams, query
+from desktop_agent.engine.loop import INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, QueryParams, query
 from desktop_agent.core.messages import user_entry
 from desktop_agent.model.client import ModelError
 from desktop_agent.model.pricing import CostTracker
 from desktop_agent.model.scripted import ScriptedModelClient, fail, reply, text, thinking, tool_use
-from desktop_agent.permissions.types import PermissionDecision
-from desktop_agent.tools.base import ToolResult, build_tool
+from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.tool import ToolResult, build_tool
 
 from tests.model.aio import aio
 
@@ -622,7 +622,7 @@ async def test_post_tool_use_hook_stop_ends_hook_stopped_after_results(tmp_path)
 
 @aio
 async def test_max_tokens_cut_asks_to_continue_and_drops_the_truncated_call(tmp_path):
-    from desktop_agent.core.loop import MAX_OUTPUT_TOKENS_MESSAGE
+    from desktop_agent.engine.loop import MAX_OUTPUT_TOKENS_MESSAGE
 
     tracker = Tracker()
     cut = reply(text("Writing the file now."), tool_use("Edit", '{"file_path": "big.py", "new_str', id="CUT"),

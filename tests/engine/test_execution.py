@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from desktop_agent.core.execution import current_call, run_tool_use
+from desktop_agent.engine.execution import current_call, run_tool_use
 from desktop_agent.core.events import PermissionRequested
-from desktop_agent.permissions.types import PermissionDecision, PermissionReply
-from desktop_agent.tools.base import ToolInput, ToolResult, build_tool
+from desktop_agent.core.permission import PermissionDecision, PermissionReply
+from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 
 from .helpers import FakePrompter, PathInput, Tracker, ctx_with, make_tools, tool_use
 
@@ -106,7 +106,7 @@ def test_nested_paths_are_written_like_todos_0_active_form(tmp_path):
 
 
 def test_validate_input_failure_is_wrapped_and_skips_permission(tmp_path):
-    from desktop_agent.tools.base import ValidationResult
+    from desktop_agent.core.tool import ValidationResult
 
     prompter = FakePrompter()
     tool = build_tool(
@@ -143,7 +143,7 @@ def test_ask_goes_to_prompter_and_deny_is_bare_user_denied(tmp_path):
         check_permissions=lambda self, i, c: PermissionDecision(behavior="ask", message="please"),
         call=lambda self, i, c: calls.append(1) or ToolResult("done"),
     )
-    from desktop_agent.permissions.types import PermissionRequest  # noqa: F401
+    from desktop_agent.core.permission import PermissionRequest  # noqa: F401
 
     class Ctx:
         mode = "default"

@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator
 from desktop_agent.core.context import AbortSignal, ToolUseContext
 from desktop_agent.core.errors import REJECT_MESSAGE, STOPPED_AFTER_GRACE_MESSAGE
 from desktop_agent.core.events import ToolCallFinished, ToolCallProgress, ToolCallStarted
-from desktop_agent.core.execution import ToolUseOutcome, lookup_tool, run_tool_use
+from desktop_agent.engine.execution import ToolUseOutcome, lookup_tool, run_tool_use
 from desktop_agent.core.messages import tool_result_block
 
 

@@ -116,7 +116,7 @@ def _make_hooks(permission_context: Any) -> Any:
 async def _build_system_prompt(cwd: str, model: str, working_dirs: list[str], system_prompt: str | None,
                               append: str | None) -> list[dict[str, Any]]:
     """The session's system blocks (identity, environment with git status, memory files)."""
-    from desktop_agent.core.system_prompt import build_system_prompt
+    from desktop_agent.app.system_prompt import build_system_prompt
 
     return await build_system_prompt(cwd, model=model, custom_prompt=system_prompt, append_prompt=append,
                                      additional_dirs=working_dirs[1:])
@@ -431,7 +431,7 @@ class AgentSession:
 
     def set_permission_mode(self, mode: str) -> None:
         """Switch the mode mid-session (the UI's selector, the SDK's ``set_permission_mode``)."""
-        from desktop_agent.permissions.types import PERMISSION_MODES
+        from desktop_agent.core.permission import PERMISSION_MODES
 
         if mode == "manual":
             mode = "default"
@@ -686,7 +686,7 @@ class AgentSession:
             self._persist_permission_state()
 
             # 4. the loop
-            from desktop_agent.core.loop import QueryParams, query
+            from desktop_agent.engine.loop import QueryParams, query
 
             params = QueryParams(
                 messages=self.messages_for_query(), ctx=self.ctx, client=_CompactingClient(self, self.client),

@@ -8,8 +8,8 @@ from typing import Any
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import REJECT_MESSAGE, STREAMING_FALLBACK_MESSAGE
-from desktop_agent.core.streaming_executor import StreamingToolExecutor, TrackedTool
-from desktop_agent.tools.base import ToolInput, ToolResult, build_tool
+from desktop_agent.engine.streaming_executor import StreamingToolExecutor, TrackedTool
+from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 from tests.model.aio import aio
 
 from .helpers import EditLikeInput, PathInput, tool_use

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from desktop_agent.core.events import ToolCallFinished
-from desktop_agent.core.orchestration import ToolRunner, partition_tool_calls
-from desktop_agent.tools.base import ToolResult, build_tool
+from desktop_agent.engine.orchestration import ToolRunner, partition_tool_calls
+from desktop_agent.core.tool import ToolResult, build_tool
 
 from .helpers import PathInput, Tracker, ctx_with, make_tools, tool_use
 
