@@ -591,9 +591,7 @@ class HeadlessRun:
         engine must run them first, which it does only with no prompter at all."""
         if self.prompter.inner is not None or self.session is None:
             return
-        hooks = self.session.ctx.hooks
-        has = getattr(hooks, "has_hooks", None)
-        self.session.ctx.prompter = None if callable(has) and has("PermissionRequest") else self.prompter
+        self.session.set_prompter(None if self.session.has_hooks("PermissionRequest") else self.prompter)
 
     def _interrupt(self) -> None:
         self.interrupted = True
@@ -795,13 +793,7 @@ class HeadlessRun:
         try:
             if subtype == "initialize":
                 if request.get("hooks"):
-                    runner = self.session.ctx.hooks
-                    if runner is None or not hasattr(runner, "register_callback"):
-                        from desktop_agent.permissions.hooks import HookRunner
-
-                        runner = HookRunner()
-                        self.session.ctx.hooks = runner
-                    register_sdk_hooks(runner, self.channel, request["hooks"])
+                    register_sdk_hooks(self.session.hook_runner(), self.channel, request["hooks"])
                     self._fit_prompter()
                 response: dict[str, Any] = {
                     "commands": [{"name": "compact", "description": "Summarize the conversation so far",

@@ -730,6 +730,23 @@ class AgentSession:
     def _hooks(self) -> Any:
         return self.ctx.hooks if self.ctx is not None else None
 
+    def has_hooks(self, event: str) -> bool:
+        """Whether any hook (settings or a front end's callbacks) is registered for ``event``."""
+        has = getattr(self._hooks(), "has_hooks", None)
+        return bool(callable(has) and has(event))
+
+    def set_prompter(self, prompter: Any) -> None:
+        """The front end's answerer of asks; None leaves them to PermissionRequest hooks, else an ask is denied."""
+        self.ctx.prompter = prompter
+
+    def hook_runner(self) -> Any:
+        """The session's ``HookRunner``, made empty when it has none, so a front end can register callbacks."""
+        from desktop_agent.permissions.hooks import HookRunner
+
+        if not isinstance(self.ctx.hooks, HookRunner):
+            self.ctx.hooks = HookRunner()
+        return self.ctx.hooks
+
     def _start_idle_timer(self) -> None:
         """After a turn: an ``idle_prompt`` Notification if no prompt comes within ``idle_notification_s``."""
         self._cancel_idle_timer()

@@ -144,6 +144,24 @@ class PermissionReply(BaseModel):
     total_hunks: int | None = None
 
 
+TargetKind = Literal["read", "write", "bash", "generic"]
+
+
+class PermissionTarget(BaseModel):
+    """What one call touches, as its tool declares it (``Tool.permission_target``); ``permissions.decide`` rules on
+    it without calling the tool back. ``path`` is absolute (read/write); ``command`` is the shell text (bash);
+    ``summary`` is the key argument shown on cards, requests and events (a path, a command, a pattern)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: TargetKind
+    summary: str = ""
+    path: str | None = None
+    command: str | None = None
+    # bash: the call asked to run outside the sandbox (``dangerouslyDisableSandbox``).
+    disable_sandbox: bool = False
+
+
 class PermissionPrompter(Protocol):
     """The second seam: how the engine asks a person. The GUI shows a modal dialog, the CLI a control_request."""
 
