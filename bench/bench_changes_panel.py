@@ -27,7 +27,7 @@ from bench._common import report, result  # noqa: E402
 def run_once(app, tag: str, n_lines: int = 20_000) -> tuple[float, float]:
     from PySide6.QtCore import QTimer, QUrl
 
-    from desktop_agent.tools.patch import structured_patch
+    from desktop_agent.util.diff import structured_patch
     from desktop_agent.ui.diff_panel import DiffPanel
 
     content = "".join(f"def handler_{tag}_{i}(event):\n    return dispatch(event, {i})\n" for i in range(n_lines // 2))

@@ -36,7 +36,7 @@ from desktop_agent.engine.orchestration import run_tools  # noqa: E402
 from desktop_agent.util import fileio  # noqa: E402
 from desktop_agent.tools import read as read_mod  # noqa: E402
 from desktop_agent.tools.edit import EditTool, take_snapshot  # noqa: E402
-from desktop_agent.tools.patch import structured_patch  # noqa: E402
+from desktop_agent.util.diff import structured_patch  # noqa: E402
 from desktop_agent.tools.read import ReadTool  # noqa: E402
 from desktop_agent.tools.write import WriteTool  # noqa: E402
 

@@ -5,7 +5,7 @@ A real ``desktop-agent`` child against the fake Anthropic server; malformed rang
 
 from __future__ import annotations
 
-from desktop_agent.tools.patch import apply_hunks, hunk_old_range, structured_patch
+from desktop_agent.util.diff import apply_hunks, hunk_old_range, structured_patch
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.test_cli import fake, start, tool_results  # noqa: F401 - the fixture
 

@@ -181,7 +181,7 @@ def with_computed_patch(request: PermissionRequest) -> PermissionRequest:
         return request
     from desktop_agent.tools.edit import proposed_file
     from desktop_agent.util.fileio import normalize_newlines
-    from desktop_agent.tools.patch import structured_patch
+    from desktop_agent.util.diff import structured_patch
 
     abs_path = path if os.path.isabs(path) else os.path.join(request.cwd, path)
     exists = os.path.isfile(abs_path)

@@ -22,7 +22,7 @@ from PySide6.QtGui import QDesktopServices
 
 from desktop_agent.core.messages import system_entry
 from desktop_agent.util import fileio
-from desktop_agent.tools.patch import structured_patch
+from desktop_agent.util.diff import structured_patch
 from desktop_agent.ui import highlight
 
 REVERTIBLE_TOOLS = ("Edit", "Write", "MultiEdit")

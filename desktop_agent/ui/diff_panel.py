@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QApplication, QFrame, QHBoxLayout, QLabel, QStackedWidget, QTextBrowser, QVBoxLayout, QWidget,
 )
 
-from desktop_agent.tools.patch import format_line_ranges, hunk_old_range
+from desktop_agent.util.diff import format_line_ranges, hunk_old_range
 from desktop_agent.ui import highlight
 from desktop_agent.ui.change_actions import (
     RevertPlan, RevertRefused, absolute_path, open_in_editor, revert_blocker, revert_file, revert_plan,

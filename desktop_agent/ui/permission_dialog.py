@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from desktop_agent.core.permission import PermissionReply, PermissionRequest, PermissionUpdate
 from desktop_agent.tools.edit import partial_edit_input, proposed_file
-from desktop_agent.tools.patch import hunk_old_range, structured_patch
+from desktop_agent.util.diff import hunk_old_range, structured_patch
 from desktop_agent.tools.write import partial_write_input
 from desktop_agent.ui import highlight
 from desktop_agent.ui.conversation_view import is_dark, mono_font, rel_path

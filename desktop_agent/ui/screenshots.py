@@ -249,7 +249,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
 
     # 6. a decision per hunk: a Write of five changes, two of them rejected
     from desktop_agent.core.permission import DecisionReason, PermissionRequest
-    from desktop_agent.tools.patch import structured_patch
+    from desktop_agent.util.diff import structured_patch
     from desktop_agent.ui.permission_dialog import PermissionDialog
 
     def ask(name: str, old: str, new: str) -> PermissionDialog:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 async def shoot_changes(folder: str, save: Callable[[Any, str], None], size: tuple[int, int] = (1280, 800)) -> None:
     from desktop_agent.core.permission import DecisionReason, PermissionRequest
-    from desktop_agent.tools.patch import hunk_old_range, structured_patch
+    from desktop_agent.util.diff import hunk_old_range, structured_patch
     from desktop_agent.ui.main_window import MainWindow
     from desktop_agent.ui.screenshots import _populate_streaming, _settle
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from desktop_agent.tools.edit import EditTool, _compute, edit_input_for_text, partial_edit_input
-from desktop_agent.tools.patch import apply_hunks, format_line_ranges, rejected_hunks_sentence, structured_patch
+from desktop_agent.util.diff import apply_hunks, format_line_ranges, rejected_hunks_sentence, structured_patch
 from desktop_agent.tools.write import WriteTool, partial_write_input
 
 

@@ -20,7 +20,7 @@ from desktop_agent.core.messages import normalize_for_api
 from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.session.resume import load_conversation_for_resume
 from desktop_agent.session.store import read_transcript
-from desktop_agent.tools.patch import hunk_old_range, structured_patch
+from desktop_agent.util.diff import hunk_old_range, structured_patch
 from desktop_agent.ui import change_actions
 from desktop_agent.ui.diff_panel import APPLIED, REVERTED, DiffPanel
 from desktop_agent.ui.permission_dialog import PermissionDialog

@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLineEdit, QWidget
 
 from desktop_agent.core.permission import PermissionRequest
-from desktop_agent.tools.patch import structured_patch
+from desktop_agent.util.diff import structured_patch
 from desktop_agent.ui.permission_dialog import PermissionDialog
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.ui.test_app_flow import (  # noqa: F401 - fixtures

@@ -260,7 +260,7 @@ def test_hunks_from_texts():
     hunks = hunks_from_texts("a\nb\nc\n", "a\nB\nc\n")
     assert hunks == [{"oldStart": 1, "oldLines": 3, "newStart": 1, "newLines": 3,
                       "lines": [" a", "-b", "+B", " c"]}]
-    from desktop_agent.tools.patch import structured_patch
+    from desktop_agent.util.diff import structured_patch
 
     assert hunks_from_texts("x = 1\n", "x = 2\n") == structured_patch("x = 1\n", "x = 2\n")
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from desktop_agent.util import fileio
-from desktop_agent.tools.patch import format_unified, structured_patch
+from desktop_agent.util.diff import format_unified, structured_patch
 
 # ---------------------------------------------------------------- reading
 
