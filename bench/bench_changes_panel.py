@@ -28,7 +28,7 @@ def run_once(app, tag: str, n_lines: int = 20_000) -> tuple[float, float]:
     from PySide6.QtCore import QTimer, QUrl
 
     from desktop_agent.util.diff import structured_patch
-    from desktop_agent.ui.diff_panel import DiffPanel
+    from desktop_agent.ui.changes.panel import DiffPanel
 
     content = "".join(f"def handler_{tag}_{i}(event):\n    return dispatch(event, {i})\n" for i in range(n_lines // 2))
     panel = DiffPanel()
@@ -84,7 +84,7 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     from desktop_agent.ui import diff_render
-    from desktop_agent.ui.change_detail import ReviewedDiffView
+    from desktop_agent.ui.changes.detail import ReviewedDiffView
 
     app = QApplication.instance() or QApplication([])
     run_once(app, "warm", 2_000)  # the lexer and fonts, once

@@ -135,7 +135,7 @@ def bench_cold_start(runs: int) -> list[dict]:
 def bench_appends(n_cards: int = 2000, samples: int = 200) -> list[dict]:
     from PySide6.QtWidgets import QApplication
 
-    from desktop_agent.ui.conversation_view import ConversationView
+    from desktop_agent.ui.conversation.view import ConversationView
 
     app = QApplication.instance() or QApplication([])
     view = ConversationView()
@@ -205,7 +205,7 @@ def bench_stall(chunks: int = 600) -> list[dict]:
     from PySide6.QtWidgets import QApplication
 
     from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
-    from desktop_agent.ui.main_window import MainWindow
+    from desktop_agent.ui.window.main_window import MainWindow
 
     from desktop_agent.ui.main import make_loop
 
@@ -266,7 +266,7 @@ def bench_big_diff(runs: int = 3) -> list[dict]:
     from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
     from desktop_agent.ui import diff_render
     from desktop_agent.ui.main import make_loop
-    from desktop_agent.ui.main_window import MainWindow
+    from desktop_agent.ui.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
 
@@ -366,7 +366,7 @@ def bench_whole_patch(runs: int = 3, n_lines: int = 20_000) -> list[dict]:
 
     from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
     from desktop_agent.ui.main import make_loop
-    from desktop_agent.ui.main_window import MainWindow
+    from desktop_agent.ui.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
 

@@ -55,7 +55,7 @@ async def shoot(outdir: str, theme: str, claude: str) -> list[str]:
 
     import tests.fakes.anthropic_server as fa
     from desktop_agent.ui.main import apply_theme
-    from desktop_agent.ui.main_window import MainWindow
+    from desktop_agent.ui.window.main_window import MainWindow
     from desktop_agent.ui.screenshots import H, W, _composite, _settle, _until
 
     apply_theme(QApplication.instance(), theme)

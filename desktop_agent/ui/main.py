@@ -232,10 +232,10 @@ def main(args: list[str]) -> int:
     if lang != "en":
         install_translator(app, lang)
 
-    from desktop_agent.ui.main_window import MainWindow
+    from desktop_agent.ui.window.main_window import MainWindow
 
     if ns.demo:
-        from desktop_agent.ui.demo import start_tour_window
+        from desktop_agent.ui.window.demo import start_tour_window
 
         window = start_tour_window(show=False)
     else:
@@ -267,7 +267,7 @@ def main(args: list[str]) -> int:
         mode = launch_mode(ns, prefs)
         if mode != window.permission_mode:  # the window starts in Settings' default (never bypass unasked)
             window.request_mode(mode)  # bypassPermissions: its question first, over the window
-    from desktop_agent.ui.main_window import prewarm_engine
+    from desktop_agent.ui.window.main_window import prewarm_engine
 
     if not (ns.folder or ns.demo):  # opening a folder imports the engine anyway; do not compete with it
         QTimer.singleShot(300, prewarm_engine)

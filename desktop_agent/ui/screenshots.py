@@ -50,7 +50,7 @@ def _composite(win, dialog):
     from PySide6.QtCore import QRect, Qt
     from PySide6.QtGui import QColor, QFont, QPainter, QPen
 
-    from desktop_agent.ui.conversation_view import is_dark
+    from desktop_agent.ui.conversation.view import is_dark
 
     dark = is_dark()
     base = win.grab().toImage()
@@ -155,9 +155,9 @@ async def _tour(win, decisions: list[str]) -> None:
 async def _shoot(outdir: str, theme: str) -> list[str]:
     from PySide6.QtWidgets import QApplication
 
-    from desktop_agent.ui.demo import prepare_demo_project, start_tour_window, tour_client
+    from desktop_agent.ui.window.demo import prepare_demo_project, start_tour_window, tour_client
     from desktop_agent.ui.main import apply_theme
-    from desktop_agent.ui.main_window import MainWindow
+    from desktop_agent.ui.window.main_window import MainWindow
 
     app = QApplication.instance()
     apply_theme(app, theme)
@@ -215,7 +215,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     tour.close()
 
     # 6. bypass: its question over the window, then the badge in the toolbar and the title
-    from desktop_agent.ui.main_window import BYPASS
+    from desktop_agent.ui.window.main_window import BYPASS
 
     bp = MainWindow()
     bp.resize(W, H)
@@ -250,7 +250,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     # 6. a decision per hunk: a Write of five changes, two of them rejected
     from desktop_agent.core.permission import DecisionReason, PermissionRequest
     from desktop_agent.util.diff import structured_patch
-    from desktop_agent.ui.permission_dialog import PermissionDialog
+    from desktop_agent.ui.dialogs.permission import PermissionDialog
 
     def ask(name: str, old: str, new: str) -> PermissionDialog:
         path = os.path.join(folder, name)
@@ -317,7 +317,7 @@ class _ShotSession:
 
 async def _shoot_ecosystem(folder: str, save) -> None:
     from desktop_agent import config
-    from desktop_agent.ui.main_window import MainWindow
+    from desktop_agent.ui.window.main_window import MainWindow
 
     win = MainWindow()
     win.resize(W, H)

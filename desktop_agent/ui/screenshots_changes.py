@@ -17,7 +17,7 @@ from typing import Any, Callable
 async def shoot_changes(folder: str, save: Callable[[Any, str], None], size: tuple[int, int] = (1280, 800)) -> None:
     from desktop_agent.core.permission import DecisionReason, PermissionRequest
     from desktop_agent.util.diff import hunk_old_range, structured_patch
-    from desktop_agent.ui.main_window import MainWindow
+    from desktop_agent.ui.window.main_window import MainWindow
     from desktop_agent.ui.screenshots import _populate_streaming, _settle
 
     win = MainWindow()
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     themes = argv[1:] or ["light", "dark"]
     os.makedirs(outdir, exist_ok=True)
     screenshots._isolate_home()
-    from desktop_agent.ui.demo import prepare_demo_project
+    from desktop_agent.ui.window.demo import prepare_demo_project
     from desktop_agent.ui.main import apply_theme, install_translator, make_app, make_loop
 
     app = make_app()

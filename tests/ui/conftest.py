@@ -36,7 +36,7 @@ def qloop(qloop):
 def _no_dialog_safety_delay(monkeypatch):
     """The permission dialog's 0.7 s safety delay is off in tests; the tests of the delay itself
     (tests/ui/test_permission_safety.py) set ``PermissionDialog.safety_delay_ms`` back."""
-    from desktop_agent.ui.permission_dialog import PermissionDialog
+    from desktop_agent.ui.dialogs.permission import PermissionDialog
 
     monkeypatch.setattr(PermissionDialog, "safety_delay_ms", 0)
 

@@ -15,7 +15,7 @@ import pytest
 from PySide6.QtCore import QPoint, QSettings, Qt
 
 from desktop_agent.model.anthropic_client import AnthropicClient
-from desktop_agent.ui.main_window import MainWindow
+from desktop_agent.ui.window.main_window import MainWindow
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
 
 READ = lambda path, id="toolu_read": reply(tool_use("Read", {"file_path": str(path)}, id=id))  # noqa: E731

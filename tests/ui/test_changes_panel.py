@@ -21,10 +21,10 @@ from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.session.resume import load_conversation_for_resume
 from desktop_agent.session.store import read_transcript
 from desktop_agent.util.diff import hunk_old_range, structured_patch
-from desktop_agent.ui import change_actions
-from desktop_agent.ui.diff_panel import APPLIED, REVERTED, DiffPanel
-from desktop_agent.ui.permission_dialog import PermissionDialog
-from desktop_agent.ui.revert_dialog import RevertDialog
+from desktop_agent.ui.changes import actions as change_actions
+from desktop_agent.ui.changes.panel import APPLIED, REVERTED, DiffPanel
+from desktop_agent.ui.dialogs.permission import PermissionDialog
+from desktop_agent.ui.dialogs.revert import RevertDialog
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.ui.test_app_flow import (  # noqa: F401 - fixtures
     READ, fake, make_window, open_and_send, result_text, tool_results, wait_dialog, wait_for,

@@ -23,7 +23,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 import tests.fakes.anthropic_server as fa
-from desktop_agent.ui.main_window import MainWindow
+from desktop_agent.ui.window.main_window import MainWindow
 from tests.ui.test_app_flow import open_and_send, result_text, wait_dialog, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from desktop_agent.model.anthropic_client import AnthropicClient
-from desktop_agent.ui.main_window import MainWindow
+from desktop_agent.ui.window.main_window import MainWindow
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -330,7 +330,7 @@ def test_settings_store_each_providers_key_in_the_keyring_or_the_file(qtbot, mon
     from keyring.backends import fail
 
     from desktop_agent import config
-    from desktop_agent.ui.settings_dialog import SettingsDialog
+    from desktop_agent.ui.dialogs.settings import SettingsDialog
     from tests.session.test_store import _MemoryKeyring
 
     config.store_api_key("sk-ant-file")  # no keyring yet: the file

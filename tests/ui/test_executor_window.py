@@ -19,7 +19,7 @@ from PySide6.QtCore import QSettings, Qt
 from desktop_agent.model.anthropic_client import AnthropicClient
 from desktop_agent.session.resume import load_conversation_for_resume
 from desktop_agent.session.store import read_transcript
-from desktop_agent.ui.main_window import MainWindow
+from desktop_agent.ui.window.main_window import MainWindow
 from tests.faults.util import api_pairing_problems
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
 from tests.ui.test_app_flow import READ, edit, open_and_send, result_text, tool_results, wait_dialog, wait_for
@@ -379,7 +379,7 @@ def test_kill_executor_while_a_tool_runs(qtbot, qloop, fake, make_window, workdi
 def test_settings_choose_where_sessions_run(qtbot, qloop, fake, tmp_path, workdir):
     """Settings' Run sessions: saved to settings.json; the window's next session runs there."""
     from desktop_agent.config import AppSettings
-    from desktop_agent.ui.settings_dialog import SettingsDialog
+    from desktop_agent.ui.dialogs.settings import SettingsDialog
 
     dlg = SettingsDialog()
     qtbot.addWidget(dlg)

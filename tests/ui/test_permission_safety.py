@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QApplication, QLineEdit, QWidget
 
 from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.util.diff import structured_patch
-from desktop_agent.ui.permission_dialog import PermissionDialog
+from desktop_agent.ui.dialogs.permission import PermissionDialog
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.ui.test_app_flow import (  # noqa: F401 - fixtures
     READ, fake, make_window, open_and_send, result_text, tool_results, wait_dialog, wait_for,

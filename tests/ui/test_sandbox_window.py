@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings
 
 from desktop_agent.permissions import sandbox
-from desktop_agent.ui.main_window import MainWindow
+from desktop_agent.ui.window.main_window import MainWindow
 
 
 def _window(qtbot, tmp_path):

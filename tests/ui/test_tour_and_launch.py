@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from desktop_agent.ui.demo import DEMO_FILES, TOUR_PROMPTS, prepare_demo_project
+from desktop_agent.ui.window.demo import DEMO_FILES, TOUR_PROMPTS, prepare_demo_project
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,7 @@ def test_prepare_demo_project_copies_the_sample(tmp_path):
 
 
 def test_tour_plays_both_steps(qtbot, qloop):
-    from desktop_agent.ui.demo import start_tour_window
+    from desktop_agent.ui.window.demo import start_tour_window
 
     win = start_tour_window()
     qtbot.addWidget(win)

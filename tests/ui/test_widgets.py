@@ -16,10 +16,10 @@ from desktop_agent.core.permission import (
     DecisionReason, PermissionReply, PermissionRequest, PermissionUpdate, RuleValue,
 )
 from desktop_agent.ui import highlight
-from desktop_agent.ui.controller import AgentController
-from desktop_agent.ui.conversation_view import ConversationView, MarkdownBlock, ToolCard, _stable_boundary
-from desktop_agent.ui.diff_panel import DiffPanel
-from desktop_agent.ui.permission_dialog import PermissionDialog, hunks_from_texts
+from desktop_agent.ui.window.controller import AgentController
+from desktop_agent.ui.conversation.view import ConversationView, MarkdownBlock, ToolCard, _stable_boundary
+from desktop_agent.ui.changes.panel import DiffPanel
+from desktop_agent.ui.dialogs.permission import PermissionDialog, hunks_from_texts
 
 PATCH = [{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
           "lines": ["-export const value = 1", "+export const value = 2"]}]
@@ -440,7 +440,7 @@ def test_none_refcount_shield_survives_many_void_calls(qtbot):
 
 def test_settings_dialog_stores_key_privately(qtbot):
     from desktop_agent import config
-    from desktop_agent.ui.settings_dialog import SettingsDialog
+    from desktop_agent.ui.dialogs.settings import SettingsDialog
 
     dlg = SettingsDialog(first_run=True)
     qtbot.addWidget(dlg)

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from desktop_agent.model.anthropic_client import AnthropicClient
-from desktop_agent.ui.main_window import BYPASS, MainWindow
+from desktop_agent.ui.window.main_window import BYPASS, MainWindow
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text
 
 
@@ -212,7 +212,7 @@ def test_first_run_opens_the_folder_once_the_key_is_saved(qtbot, qloop, make_win
 
 
 def test_keyed_banners_replace_each_other(qtbot):
-    from desktop_agent.ui.conversation_view import ConversationView
+    from desktop_agent.ui.conversation.view import ConversationView
 
     view = ConversationView()
     qtbot.addWidget(view)
@@ -248,9 +248,9 @@ import json, os, sys
 from PySide6.QtWidgets import QApplication
 from PySide6.QtCore import QLocale
 app = QApplication([])
-from desktop_agent.ui.conversation_view import ConversationView, is_fixed_pitch, mono_font
-from desktop_agent.ui.diff_panel import DiffPanel
-from desktop_agent.ui.permission_dialog import PermissionDialog
+from desktop_agent.ui.conversation.view import ConversationView, is_fixed_pitch, mono_font
+from desktop_agent.ui.changes.panel import DiffPanel
+from desktop_agent.ui.dialogs.permission import PermissionDialog
 from desktop_agent.core.permission import PermissionRequest
 
 def fragment_fonts(doc, needle):
@@ -324,7 +324,7 @@ def test_mono_font_falls_back_when_the_system_fixed_font_is_proportional(qapp, m
     can give) is skipped for the next fixed-pitch family."""
     from PySide6.QtGui import QFont, QFontDatabase
 
-    from desktop_agent.ui import conversation_view as cv
+    from desktop_agent.ui.conversation import view as cv
 
     monkeypatch.setattr(cv, "_MONO", [])
     monkeypatch.setattr(cv.QFontDatabase, "systemFont", staticmethod(lambda _which: QFont("DejaVu Sans")))
@@ -431,7 +431,7 @@ def test_running_bash_card_shows_output_tail_and_elapsed_then_stopped(qtbot, qlo
 
 # ----- 6. retries: one card, a countdown, Retry now and Cancel ---------------------------------------------
 def _retry_cards(win):
-    from desktop_agent.ui.conversation_view import RetryCard
+    from desktop_agent.ui.conversation.view import RetryCard
 
     return [w for w in win.conversation.column.items if isinstance(w, RetryCard)]
 
@@ -490,7 +490,7 @@ def test_retry_cancel_stops_the_turn(qtbot, qloop, make_window, workdir, fake):
 
 # ----- 7. find bar, language, 900×600 -----------------------------------------------------------------------
 def test_find_bar_counts_marks_steps_and_escape_closes(qtbot, qloop, make_window, workdir):
-    from desktop_agent.ui.conversation_view import MarkdownBlock
+    from desktop_agent.ui.conversation.view import MarkdownBlock
 
     win = make_window()
     conv = win.conversation
@@ -531,7 +531,7 @@ def test_ui_language_from_env_and_settings(qtbot, tmp_path):
 
     from desktop_agent import config
     from desktop_agent.ui.main import resolve_language
-    from desktop_agent.ui.settings_dialog import SettingsDialog
+    from desktop_agent.ui.dialogs.settings import SettingsDialog
 
     assert resolve_language({}, {}) is None
     assert resolve_language({"ui_language": "en"}, {}) is None  # the old default follows the system
@@ -551,7 +551,7 @@ def test_ui_language_from_env_and_settings(qtbot, tmp_path):
     probe = ("import os; from PySide6.QtWidgets import QApplication; app = QApplication([]); "
              "from desktop_agent.ui.main import install_translator, resolve_language; "
              "install_translator(app, resolve_language({})); "
-             "from desktop_agent.ui.main_window import MainWindow; w = MainWindow(); "
+             "from desktop_agent.ui.window.main_window import MainWindow; w = MainWindow(); "
              "print('|'.join(a.text() for a in w.menuBar().actions()))")
     env = dict(os.environ, LANG="C.UTF-8", LC_ALL="C.UTF-8", DESKTOP_AGENT_UI_LANGUAGE="zh_CN",
                QT_QPA_PLATFORM="offscreen", DESKTOP_AGENT_CONFIG_DIR=str(tmp_path / "cfg"))
@@ -564,7 +564,7 @@ def test_ui_language_from_env_and_settings(qtbot, tmp_path):
 
 
 def test_deny_feedback_appears_in_the_conversation(qtbot, qloop, make_window, workdir, fake):
-    from desktop_agent.ui.conversation_view import UserBlock
+    from desktop_agent.ui.conversation.view import UserBlock
     from tests.fakes.anthropic_server import tool_use
 
     app_ts = workdir / "app.ts"
@@ -594,7 +594,7 @@ def test_deny_feedback_appears_in_the_conversation(qtbot, qloop, make_window, wo
 
 
 def test_code_blocks_scroll_sideways_instead_of_wrapping(qtbot):
-    from desktop_agent.ui.conversation_view import ConversationView
+    from desktop_agent.ui.conversation.view import ConversationView
 
     view = ConversationView()
     qtbot.addWidget(view)

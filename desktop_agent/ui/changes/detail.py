@@ -16,8 +16,8 @@ from typing import Any, Generator
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-from desktop_agent.ui.conversation_view import is_dark, mono_font
-from desktop_agent.ui.diff_render import HunkDiffView
+from desktop_agent.ui.conversation.view import is_dark, mono_font
+from desktop_agent.ui.changes.render import HunkDiffView
 
 
 class ReviewedDiffView(HunkDiffView):

@@ -135,7 +135,7 @@ def tour_client(folder: str) -> Any:
 
 def start_tour_window(show: bool = True) -> Any:
     """Open a tour window (its own MainWindow) on a fresh copy of the sample project."""
-    from desktop_agent.ui.main_window import MainWindow
+    from desktop_agent.ui.window.main_window import MainWindow
 
     folder = prepare_demo_project()
     win = MainWindow(demo=True, client_factory=lambda: tour_client(folder),

@@ -40,14 +40,14 @@ from PySide6.QtWidgets import (
 
 from desktop_agent.util.diff import format_line_ranges, hunk_old_range
 from desktop_agent.ui import highlight
-from desktop_agent.ui.change_actions import (
+from desktop_agent.ui.changes.actions import (
     RevertPlan, RevertRefused, absolute_path, open_in_editor, revert_blocker, revert_file, revert_plan,
     reverted_entry, unified_patch,
 )
-from desktop_agent.ui.change_detail import ChangeDetail
-from desktop_agent.ui.conversation_view import PlainSpacesCopy, is_dark, mono_font, rel_path
-from desktop_agent.ui.diff_render import INLINE_LINES, renderer
-from desktop_agent.ui.revert_dialog import RevertDialog
+from desktop_agent.ui.changes.detail import ChangeDetail
+from desktop_agent.ui.conversation.view import PlainSpacesCopy, is_dark, mono_font, rel_path
+from desktop_agent.ui.changes.render import INLINE_LINES, renderer
+from desktop_agent.ui.dialogs.revert import RevertDialog
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
 
 from desktop_agent.model.client import SUGGESTED_MODELS
 from desktop_agent.ui import icons
-from desktop_agent.ui.controller import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, AgentController
-from desktop_agent.ui.conversation_view import ConversationView, is_dark
-from desktop_agent.ui.diff_panel import DiffPanel
+from desktop_agent.ui.window.controller import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, AgentController
+from desktop_agent.ui.conversation.view import ConversationView, is_dark
+from desktop_agent.ui.changes.panel import DiffPanel
 from desktop_agent.ui.highlight import colors
 
 log = logging.getLogger(__name__)
@@ -1261,7 +1261,7 @@ class MainWindow(QMainWindow):
 
     def show_servers(self) -> Any:
         """View ▸ MCP Servers… (Ctrl+Shift+E): the current session's servers, non-modal."""
-        from desktop_agent.ui.servers_view import ServersView
+        from desktop_agent.ui.window.servers_view import ServersView
 
         if self.servers_view is None:
             self.servers_view = ServersView(self)
@@ -1281,7 +1281,7 @@ class MainWindow(QMainWindow):
 
     def refresh_servers(self) -> None:
         """The Servers view and one keyed banner per failed server ("MCP server X failed: …")."""
-        from desktop_agent.ui.servers_view import failed_banner_text
+        from desktop_agent.ui.window.servers_view import failed_banner_text
 
         servers = self._mcp_status()
         if self.servers_view is not None:
@@ -1317,7 +1317,7 @@ class MainWindow(QMainWindow):
             self.refresh_servers()
 
     def show_settings(self, first_run: bool = False) -> Any:
-        from desktop_agent.ui.settings_dialog import SettingsDialog
+        from desktop_agent.ui.dialogs.settings import SettingsDialog
 
         dlg = SettingsDialog(self, first_run=first_run)
         self._saved_default_mode = dlg.model_mode()
@@ -1342,7 +1342,7 @@ class MainWindow(QMainWindow):
             self._show_empty()
 
     def start_tour(self) -> None:
-        from desktop_agent.ui.demo import start_tour_window
+        from desktop_agent.ui.window.demo import start_tour_window
 
         self._tour_window = start_tour_window()
 

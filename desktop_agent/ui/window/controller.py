@@ -360,7 +360,7 @@ class AgentController(QObject):
     # ----- PermissionPrompter ----------------------------------------------------------------
     async def ask(self, request: PermissionRequest) -> PermissionReply:
         """Open the modal dialog (``open()``) and await the user's reply through a Future."""
-        from desktop_agent.ui.permission_dialog import PermissionDialog
+        from desktop_agent.ui.dialogs.permission import PermissionDialog
 
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()

@@ -37,8 +37,8 @@ from desktop_agent.tools.edit import partial_edit_input, proposed_file
 from desktop_agent.util.diff import hunk_old_range, structured_patch
 from desktop_agent.tools.write import partial_write_input
 from desktop_agent.ui import highlight
-from desktop_agent.ui.conversation_view import is_dark, mono_font, rel_path
-from desktop_agent.ui.diff_render import HunkDiffView
+from desktop_agent.ui.conversation.view import is_dark, mono_font, rel_path
+from desktop_agent.ui.changes.render import HunkDiffView
 
 USER_DENIED = "User denied via UI"
 EDITABLE_FIELD = {"Edit": "new_string", "Write": "content", "Bash": "command", "MultiEdit": None}

@@ -15,7 +15,7 @@ import html
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from desktop_agent.ui.permission_dialog import GuardButton, PermissionDialog, SafetyDelay
+from desktop_agent.ui.dialogs.permission import GuardButton, PermissionDialog, SafetyDelay
 
 
 class RevertDialog(SafetyDelay, QDialog):

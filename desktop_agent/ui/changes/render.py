@@ -34,7 +34,7 @@ from PySide6.QtGui import QColor, QFont, QKeySequence, QPainter, QTextCharFormat
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from desktop_agent.ui import highlight
-from desktop_agent.ui.conversation_view import PlainSpacesCopy
+from desktop_agent.ui.conversation.view import PlainSpacesCopy
 
 INLINE_LINES = 300
 SLICE_S = 0.008

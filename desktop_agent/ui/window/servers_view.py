@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget,
 )
 
-from desktop_agent.ui.conversation_view import is_dark
+from desktop_agent.ui.conversation.view import is_dark
 from desktop_agent.ui.highlight import colors
 
 BANNER_ERROR_CHARS = 300

@@ -1,0 +1,1 @@
+"""The conversation view: messages, tool cards, markdown and code rendering."""

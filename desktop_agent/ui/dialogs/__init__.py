@@ -1,0 +1,1 @@
+"""Modal dialogs: permission (structured patch, per-hunk), revert confirmation, settings."""
