@@ -54,7 +54,8 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.tool import current_call
 from desktop_agent.permissions import bash_commands
 from desktop_agent.permissions.paths import is_inside
-from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.permission import PermissionDecision, PermissionTarget
+from desktop_agent.permissions.bash import bash_decision
 from desktop_agent.permissions import sandbox
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 
@@ -526,14 +527,12 @@ class BashTool(Tool):
         problem = command_too_long(input.command)  # before the command analysis parses megabytes
         return ValidationResult.fail(problem, 1) if problem else ValidationResult.ok()
 
+    def permission_target(self, input: BashInput, ctx: ToolUseContext) -> PermissionTarget:
+        return PermissionTarget(kind="bash", command=input.command, summary=input.command,
+                                disable_sandbox=bool(input.dangerouslyDisableSandbox))
+
     async def check_permissions(self, input: BashInput, ctx: ToolUseContext) -> PermissionDecision:
-        decision = bash_commands.check_bash_permission(input.model_dump(exclude_unset=True), ctx)
-        skip = sandbox.skip_analysis_requested()
-        if skip:  # test-only: the sandbox alone holds the line
-            decision = sandbox.without_analysis(decision)
-        return sandbox.gate_decision(decision, read_only=not skip and self.is_read_only(input),
-                                     disable_sandbox=bool(input.dangerouslyDisableSandbox),
-                                     pc=ctx.permission_context)
+        return bash_decision(self.permission_target(input, ctx), input.model_dump(exclude_unset=True), ctx)
 
     def permission_extras(self, input: BashInput, ctx: ToolUseContext) -> dict[str, Any]:
         extras: dict[str, Any] = {}
