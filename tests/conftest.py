@@ -16,6 +16,25 @@ def _qasync_loop() -> asyncio.AbstractEventLoop:
     return qasync.QEventLoop(app)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--spec", action="append", default=[], metavar="ITEM",
+                     help="run only the tests marked @pytest.mark.spec(ITEM) (repeatable)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """``--spec 58``: keep the tests whose ``spec`` marker names item 58 (spec items are markers, not file names)."""
+    wanted = {str(x) for x in config.getoption("--spec")}
+    if not wanted:
+        return
+    keep, drop = [], []
+    for item in items:
+        named = {str(a) for m in item.iter_markers("spec") for a in m.args}
+        (keep if named & wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def pytest_asyncio_loop_factories(config, item):
     # Only UI tests need Qt's loop; engine tests run on the plain asyncio loop.
     if "tests/ui" in str(getattr(item, "path", "")).replace(os.sep, "/"):
