@@ -45,11 +45,12 @@ streaming execution a call's ``ToolCallStarted`` may precede its reply's ``Assis
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Literal
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import INTERRUPTED_MESSAGE
@@ -77,6 +78,11 @@ MAX_OUTPUT_TOKENS_MESSAGE = (
 MAX_OUTPUT_TOKENS_RECOVERIES = 3
 # What one model round ends with: ``ok`` (go on) or the turn's terminal reason.
 RoundStatus = Literal["ok", "aborted_streaming", "model_error"]
+# ``QueryParams.before_request``: awaited before every model request of the loop (the streamed one and the
+# non-streaming retry) with the API messages about to be sent, after that request's ``RequestStarted`` and
+# inside the abortable part of the request (an abort cancels it); a list it returns replaces those messages
+# for that request (auto-compaction), None sends them as they are.
+BeforeRequest = Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]] | None]]
 
 
 def fallback_enabled_from_env() -> bool:
@@ -106,6 +112,8 @@ class QueryParams:
     include_stream_events: bool = False
     # Extra request metadata passed to the client.
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Awaited before each model request; may return replacement messages (see ``BeforeRequest``).
+    before_request: BeforeRequest | None = None
 
 
 class _Aborted(Exception):
@@ -286,6 +294,16 @@ class _Run:
             tools=self.tools_for_api(), max_tokens=self.p.max_tokens, thinking=self.p.thinking,
             metadata=dict(self.p.metadata),
         )
+
+    async def prepared(self, request: ModelRequest) -> ModelRequest:
+        """``request`` after the ``before_request`` hook (its messages replaced when the hook returns some)."""
+        hook = self.p.before_request
+        if hook is None:
+            return request
+        replacement = await hook(request.messages)
+        if replacement is None:
+            return request
+        return dataclasses.replace(request, messages=replacement)
 
     def on_retry(self, attempt: int, max_attempts: int, delay: float, error: str) -> None:
         self.put(RetryWaiting(attempt=attempt, max_attempts=max_attempts, delay_s=delay, error=error))
@@ -528,6 +546,7 @@ class _Run:
     async def consume(self, request: ModelRequest, acc: MessageAccumulator,
                       executor: StreamingToolExecutor | None) -> None:
         """Read the stream to its end: deltas out, finished tool_use blocks to the executor."""
+        request = await self.prepared(request)
         stream = self.p.client.stream(request, on_retry=self.on_retry)
         put = self.put
         include_raw = self.p.include_stream_events
@@ -654,7 +673,7 @@ class _Run:
         self.put(RequestStarted(turn=self.turn, model=self.p.model))
         t_api = time.perf_counter()
         try:
-            message = await self._abortable(self.p.client.create(request, on_retry=self.on_retry))
+            message = await self._abortable(self._create(request))
         except _Aborted:
             self.api_ms += (time.perf_counter() - t_api) * 1000
             self.write_interruption(INTERRUPT_MESSAGE)
@@ -680,6 +699,10 @@ class _Run:
             for block in self.round_tool_uses:
                 new_executor.add_tool(block, self.assistant_uuid, gate=self._tool_gates.get(str(block.get("id"))))
         return await self.run_tools(new_executor)
+
+
+    async def _create(self, request: ModelRequest) -> dict[str, Any]:
+        return await self.p.client.create(await self.prepared(request), on_retry=self.on_retry)
 
 
 async def query(params: QueryParams) -> AsyncIterator[Any]:

@@ -659,3 +659,49 @@ async def test_invalid_tool_json_without_max_tokens_is_a_broken_stream(tmp_path)
     assert client.kinds == ["stream", "create", "stream"]
     assert [r["tool_use_id"] for r in run.results()] == ["GOOD"]
     client.assert_done()
+
+
+# ---------------------------------------------------------------------------------------------- before_request
+@aio
+async def test_before_request_runs_before_every_request_and_may_replace_its_messages(tmp_path):
+    """The compaction hook: awaited after each RequestStarted with the messages about to be sent (the stream
+    and the non-streaming retry alike); a returned list is what that request sends, None leaves it alone."""
+    client = ScriptedModelClient([
+        reply(tool_use("Read", {"file_path": "a"}, id="A")),
+        reply(text("partial"), break_after=2),
+        reply(text("done"), non_streaming_only=True),
+    ])
+    seen: list[tuple[int, list[dict[str, Any]]]] = []
+    replacement = [{"role": "user", "content": [{"type": "text", "text": "summary"}]}]
+
+    async def before_request(messages):
+        await asyncio.sleep(0.01)  # the consumer has taken the RequestStarted by now
+        seen.append((len(run.events), messages))
+        return replacement if len(seen) >= 2 else None
+
+    run = Run(client, ctx_for(tmp_path), before_request=before_request)
+    fin = await run.go()
+    assert fin.reason == "completed", run.of(ErrorEvent)
+    assert client.kinds == ["stream", "stream", "create"]
+    assert len(seen) == 3
+    assert seen[0][1] == client.requests[0].messages  # None: sent as they were
+    assert client.requests[1].messages == replacement and client.requests[2].messages == replacement
+    assert seen[1][1][-1]["content"][0]["type"] == "tool_result"  # the hook saw the real next request
+    starts = [i for i, e in enumerate(run.events) if isinstance(e, RequestStarted)]
+    assert len(starts) == 3 and all(s < n for s, (n, _) in zip(starts, seen))
+
+
+@aio
+async def test_abort_during_before_request_ends_aborted_streaming_without_a_request(tmp_path):
+    from desktop_agent.core.context import AbortSignal
+
+    abort = AbortSignal()
+    client = ScriptedModelClient([reply(text("never"))])
+
+    async def before_request(messages):
+        abort.abort()
+        await asyncio.sleep(10)
+
+    run = Run(client, ctx_for(tmp_path, abort=abort), before_request=before_request)
+    fin = await asyncio.wait_for(run.go(), 5)
+    assert fin.reason == "aborted_streaming" and client.requests == []
