@@ -1,7 +1,8 @@
 """The modal permission dialog: shows exactly what a tool wants to do and answers the engine's ``ask``.
 
-It is opened with ``open()`` (window-modal) and reports through the ``decided`` signal, which the
-controller turns into the result of an awaited Future — no nested event loop. Deny is Escape,
+An ``AwaitableDialog[PermissionReply]`` (dialogs/base.py): opened window-modal, never through a nested
+event loop; the controller awaits its ``answer()`` and ``decided`` carries the same reply, exactly once.
+Closing it denies (with the feedback typed). Deny is Escape,
 Allow for session names the exact rule it adds. "✎ Edit" lets the user change the proposed text
 (Edit's ``new_string``, Write's ``content``, Bash's ``command``); the reply then carries
 ``updated_input``.
@@ -15,76 +16,33 @@ nowhere; Space never presses Allow; Enter allows only in the active dialog after
 The whole patch: ``HunkDiffView`` (diff_render) shows every line of any change, with a hunk
 navigator (``[``/``]``, Alt+↑/↓, "hunk 7 of 41", +/− per hunk) and the totals on Allow. For Edit and
 Write each hunk has an accept/reject toggle; Allow then replies with an ``updated_input`` that
-writes only the accepted hunks, and ``rejected_hunks`` (original line ranges) for the tool_result.
+writes only the accepted hunks, and ``rejected_hunks`` (original line ranges) for the tool_result —
+computed with the tools' own code through ``client.proposals`` (the UI does not import tools).
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
-import time
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeySequence, QPainter
-from PySide6.QtWidgets import (
-    QDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QToolButton,
-    QVBoxLayout, QWidget,
-)
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
+from desktop_agent.client.proposals import accepted_hunks_input, edited_file
 from desktop_agent.core.permission import PermissionReply, PermissionRequest, PermissionUpdate
-from desktop_agent.tools.edit import partial_edit_input, proposed_file
-from desktop_agent.util.diff import hunk_old_range, structured_patch
-from desktop_agent.tools.write import partial_write_input
 from desktop_agent.ui import highlight
-from desktop_agent.ui.conversation.view import is_dark, mono_font, rel_path
 from desktop_agent.ui.changes.render import HunkDiffView
+from desktop_agent.ui.conversation.view import is_dark, mono_font, rel_path
+from desktop_agent.ui.dialogs.base import SAFETY_DELAY_MS, AwaitableDialog, GuardButton, SafetyDelay
+from desktop_agent.util.diff import hunk_old_range, structured_patch
 
 USER_DENIED = "User denied via UI"
 EDITABLE_FIELD = {"Edit": "new_string", "Write": "content", "Bash": "command", "MultiEdit": None}
 HUNK_TOOLS = ("Edit", "Write")  # a decision per hunk
 _KEY_EVENTS = (QEvent.Type.KeyPress, QEvent.Type.KeyRelease, QEvent.Type.Shortcut, QEvent.Type.ShortcutOverride)
-
-
-class GuardButton(QPushButton):
-    """A dialog button that is inert until the dialog is ready (clicks and its mnemonic do nothing),
-    shows the remaining safety delay as a fill (``progress`` 0…1), and, with ``no_space``, is never
-    pressed by Space."""
-
-    def __init__(self, text: str, ready: Any, no_space: bool = False):
-        super().__init__(text)
-        self._ready = ready
-        self.no_space = no_space
-        self.progress: float | None = None
-        self.setAutoDefault(False)
-        self.setDefault(False)
-
-    def event(self, e) -> bool:
-        if e.type() in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease) and self.no_space \
-                and e.key() == Qt.Key.Key_Space:
-            e.accept()
-            return True
-        if e.type() == QEvent.Type.Shortcut and not self._ready():
-            return True
-        return super().event(e)
-
-    def mouseReleaseEvent(self, e) -> None:  # noqa: N802 - a click before ready does not click
-        if not self._ready():
-            self.setDown(False)
-            e.accept()
-            return
-        super().mouseReleaseEvent(e)
-
-    def paintEvent(self, e) -> None:  # noqa: N802
-        super().paintEvent(e)
-        if self.progress is not None and self.isEnabled():
-            painter = QPainter(self)
-            color = QColor(self.palette().highlight().color())
-            color.setAlpha(70)
-            painter.fillRect(QRectF(0, 0, self.width() * self.progress, self.height()), color)
-            color.setAlpha(220)
-            painter.fillRect(QRectF(0, self.height() - 3, self.width() * self.progress, 3), color)
-            painter.end()
 
 
 def describe_update(update: PermissionUpdate) -> str:
@@ -115,78 +73,16 @@ def target_of(request: PermissionRequest) -> str:
     return ""
 
 
-class SafetyDelay:
-    """The focus-safe delay the permission dialog and the revert confirmation share: after the dialog
-    appears, and each time it is activated again, ``is_ready()`` is False for ``delay_ms()`` while a fill
-    runs across ``fill_button()``. Mixed into a ``QDialog`` before it (``class D(SafetyDelay, QDialog)``);
-    ``_init_delay()`` in ``__init__``."""
+class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
+    """Ask the user about one tool call: an ``AwaitableDialog[PermissionReply]`` (``await dialog.ask()``,
+    or ``answer()``; ``decided`` carries the reply exactly once). Closing it denies (``closed_value``)."""
 
-    _TICK_MS = 30
-    arm_count = 0  # how often the delay (re)started (tests)
-
-    def _init_delay(self) -> None:
-        self._ready_at = float("inf")  # not before it is shown
-        self._tick = QTimer(self)  # type: ignore[arg-type]
-        self._tick.setInterval(self._TICK_MS)
-        self._tick.timeout.connect(self._on_tick)
-
-    def delay_ms(self) -> int:
-        raise NotImplementedError
-
-    def fill_button(self) -> GuardButton:
-        raise NotImplementedError
-
-    def is_ready(self) -> bool:
-        """True once the safety delay since the dialog appeared or was last activated has passed."""
-        return self.isVisible() and time.monotonic() >= self._ready_at  # type: ignore[attr-defined]
-
-    def _arm(self) -> None:
-        """(Re)start the delay: the buttons are inert, a fill runs across the answering button."""
-        self.arm_count += 1
-        self._ready_at = time.monotonic() + self.delay_ms() / 1000
-        if self.delay_ms() > 0:
-            self._tick.start()
-        self._on_tick()
-
-    def _on_tick(self) -> None:
-        left = self._ready_at - time.monotonic()
-        button = self.fill_button()
-        if left <= 0 or self.delay_ms() <= 0:
-            self._tick.stop()
-            button.progress = None
-        else:
-            button.progress = max(0.0, 1.0 - left / (self.delay_ms() / 1000))
-        button.update()
-
-    def _guarded(self, action: Any) -> None:
-        if self.is_ready():
-            action()
-
-    def showEvent(self, event) -> None:  # noqa: N802
-        super().showEvent(event)  # type: ignore[misc]
-        self._arm()
-
-    def event(self, e) -> bool:
-        if e.type() == QEvent.Type.WindowActivate:
-            self._arm()
-        return super().event(e)  # type: ignore[misc]
-
-
-class PermissionDialog(SafetyDelay, QDialog):
-    """Ask the user about one tool call. ``decided`` carries the ``PermissionReply`` exactly once."""
-
-    decided = Signal(object)
-    safety_delay_ms = 700  # the buttons' inert time after the dialog appears or is activated again
+    safety_delay_ms = SAFETY_DELAY_MS  # the buttons' inert time after the dialog appears or is activated again
 
     def __init__(self, request: PermissionRequest, parent: QWidget | None = None):
         super().__init__(parent)
         self.request = request
-        self._answered = False
-        self._silent = False
         self._init_delay()
-        self.setModal(True)
-        self.setWindowModality(Qt.WindowModality.WindowModal if parent is not None
-                               else Qt.WindowModality.ApplicationModal)
         self.setObjectName("permissionDialog")
         self.setAccessibleName(self.tr("Permission request"))
         if parent is not None and not parent.isActiveWindow():
@@ -422,7 +318,7 @@ class PermissionDialog(SafetyDelay, QDialog):
         """The patch of the Edit with ``new_string``, computed as the tool computes it."""
         req = self.request
         old = req.original_file or ""
-        return hunks_from_texts(old, proposed_file(old, dict(req.input, new_string=new_string)))
+        return hunks_from_texts(old, edited_file(old, dict(req.input, new_string=new_string)))
 
     def _render_diff(self, hunks: list[dict[str, Any]]) -> None:
         """Show ``hunks`` (every hunk accepted again: the decisions were about the previous patch)."""
@@ -530,10 +426,8 @@ class PermissionDialog(SafetyDelay, QDialog):
         req = self.request
         base = edited or dict(req.input)
         hunks = self.diff_view.hunks  # type: ignore[union-attr]
-        if req.tool_name == "Edit":
-            updated = partial_edit_input(req.original_file or "", base, hunks, decisions)
-        else:
-            updated = partial_write_input(req.original_file, base, hunks, decisions)
+        tool = "Edit" if req.tool_name == "Edit" else "Write"  # per_hunk: only these two
+        updated = accepted_hunks_input(tool, req.original_file, base, hunks, decisions)
         rejected = [hunk_old_range(h) for h, take in zip(hunks, decisions) if not take]
         return PermissionReply(behavior="allow", updated_input=updated, rejected_hunks=rejected,
                                total_hunks=len(hunks), **extra)
@@ -550,42 +444,23 @@ class PermissionDialog(SafetyDelay, QDialog):
             return True  # typed before it was ready: goes nowhere
         return False
 
-    def _finish(self, reply: PermissionReply, accepted: bool) -> None:
-        if self._answered:
-            return
-        self._answered = True
-        self.decided.emit(reply)
-        if accepted:
-            super().accept()
-        else:
-            super().reject()
+    def closed_value(self) -> PermissionReply:
+        """Closing it (Esc, the close button, Deny) denies, with the feedback typed."""
+        feedback = self.feedback.text().strip() or None
+        return PermissionReply(behavior="deny", message=USER_DENIED, feedback=feedback)
 
     def _allow(self) -> None:
         if not self.allow_button.isEnabled():
             return
-        self._finish(self._allow_reply(), True)
+        self._resolve(self._allow_reply(), True)
 
     def _allow_session(self) -> None:
         if not self.allow_session_button.isEnabled():
             return
-        self._finish(self._allow_reply(updated_permissions=list(self.request.suggestions)), True)
+        self._resolve(self._allow_reply(updated_permissions=list(self.request.suggestions)), True)
 
     def accept(self) -> None:
         self._guarded(self._allow)
-
-    def reject(self) -> None:  # Esc, the close button, the Deny button
-        if self._silent:
-            super().reject()
-            return
-        feedback = self.feedback.text().strip() or None
-        self._finish(PermissionReply(behavior="deny", message=USER_DENIED, feedback=feedback), False)
-
-    def close_silently(self) -> None:
-        """Close without answering (the turn was interrupted, or the answer is already in)."""
-        self._silent = True
-        self._answered = True
-        if self.isVisible():
-            super().reject()
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt naming
         key = event.key()
@@ -618,8 +493,6 @@ class PermissionDialog(SafetyDelay, QDialog):
 
 
 def _esc(text: str) -> str:
-    import html
-
     return html.escape(str(text))
 
 

@@ -4,32 +4,29 @@ and two buttons — Cancel (Escape) and Revert.
 The permission dialog's focus-safe rules: no button is default or reacts to Enter; Revert never
 reacts to Space; after the dialog appears, and each time it is activated again, both buttons are
 inert for the safety delay (the permission dialog's, 0.7 s) with a fill running across Revert, so a
-click or a keystroke meant for something else cannot revert. Opened with ``open()`` (window-modal);
-``decided(bool)`` says the answer exactly once.
+click or a keystroke meant for something else cannot revert. An ``AwaitableDialog[bool]``: opened
+window-modal (``open()`` or ``await ask()``), ``decided(bool)`` says the answer exactly once; closing it
+is False.
 """
 
 from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from desktop_agent.ui.dialogs.permission import GuardButton, PermissionDialog, SafetyDelay
+from desktop_agent.ui.dialogs.base import AwaitableDialog, GuardButton, SafetyDelay
+from desktop_agent.ui.dialogs.permission import PermissionDialog
 
 
-class RevertDialog(SafetyDelay, QDialog):
-    decided = Signal(bool)
+class RevertDialog(SafetyDelay, AwaitableDialog[bool]):
     safety_delay_ms: int | None = None  # None: the permission dialog's delay
 
     def __init__(self, name: str, added: int, removed: int, new_file: bool, parent: QWidget | None = None):
         super().__init__(parent)
-        self._answered = False
         self._init_delay()
         self.setObjectName("revertDialog")
-        self.setModal(True)
-        self.setWindowModality(Qt.WindowModality.WindowModal if parent is not None
-                               else Qt.WindowModality.ApplicationModal)
         self.setWindowTitle(self.tr("Revert the change to {0}?").format(name))
         self.setAccessibleName(self.windowTitle())
         root = QVBoxLayout(self)
@@ -67,24 +64,14 @@ class RevertDialog(SafetyDelay, QDialog):
         return self.revert_button
 
     # ----- answers ---------------------------------------------------------------------------
-    def _finish(self, yes: bool) -> None:
-        if self._answered:
-            return
-        self._answered = True
-        self.decided.emit(yes)
-        if yes:
-            super().accept()
-        else:
-            super().reject()
+    def closed_value(self) -> bool:
+        return False  # Esc, the close button, Cancel
 
     def _revert(self) -> None:
-        self._finish(True)
+        self._resolve(True, True)
 
     def accept(self) -> None:  # never by a default button: only the Revert button's click
         pass
-
-    def reject(self) -> None:  # Esc, the close button, Cancel
-        self._finish(False)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802
         key = event.key()
