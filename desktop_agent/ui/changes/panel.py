@@ -1,14 +1,13 @@
-"""The changes panel: every change of the session, newest first, grouped by turn and file.
+"""The changes panel: the widget that shows the session's change log (``log.ChangeLog``, built from the
+permission and tool events without widgets), newest first, grouped by turn and file.
 
-Each change comes from a tool's structured patch — from ``PermissionRequested`` before the write
-(status *pending*, the proposed patch kept) and from ``ToolCallFinished.data`` after it (*applied* or
-*failed*, the written patch); a denied proposal stays visible as *rejected*, a reverted one as
+A change is *pending* (proposed), *applied*, *failed*, *rejected* (denied; it stays visible) or
 *reverted*. Unified diffs with old/new line numbers, GitHub-like colours and syntax highlighting by
 file type. A file the change created is marked ``new``.
 
-Nothing is cut. A change of at most ``diff_render.INLINE_LINES`` diff lines opens in place (a click
+Nothing is cut. A change of at most ``log.INLINE_LINES`` diff lines opens in place (a click
 on its row folds it); a bigger one starts folded and opens in full in the panel's change page
-(``change_detail.ChangeDetail``: the virtualised ``HunkDiffView``, filled in slices, so even a
+(``detail.ChangeDetail``: the virtualised ``HunkDiffView``, filled in slices, so even a
 20,000-line change never stalls the window) — "show all", with a hunk navigator.
 
 A partly allowed change (the user rejected some hunks in the permission dialog) shows both kinds:
@@ -16,8 +15,8 @@ the proposed patch from the request, each hunk marked accepted or "rejected: not
 through, muted), matched by the original line ranges of the tool result's ``rejectedHunks`` of
 ``totalHunks``; after a resume (no request) the written hunks and a line naming the rejected ranges.
 
-Actions per change (``change_actions``): open in editor, copy patch (unified diff text), revert this
-change (its own focus-safe confirmation, ``revert_dialog``; the file I/O on a worker thread through
+Actions per change (``actions``): open in editor, copy patch (unified diff text), revert this
+change (its own focus-safe confirmation, ``dialogs.revert``; the file I/O on a worker thread through
 ``asyncio.to_thread``; refused when the file changed since; recorded in the transcript as a
 ``system`` entry of subtype ``change_reverted`` through the session's recorder). Selecting a change
 tells the conversation which card to show.
@@ -30,7 +29,6 @@ import html
 import logging
 import os
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from PySide6.QtCore import QUrl, Signal
@@ -38,102 +36,20 @@ from PySide6.QtWidgets import (
     QApplication, QFrame, QHBoxLayout, QLabel, QStackedWidget, QTextBrowser, QVBoxLayout, QWidget,
 )
 
-from desktop_agent.util.diff import format_line_ranges, hunk_old_range
+from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.ui import highlight
 from desktop_agent.ui.changes.actions import (
     RevertPlan, RevertRefused, absolute_path, open_in_editor, revert_blocker, revert_file, revert_plan,
     reverted_entry, unified_patch,
 )
 from desktop_agent.ui.changes.detail import ChangeDetail
+from desktop_agent.ui.changes.log import APPLIED, FAILED, PENDING, REJECTED, REVERTED, Change, ChangeLog
+from desktop_agent.ui.changes.render import renderer
 from desktop_agent.ui.conversation.view import PlainSpacesCopy, is_dark, mono_font, rel_path
-from desktop_agent.ui.changes.render import INLINE_LINES, renderer
 from desktop_agent.ui.dialogs.revert import RevertDialog
+from desktop_agent.util.diff import format_line_ranges
 
 log = logging.getLogger(__name__)
-
-PENDING, APPLIED, REJECTED, FAILED, REVERTED = "pending", "applied", "rejected", "failed", "reverted"
-FILE_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
-
-
-@dataclass
-class Change:
-    id: int
-    tool_use_id: str
-    tool: str
-    turn: int
-    file_path: str
-    hunks: list[dict[str, Any]]
-    status: str = PENDING
-    created: float = field(default_factory=time.time)
-    collapsed: bool = False
-    user_modified: bool = False
-    note: str = ""
-    note_is_error: bool = True
-    proposed: list[dict[str, Any]] | None = None  # the permission request's patch (every hunk)
-    rejected: list[tuple[int, int]] = field(default_factory=list)  # original line ranges, from the result
-    total_hunks: int | None = None
-    data: dict[str, Any] | None = None  # the tool's result data (revert, copy)
-    new_file: bool = False
-    busy: bool = False  # a revert is running
-
-    def review(self) -> tuple[list[dict[str, Any]], list[bool] | None]:
-        """The hunks to show and, for a partly allowed change, which were accepted: the proposed
-        patch with its rejected hunks (matched by original line range) when the request was seen,
-        else the written hunks (``None``: no decisions to show)."""
-        if self.rejected and self.proposed:
-            wanted = {(int(a), int(b)) for a, b in self.rejected}
-            flags = [hunk_old_range(h) not in wanted for h in self.proposed]
-            if flags.count(False) == len(wanted):
-                return self.proposed, flags
-        return self.hunks, None
-
-    @property
-    def line_count(self) -> int:
-        return highlight.diff_line_count(self.review()[0])
-
-    @property
-    def big(self) -> bool:
-        return self.line_count > INLINE_LINES
-
-    @property
-    def counts(self) -> tuple[int, int]:
-        # Cached per hunk list: the panel re-renders on every event of the turn, and counting a
-        # 20,000-line change took ~5 ms each time.
-        cached = self.__dict__.get("_counts")
-        if cached is None or cached[0] is not self.hunks:
-            cached = (self.hunks, highlight.count_changes(self.hunks))
-            self.__dict__["_counts"] = cached
-        return cached[1]
-
-
-def hunks_from_data(data: dict[str, Any]) -> list[dict[str, Any]]:
-    patch = data.get("structuredPatch", data.get("structured_patch"))
-    hunks = highlight.normalize_hunks(patch)
-    if not hunks and data.get("type") == "create" and data.get("content") is not None:
-        hunks = highlight.hunks_for_new_file(str(data.get("content")))
-    return hunks
-
-
-def hunks_from_request(request: Any) -> list[dict[str, Any]]:
-    hunks = highlight.normalize_hunks(request.structured_patch)
-    if not hunks and request.tool_name == "Write" and "content" in request.input and not request.original_file:
-        hunks = highlight.hunks_for_new_file(str(request.input["content"]))
-    return hunks
-
-
-def is_new_request(request: Any) -> bool:
-    if request.tool_name == "Write":
-        return request.original_file is None
-    return request.tool_name == "Edit" and request.input.get("old_string") == "" and not request.original_file
-
-
-def is_new_data(tool: str, data: dict[str, Any] | None) -> bool:
-    if not data:
-        return False
-    if tool == "Write":
-        return data.get("type") == "create" or ("originalFile" in data and data.get("originalFile") is None)
-    return tool == "Edit" and data.get("oldString") == "" and data.get("originalFile") in ("", None)
-
 
 class _ChangesView(PlainSpacesCopy, QTextBrowser):
     """The panel's document: copies with plain spaces."""
@@ -150,15 +66,13 @@ class DiffPanel(QWidget):
         self.setObjectName("diffPanel")
         self.setAccessibleName(self.tr("Changes"))
         self.cwd: str | None = None
-        self.changes: list[Change] = []
-        self.by_tool: dict[str, Change] = {}
+        self.log = ChangeLog()
         self.selected_id: int | None = None
         # Where a revert is recorded: called with the transcript entry. None: the window's session
         # (``window().controller.session``, through ``AgentSession._record``).
         self.recorder: Callable[[dict[str, Any]], Any] | None = None
         self.revert_dialog: RevertDialog | None = None
         self._tasks: set[asyncio.Future] = set()
-        self._next = 1
         self._waiting: set[Any] = set()  # diffs being rendered in the background
         renderer().ready.connect(self._on_diff_ready)
 
@@ -196,85 +110,34 @@ class DiffPanel(QWidget):
         self._mono = mono_font()
         self.render()
 
-    # ----- feeding -----------------------------------------------------------------------------
-    def on_permission_requested(self, request: Any, turn: int) -> Change | None:
-        path = request.file_path or request.input.get("file_path")
-        if request.tool_name not in FILE_TOOLS or not path:
-            return None
-        change = self.by_tool.get(request.tool_use_id)
-        hunks = hunks_from_request(request)
-        if change is None:
-            change = self._add(request.tool_use_id, request.tool_name, turn, str(path), hunks, PENDING)
-        else:
-            change.hunks, change.status = hunks, PENDING
-            change.collapsed = change.big
-        change.proposed = hunks
-        change.new_file = is_new_request(request)
-        self.render()
+    # ----- feeding (the change log) --------------------------------------------------------------
+    @property
+    def changes(self) -> list[Change]:
+        return self.log.changes
+
+    @property
+    def by_tool(self) -> dict[str, Change]:
+        return self.log.by_tool
+
+    def on_permission_requested(self, request: PermissionRequest, turn: int) -> Change | None:
+        change = self.log.on_permission_requested(request, turn)
+        if change is not None:
+            self.render()
         return change
 
     def on_permission_resolved(self, tool_use_id: str, allowed: bool, user_modified: bool = False) -> None:
-        change = self.by_tool.get(tool_use_id)
-        if change is None:
-            return
-        if not allowed:
-            change.status = REJECTED
-        change.user_modified = change.user_modified or user_modified
-        self.render()
+        if self.log.on_permission_resolved(tool_use_id, allowed, user_modified) is not None:
+            self.render()
 
     def on_tool_finished(self, tool_use_id: str, name: str, is_error: bool, data: dict[str, Any] | None,
                          turn: int, content: Any = None) -> Change | None:
-        change = self.by_tool.get(tool_use_id)
-        if change is None and (name not in FILE_TOOLS or not data or is_error):
-            return None
-        if change is None:
-            path = data.get("filePath") or data.get("file_path") or ""
-            change = self._add(tool_use_id, name, turn, str(path), hunks_from_data(data), APPLIED)
-            self._take_data(change, data)
-            change.collapsed = change.big
-        elif change.status == REJECTED:
-            pass
-        elif is_error:
-            change.status = FAILED
-            if isinstance(content, str):
-                change.note = content.replace("<tool_use_error>", "").replace("</tool_use_error>", "").strip()
-        else:
-            change.status = APPLIED
-            if data:
-                hunks = hunks_from_data(data)
-                if hunks:
-                    change.hunks = hunks
-                change.user_modified = bool(data.get("userModified", change.user_modified))
-                self._take_data(change, data)
-        self.render()
-        return change
-
-    @staticmethod
-    def _take_data(change: Change, data: dict[str, Any]) -> None:
-        change.data = data
-        ranges = data.get("rejectedHunks") or []
-        try:
-            change.rejected = [(int(a), int(b)) for a, b in ranges]
-        except (TypeError, ValueError):
-            change.rejected = []
-        total = data.get("totalHunks")
-        change.total_hunks = int(total) if isinstance(total, int) else (len(change.rejected) or None)
-        change.new_file = change.new_file or is_new_data(change.tool, data)
-
-    def _add(self, tool_use_id: str, tool: str, turn: int, path: str, hunks: list[dict[str, Any]],
-             status: str) -> Change:
-        # A big change starts folded ("▸ big.py +500 −500"), as GitHub does with large diffs: the
-        # dialog shows it while it is reviewed; opened, it shows in full on the panel's change page.
-        change = Change(self._next, tool_use_id, tool, turn, path, hunks, status,
-                        collapsed=highlight.diff_line_count(hunks) > INLINE_LINES)
-        self._next += 1
-        self.changes.append(change)
-        self.by_tool[tool_use_id] = change
+        change = self.log.on_tool_finished(tool_use_id, name, is_error, data, turn, content)
+        if change is not None:
+            self.render()
         return change
 
     def clear(self) -> None:
-        self.changes.clear()
-        self.by_tool.clear()
+        self.log.clear()
         self._waiting.clear()
         self.selected_id = None
         self.show_list()
@@ -299,10 +162,7 @@ class DiffPanel(QWidget):
         return True
 
     def change_by_id(self, cid: int) -> Change | None:
-        for change in self.changes:
-            if change.id == cid:
-                return change
-        return None
+        return self.log.change_by_id(cid)
 
     def _on_anchor(self, url: QUrl) -> None:
         text = url.toString()
@@ -461,9 +321,7 @@ class DiffPanel(QWidget):
         c = highlight.colors(dark)
         total = len(self.changes)
         self.title.setText(self.tr("Changes ({0})").format(total) if total else self.tr("Changes"))
-        live = [ch for ch in self.changes if ch.status in (APPLIED, PENDING)]
-        added = sum(ch.counts[0] for ch in live)
-        removed = sum(ch.counts[1] for ch in live)
+        added, removed = self.log.live_counts()
         self.counts_label.setText(
             f"<span style='color:{c.added_fg}'>+{added}</span> "
             f"<span style='color:{c.removed_fg}'>\u2212{removed}</span>" if total else "")
@@ -477,11 +335,7 @@ class DiffPanel(QWidget):
             return
         scroll = self.view.verticalScrollBar().value()
         parts: list[str] = []
-        turns: dict[int, list[Change]] = {}
-        for change in self.changes:
-            turns.setdefault(change.turn, []).append(change)
-        for turn in sorted(turns, reverse=True):
-            group = list(reversed(turns[turn]))
+        for turn, group in self.log.by_turn():
             stamp = time.strftime("%H:%M", time.localtime(group[-1].created))
             heading = html.escape(self.tr("TURN {0}").format(turn))
             parts.append(

@@ -34,9 +34,9 @@ from PySide6.QtGui import QColor, QFont, QKeySequence, QPainter, QTextCharFormat
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from desktop_agent.ui import highlight
+from desktop_agent.ui.changes.log import INLINE_LINES
 from desktop_agent.ui.conversation.view import PlainSpacesCopy
 
-INLINE_LINES = 300
 SLICE_S = 0.008
 MEMO_SIZE = 32  # a capped 1,000-line diff is ~0.4 MB of HTML
 
