@@ -32,7 +32,7 @@ from _common import report, result  # noqa: E402
 
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.engine.execution import run_tool_use  # noqa: E402
-from desktop_agent.engine.orchestration import run_tools  # noqa: E402
+from desktop_agent.engine.scheduler import run_tools  # noqa: E402
 from desktop_agent.util import fileio  # noqa: E402
 from desktop_agent.tools import read as read_mod  # noqa: E402
 from desktop_agent.tools.edit import EditTool, take_snapshot  # noqa: E402

@@ -9,8 +9,9 @@ Per iteration (``turn`` starts at 1, §2.3):
 1. ``messages_for_query``: entries after the last compact boundary, normalised for the API.
 2. One model request (streamed). Follow-up is decided by the *content*: any ``tool_use`` block means
    tools run and another request follows; ``stop_reason`` is not trusted.
-3. Tools: with ``streaming_tool_execution`` each tool_use is handed to a ``StreamingToolExecutor``
-   as soon as its block completes; otherwise ``ToolRunner`` runs the round after the reply.
+3. Tools: one ``Scheduler`` per round; with ``streaming_tool_execution`` each tool_use is handed to it as
+   soon as its block completes, otherwise every block of the reply at once after the reply. A round's tool
+   events leave through its ``EventSink`` (a call's started → asked → answered → progress, then finished).
 4. Checkpoint: abort → ``aborted_tools``; a hook stop → ``hook_stopped``; ``max_turns``.
 
 Transcript (``on_message``): one assistant entry per model reply (written when the reply ends, or
@@ -63,8 +64,8 @@ from desktop_agent.engine.execution import ToolUseOutcome
 from desktop_agent.core.messages import (
     assistant_entry, new_uuid, normalize_for_api, text_of, tool_result_block, tool_use_blocks, user_entry, _now_iso,
 )
-from desktop_agent.engine.orchestration import ToolRunner, finished_event
-from desktop_agent.engine.streaming_executor import StreamingToolExecutor, TrackedTool
+from desktop_agent.engine.scheduler import Scheduler, TrackedTool, finished_event
+from desktop_agent.engine.sink import EventSink
 from desktop_agent.model.client import ModelClient, ModelError, ModelRequest, StreamBroken
 from desktop_agent.model.pricing import CostTracker
 from desktop_agent.model.stream import MessageAccumulator
@@ -126,8 +127,6 @@ class _Run:
     def __init__(self, params: QueryParams, put: Callable[[Any], None]):
         self.p = params
         self._put = put
-        self._started_ids: set[str] = set()
-        self._held_permission_events: dict[str, list[Any]] = {}
         self.ctx = params.ctx
         self.messages: list[dict[str, Any]] = list(params.messages)
         self.tracker = params.cost_tracker or CostTracker()
@@ -149,7 +148,7 @@ class _Run:
         self._tools_cache: tuple[tuple[int, ...], list[dict[str, Any]]] | None = None
         self._api_cache: tuple[int, int, list[dict[str, Any]]] | None = None
         self._persist_failed = False
-        self.executors: list[StreamingToolExecutor] = []
+        self.executors: list[Scheduler] = []
         # Protocol order: each finished block goes out as an AssistantBlock; a tool_use's call starts only once
         # the consumer took that event (its gate, keyed by tool_use id, is done). Blocks shown this reply:
         self._shown_blocks: list[dict[str, Any]] = []
@@ -160,10 +159,12 @@ class _Run:
     # ------------------------------------------------------------------ helpers
     def put(self, event: Any) -> None:
         self._put(event)
-        if isinstance(event, ToolCallStarted):
-            self._started_ids.add(event.tool_use_id)
-            for held in self._held_permission_events.pop(event.tool_use_id, ()):
-                self._put(held)
+
+    def new_scheduler(self, mode: Literal["streaming", "batch"]) -> Scheduler:
+        """The round's scheduler; its calls' events leave through the round's ``EventSink``, in order."""
+        scheduler = Scheduler(self.ctx, EventSink(self.put), mode=mode)
+        self.executors.append(scheduler)
+        return scheduler
 
     def show_block(self, block: dict[str, Any], message: dict[str, Any]) -> asyncio.Future[None] | None:
         """Emit one finished content block (``AssistantBlock``); for a tool_use, return the gate its call
@@ -202,22 +203,6 @@ class _Run:
         pending = [g for g in gates if not g.done()]
         if pending:
             await asyncio.wait([asyncio.shield(g) for g in pending])
-
-    def ctx_emit(self, event: Any) -> None:
-        """``ctx.emit`` during the query. A permission event can be produced before its call's
-        ``ToolCallStarted`` went out (a concurrent batch starts calls before the runner yields their
-        start events); it is held until then, so a front end always sees started → asked → answered."""
-        match event:
-            case PermissionRequested():
-                tool_use_id = event.request.tool_use_id
-            case PermissionResolved():
-                tool_use_id = event.tool_use_id
-            case _:
-                tool_use_id = ""
-        if tool_use_id and tool_use_id not in self._started_ids:
-            self._held_permission_events.setdefault(tool_use_id, []).append(event)
-            return
-        self.put(event)
 
     def _on_abort(self) -> None:
         if self._current is not None and not self._current.done():
@@ -405,7 +390,9 @@ class _Run:
     # ------------------------------------------------------------------ driver
     async def run(self) -> None:
         original_emit = self.ctx.emit
-        self.ctx.emit = self.ctx_emit  # permission events come out of the same stream, in order
+        # A call's own events go through its slot of the round's EventSink; anything else emitted on the
+        # turn's context comes out of the same stream.
+        self.ctx.emit = self.put
         error: str | None = None
         try:
             reason = await self.loop()
@@ -427,10 +414,6 @@ class _Run:
                 self.p.ctx.emit = original_emit
                 self.ctx.emit = original_emit
                 self.p.ctx = self.ctx  # context modifiers' changes carry over to the caller
-        for held in self._held_permission_events.values():  # never lose an event
-            for event in held:
-                self._put(event)
-        self._held_permission_events.clear()
         if reason == "model_error" and error is None:
             error = self._model_error
         self.put(TurnFinished(
@@ -518,9 +501,7 @@ class _Run:
     async def model_round(self) -> RoundStatus:
         """One model request and its tool calls. Returns ``ok`` or a terminal reason."""
         request = self.build_request()
-        executor = StreamingToolExecutor(self.ctx, emit=self.put) if self.p.streaming_tool_execution else None
-        if executor is not None:
-            self.executors.append(executor)
+        executor = self.new_scheduler("streaming") if self.p.streaming_tool_execution else None
         acc = MessageAccumulator()
         self._shown_blocks = []
         self.put(RequestStarted(turn=self.turn, model=self.p.model))
@@ -544,7 +525,7 @@ class _Run:
         return await self.run_tools(executor)
 
     async def consume(self, request: ModelRequest, acc: MessageAccumulator,
-                      executor: StreamingToolExecutor | None) -> None:
+                      executor: Scheduler | None) -> None:
         """Read the stream to its end: deltas out, finished tool_use blocks to the executor."""
         request = await self.prepared(request)
         stream = self.p.client.stream(request, on_retry=self.on_retry)
@@ -587,27 +568,22 @@ class _Run:
             else:
                 self.put(item)
 
-    async def run_tools(self, executor: StreamingToolExecutor | None) -> RoundStatus:
+    async def run_tools(self, executor: Scheduler | None) -> RoundStatus:
         if not self.round_tool_uses:
             return "ok"
-        if executor is not None:
-            async for item in executor.get_remaining_results():
-                self.drain([item])
-            self.ctx = executor.ctx
-        else:
-            await self.shown(self.round_tool_uses)  # the batch starts once every call was shown
-            runner = ToolRunner(self.round_tool_uses, self.ctx)
-            async for event in runner.events():
-                if isinstance(event, ToolCallFinished):
-                    self.deliver(runner.outcomes[event.tool_use_id], event)
-                else:
-                    self.put(event)
-            self.ctx = runner.ctx
+        if executor is None:  # batch: every block at once, once every call was shown
+            await self.shown(self.round_tool_uses)
+            executor = self.new_scheduler("batch")
+            for block in self.round_tool_uses:
+                executor.add_tool(block, self.assistant_uuid)
+        async for item in executor.get_remaining_results():
+            self.drain([item])
+        self.ctx = executor.ctx
         self.fill_missing(INTERRUPTED_MESSAGE)  # defensive: never leave a tool_use unanswered
         return "ok"
 
     # ------------------------------------------------------------------ the unhappy paths
-    async def finish_started(self, executor: StreamingToolExecutor | None, fill: str) -> None:
+    async def finish_started(self, executor: Scheduler | None, fill: str) -> None:
         """Deliver the real results of tools already running; unstarted ones get ``fill``."""
         if executor is not None:
             executor.close(fill)
@@ -617,7 +593,7 @@ class _Run:
         self.fill_missing(fill)
 
     async def aborted_while_streaming(self, acc: MessageAccumulator,
-                                      executor: StreamingToolExecutor | None) -> RoundStatus:
+                                      executor: Scheduler | None) -> RoundStatus:
         self.write_assistant(acc.partial_content(), acc.message)
         if acc.started:
             self.account(acc.message)
@@ -631,7 +607,7 @@ class _Run:
         return "aborted_streaming"
 
     async def model_failed(self, exc: ModelError, acc: MessageAccumulator,
-                           executor: StreamingToolExecutor | None) -> RoundStatus:
+                           executor: Scheduler | None) -> RoundStatus:
         self.write_assistant(acc.completed_content(), acc.message)
         if acc.started:
             self.account(acc.message)
@@ -641,7 +617,7 @@ class _Run:
         return "model_error"
 
     async def stream_broken(self, exc: StreamBroken, request: ModelRequest, acc: MessageAccumulator,
-                            executor: StreamingToolExecutor | None) -> RoundStatus:
+                            executor: Scheduler | None) -> RoundStatus:
         started = executor is not None and executor.any_started()
         if started:
             # Side effects may exist: keep the finished blocks and answer every completed call.
@@ -694,8 +670,7 @@ class _Run:
         self.account(message)
         new_executor = None
         if self.p.streaming_tool_execution and self.round_tool_uses:
-            new_executor = StreamingToolExecutor(self.ctx, emit=self.put)
-            self.executors.append(new_executor)
+            new_executor = self.new_scheduler("streaming")
             for block in self.round_tool_uses:
                 new_executor.add_tool(block, self.assistant_uuid, gate=self._tool_gates.get(str(block.get("id"))))
         return await self.run_tools(new_executor)

@@ -473,7 +473,7 @@ def test_parallel_reads_overlap_their_io_waits(tmp_path, monkeypatch):
     import time as _time
 
     from desktop_agent.core.events import ToolCallFinished
-    from desktop_agent.engine.orchestration import run_tools
+    from desktop_agent.engine.scheduler import run_tools
 
     real = read_mod._io_job
 

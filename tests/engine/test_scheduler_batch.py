@@ -1,4 +1,4 @@
-"""partition_tool_calls and run_tools (SPEC §3.10; §9 items 49–55)."""
+"""The scheduler, batch (every block at once): partition_tool_calls and run_tools (SPEC §3.10; §9 items 49–55)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from desktop_agent.core.events import ToolCallFinished
-from desktop_agent.engine.orchestration import ToolRunner, partition_tool_calls
+from desktop_agent.engine.scheduler import ToolRunner, partition_tool_calls
 from desktop_agent.core.tool import ToolResult, build_tool
 
 from .helpers import PathInput, Tracker, ctx_with, make_tools, tool_use

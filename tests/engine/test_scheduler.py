@@ -1,4 +1,4 @@
-"""StreamingToolExecutor: queue, start and delivery rules, aborts, sibling cancellation, discard
+"""Scheduler: queue, start and delivery rules, aborts, sibling cancellation, discard
 (SPEC §6.2–6.4; §9 items 92–97 and 100)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import REJECT_MESSAGE, STREAMING_FALLBACK_MESSAGE
-from desktop_agent.engine.streaming_executor import StreamingToolExecutor, TrackedTool
+from desktop_agent.engine.scheduler import Scheduler, TrackedTool
 from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 from tests.model.aio import aio
 
@@ -63,14 +63,14 @@ def results(items: list[Any]) -> list[str]:
     return [i.id for i in items if isinstance(i, TrackedTool)]
 
 
-async def drain_all(ex: StreamingToolExecutor) -> list[TrackedTool]:
+async def drain_all(ex: Scheduler) -> list[TrackedTool]:
     return [i async for i in ex.get_remaining_results() if isinstance(i, TrackedTool)]
 
 
 @aio
 async def test_item92_unsafe_waits_for_running_safe_tool(tmp_path):
     g = Gate()
-    ex = StreamingToolExecutor(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
+    ex = Scheduler(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
     r = ex.add_tool(read("r", "R"))
     await tick()
     e = ex.add_tool(edit("e", "E"))
@@ -85,7 +85,7 @@ async def test_item92_unsafe_waits_for_running_safe_tool(tmp_path):
 @aio
 async def test_item93_scan_stops_at_blocked_unsafe_tool(tmp_path):
     g = Gate()
-    ex = StreamingToolExecutor(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
+    ex = Scheduler(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
     ex.add_tool(edit("e1", "E1"))  # unsafe, executing
     e2 = ex.add_tool(edit("e2", "E2"))  # unsafe, waiting
     r = ex.add_tool(read("r", "R"))  # safe — must not jump ahead of E2
@@ -103,7 +103,7 @@ async def test_item93_scan_stops_at_blocked_unsafe_tool(tmp_path):
 @aio
 async def test_safe_tools_run_together_and_deliver_in_completion_order(tmp_path):
     g = Gate()
-    ex = StreamingToolExecutor(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
+    ex = Scheduler(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
     ex.add_tool(read("a", "A"))
     ex.add_tool(read("b", "B"))
     await tick()
@@ -118,7 +118,7 @@ async def test_safe_tools_run_together_and_deliver_in_completion_order(tmp_path)
 @aio
 async def test_item94_results_held_behind_executing_unsafe_tool(tmp_path):
     g = Gate()
-    ex = StreamingToolExecutor(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
+    ex = Scheduler(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
     ex.add_tool(edit("e", "E"))
     unknown = ex.add_tool(tool_use("Nope", {}, "X"))  # completed at once: No such tool
     await tick()
@@ -134,7 +134,7 @@ async def test_item94_results_held_behind_executing_unsafe_tool(tmp_path):
 async def test_item95_abort_then_add_is_not_enqueued_and_queued_tool_gets_reject(tmp_path):
     g = Gate()
     ctx = ToolUseContext(cwd=str(tmp_path), tools=g.tools())
-    ex = StreamingToolExecutor(ctx)
+    ex = Scheduler(ctx)
     running = ex.add_tool(edit("e1", "E1"))
     queued = ex.add_tool(edit("e2", "E2"))
     await tick()
@@ -163,7 +163,7 @@ async def test_cancel_behaviour_tool_is_cancelled_on_abort(tmp_path):
 
     sleeper = build_tool("Sleeper", PathInput, call=forever, interrupt_behavior=lambda s: "cancel", description="s")
     ctx = ToolUseContext(cwd=str(tmp_path), tools=[sleeper])
-    ex = StreamingToolExecutor(ctx)
+    ex = Scheduler(ctx)
     ex.add_tool(tool_use("Sleeper", {"file_path": "x"}, "S"))
     await tick()
     ctx.abort.abort()
@@ -176,7 +176,7 @@ async def test_cancel_behaviour_tool_is_cancelled_on_abort(tmp_path):
 async def test_interrupt_reason_only_cancels_cancel_tools(tmp_path):
     g = Gate()
     ctx = ToolUseContext(cwd=str(tmp_path), tools=g.tools())
-    ex = StreamingToolExecutor(ctx)
+    ex = Scheduler(ctx)
     ex.add_tool(edit("e1", "E1"))
     ex.add_tool(edit("e2", "E2"))
     await tick()
@@ -209,7 +209,7 @@ async def test_item96_bash_error_cancels_running_sibling_not_parent(tmp_path):
     log: list[str] = []
     g = Gate()
     ctx = ToolUseContext(cwd=str(tmp_path), tools=bash_tools(log) + g.tools()[1:])
-    ex = StreamingToolExecutor(ctx)
+    ex = Scheduler(ctx)
     long_cmd = "sleep 100 && echo this is a long command that goes past forty characters"
     ex.add_tool(tool_use("Bash", {"command": "false --the-failing-one"}, "B1"))
     ex.add_tool(tool_use("Bash", {"command": long_cmd}, "B2"))
@@ -228,7 +228,7 @@ async def test_item96_bash_error_cancels_running_sibling_not_parent(tmp_path):
 async def test_sibling_description_is_cut_at_40_chars(tmp_path):
     log: list[str] = []
     ctx = ToolUseContext(cwd=str(tmp_path), tools=bash_tools(log))
-    ex = StreamingToolExecutor(ctx)
+    ex = Scheduler(ctx)
     ex.add_tool(tool_use("Bash", {"command": "false " + "x" * 60}, "B1"))
     ex.add_tool(tool_use("Bash", {"command": "sleep 1"}, "B2"))
     done = {t.id: t.outcome.block for t in await drain_all(ex)}
@@ -240,7 +240,7 @@ async def test_sibling_description_is_cut_at_40_chars(tmp_path):
 async def test_item97_read_error_leaves_siblings_alone(tmp_path):
     g = Gate()
     ctx = ToolUseContext(cwd=str(tmp_path), tools=g.tools())
-    ex = StreamingToolExecutor(ctx)
+    ex = Scheduler(ctx)
     ex.add_tool(read("fail-r", "R1"))
     ex.add_tool(read("ok-r", "R2"))
     ex.add_tool(edit("e", "E"))
@@ -256,7 +256,7 @@ async def test_item97_read_error_leaves_siblings_alone(tmp_path):
 @aio
 async def test_item100_discard_stops_queue_and_delivery(tmp_path):
     g = Gate()
-    ex = StreamingToolExecutor(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
+    ex = Scheduler(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
     ex.add_tool(edit("e1", "E1"))
     queued = ex.add_tool(edit("e2", "E2"))
     await tick()
@@ -273,7 +273,7 @@ async def test_item100_discard_stops_queue_and_delivery(tmp_path):
 @aio
 async def test_close_lets_running_finish_and_answers_queued_with_message(tmp_path):
     g = Gate()
-    ex = StreamingToolExecutor(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
+    ex = Scheduler(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
     ex.add_tool(edit("e1", "E1"))
     ex.add_tool(edit("e2", "E2"))
     await tick()
@@ -297,7 +297,7 @@ async def test_context_modifier_applied_only_for_unsafe_tools(tmp_path):
     safe = build_tool("Read", PathInput, call=call, is_concurrency_safe=lambda s, i: True, description="r")
     unsafe = build_tool("Edit", EditLikeInput, call=call, description="e")
     ctx = ToolUseContext(cwd=str(tmp_path), tools=[safe, unsafe])
-    ex = StreamingToolExecutor(ctx)
+    ex = Scheduler(ctx)
     ex.add_tool(read("a", "A"))
     ex.add_tool(edit("b", "B"))
     await drain_all(ex)
@@ -312,7 +312,7 @@ async def test_progress_and_started_events_delivered_before_result(tmp_path):
         return ToolResult(data="ok")
 
     t = build_tool("Read", PathInput, call=call, is_concurrency_safe=lambda s, i: True, description="r")
-    ex = StreamingToolExecutor(ToolUseContext(cwd=str(tmp_path), tools=[t]))
+    ex = Scheduler(ToolUseContext(cwd=str(tmp_path), tools=[t]))
     ex.add_tool(read("a", "P"))
     items = [i async for i in ex.get_remaining_results()]
     assert [type(i).__name__ for i in items] == ["ToolCallStarted", "ToolCallProgress", "TrackedTool"]
@@ -321,12 +321,12 @@ async def test_progress_and_started_events_delivered_before_result(tmp_path):
 @aio(timeout=30)
 async def test_item96_with_the_real_bash_tool(tmp_path):
     from desktop_agent.permissions.context import PermissionContext
-    from desktop_agent.tools.bash import BashTool
+    from desktop_agent.tools.bash.tool import BashTool
 
     # bypass, said explicitly: no permission state is default mode, where these reads outside the cwd ask
     ctx = ToolUseContext(cwd=str(tmp_path), tools=[BashTool()],
                          permission_context=PermissionContext(str(tmp_path), mode="bypassPermissions"))
-    ex = StreamingToolExecutor(ctx)
+    ex = Scheduler(ctx)
     ex.add_tool(tool_use("Bash", {"command": "find / -name zz_never_there_zz"}, "LONG"))
     ex.add_tool(tool_use("Bash", {"command": "ls /nonexistent_dir_zz"}, "FAIL"))
     done = {t.id: t.outcome.block for t in await drain_all(ex)}
