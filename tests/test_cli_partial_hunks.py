@@ -1,4 +1,4 @@
-"""The stdio permission server's per-hunk reply (``desktop_agent/cli.py``): an SDK host that allows only
+"""The stdio permission server's per-hunk reply (``desktop_agent/cli/stdio.py``): an SDK host that allows only
 some hunks sends ``updatedInput`` with the accepted ones plus ``rejectedHunks`` ([[start, end], …],
 original lines) and ``totalHunks``; the tool_result then names the rejected ranges, as in the window.
 A real ``desktop-agent`` child against the fake Anthropic server; malformed ranges are ignored."""

@@ -1,7 +1,8 @@
 """Start the desktop app: QApplication first, then the qasync loop, the theme, the window.
 
-``main(args)`` understands ``[FOLDER] [--demo] [--executor inprocess|process|claude]``. Without a folder it
-reopens the last one; with
+``main(options)`` takes the window's ``app.options.WindowOptions``, which ``desktop_agent.cli.argv`` (the one
+parser of the command) filled from ``[FOLDER] [--demo] [--resume ID] [--theme …] [--permission-mode …]
+[--executor inprocess|process|claude] [--claude-path PATH]``. Without a folder it reopens the last one; with
 no API key (and no ``--demo``, and the Anthropic provider) the first-run settings dialog appears over
 the window. Closing the window runs the session's SessionEnd hooks (``MainWindow.closeEvent`` awaits
 them on this loop) before the loop stops.
@@ -11,12 +12,14 @@ them on this loop) before the loop stops.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from desktop_agent.app.options import WindowOptions
 
 _T0 = time.perf_counter()
 
@@ -179,31 +182,13 @@ def _read_prefs() -> dict[str, Any]:
         return {}
 
 
-def parse_args(args: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="desktop-agent", description="A desktop coding agent.")
-    p.add_argument("folder", nargs="?", help="the project folder to open")
-    p.add_argument("--demo", action="store_true", help="open the offline tour on a sample project")
-    p.add_argument("--resume", metavar="SESSION_ID", help="resume a session of FOLDER")
-    p.add_argument("--theme", choices=["system", "light", "dark"], default=None)
-    p.add_argument("--permission-mode", choices=list(PERMISSION_MODES) + ["manual"], default=None,
-                   help="the window's permission mode (bypassPermissions asks for confirmation first)")
-    p.add_argument("--executor", choices=["inprocess", "process", "claude"], default=None,
-                   help="where sessions run: in this window, in a separate process, or with Claude Code "
-                        "(default: Settings' Run sessions)")
-    p.add_argument("--claude-path", metavar="PATH", default=None, help="Claude Code's binary (--executor claude)")
-    p.add_argument("--dangerously-skip-permissions", action="store_true",
-                   help="same as --permission-mode bypassPermissions (asks for confirmation first)")
-    return p.parse_args(args)
-
-
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
-def launch_mode(ns: argparse.Namespace, prefs: dict[str, Any]) -> str:
-    """The permission mode the window starts in: the command line, else the Settings default."""
-    if getattr(ns, "dangerously_skip_permissions", False):
-        return "bypassPermissions"
-    mode = getattr(ns, "permission_mode", None) or prefs.get("default_permission_mode") or "default"
+def launch_mode(options: WindowOptions, prefs: dict[str, Any]) -> str:
+    """The permission mode the window starts in: the command line (``--dangerously-skip-permissions`` is already
+    ``bypassPermissions`` there), else the Settings default."""
+    mode = options.permission_mode or prefs.get("default_permission_mode") or "default"
     mode = "default" if mode == "manual" else str(mode)
     return mode if mode in PERMISSION_MODES else "default"
 
@@ -218,14 +203,13 @@ def needs_first_run() -> bool:
     return find_api_key()[0] is None and not os.environ.get("ANTHROPIC_AUTH_TOKEN")
 
 
-def main(args: list[str]) -> int:
-    ns = parse_args(args)
+def main(options: WindowOptions) -> int:
     app = make_app()  # QApplication strictly before the qasync loop
     loop = make_loop(app)
     asyncio.set_event_loop(loop)
 
     prefs = _read_prefs()
-    theme = ns.theme or str(prefs.get("theme") or "system")
+    theme = options.theme or str(prefs.get("theme") or "system")
     apply_theme(app, theme)
     app.installEventFilter(_ThemeWatcher(app, theme))
     lang = resolve_language(prefs)
@@ -234,12 +218,12 @@ def main(args: list[str]) -> int:
 
     from desktop_agent.ui.window.main_window import MainWindow
 
-    if ns.demo:
+    if options.demo:
         from desktop_agent.ui.window.demo import start_tour_window
 
         window = start_tour_window(show=False)
     else:
-        window = MainWindow(executor=ns.executor, executor_path=ns.claude_path)
+        window = MainWindow(executor=options.executor, executor_path=options.claude_path)
     done = asyncio.Event()
     if os.environ.get("DESKTOP_AGENT_EXIT_AFTER_PAINT"):
         def _report() -> None:
@@ -263,22 +247,25 @@ def main(args: list[str]) -> int:
             window.conversation.viewport().installEventFilter(painter)
     window.show()
     window.prompt.setFocus()
-    if not ns.demo:
-        mode = launch_mode(ns, prefs)
+    if not options.demo:
+        mode = launch_mode(options, prefs)
         if mode != window.permission_mode:  # the window starts in Settings' default (never bypass unasked)
             window.request_mode(mode)  # bypassPermissions: its question first, over the window
     from desktop_agent.ui.window.main_window import prewarm_engine
 
-    if not (ns.folder or ns.demo):  # opening a folder imports the engine anyway; do not compete with it
+    if not (options.folder or options.demo):  # opening a folder imports the engine anyway: do not compete
         QTimer.singleShot(300, prewarm_engine)
 
-    if not ns.demo:
-        folder = ns.folder or window.last_folder()
+    if not options.demo:
+        folder = options.folder or window.last_folder()
         if folder:
             if not os.path.isdir(folder):
                 print(f"desktop-agent: not a folder: {folder}", file=sys.stderr)
                 return 2
-            window.open_folder_soon(folder, resume=ns.resume) if ns.resume else window.open_folder_soon(folder)
+            if options.resume:
+                window.open_folder_soon(folder, resume=options.resume)
+            else:
+                window.open_folder_soon(folder)
         if not os.environ.get("DESKTOP_AGENT_EXIT_AFTER_PAINT"):
             def _first_run() -> None:
                 if needs_first_run():

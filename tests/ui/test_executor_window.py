@@ -411,12 +411,11 @@ def test_settings_choose_where_sessions_run(qtbot, qloop, fake, tmp_path, workdi
 
 
 def test_executor_flag_on_the_command_line():
-    from desktop_agent import cli
-    from desktop_agent.ui.main import parse_args
+    from desktop_agent.cli.argv import USAGE, parse_args
 
-    ns = parse_args(["--executor", "claude", "--claude-path", "/opt/claude", "proj", "--resume", "abc"])
+    ns = parse_args(["--executor", "claude", "--claude-path", "/opt/claude", "proj", "--resume", "abc"]).window()
     assert (ns.executor, ns.claude_path, ns.folder, ns.resume) == ("claude", "/opt/claude", "proj", "abc")
-    assert parse_args(["proj"]).executor is None
-    opts = cli.parse_args(["--executor", "process", "proj"])  # the window's flag passes the CLI's parser
-    assert not opts.headless and opts.positionals == ["proj"]
-    assert "--executor inprocess|process|claude" in cli.USAGE
+    assert parse_args(["proj"]).window().executor is None
+    opts = parse_args(["--executor", "process", "proj"])  # the window's flag is the one parser's
+    assert not opts.headless and opts.positionals == ["proj"] and opts.window().executor == "process"
+    assert "--executor inprocess|process|claude" in USAGE

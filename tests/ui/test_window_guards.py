@@ -148,15 +148,19 @@ def test_settings_default_bypass_asks_and_applies_once_saved(qtbot, qloop, make_
 
 
 def test_command_line_bypass_asks_before_the_window_uses_it(qtbot, qloop, make_window, workdir):
-    from desktop_agent.ui.main import launch_mode, parse_args
+    from desktop_agent.cli.argv import parse_args
+    from desktop_agent.ui.main import launch_mode
 
-    assert launch_mode(parse_args([str(workdir), "--dangerously-skip-permissions"]), {}) == BYPASS
-    assert launch_mode(parse_args([str(workdir), "--permission-mode", "bypassPermissions"]), {}) == BYPASS
-    assert launch_mode(parse_args([str(workdir), "--permission-mode", "manual"]), {}) == "default"
-    assert launch_mode(parse_args([str(workdir)]), {"default_permission_mode": "plan"}) == "plan"
+    def window_options(args):
+        return parse_args(args).window()
+
+    assert launch_mode(window_options([str(workdir), "--dangerously-skip-permissions"]), {}) == BYPASS
+    assert launch_mode(window_options([str(workdir), "--permission-mode", "bypassPermissions"]), {}) == BYPASS
+    assert launch_mode(window_options([str(workdir), "--permission-mode", "manual"]), {}) == "default"
+    assert launch_mode(window_options([str(workdir)]), {"default_permission_mode": "plan"}) == "plan"
 
     win = make_window()
-    win.request_mode(launch_mode(parse_args([str(workdir), "--dangerously-skip-permissions"]), {}))
+    win.request_mode(launch_mode(window_options([str(workdir), "--dangerously-skip-permissions"]), {}))
     box = _box(win)
     assert qloop.run_until_complete(win.open_folder(str(workdir)))  # the folder opens meanwhile, not in bypass
     _assert_not_bypass(win)
