@@ -1,8 +1,6 @@
-"""Application settings, directories and the API key.
+"""Application settings and the API key.
 
-- ``data_dir()``: ``$XDG_DATA_HOME/desktop-agent`` (sessions live in ``projects/`` under it);
-  ``config_dir()``: ``$XDG_CONFIG_HOME/desktop-agent`` (``settings.json``, ``credentials.json``).
-  ``DESKTOP_AGENT_DATA_DIR`` / ``DESKTOP_AGENT_CONFIG_DIR`` override them (tests, portable installs).
+- Where ``settings.json`` and ``credentials.json`` live: ``desktop_agent.util.dirs`` (the one resolver).
 - ``AppSettings``: the app's own preferences (model, endpoint, UI language, theme, recent folders...),
   loaded leniently (unknown keys kept, a corrupt file gives defaults) and saved atomically.
 - ``find_api_key()``: ``ANTHROPIC_API_KEY`` → the system keyring (the ``keyring`` package: Secret
@@ -22,46 +20,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from desktop_agent.util.dirs import credentials_path, settings_path
+
 log = logging.getLogger(__name__)
 
-APP_NAME = "desktop-agent"
 KEYRING_SERVICE = "desktop-agent"
 KEYRING_USER = "anthropic-api-key"
 KEYRING_OPENAI_USER = "openai-api-key"
 MAX_RECENT_FOLDERS = 10
-
-
-def _xdg(var: str, fallback: str) -> Path:
-    value = os.environ.get(var)
-    if value and os.path.isabs(value):
-        return Path(value)
-    return Path.home() / fallback
-
-
-def data_dir() -> Path:
-    override = os.environ.get("DESKTOP_AGENT_DATA_DIR")
-    if override:
-        return Path(override)
-    return _xdg("XDG_DATA_HOME", ".local/share") / APP_NAME
-
-
-def config_dir() -> Path:
-    override = os.environ.get("DESKTOP_AGENT_CONFIG_DIR")
-    if override:
-        return Path(override)
-    return _xdg("XDG_CONFIG_HOME", ".config") / APP_NAME
-
-
-def projects_dir() -> Path:
-    return data_dir() / "projects"
-
-
-def settings_path() -> Path:
-    return config_dir() / "settings.json"
-
-
-def credentials_path() -> Path:
-    return config_dir() / "credentials.json"
 
 
 def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:

@@ -29,6 +29,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from desktop_agent.util import dirs
 from desktop_agent.util.git_env import git_safety_env
 
 MAX_MEMORY_FILE_CHARS = 40_000
@@ -60,10 +61,6 @@ class MemoryFile:
             "project": "project instructions, checked into the codebase",
             "local": "user's private project instructions, not checked in",
         }[self.kind]
-
-
-def claude_config_dir() -> str:
-    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
 
 
 def _read_text(path: str) -> str | None:
@@ -118,7 +115,7 @@ def find_memory_files(cwd: str, include_user: bool = True) -> list[MemoryFile]:
     seen: set[str] = set()
     found: list[MemoryFile] = []
     if include_user:
-        user = _memory(os.path.join(claude_config_dir(), "CLAUDE.md"), "user", seen)
+        user = _memory(os.path.join(dirs.claude_config_dir(), "CLAUDE.md"), "user", seen)
         if user:
             found.append(user)
     cwd = os.path.abspath(cwd)

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from desktop_agent.util import dirs
+
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -153,8 +155,7 @@ def load_server_configs(cwd: str, *, trusted: bool, cli_values: list[str] | None
     claude_json = _read_json(os.path.join(home, ".claude.json"), warnings)
     if isinstance(claude_json, dict):
         _servers_of({"mcpServers": claude_json.get("mcpServers")}, "~/.claude.json", out, warnings)
-    config_dir = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
-    user_settings = _read_json(os.path.join(config_dir, "settings.json"), warnings)
+    user_settings = _read_json(os.path.join(dirs.claude_config_dir(), "settings.json"), warnings)
     if isinstance(user_settings, dict):
         _servers_of({"mcpServers": user_settings.get("mcpServers")}, "user settings", out, warnings)
     project_file = os.path.join(cwd, ".mcp.json")

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from desktop_agent.permissions.rules import INERT_PATH_RULE_TOOLS, parse_rule, split_rule_list
 from desktop_agent.core.permission import PERMISSION_MODES, PermissionRule, RuleSource
+from desktop_agent.util import dirs
 
 MANAGED_DIR_DEFAULT = "/etc/claude-code"
 PROJECT_SOURCES = ("projectSettings", "localSettings")
@@ -37,7 +38,7 @@ def managed_dir() -> str:
 
 
 def user_config_dir() -> str:
-    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return dirs.claude_config_dir()
 
 
 def user_settings_path() -> str:

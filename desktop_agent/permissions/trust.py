@@ -1,7 +1,7 @@
 """Workspace trust (App. A, App. B §B.4): is this folder trusted, and the store of the folders the user trusted.
 
 A folder is trusted when
-- our store says so: ``$XDG_CONFIG_HOME/desktop-agent/trust.json`` (``~/.config/...`` by default), the folder or
+- our store says so: ``util.dirs.trust_store_path()`` (``~/.config/desktop-agent/trust.json``), the folder or
   its nearest recorded parent (an explicit "not trusted" there wins over Claude Code's record); or
 - Claude Code's own record says so: ``projects["<absolute folder>"].hasTrustDialogAccepted: true`` in
   ``~/.claude.json`` (``$CLAUDE_CONFIG_DIR/.claude.json`` when that is set; its legacy ``.config.json`` first
@@ -23,15 +23,11 @@ from typing import Any
 
 from desktop_agent.permissions.settings import (has_allow_rules_or_hooks, local_settings_path, project_settings_path,
                                                 read_json_file)
-
-
-def config_dir() -> str:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "desktop-agent")
+from desktop_agent.util import dirs
 
 
 def store_path() -> str:
-    return os.path.join(config_dir(), "trust.json")
+    return str(dirs.trust_store_path())
 
 
 def _norm(folder: str) -> str:
@@ -71,20 +67,10 @@ def _store_answer(folder: str) -> bool | None:
         path = parent
 
 
-def claude_code_config_path() -> str:
-    """Claude Code's global config file (``getGlobalClaudeFile``): ``$CLAUDE_CONFIG_DIR`` or home, ``.claude.json``;
-    the legacy ``<config dir>/.config.json`` when it exists."""
-    config_home = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-    legacy = os.path.join(config_home, ".config.json")
-    if os.path.isfile(legacy):
-        return legacy
-    return os.path.join(os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~"), ".claude.json")
-
-
 def trusted_by_claude_code(folder: str) -> bool:
     """``projects[<folder or a parent>].hasTrustDialogAccepted is true`` in Claude Code's config (read only)."""
     warnings: list[str] = []
-    data = read_json_file(claude_code_config_path(), warnings) or {}
+    data = read_json_file(dirs.claude_global_config_path(), warnings) or {}
     projects = data.get("projects")
     if not isinstance(projects, dict):
         return False

@@ -1,10 +1,9 @@
 """File-history backups: the previous content of every file Edit/Write is about to change.
 
-Owns ``default_data_dir()`` ($XDG_DATA_HOME/desktop-agent, else ~/.local/share/desktop-agent) and
-``FileHistory(data_dir, session_id)``: ``backup(abs_path)`` copies the current bytes (and mode)
-to ``<data_dir>/file-history/<session_id>/`` before a write, ``list()`` returns the backups in
-order, ``restore()`` puts a version back (or deletes a file that did not exist before), so a later
-rewind can undo the session's edits. An append-only ``index.jsonl`` records every backup; a missing
+Owns ``FileHistory(data_dir, session_id)`` (``data_dir``: ``util.dirs.data_dir()`` unless given):
+``backup(abs_path)`` copies the current bytes (and mode) to ``<data_dir>/file-history/<session_id>/`` before
+a write, ``list()`` returns the backups in order, ``restore()`` puts a version back (or deletes a file that did
+not exist before), so a later rewind can undo the session's edits. An append-only ``index.jsonl`` records every backup; a missing
 file is recorded too (``existed: false``), without a copy.
 """
 
@@ -21,12 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from desktop_agent.util import dirs
 from desktop_agent.util.fileio import write_bytes_atomic
-
-
-def default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "desktop-agent"
 
 
 @dataclass
@@ -47,7 +42,7 @@ class FileHistory:
     """Per-session backups. Thread-safe: tools call ``backup`` from worker threads."""
 
     def __init__(self, data_dir: str | os.PathLike[str] | None = None, session_id: str = "default"):
-        self.root = Path(data_dir) if data_dir is not None else default_data_dir()
+        self.root = Path(data_dir) if data_dir is not None else dirs.data_dir()
         self.dir = self.root / "file-history" / (session_id or "default")
         self.index_path = self.dir / "index.jsonl"
         self._lock = threading.Lock()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from desktop_agent import __version__
-from desktop_agent.config import projects_dir
+from desktop_agent.util.dirs import projects_dir
 from desktop_agent.util.input_guard import clip_depth
 from desktop_agent.core.messages import _now_iso, new_uuid, text_of
 

@@ -121,10 +121,9 @@ def test_exception_in_check_permissions_one_tool_result_through_the_session(tmp_
 
 def test_broken_hooks_module_is_a_start_up_error(tmp_path, monkeypatch, capsys):
     """HookRunner cannot be built from the settings → ConfigError at create; the CLI prints it and exits 1."""
+    from desktop_agent import cli
     from desktop_agent.app.session import AgentSession, ConfigError
     from desktop_agent.model.scripted import ScriptedModelClient
-    from desktop_agent.cli.argv import parse_args
-    from desktop_agent.cli.headless import run_headless
     from desktop_agent.permissions import hooks
 
     def boom(cls, pc, **kw):
@@ -136,7 +135,7 @@ def test_broken_hooks_module_is_a_start_up_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # never reached
-    code = run_headless(parse_args(["-p", "hello"]))
+    code = cli.run_headless(cli.parse_args(["-p", "hello"]))
     err = capsys.readouterr().err
     assert code == 1 and "could not load the hooks from the settings" in err and "hooks config unreadable" in err
     assert not os.path.exists(os.path.join(os.environ["XDG_DATA_HOME"], "desktop-agent", "projects"))
@@ -145,7 +144,8 @@ def test_broken_hooks_module_is_a_start_up_error(tmp_path, monkeypatch, capsys):
 def test_no_import_fallbacks_left_in_the_composition_root():
     import inspect
 
-    import desktop_agent.app.session as agent
+    from desktop_agent.app import build, compaction, session, workspace
 
-    source = inspect.getsource(agent)
-    assert "except ImportError" not in source and "_SimplePermissionContext" not in source
+    for module in (build, compaction, session, workspace):
+        source = inspect.getsource(module)
+        assert "except ImportError" not in source and "_SimplePermissionContext" not in source

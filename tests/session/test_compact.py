@@ -168,15 +168,25 @@ def test_interrupt_during_auto_compaction(workdir, monkeypatch):
 
 
 def test_compact_before_request_for_the_loop(workdir, monkeypatch):
-    """The mid-turn hook: over the threshold → boundary + continuation summary (+ attachments) to append."""
+    """The loop's before_request hook: from a turn's second request on, over the threshold → boundary +
+    continuation summary (+ attachments) appended, the Compacted event pending, the request from the boundary."""
     client = ScriptedModelClient([reply(text("<summary>Working on app.ts</summary>"))])
     s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
     msgs = [user_entry("do it"), assistant_entry([{"type": "text", "text": "z" * 8000}])]
-    assert asyncio.run(s.compact_before_request(msgs)) is None  # under the threshold: nothing
+    s.messages.extend(msgs)
+    hook = s.compaction.before_request
+    s.compaction.start_turn()
+    assert asyncio.run(hook([])) is None  # a turn's first request was checked before the prompt
+    assert asyncio.run(hook([])) is None  # under the threshold: nothing
     monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "34000")
-    new = asyncio.run(s.compact_before_request(msgs))
+    sent = asyncio.run(hook([]))
+    new = s.messages[len(msgs):]
     assert new[0]["subtype"] == "compact_boundary" and new[1]["isCompactSummary"]
     assert new[1]["message"]["content"].endswith(c.CONTINUE_INSTRUCTION)
+    assert [type(e) for e in s.compaction.pending] == [Compacted]
+    assert len(sent) == 1 and sent[0]["role"] == "user" and c.CONTINUE_INSTRUCTION in json.dumps(sent)
+    assert asyncio.run(hook([])) == sent  # the rest of the turn starts at the boundary too
+    assert client.position == 1
     on_disk = [json.loads(x) for x in open(s.transcript_path).read().splitlines()]
     assert [e.get("subtype") or e["type"] for e in on_disk[-2:]] == ["compact_boundary", "user"]
     s.close()

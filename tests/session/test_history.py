@@ -9,15 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from desktop_agent.session.history import FileHistory, default_data_dir
-
-
-def test_default_data_dir_follows_xdg(monkeypatch, tmp_path):
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    assert default_data_dir() == tmp_path / "xdg" / "desktop-agent"
-    monkeypatch.delenv("XDG_DATA_HOME")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert default_data_dir() == tmp_path / "home" / ".local" / "share" / "desktop-agent"
+from desktop_agent.session.history import FileHistory
 
 
 def test_default_location(monkeypatch, tmp_path):

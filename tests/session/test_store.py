@@ -10,6 +10,7 @@ import stat
 import pytest
 
 from desktop_agent import config
+from desktop_agent.util import dirs
 from desktop_agent.core.messages import assistant_entry, tool_result_block, user_entry
 from desktop_agent.session.store import (
     TranscriptStore, count_transcript_messages, find_session, latest_session, list_sessions, read_transcript,
@@ -33,7 +34,7 @@ def test_new_session_has_exactly_two_header_lines(workdir):
     store.close()
     path = transcript_path_for(str(workdir), "11111111-1111-1111-1111-111111111111")
     assert path == store.path
-    assert str(config.data_dir()) in str(path) and "/projects/" in str(path)
+    assert str(dirs.data_dir()) in str(path) and "/projects/" in str(path)
     got = lines(path)
     assert [g["type"] for g in got] == ["file-history-snapshot", "session-meta"]
     assert got[0]["isSnapshotUpdate"] is False
@@ -159,7 +160,7 @@ def test_app_settings_roundtrip_and_corrupt_file(tmp_path):
     s.save()
     again = config.AppSettings.load()
     assert again.model == "claude-x" and again.recent_folders == [str(tmp_path)]
-    assert config.settings_path().parent == config.config_dir()
+    assert config.settings_path().parent == dirs.config_dir()
     config.settings_path().write_text("{not json")
     assert config.AppSettings.load().model is None
 
