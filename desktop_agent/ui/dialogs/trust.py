@@ -52,21 +52,26 @@ class TrustDialog(AwaitableDialog[TrustChoice]):
         texts.addWidget(self.details)
         row.addLayout(texts, 1)
         root.addLayout(row)
-        self.buttons = QDialogButtonBox()
+        self.button_box = QDialogButtonBox()
         trust = QCoreApplication.translate("MainWindow", "&Trust folder")
         untrusted = QCoreApplication.translate("MainWindow", "Open &without trusting")
-        self.trust_button: QPushButton = self.buttons.addButton(trust, QDialogButtonBox.ButtonRole.AcceptRole)
-        self.untrusted_button: QPushButton = self.buttons.addButton(untrusted, QDialogButtonBox.ButtonRole.RejectRole)
-        self.cancel_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+        role = QDialogButtonBox.ButtonRole
+        self.trust_button: QPushButton = self.button_box.addButton(trust, role.AcceptRole)
+        self.untrusted_button: QPushButton = self.button_box.addButton(untrusted, role.RejectRole)
+        self.cancel_button = self.button_box.addButton(QDialogButtonBox.StandardButton.Cancel)
         self.trust_button.setDefault(True)
         self.trust_button.clicked.connect(lambda: self._resolve("trust", True))
         self.untrusted_button.clicked.connect(lambda: self._resolve("untrusted", True))
         self.cancel_button.clicked.connect(self.reject)
-        root.addWidget(self.buttons)
+        root.addWidget(self.button_box)
         self.setMinimumWidth(420)
 
     def closed_value(self) -> TrustChoice:
         return "cancel"
+
+    def buttons(self) -> list[QPushButton]:
+        """Its buttons in order: Trust folder, Open without trusting, Cancel."""
+        return [self.trust_button, self.untrusted_button, self.cancel_button]
 
 
 __all__ = ["TrustChoice", "TrustDialog"]
