@@ -1,6 +1,7 @@
 """The tool-use context: everything a tool call may read or change besides its input.
 
-Owns ``ToolUseContext`` (cwd, working dirs, permission context, prompter, hooks, abort signal),
+Owns ``ToolUseContext`` (cwd, working dirs, permission context and the ``read_policy`` tools see of it, prompter,
+hooks, abort signal),
 ``ReadFileState`` (what the model has seen of each file, bounded LRU, SPEC §3.5),
 ``AbortSignal`` and ``expand_path``.
 """
@@ -11,10 +12,11 @@ import asyncio
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 if TYPE_CHECKING:  # pragma: no cover
-    from desktop_agent.core.permission import PermissionPrompter
+    from desktop_agent.core.permission import PermissionPrompter, ReadPolicy
+    from desktop_agent.core.sandbox import CommandSandbox
     from desktop_agent.core.tool import Tool
 
 MAX_FILE_STATE_ENTRIES = 100
@@ -163,6 +165,8 @@ class ToolUseContext:
     emit: Callable[[Any], None] | None = None
     # Answered tool_use_ids: a duplicate permission reply for one of these is ignored.
     answered_tool_use_ids: set[str] = field(default_factory=set)
+    # How shells start (permissions.sandbox_launch.BubblewrapSandbox); None: as they are, unsandboxed (tests).
+    sandbox: CommandSandbox | None = None
     # Free-form per-session extras (e.g. background shells) keyed by owner module.
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -170,6 +174,17 @@ class ToolUseContext:
         self.cwd = os.path.abspath(self.cwd)
         if not self.working_dirs:
             self.working_dirs = [self.cwd]
+
+    @property
+    def read_policy(self) -> ReadPolicy | None:
+        """The Read deny rules for a running tool (the permission state implements ``ReadPolicy``); None: none."""
+        policy: ReadPolicy | None = self.permission_context
+        return policy
+
+    def path_denied(self, abs_path: str, operation: Literal["read", "edit"]) -> bool:
+        """A deny rule covers ``abs_path`` for ``operation`` (Edit's, Write's and Read's validation use it)."""
+        policy = self.read_policy
+        return policy is not None and policy.path_denied(abs_path, operation)
 
     @property
     def original_cwd(self) -> str:

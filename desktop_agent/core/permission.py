@@ -84,7 +84,7 @@ class DecisionReason(_Wire):
 
 
 class PermissionDecision(BaseModel):
-    """The outcome of a permission check (or of a tool's own ``check_permissions``)."""
+    """The outcome of a permission check (``permissions.decide``, or one of its steps)."""
 
     behavior: Literal["allow", "deny", "ask", "passthrough"]
     message: str | None = None
@@ -144,7 +144,10 @@ class PermissionReply(BaseModel):
     total_hunks: int | None = None
 
 
-TargetKind = Literal["read", "write", "bash", "generic"]
+# read / write: a path (the path checks); bash: a command (the command analysis and the sandbox gate); generic: an
+# action the policy knows nothing about (MCP tools: asks unless a rule allows it); none: nothing the policy guards
+# (allowed unless a rule or the mode objects: BashOutput, KillShell, the ``Tool`` default).
+TargetKind = Literal["read", "write", "bash", "generic", "none"]
 
 
 class PermissionTarget(BaseModel):
@@ -160,6 +163,38 @@ class PermissionTarget(BaseModel):
     command: str | None = None
     # bash: the call asked to run outside the sandbox (``dangerouslyDisableSandbox``).
     disable_sandbox: bool = False
+
+
+class ToolFacts(BaseModel):
+    """What ``permissions.decide`` knows of the tool itself, for one call (``core.tool.tool_facts`` fills it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    # For this input; a tool whose answer raises is not read-only (the cautious answer).
+    is_read_only: bool = False
+    requires_user_interaction: bool = False
+    is_mcp: bool = False
+
+
+class ReadPolicy(Protocol):
+    """The Read deny rules as a running tool needs them (Read listing a directory, Grep and Glob dropping results).
+
+    ``permissions.context.PermissionContext`` implements it; tools reach it through ``ToolUseContext.read_policy``
+    and never import the permission layer."""
+
+    def path_denied(self, abs_path: str, operation: Literal["read", "edit"], *, checked: list[str] | None = None,
+                    is_dir: bool | None = None) -> bool:
+        """A deny rule covers the path (or one of the ``checked`` forms) for the operation."""
+        ...
+
+    def has_read_denies(self) -> bool:
+        """At least one Read deny rule exists (a search needs no filter otherwise)."""
+        ...
+
+    def read_deny_globs(self, search_root: str) -> list[str]:
+        """ripgrep ``!glob`` exclusions for the Read deny rules that apply under ``search_root`` (best effort)."""
+        ...
 
 
 class PermissionPrompter(Protocol):

@@ -1,10 +1,12 @@
 """The tool contract (SPEC §3.2) and ``build_tool``, which supplies the documented defaults.
 
 A tool answers the same questions in the same order: input model (pydantic, ``extra="forbid"``),
-description (``prompts/<name>.md`` beside it), ``validate_input``, ``check_permissions``, ``call``,
+description (``prompts/<name>.md`` beside it), ``validate_input``, ``permission_target`` (what the call
+touches, declared: ``permissions.decide`` rules on it without calling the tool back), ``call``,
 ``map_result_to_block``, and the scheduling flags. Defaults are the cautious ones: not
-concurrency-safe, not read-only, permission ``allow`` (the permission engine still applies rules
-and modes around it), interrupt behaviour ``block``.
+concurrency-safe, not read-only, a target of kind ``none`` (allowed unless the rules and modes the
+permission layer applies around it object), interrupt behaviour ``block``. ``tool_facts`` is what the
+permission layer knows of the tool itself for one call.
 
 Input no input model should ever see — nested more than ``MAX_INPUT_DEPTH`` levels, a NUL in a path
 parameter, a path longer than any path — is refused by ``hostile_input_error`` (``util.input_guard``,
@@ -24,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.util.input_guard import MAX_INPUT_DEPTH, hostile_input_error  # noqa: F401 - re-exported
-from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.permission import PermissionDecision, PermissionTarget, ToolFacts
 
 
 class ToolInput(BaseModel):
@@ -179,8 +181,10 @@ class Tool:
     async def validate_input(self, input: Any, ctx: ToolUseContext) -> ValidationResult:
         return ValidationResult.ok()
 
-    async def check_permissions(self, input: Any, ctx: ToolUseContext) -> PermissionDecision:
-        return PermissionDecision(behavior="allow", updated_input=_dump(input))
+    def permission_target(self, input: Any, ctx: ToolUseContext) -> PermissionTarget:
+        """What this call touches (synchronous, no I/O beyond resolving the path): read/write a path, run a
+        command, an action the policy knows nothing about (``generic``), or nothing it guards (``none``)."""
+        return PermissionTarget(kind="none", summary=_safe_summary(self, input))
 
     async def call(self, input: Any, ctx: ToolUseContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError(f"{self.name}.call")
@@ -218,9 +222,31 @@ def _dump(input: Any) -> dict[str, Any]:
     return dict(input) if isinstance(input, dict) else {}
 
 
+def _safe_summary(tool: Tool, input: Any) -> str:
+    try:
+        return tool.summary(_dump(input))
+    except Exception:
+        return ""
+
+
+def tool_facts(tool: Tool, input: Any) -> ToolFacts:
+    """The tool's own answers for one call; an answer that raises is the cautious one (not read-only, not
+    interactive)."""
+    try:
+        read_only = bool(tool.is_read_only(input))
+    except Exception:
+        read_only = False
+    try:
+        interactive = bool(tool.requires_user_interaction())
+    except Exception:
+        interactive = False
+    return ToolFacts(name=tool.name, is_read_only=read_only, requires_user_interaction=interactive,
+                     is_mcp=bool(tool.is_mcp))
+
+
 _OVERRIDABLE = {
     "description", "is_concurrency_safe", "is_read_only", "interrupt_behavior", "requires_user_interaction",
-    "validate_input", "check_permissions", "call", "map_result_to_block", "summary", "permission_extras",
+    "validate_input", "permission_target", "call", "map_result_to_block", "summary", "permission_extras",
 }
 
 
@@ -236,7 +262,7 @@ def build_tool(
     """Make a tool from a name, an input model and the methods it overrides; the rest are defaults.
 
     Plain functions are bound as methods: ``call=lambda self, input, ctx: ...`` (sync or async for
-    validate_input / check_permissions / call; a sync function's result is awaited transparently).
+    validate_input / call; a sync function's result is awaited transparently; ``permission_target`` is sync).
     A ``description`` given as a string is used as is.
     """
     unknown = set(methods) - _OVERRIDABLE
@@ -253,7 +279,7 @@ def build_tool(
         if key == "description" and isinstance(fn, str):
             text = fn
             attrs[key] = lambda self, _t=text: _t
-        elif key in ("validate_input", "check_permissions", "call"):
+        elif key in ("validate_input", "call"):
             attrs[key] = _as_async(fn)
         else:
             attrs[key] = fn

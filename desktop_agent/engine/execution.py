@@ -24,7 +24,7 @@ from desktop_agent.core.tool import CallInfo, current_call, set_current_call
 from desktop_agent.core.errors import ToolError, input_validation_error, no_such_tool, wrap_error
 from desktop_agent.util.input_guard import MAX_INPUT_DEPTH, clip_json_text, hostile_input_error
 from desktop_agent.core.messages import tool_result_block
-from desktop_agent.permissions.flow import can_use_tool
+from desktop_agent.permissions.gateway import can_use_tool, decide_after_hook_for
 from desktop_agent.core.permission import DecisionReason, PermissionDecision
 
 
@@ -72,9 +72,10 @@ def lookup_tool(name: str, ctx: ToolUseContext) -> Any | None:
 def lookup_error(name: str, ctx: ToolUseContext) -> str:
     """The tool_result text for a call that ``lookup_tool`` cannot resolve, on every execution path (App. A): a
     tool removed by a whole-tool deny or ``--tools`` "exists but is not enabled", any other name is unknown."""
-    from desktop_agent.permissions.engine import unavailable_tool_message
+    from desktop_agent.permissions.decide import unavailable_tool_message
+    from desktop_agent.tools.registry import builtin_tool_names
 
-    return unavailable_tool_message(name, ctx) or no_such_tool(name)
+    return unavailable_tool_message(name, ctx, builtin_tool_names()) or no_such_tool(name)
 
 
 def _error(tool_use_id: str, name: str, content: str, stage: str, tool: Any = None, t0: float = 0.0) -> ToolUseOutcome:
@@ -168,9 +169,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
                 return _error(tool_use_id, tool.name, input_validation_error(tool.name, exc), "schema", tool, t0)
         hook_context = hook.additional_context
         if hook.decision in ("allow", "ask"):
-            from desktop_agent.permissions.engine import resolve_hook_decision
-
-            force = await resolve_hook_decision(tool, parsed, ctx, hook.decision, hook.reason)
+            force = decide_after_hook_for(tool, parsed, ctx, hook.decision, hook.reason)
 
     # 4b. permission
     decision = await can_use_tool(tool, parsed, ctx, tool_use_id, force_decision=force)

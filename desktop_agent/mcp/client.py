@@ -15,7 +15,7 @@ show: name, state, transport, tools, last error.
 
 ``McpTool`` is an MCP tool seen through the six steps: name ``mcp__<server>__<tool>``, the server's
 description and input schema (validated with ``jsonschema``; errors read as our InputValidationError),
-``check_permissions`` → ``passthrough`` (asks by default; rules ``mcp__server__tool`` and ``mcp__server``
+``permission_target`` → ``generic`` (asks by default; rules ``mcp__server__tool`` and ``mcp__server``
 allow or deny it), read-only and concurrency-safe only when the server marks it ``readOnlyHint``.
 Results map to text and image blocks; ``isError`` to an error result. ``is_mcp`` makes the engine run
 PostToolUse hooks before the mapping (SPEC §3.11), so a hook's ``updatedMCPToolOutput`` replaces the output.
@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import ToolError
 from desktop_agent.mcp.config import McpServerConfig, normalize_name
-from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.core.tool import Tool, ToolResult
 
 State = Literal["pending", "connecting", "connected", "failed"]
@@ -311,8 +311,9 @@ class McpTool(Tool):
     def summary(self, input: dict[str, Any]) -> str:
         return f"{self.conn.name} · {self.remote_name}"
 
-    async def check_permissions(self, input: Any, ctx: ToolUseContext) -> PermissionDecision:
-        return PermissionDecision(behavior="passthrough", updated_input=_dump(input))
+    def permission_target(self, input: Any, ctx: ToolUseContext) -> PermissionTarget:
+        """An action the policy knows nothing about: asks unless a rule allows it."""
+        return PermissionTarget(kind="generic", summary=self.summary(_dump(input)))
 
     async def call(self, input: Any, ctx: ToolUseContext) -> ToolResult:
         return ToolResult(await self.conn.call(self.remote_name, _dump(input)))

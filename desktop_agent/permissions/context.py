@@ -14,9 +14,10 @@ One object per session, stored on ``ToolUseContext.permission_context``. It hold
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from typing import Any, Iterable, Literal
 
 from desktop_agent.permissions import settings as settings_mod
+from desktop_agent.util import dirs
 from desktop_agent.permissions.rules import CompiledRule, parse_rule, source_root_for, tool_name_matches
 from desktop_agent.core.permission import (PERMISSION_MODES, PermissionRule, PermissionUpdate, RuleBehavior,
                                              RuleSource, RuleValue)
@@ -60,7 +61,7 @@ class PermissionContext:
         self.env: dict[str, str] = dict(env or {})
         self.api_key_helper = api_key_helper
         self.home = os.path.expanduser("~")
-        self.user_dir = settings_mod.user_config_dir()
+        self.user_dir = dirs.claude_config_dir()
         self._rules: list[CompiledRule] = []
         self._keys: set[tuple[str, str, str]] = set()
         self._cache: dict[tuple[Any, ...], Any] = {}
@@ -216,11 +217,20 @@ class PermissionContext:
                     ctx.working_dirs.append(d)
 
     # ------------------------------------------------------------------ path facts
-    def is_path_denied(self, abs_path: str, operation: str, ctx: Any = None) -> bool:
+    def path_denied(self, abs_path: str, operation: Literal["read", "edit"], *, checked: list[str] | None = None,
+                    is_dir: bool | None = None) -> bool:
+        """``core.permission.ReadPolicy``: a deny rule covers the path (Read deny, and Edit deny for edits)."""
         from desktop_agent.permissions.paths import matching_path_rule
 
-        return matching_path_rule(self, abs_path, "edit" if operation in ("edit", "write") else "read",
-                                  "deny") is not None
+        return matching_path_rule(self, abs_path, operation, "deny", checked=checked, is_dir=is_dir) is not None
+
+    def has_read_denies(self) -> bool:
+        return bool(self.content_rules("deny", "Read"))
+
+    def read_deny_globs(self, search_root: str) -> list[str]:
+        from desktop_agent.permissions.paths import read_deny_globs
+
+        return read_deny_globs(search_root, self)
 
     # ------------------------------------------------------------------ persistence (resume)
     def to_json(self) -> dict[str, Any]:

@@ -210,7 +210,7 @@ class HookRunner:
 
     # ------------------------------------------------------------------ running
     def _base_input(self, event: str, ctx: Any) -> dict[str, Any]:
-        from desktop_agent.permissions.engine import current_mode
+        from desktop_agent.permissions.decide import current_mode
 
         mode = "default"
         try:

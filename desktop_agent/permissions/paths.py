@@ -19,6 +19,7 @@ from typing import Any, TypedDict
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import wrap_error
+from desktop_agent.util.paths import is_inside
 from desktop_agent.permissions.rules import CombinedPathMatcher, CompiledRule, fold
 from desktop_agent.core.permission import (
     DecisionReason, PermissionDecision, PermissionMode, PermissionUpdate, RuleValue,
@@ -34,11 +35,6 @@ PROTECTED_FILES = frozenset({
 
 
 # --------------------------------------------------------------------------- path facts
-def is_inside(path: str, directory: str) -> bool:
-    path, directory = os.path.normpath(path), os.path.normpath(directory)
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
-
-
 def paths_to_check(abs_path: str) -> list[str]:
     """The path as given and with symlinks resolved (existing prefix), deduplicated."""
     p = os.path.normpath(abs_path)
@@ -144,14 +140,11 @@ def matching_path_rule(pc: Any, abs_path: str, op: str, behavior: str,
     return first
 
 
-def read_deny_globs(search_root: str, ctx: Any) -> list[str]:
-    """ripgrep ``--glob`` exclusions (``!pattern``) for the Read deny rules that apply under ``search_root``,
-    so Grep never reads the content of a denied file. Best effort: a deny rule anchored *above* the search
-    root is translated when its fixed prefix leads into the search root; callers should still drop result
-    paths for which ``is_path_denied(path, "read", ctx)`` is true."""
-    pc = getattr(ctx, "permission_context", None)
-    if pc is None or not hasattr(pc, "content_rules"):
-        return []
+def read_deny_globs(search_root: str, pc: Any) -> list[str]:
+    """ripgrep ``--glob`` exclusions (``!pattern``) for the Read deny rules of ``pc`` that apply under
+    ``search_root``, so Grep never reads the content of a denied file. Best effort: a deny rule anchored *above*
+    the search root is translated when its fixed prefix leads into the search root; callers should still drop
+    result paths for which ``pc.path_denied(path, "read")`` is true."""
     root = os.path.normpath(search_root)
     out: list[str] = []
     for r in pc.content_rules("deny", "Read"):
@@ -175,14 +168,6 @@ def read_deny_globs(search_root: str, ctx: Any) -> list[str]:
             if "!" + x not in out:
                 out.append("!" + x)
     return out
-
-
-def is_path_denied(abs_path: str, operation: str, ctx: ToolUseContext) -> bool:
-    """True when a deny rule covers the path for ``operation`` ("read" or "edit"); Edit's validation uses it."""
-    pc = ctx.permission_context
-    if pc is None:
-        return False
-    return matching_path_rule(pc, abs_path, "edit" if operation in ("edit", "write") else "read", "deny") is not None
 
 
 def _rule_reason(rule: CompiledRule) -> DecisionReason:

@@ -25,8 +25,7 @@ from pydantic import Field
 from desktop_agent.core.context import FileStateEntry, ToolUseContext
 from desktop_agent.core.errors import ToolError
 from desktop_agent.core.tool import current_call
-from desktop_agent.permissions.paths import check_write_permission_for_tool, is_path_denied
-from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.util import fileio
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.util.diff import apply_hunks, rejected_hunks_sentence, split_lines_keepends, structured_patch
@@ -378,7 +377,7 @@ class EditTool(Tool):
             return ValidationResult.fail(NO_CHANGES_MESSAGE, 1)
         abs_path = ctx.expand(input.file_path)
         # 2
-        if is_path_denied(abs_path, "edit", ctx):
+        if ctx.path_denied(abs_path, "edit"):
             return ValidationResult.fail(DENIED_MESSAGE, 2)
         # 3
         head = take_snapshot(abs_path, read=False)
@@ -420,9 +419,8 @@ class EditTool(Tool):
             return ValidationResult.fail(multiple_matches_message(snap.text.count(actual), input.old_string), 9)
         return ValidationResult.ok(meta={"actual_old_string": actual})
 
-    async def check_permissions(self, input: EditInput, ctx: ToolUseContext) -> PermissionDecision:
-        abs_path = ctx.expand(input.file_path)
-        return check_write_permission_for_tool("Edit", abs_path, input.model_dump(exclude_unset=True), ctx)
+    def permission_target(self, input: EditInput, ctx: ToolUseContext) -> PermissionTarget:
+        return PermissionTarget(kind="write", path=ctx.expand(input.file_path), summary=input.file_path)
 
     def permission_extras(self, input: EditInput, ctx: ToolUseContext) -> dict[str, Any]:
         """What the dialog shows: the exact patch against the file as it is now."""

@@ -19,8 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.permissions.paths import check_read_permission_for_tool
-from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.tools.ripgrep import (ByMtime, DenyFilter, RgResult, RipgrepError, deny_exclude_args,
                                          rg_argument_problem, run_rg, sort_by_mtime, split_rel, vcs_exclude_args)
@@ -101,9 +100,9 @@ class GlobTool(Tool):
                 return ValidationResult.fail(f"Path is not a directory: {input.path}", 2)
         return ValidationResult.ok()
 
-    async def check_permissions(self, input: GlobInput, ctx: ToolUseContext) -> PermissionDecision:
+    def permission_target(self, input: GlobInput, ctx: ToolUseContext) -> PermissionTarget:
         directory, _ = split_pattern(input.pattern, self._base(input, ctx))
-        return check_read_permission_for_tool(self.name, directory, input.model_dump(exclude_unset=True), ctx)
+        return PermissionTarget(kind="read", path=directory, summary=input.pattern)
 
     async def call(self, input: GlobInput, ctx: ToolUseContext) -> ToolResult:
         directory, glob = split_pattern(input.pattern, self._base(input, ctx))

@@ -21,8 +21,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.permissions.paths import check_read_permission_for_tool, is_inside
-from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.permission import PermissionTarget
+from desktop_agent.util.paths import is_inside
 from desktop_agent.core.tool import ToolInput, ToolResult, ValidationResult, Tool
 from desktop_agent.tools.read import special_file_message
 from desktop_agent.tools.ripgrep import (DenyFilter, NewestFirst, RipgrepError, deny_exclude_args, rg_argument_problem,
@@ -228,9 +228,8 @@ class GrepTool(Tool):
                 return ValidationResult.fail(special_file_message(abs_path, mode), 4)
         return ValidationResult.ok()
 
-    async def check_permissions(self, input: GrepInput, ctx: ToolUseContext) -> PermissionDecision:
-        return check_read_permission_for_tool(
-            self.name, self._search_path(input, ctx), input.model_dump(exclude_unset=True), ctx)
+    def permission_target(self, input: GrepInput, ctx: ToolUseContext) -> PermissionTarget:
+        return PermissionTarget(kind="read", path=self._search_path(input, ctx), summary=input.pattern)
 
     def build_args(self, input: GrepInput, ctx: ToolUseContext) -> tuple[list[str], str]:
         """rg's argv (without the binary) and the output mode."""

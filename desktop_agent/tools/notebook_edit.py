@@ -28,8 +28,7 @@ from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import ToolError
-from desktop_agent.permissions.paths import check_write_permission_for_tool, is_path_denied
-from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.util import fileio
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.tools.edit import (
@@ -164,7 +163,7 @@ class NotebookEditTool(Tool):
 
     async def validate_input(self, input: NotebookEditInput, ctx: ToolUseContext) -> ValidationResult:
         abs_path = ctx.expand(input.notebook_path)
-        if is_path_denied(abs_path, "edit", ctx):
+        if ctx.path_denied(abs_path, "edit"):
             return ValidationResult.fail(DENIED_MESSAGE, 1)
         if os.path.splitext(abs_path)[1] != fileio.NOTEBOOK_EXTENSION:
             return ValidationResult.fail(NOT_NOTEBOOK_MESSAGE, 2)
@@ -183,9 +182,8 @@ class NotebookEditTool(Tool):
             return ValidationResult.fail(exc.message, 8)
         return ValidationResult.ok()
 
-    async def check_permissions(self, input: NotebookEditInput, ctx: ToolUseContext) -> PermissionDecision:
-        abs_path = ctx.expand(input.notebook_path)
-        return check_write_permission_for_tool("NotebookEdit", abs_path, input.model_dump(exclude_unset=True), ctx)
+    def permission_target(self, input: NotebookEditInput, ctx: ToolUseContext) -> PermissionTarget:
+        return PermissionTarget(kind="write", path=ctx.expand(input.notebook_path), summary=input.notebook_path)
 
     def summary(self, input: dict[str, Any]) -> str:
         return str(input.get("notebook_path", ""))

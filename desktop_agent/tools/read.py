@@ -38,8 +38,7 @@ from pydantic import Field
 
 from desktop_agent.core.context import FileStateEntry, ToolUseContext
 from desktop_agent.core.errors import ToolError
-from desktop_agent.permissions.paths import check_read_permission_for_tool, is_path_denied
-from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.util import fileio
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 
@@ -785,7 +784,7 @@ class ReadTool(Tool):
         if "\x00" in input.file_path:  # run_tool_use refuses this first; a direct call gets it here
             return ValidationResult.fail("The file path contains a NUL character (\\0), which no path can contain.", 10)
         abs_path = ctx.expand(input.file_path)
-        if is_path_denied(abs_path, "read", ctx):
+        if ctx.path_denied(abs_path, "read"):
             return ValidationResult.fail(DENIED_MESSAGE, 1)
         ext = fileio.extension(abs_path)
         if ext in fileio.BINARY_EXTENSIONS:
@@ -800,9 +799,8 @@ class ReadTool(Tool):
             return ValidationResult.fail(special_file_message(abs_path, st.st_mode), 9)
         return ValidationResult.ok()
 
-    async def check_permissions(self, input: ReadInput, ctx: ToolUseContext) -> PermissionDecision:
-        abs_path = ctx.expand(input.file_path)
-        return check_read_permission_for_tool("Read", abs_path, input.model_dump(exclude_unset=True), ctx)
+    def permission_target(self, input: ReadInput, ctx: ToolUseContext) -> PermissionTarget:
+        return PermissionTarget(kind="read", path=ctx.expand(input.file_path), summary=input.file_path)
 
     async def call(self, input: ReadInput, ctx: ToolUseContext) -> ToolResult:
         abs_path = ctx.expand(input.file_path)

@@ -14,9 +14,9 @@ _BUILTINS: list[tuple[str, str]] = [
     ("desktop_agent.tools.notebook_edit", "NotebookEditTool"),
     ("desktop_agent.tools.grep", "GrepTool"),
     ("desktop_agent.tools.glob", "GlobTool"),
-    ("desktop_agent.tools.bash", "BashTool"),
-    ("desktop_agent.tools.bash", "BashOutputTool"),
-    ("desktop_agent.tools.bash", "KillShellTool"),
+    ("desktop_agent.tools.bash.tool", "BashTool"),
+    ("desktop_agent.tools.bash.background", "BashOutputTool"),
+    ("desktop_agent.tools.bash.background", "KillShellTool"),
 ]
 
 
@@ -43,6 +43,12 @@ def default_tools(names: list[str] | None = None) -> list[Any]:
         wanted = set(names)
         tools = [t for t in tools if t.name in wanted]
     return tools
+
+
+@cache
+def builtin_tool_names() -> frozenset[str]:
+    """Every built-in tool's name and aliases (a call to one that was removed "exists but is not enabled")."""
+    return frozenset(n for tool in all_builtin_tools() for n in (tool.name, *tool.aliases))
 
 
 def tool_by_name(name: str) -> Any | None:

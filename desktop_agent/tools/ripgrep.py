@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Callable
 
+from desktop_agent.core.context import ToolUseContext
+from desktop_agent.core.permission import ReadPolicy
+
 RG_NOT_FOUND_MESSAGE = (
     "ripgrep (rg) is not installed or could not be found: looked next to the Python executable and on PATH. "
     "Install it (pip install ripgrep, or the system package manager, e.g. apt-get install ripgrep) and try again."
@@ -304,15 +307,14 @@ def sort_newest_first(paths: list[str], cwd: str) -> list[str]:
     return sort_by_mtime(paths, cwd)
 
 
-def deny_exclude_args(ctx: Any, rg_cwd: str) -> list[str]:
+def deny_exclude_args(ctx: ToolUseContext, rg_cwd: str) -> list[str]:
     """``--glob !…`` arguments for the Read deny rules, relative to the directory rg runs in (rg matches
     globs against the paths it prints, relative to its cwd). Only an efficiency: ``DenyFilter`` is the
     guarantee. A glob without a slash would match at any depth in rg (``!.env`` hides ``sub/.env`` too),
     so it is anchored with a leading ``/``."""
-    from desktop_agent.permissions.paths import read_deny_globs
-
+    policy = ctx.read_policy
     args: list[str] = []
-    for glob in read_deny_globs(rg_cwd, ctx):
+    for glob in policy.read_deny_globs(rg_cwd) if policy is not None else []:
         body = glob[1:]
         if "/" not in body.rstrip("/"):
             body = "/" + body
@@ -326,14 +328,14 @@ class DenyFilter:
 
     Paths are as rg prints them, relative to ``root`` (the directory rg ran in) or absolute. A path is
     denied when a Read deny rule covers it *or* its symlink-resolved target (``matching_path_rule`` on
-    both forms), or covers a directory between the search base and it (``Read(./secrets)`` hides
+    both forms; ``ReadPolicy.path_denied``), or covers a directory between the search base and it (``Read(./secrets)`` hides
     ``secrets/key``). Directory answers and resolved directories are cached, so a big listing costs
     about one ``lstat`` per file. Build it on the event loop (``for_search``: it warms the rule
     matcher), then call ``denied`` from one worker thread.
     """
 
-    def __init__(self, pc: Any, root: str, base: str):
-        self.pc = pc
+    def __init__(self, policy: ReadPolicy, root: str, base: str):
+        self.policy = policy
         self.root = os.path.normpath(root)
         self.prefix = self.root.rstrip(os.sep) + os.sep
         self.base = os.path.normpath(base)  # the search root the permission check already passed
@@ -341,15 +343,13 @@ class DenyFilter:
         self._real: dict[str, str] = {}
 
     @classmethod
-    def for_search(cls, ctx: Any, root: str, base: str | None = None) -> DenyFilter | None:
+    def for_search(cls, ctx: ToolUseContext, root: str, base: str | None = None) -> DenyFilter | None:
         """A filter for a search run in ``root`` (None when no Read deny rule exists)."""
-        from desktop_agent.permissions.paths import matching_path_rule
-
-        pc = getattr(ctx, "permission_context", None)
-        if pc is None or not hasattr(pc, "content_rules") or not pc.content_rules("deny", "Read"):
+        policy = ctx.read_policy
+        if policy is None or not policy.has_read_denies():
             return None
-        matching_path_rule(pc, root, "read", "deny", is_dir=True)  # builds and caches the matcher here
-        return cls(pc, root, base or root)
+        policy.path_denied(root, "read", is_dir=True)  # builds and caches the matcher here
+        return cls(policy, root, base or root)
 
     def _realdir(self, d: str) -> str:
         real = self._real.get(d)
@@ -362,10 +362,8 @@ class DenyFilter:
         return real
 
     def _rule(self, path: str, real: str, is_dir: bool) -> bool:
-        from desktop_agent.permissions.paths import matching_path_rule
-
         checked = [path] if real == path else [path, real]
-        return matching_path_rule(self.pc, path, "read", "deny", checked=checked, is_dir=is_dir) is not None
+        return self.policy.path_denied(path, "read", checked=checked, is_dir=is_dir)
 
     def _dir_denied(self, d: str) -> bool:
         """``d`` or a directory between the search base and it is denied (cached; iterative)."""

@@ -20,8 +20,7 @@ from pydantic import Field
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import ToolError
 from desktop_agent.core.tool import current_call
-from desktop_agent.permissions.paths import check_write_permission_for_tool, is_path_denied
-from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.util import fileio
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.tools.edit import (
@@ -94,7 +93,7 @@ class WriteTool(Tool):
 
     async def validate_input(self, input: WriteInput, ctx: ToolUseContext) -> ValidationResult:
         abs_path = ctx.expand(input.file_path)
-        if is_path_denied(abs_path, "edit", ctx):
+        if ctx.path_denied(abs_path, "edit"):
             return ValidationResult.fail(DENIED_MESSAGE, 1)
         head = take_snapshot(abs_path, read=False)
         if not head.exists:
@@ -112,9 +111,8 @@ class WriteTool(Tool):
             return ValidationResult.fail(MODIFIED_SINCE_READ_MESSAGE, 3)
         return ValidationResult.ok()
 
-    async def check_permissions(self, input: WriteInput, ctx: ToolUseContext) -> PermissionDecision:
-        abs_path = ctx.expand(input.file_path)
-        return check_write_permission_for_tool("Write", abs_path, input.model_dump(exclude_unset=True), ctx)
+    def permission_target(self, input: WriteInput, ctx: ToolUseContext) -> PermissionTarget:
+        return PermissionTarget(kind="write", path=ctx.expand(input.file_path), summary=input.file_path)
 
     def permission_extras(self, input: WriteInput, ctx: ToolUseContext) -> dict[str, Any]:
         abs_path = ctx.expand(input.file_path)

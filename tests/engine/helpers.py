@@ -56,18 +56,18 @@ def make_tools(tracker: Tracker, delay: float = 0.01) -> list[Any]:
 
         return ValidationResult.ok()
 
-    def check(self, input, ctx):
+    def target(self, input, ctx):
         tracker.permission_checked.append(self.name)
-        from desktop_agent.core.permission import PermissionDecision
+        from desktop_agent.core.permission import PermissionTarget
 
-        return PermissionDecision(behavior="allow")
+        return PermissionTarget(kind="none", summary=input.file_path)
 
-    read = build_tool("Read", PathInput, call=slow_call, validate_input=validate, check_permissions=check,
+    read = build_tool("Read", PathInput, call=slow_call, validate_input=validate, permission_target=target,
                       is_concurrency_safe=lambda self, i: True, is_read_only=lambda self, i: True,
                       description="Read a file", max_result_size_chars=float("inf"))
     grep = build_tool("Grep", PatternInput, call=slow_call, is_concurrency_safe=lambda self, i: True,
                       is_read_only=lambda self, i: True, description="Search", max_result_size_chars=20_000)
-    edit = build_tool("Edit", EditLikeInput, call=slow_call, validate_input=validate, check_permissions=check,
+    edit = build_tool("Edit", EditLikeInput, call=slow_call, validate_input=validate, permission_target=target,
                       description="Edit a file", aliases=("str_replace",), deprecated_aliases=("EditFile",))
     return [read, grep, edit]
 

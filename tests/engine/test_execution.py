@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from desktop_agent.engine.execution import current_call, run_tool_use
 from desktop_agent.core.events import PermissionRequested
-from desktop_agent.core.permission import PermissionDecision, PermissionReply
+from desktop_agent.core.permission import PermissionReply, PermissionTarget
 from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 
 from .helpers import FakePrompter, PathInput, Tracker, ctx_with, make_tools, tool_use
@@ -113,7 +113,7 @@ def test_validate_input_failure_is_wrapped_and_skips_permission(tmp_path):
         "Edit", PathInput, description="e",
         validate_input=lambda self, i, c: ValidationResult.fail(
             "File has not been read yet. Read it first before writing to it.", 6),
-        check_permissions=lambda self, i, c: PermissionDecision(behavior="ask", message="ask"),
+        permission_target=lambda self, i, c: PermissionTarget(kind="generic", summary=i.file_path),
         call=lambda self, i, c: ToolResult("should not run"),
     )
     ctx = ctx_with([tool], tmp_path, prompter=prompter)
@@ -140,7 +140,7 @@ def test_ask_goes_to_prompter_and_deny_is_bare_user_denied(tmp_path):
     calls = []
     tool = build_tool(
         "Edit", PathInput, description="e",
-        check_permissions=lambda self, i, c: PermissionDecision(behavior="ask", message="please"),
+        permission_target=lambda self, i, c: PermissionTarget(kind="generic", summary=i.file_path),
         call=lambda self, i, c: calls.append(1) or ToolResult("done"),
     )
     from desktop_agent.core.permission import PermissionRequest  # noqa: F401
@@ -170,7 +170,7 @@ def test_allow_with_updated_input_marks_user_modified(tmp_path):
         mode = "default"
 
     tool = build_tool("Edit", PathInput, description="e", call=call,
-                      check_permissions=lambda self, i, c: PermissionDecision(behavior="ask", message="?"))
+                      permission_target=lambda self, i, c: PermissionTarget(kind="generic", summary=i.file_path))
     prompter = FakePrompter(PermissionReply(behavior="allow", updated_input={"file_path": "other"}))
     out = run(run_tool_use(tool_use("Edit", {"file_path": "x"}), ctx_with([tool], tmp_path, prompter=prompter,
                                                                            permission_context=Ctx())))
@@ -188,8 +188,11 @@ def test_build_tool_defaults(tmp_path):
     assert tool.is_concurrency_safe(None) is False
     assert tool.is_read_only(None) is False
     assert tool.interrupt_behavior() == "block"
-    decision = asyncio.run(tool.check_permissions(ToolInput(), ctx))
-    assert decision.behavior == "allow"
+    target = tool.permission_target(ToolInput(), ctx)
+    assert target.kind == "none"
+    from desktop_agent.permissions.decide import target_decision
+
+    assert target_decision(target, tool.name, {}, ctx).behavior == "allow"
 
 
 def test_result_over_cap_is_persisted_with_preview(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.permissions.engine import has_permissions_to_use_tool
+from desktop_agent.permissions.gateway import decide_for
 from desktop_agent.permissions.rules import parse_rule
 from desktop_agent.core.permission import PermissionRule
 from desktop_agent.tools.registry import all_builtin_tools
@@ -35,7 +35,7 @@ def _decide(mode: str, command: str, ws: str):
     ctx = ToolUseContext(cwd=ws, permission_context=PermissionContext(ws, mode=mode, rules=rules),
                          tools=list(TOOLS.values()))
     bash = TOOLS["Bash"]
-    return asyncio.run(has_permissions_to_use_tool(bash, bash.input_model.model_validate({"command": command}), ctx))
+    return decide_for(bash, bash.input_model.model_validate({"command": command}), ctx)
 
 
 @pytest.mark.parametrize("mode", ["default", "bypassPermissions"])

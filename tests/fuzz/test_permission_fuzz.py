@@ -2,7 +2,7 @@
 
 Properties (hypothesis, bounded examples):
 - ``parse_rule`` and loading any settings JSON never raise; bad input becomes a warning;
-- every decision of ``has_permissions_to_use_tool`` (the real Read/Edit/Write/Grep/Glob/Bash tools) is
+- every decision of ``decide`` (the real Read/Edit/Write/Grep/Glob/Bash tools) is
   ``allow``, ``deny`` or ``ask``, and a deny or ask carries a non-empty message;
 - a deny rule that matches an input is never overridden by an allow rule for the same input, in any mode
   (bypassPermissions included) and whatever the rule sources.
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.permissions.engine import has_permissions_to_use_tool
+from desktop_agent.permissions.gateway import decide_for
 from desktop_agent.permissions.rules import parse_rule
 from desktop_agent.permissions.settings import load_settings
 from desktop_agent.core.permission import PermissionRule
@@ -70,7 +70,7 @@ def _run(coro):
 def _decide(ctx: ToolUseContext, name: str, raw: dict):
     tool = TOOLS[name]
     parsed = tool.input_model.model_validate(raw)
-    return _run(has_permissions_to_use_tool(tool, parsed, ctx))
+    return decide_for(tool, parsed, ctx)
 
 
 def _check_decision(d) -> None:

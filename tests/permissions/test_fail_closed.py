@@ -11,7 +11,8 @@ import pytest
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.engine.execution import run_tool_use
-from desktop_agent.permissions.engine import current_mode, has_permissions_to_use_tool
+from desktop_agent.permissions.decide import current_mode
+from desktop_agent.permissions.gateway import decide_after_hook_for, decide_for
 from desktop_agent.tools.registry import default_tools
 
 FAILED = "Permission check failed: {}. The tool was not run."
@@ -53,19 +54,25 @@ def run_tool_use_sync(block, ctx):
     return asyncio.run(run_tool_use(block, ctx))
 
 
-def test_exception_in_check_permissions_is_a_deny_in_every_mode(tmp_path, monkeypatch):
+@pytest.mark.parametrize("broken_part", ["path check", "permission_target"])
+def test_exception_in_the_permission_check_is_a_deny_in_every_mode(tmp_path, monkeypatch, broken_part):
+    """The path matcher inside ``decide`` raises, or the tool's declaration does: a deny in every mode."""
+    from desktop_agent.permissions import paths
     from desktop_agent.permissions.context import PermissionContext
     from desktop_agent.tools.read import ReadTool
 
-    async def broken(self, input, ctx):
+    def broken(*args, **kwargs):
         raise RuntimeError("matcher blew up")
 
-    monkeypatch.setattr(ReadTool, "check_permissions", broken)
+    if broken_part == "path check":
+        monkeypatch.setattr(paths, "check_read_permission_for_tool", broken)
+    else:
+        monkeypatch.setattr(ReadTool, "permission_target", broken)
     (tmp_path / "f.txt").write_text("secret\n")
     for mode in ("default", "acceptEdits", "bypassPermissions", "dontAsk"):
         ctx = _ctx(tmp_path, permission_context=PermissionContext(str(tmp_path), mode=mode))
         tool = next(t for t in ctx.tools if t.name == "Read")
-        decision = asyncio.run(has_permissions_to_use_tool(tool, tool.input_model(file_path="f.txt"), ctx))
+        decision = decide_for(tool, tool.input_model(file_path="f.txt"), ctx)
         assert decision.behavior == "deny" and decision.message == FAILED.format("matcher blew up"), mode
         out = run_tool_use_sync({"type": "tool_use", "id": "toolu_r", "name": "Read",
                                  "input": {"file_path": str(tmp_path / "f.txt")}}, ctx)
@@ -76,30 +83,29 @@ def test_exception_in_check_permissions_is_a_deny_in_every_mode(tmp_path, monkey
 def test_exception_while_deciding_after_a_hook_allow_is_a_deny(tmp_path, monkeypatch):
     """A PreToolUse hook said allow; the rule check that still runs fails → deny, not allow."""
     from desktop_agent.permissions.context import PermissionContext
-    from desktop_agent.permissions.engine import resolve_hook_decision
-    from desktop_agent.tools.bash import BashTool
+    from desktop_agent.permissions import decide
 
-    async def broken(self, input, ctx):
+    def broken(*args, **kwargs):
         raise ValueError("parser crashed")
 
-    monkeypatch.setattr(BashTool, "check_permissions", broken)
+    monkeypatch.setattr(decide, "bash_decision", broken)
     ctx = _ctx(tmp_path, permission_context=PermissionContext(str(tmp_path), mode="bypassPermissions"))
     tool = next(t for t in ctx.tools if t.name == "Bash")
-    decision = asyncio.run(resolve_hook_decision(tool, tool.input_model(command="true"), ctx, "allow", None))
+    decision = decide_after_hook_for(tool, tool.input_model(command="true"), ctx, "allow", None)
     assert decision.behavior == "deny" and decision.message == FAILED.format("parser crashed")
 
 
-def test_exception_in_check_permissions_one_tool_result_through_the_session(tmp_path, monkeypatch):
+def test_exception_in_permission_target_one_tool_result_through_the_session(tmp_path, monkeypatch):
     """The whole turn, bypass mode: the broken check denies with the sentence, the call gets exactly one
     tool_result in the next request, and the session goes on."""
     from desktop_agent.app.session import AgentSession
     from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
     from desktop_agent.tools.write import WriteTool
 
-    async def broken(self, input, ctx):
+    def broken(self, input, ctx):
         raise KeyError("rules")
 
-    monkeypatch.setattr(WriteTool, "check_permissions", broken)
+    monkeypatch.setattr(WriteTool, "permission_target", broken)
     target = tmp_path / "w.txt"
     client = ScriptedModelClient([
         reply(tool_use("Write", {"file_path": str(target), "content": "x"}, id="toolu_w1")),
@@ -121,8 +127,9 @@ def test_exception_in_check_permissions_one_tool_result_through_the_session(tmp_
 
 def test_broken_hooks_module_is_a_start_up_error(tmp_path, monkeypatch, capsys):
     """HookRunner cannot be built from the settings → ConfigError at create; the CLI prints it and exits 1."""
-    from desktop_agent import cli
     from desktop_agent.app.session import AgentSession, ConfigError
+    from desktop_agent.cli.argv import parse_args
+    from desktop_agent.cli.headless import run_headless
     from desktop_agent.model.scripted import ScriptedModelClient
     from desktop_agent.permissions import hooks
 
@@ -135,7 +142,7 @@ def test_broken_hooks_module_is_a_start_up_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # never reached
-    code = cli.run_headless(cli.parse_args(["-p", "hello"]))
+    code = run_headless(parse_args(["-p", "hello"]))
     err = capsys.readouterr().err
     assert code == 1 and "could not load the hooks from the settings" in err and "hooks config unreadable" in err
     assert not os.path.exists(os.path.join(os.environ["XDG_DATA_HOME"], "desktop-agent", "projects"))

@@ -10,7 +10,7 @@ import pytest
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.permissions.engine import filter_denied_tools
+from desktop_agent.permissions.decide import filter_denied_tools
 from desktop_agent.permissions.rules import parse_rule
 from desktop_agent.core.permission import PermissionRule
 

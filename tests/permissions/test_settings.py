@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from desktop_agent.permissions import engine, trust
+from desktop_agent.permissions import trust
+from desktop_agent.permissions.gateway import decide_for
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.settings import load_settings
 from desktop_agent.core.permission import PermissionUpdate, RuleValue
@@ -36,7 +37,7 @@ def decide(pc, tool, inp):
     for d in pc.working_dirs:
         if d not in ctx.working_dirs:
             ctx.working_dirs.append(d)
-    return asyncio.run(engine.has_permissions_to_use_tool(TOOLS[tool], TOOLS[tool].input_model.model_validate(inp), ctx))
+    return decide_for(TOOLS[tool], TOOLS[tool].input_model.model_validate(inp), ctx)
 
 
 def test_sources_and_merge(proj):

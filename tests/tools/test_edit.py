@@ -261,22 +261,25 @@ def test_size_limit_text_for_one_gib():
 
 
 class DenyPath:
-    """A permission context whose deny rules cover one path (the contract Edit relies on)."""
+    """A permission state whose deny rules cover one path (the ``core.permission.ReadPolicy`` Edit relies on)."""
 
     mode = "bypassPermissions"
 
     def __init__(self, path):
         self.path = str(path)
 
-    def is_path_denied(self, abs_path, operation, ctx):
+    def path_denied(self, abs_path, operation, *, checked=None, is_dir=None):
         return abs_path == self.path and operation == "edit"
 
+    def has_read_denies(self):
+        return False
 
-def test_item47_denied_path_via_contract(workdir, app, monkeypatch):
-    from desktop_agent.tools import edit as em
+    def read_deny_globs(self, search_root):
+        return []
 
-    monkeypatch.setattr(em, "is_path_denied", lambda p, op, ctx: DenyPath(app).is_path_denied(p, op, ctx))
-    ctx = ctx_with(tools(), workdir)
+
+def test_item47_denied_path_via_contract(workdir, app):
+    ctx = ctx_with(tools(), workdir, permission_context=DenyPath(app))
     out = edit(ctx, app, "value = 1", "value = 2")
     assert out.stage == "validation"
     assert out.block["content"] == WRAP.format("File is in a directory that is denied by your permission settings.")
@@ -484,7 +487,7 @@ def _finished(events):
 
 def test_read_edit_read_in_one_round_sees_the_edit(workdir, app):
     """§9 item 50 with the real tools: [Read A, Edit A, Read A] → three batches, the last Read sees the edit."""
-    from desktop_agent.engine.orchestration import partition_tool_calls, run_tools
+    from desktop_agent.engine.scheduler import partition_tool_calls, run_tools
 
     ctx = ctx_with(tools(), workdir)
     blocks = [
@@ -506,7 +509,7 @@ def test_read_edit_read_in_one_round_sees_the_edit(workdir, app):
 
 
 def test_ten_parallel_reads_all_correct(workdir):
-    from desktop_agent.engine.orchestration import partition_tool_calls, run_tools
+    from desktop_agent.engine.scheduler import partition_tool_calls, run_tools
 
     paths = []
     for i in range(10):

@@ -276,15 +276,17 @@ def test_unknown_key_is_a_schema_error(ws):
                             "An unexpected parameter `include` was provided</tool_use_error>")
 
 
-def test_check_permissions_asks_read_permission_for_the_search_path(ws, tmp_path, monkeypatch):
+def test_permission_target_is_a_read_of_the_search_path(ws, tmp_path, monkeypatch):
+    from desktop_agent.permissions import paths
+
     seen = []
-    real = grep_mod.check_read_permission_for_tool
+    real = paths.check_read_permission_for_tool
 
     def spy(tool_name, abs_path, input, ctx):
         seen.append((tool_name, abs_path, input))
         return real(tool_name, abs_path, input, ctx)
 
-    monkeypatch.setattr(grep_mod, "check_read_permission_for_tool", spy)
+    monkeypatch.setattr(paths, "check_read_permission_for_tool", spy)
     grep(ws, {"pattern": "TODO", "path": "src", "-i": True})
     assert seen == [("Grep", str(ws / "src"), {"pattern": "TODO", "path": "src", "-i": True})]
 

@@ -265,6 +265,8 @@ def test_schema_errors(ctx):
 
 
 def test_permission_check_gets_absolute_path(workdir, monkeypatch):
+    from desktop_agent.permissions import paths
+
     seen = []
 
     def fake(tool_name, abs_path, input, ctx):
@@ -272,7 +274,10 @@ def test_permission_check_gets_absolute_path(workdir, monkeypatch):
         seen.append((tool_name, abs_path, input))
         return PermissionDecision(behavior="deny", message="no reading today")
 
-    monkeypatch.setattr(read_mod, "check_read_permission_for_tool", fake)
+    monkeypatch.setattr(paths, "check_read_permission_for_tool", fake)
+    reader = ReadTool()
+    target = reader.permission_target(reader.input_model(file_path="app.ts"), ctx_with(tools(), workdir))
+    assert (target.kind, target.path) == ("read", str(workdir / "app.ts"))
     ctx = ctx_with(tools(), workdir)
     out = read(ctx, "app.ts")
     assert out.is_error and out.block["content"] == "no reading today"

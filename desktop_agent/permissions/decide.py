@@ -1,35 +1,43 @@
-"""The permission decision (SPEC §4.2, §4.3): rules, mode and the tool's own check → allow / deny / ask.
+"""The permission decision (SPEC §4.2, §4.3): rules, mode and what the call touches → allow / deny / ask.
 
-``has_permissions_to_use_tool`` follows the order of ``hasPermissionsToUseToolInner``; the first step that
-decides returns:
+``decide(ctx, facts, target, input)`` is synchronous and pure: it never calls the tool back (the tool declared
+its ``PermissionTarget`` and the engine filled its ``ToolFacts``), it awaits nothing, and it reads the
+filesystem only to resolve symlinks and globs. It follows the order of ``hasPermissionsToUseToolInner``; the
+first step that decides returns:
 
-1a whole-tool deny rule → deny · 1b whole-tool ask rule → ask · 1c the tool's ``check_permissions``
-(Edit/Write → ``paths.check_write_permission_for_tool``, Read/Grep/Glob → ``check_read_permission_for_tool``,
-Bash → ``bash_commands.check_bash_permission``) · 1d its deny · plan mode: anything not read-only is denied ·
-1e an ask of a tool that needs user interaction · 1f an ask from a content-level ask rule · 1g a
-``safetyCheck`` ask (immune to bypass) · 2a bypassPermissions → allow · 2b whole-tool allow rule → allow ·
-3 passthrough → ask. The outer step turns a final ask into deny in ``dontAsk`` mode.
+1a whole-tool deny rule → deny · 1b whole-tool ask rule → ask · 1c the target's own check (``write`` →
+``paths.check_write_permission_for_tool``, ``read`` → ``check_read_permission_for_tool``, ``bash`` →
+``bash.bash_decision``, ``generic`` → passthrough, ``none`` → allow) · 1d its deny · plan mode: anything not
+read-only is denied · 1e an ask of a tool that needs user interaction · 1f an ask from a content-level ask
+rule · 1g a ``safetyCheck`` ask (immune to bypass) · 2a bypassPermissions → allow · 2b whole-tool allow rule →
+allow · 3 passthrough → ask. The outer step turns a final ask into deny in ``dontAsk`` mode.
+``decide_after_hook`` is the same decision after a PreToolUse hook said allow or ask.
 
 Fail closed: no permission context means ``default`` mode with no rules (never bypass), and an exception
-while deciding (a tool's check, a rule matcher) is a deny: ``Permission check failed: <error>. The tool was
+while deciding (a path check, a rule matcher) is a deny: ``Permission check failed: <error>. The tool was
 not run.``
 
-Tools without a matcher of their own (e.g. ``WebFetch(domain:x)``) get generic content rules here, and
-``Tool(param:value)`` parameter rules (deny/ask) apply to every tool. Everything is a pure function of the
-``PermissionContext`` (rules, mode, dirs), the request and path facts; the decision carries its reason and
-the matched rule with its source file.
+Tools without a matcher of their own (e.g. ``WebFetch(domain:x)``) get generic content rules here (on the
+target's summary), and ``Tool(param:value)`` parameter rules (deny/ask) apply to every tool. The decision
+carries its reason and the matched rule with its source file.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import wrap_error
+from desktop_agent.core.permission import (DecisionReason, PermissionDecision, PermissionTarget, PermissionUpdate,
+                                           RuleValue, ToolFacts)
+from desktop_agent.permissions import paths
+from desktop_agent.permissions.bash import bash_decision
+from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import generic_content_matches, param_rule_matches
-from desktop_agent.core.permission import DecisionReason, PermissionDecision, PermissionUpdate, RuleValue
 
-# Tools whose check_permissions consults content rules itself (paths, Bash commands).
+# Tools whose own check consults content rules itself (paths, Bash commands).
 OWN_RULE_MATCHERS = frozenset({"Bash", "Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob", "LS",
                                "NotebookRead", "BashOutput", "KillShell"})
 
@@ -44,10 +52,6 @@ def _with_permission_state(ctx: ToolUseContext) -> ToolUseContext:
     the tools' own checks (paths, Bash) then decide as in default mode with no rules, never "allow all"."""
     if getattr(ctx, "permission_context", None) is not None:
         return ctx
-    import dataclasses
-
-    from desktop_agent.permissions.context import PermissionContext
-
     return dataclasses.replace(ctx, permission_context=PermissionContext(ctx.cwd, mode="default"))
 
 
@@ -64,11 +68,32 @@ def _dump(input: Any) -> dict[str, Any]:
     return dict(input) if isinstance(input, dict) else {}
 
 
+def target_decision(target: PermissionTarget, name: str, input_dict: dict[str, Any],
+                    ctx: ToolUseContext) -> PermissionDecision:
+    """Step 1c: what the target itself calls for, before the mode and the whole-tool rules."""
+    if target.kind == "read":
+        return paths.check_read_permission_for_tool(name, _target_path(target), input_dict, ctx)
+    if target.kind == "write":
+        return paths.check_write_permission_for_tool(name, _target_path(target), input_dict, ctx)
+    if target.kind == "bash":
+        return bash_decision(target, input_dict, ctx)
+    if target.kind == "generic":
+        return PermissionDecision(behavior="passthrough", updated_input=input_dict)
+    return PermissionDecision(behavior="allow", updated_input=input_dict)
+
+
+def _target_path(target: PermissionTarget) -> str:
+    if not target.path:
+        raise ValueError(f"a {target.kind} target without a path")
+    return target.path
+
+
 def _rule_reason(rule: Any) -> DecisionReason:
     return DecisionReason(type="rule", rule=rule.rule)
 
 
-def _generic_rule(pc: Any, behavior: str, tool: Any, input_dict: dict[str, Any]) -> Any | None:
+def _generic_rule(pc: Any, behavior: str, tool: ToolFacts, target: PermissionTarget,
+                  input_dict: dict[str, Any]) -> Any | None:
     """Parameter rules (deny/ask, every tool) and content rules of tools without their own matcher."""
     rules = pc.content_rules(behavior, tool.name)
     if tool.name in OWN_RULE_MATCHERS and hasattr(pc, "cached"):  # only parameter rules can apply here
@@ -81,16 +106,13 @@ def _generic_rule(pc: Any, behavior: str, tool: Any, input_dict: dict[str, Any])
             continue
         if tool.name in OWN_RULE_MATCHERS:
             continue
-        try:
-            summary = tool.summary(input_dict)
-        except Exception:
-            summary = ""
+        summary = target.summary
         if summary and generic_content_matches(r.content, summary):
             return r
     return None
 
 
-def _plan_mode_message(tool: Any, input_dict: dict[str, Any]) -> str:
+def _plan_mode_message(tool: ToolFacts, input_dict: dict[str, Any]) -> str:
     path = input_dict.get("file_path") or input_dict.get("notebook_path")
     if path:
         return f"Cannot write to {path} while in plan mode."
@@ -99,36 +121,29 @@ def _plan_mode_message(tool: Any, input_dict: dict[str, Any]) -> str:
     return f"Cannot use {tool.name} while in plan mode."
 
 
-def _is_read_only(tool: Any, input: Any) -> bool:
-    try:
-        return bool(tool.is_read_only(input))
-    except Exception:
-        return False
-
-
-async def rule_based_permissions(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecision | None:
+def rule_based_permissions(ctx: ToolUseContext, tool: ToolFacts, target: PermissionTarget,
+                           input_dict: dict[str, Any]) -> PermissionDecision | None:
     """``checkRuleBasedPermissions``: only deny/ask rules and safety checks (used after a hook's allow).
 
     Returns a deny or ask decision, or None when nothing objects."""
     pc = _rules_ctx(ctx)
     if pc is None:
         return None
-    input_dict = _dump(input)
     rule = pc.whole_tool_rule("deny", tool.name)
     if rule is not None:
         return PermissionDecision(behavior="deny", message=f"Permission to use {tool.name} has been denied.",
                                   decision_reason=_rule_reason(rule))
-    rule = _generic_rule(pc, "deny", tool, input_dict)
+    rule = _generic_rule(pc, "deny", tool, target, input_dict)
     if rule is not None:
         return PermissionDecision(behavior="deny", message=f"Permission to use {tool.name} has been denied.",
                                   decision_reason=_rule_reason(rule))
-    rule = pc.whole_tool_rule("ask", tool.name) or _generic_rule(pc, "ask", tool, input_dict)
+    rule = pc.whole_tool_rule("ask", tool.name) or _generic_rule(pc, "ask", tool, target, input_dict)
     if rule is not None:
         return PermissionDecision(
             behavior="ask", message=f"Claude requested permissions to use {tool.name}, but you haven't granted it yet.",
             decision_reason=_rule_reason(rule), updated_input=input_dict)
     try:
-        decision = await tool.check_permissions(input, ctx)
+        decision = target_decision(target, tool.name, input_dict, ctx)
     except Exception as exc:  # a broken check objects
         return check_failed(exc)
     if decision.behavior == "deny":
@@ -147,26 +162,26 @@ def _rules_ctx(ctx: Any) -> Any:
     return pc if pc is not None and hasattr(pc, "whole_tool_rule") else None
 
 
-async def _inner(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecision:
+def _inner(ctx: ToolUseContext, tool: ToolFacts, target: PermissionTarget,
+           input_dict: dict[str, Any]) -> PermissionDecision:
     pc = _rules_ctx(ctx)
     mode = current_mode(ctx)
-    input_dict = _dump(input)
     if pc is not None:
         # 1a. whole-tool deny (and parameter / generic content deny rules)
-        rule = pc.whole_tool_rule("deny", tool.name) or _generic_rule(pc, "deny", tool, input_dict)
+        rule = pc.whole_tool_rule("deny", tool.name) or _generic_rule(pc, "deny", tool, target, input_dict)
         if rule is not None:
             return PermissionDecision(behavior="deny", message=f"Permission to use {tool.name} has been denied.",
                                       decision_reason=_rule_reason(rule))
         # 1b. whole-tool ask (and parameter / generic content ask rules)
-        rule = pc.whole_tool_rule("ask", tool.name) or _generic_rule(pc, "ask", tool, input_dict)
+        rule = pc.whole_tool_rule("ask", tool.name) or _generic_rule(pc, "ask", tool, target, input_dict)
         if rule is not None:
             return PermissionDecision(
                 behavior="ask",
                 message=f"Claude requested permissions to use {tool.name}, but you haven't granted it yet.",
                 decision_reason=_rule_reason(rule), updated_input=input_dict)
-    # 1c. the tool's own check
+    # 1c. the target's own check
     try:
-        decision = await tool.check_permissions(input, ctx)
+        decision = target_decision(target, tool.name, input_dict, ctx)
     except Exception as exc:  # a broken check must not allow, in any mode
         return check_failed(exc)
     if decision.updated_input is None:
@@ -175,17 +190,13 @@ async def _inner(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecisi
     if decision.behavior == "deny":
         return decision
     # plan mode: read-only tools only
-    if mode == "plan" and not _is_read_only(tool, input):
+    if mode == "plan" and not tool.is_read_only:
         return PermissionDecision(behavior="deny", message=_plan_mode_message(tool, input_dict),
                                   decision_reason=DecisionReason(type="mode", mode="plan"))
     if decision.behavior == "ask":
         dr = decision.decision_reason
         # 1e. tools requiring user interaction
-        try:
-            interactive = bool(tool.requires_user_interaction())
-        except Exception:
-            interactive = False
-        if interactive:
+        if tool.requires_user_interaction:
             return decision
         # 1f. content-level ask rule; 1g. safety check
         if dr is not None and (dr.type == "safetyCheck" or
@@ -199,7 +210,7 @@ async def _inner(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecisi
         # 2b. whole-tool allow (and generic content allow for tools without their own matcher)
         rule = pc.whole_tool_rule("allow", tool.name)
         if rule is None and tool.name not in OWN_RULE_MATCHERS:
-            rule = _generic_rule(pc, "allow", tool, input_dict)
+            rule = _generic_rule(pc, "allow", tool, target, input_dict)
         if rule is not None and decision.behavior in ("ask", "passthrough"):
             return PermissionDecision(behavior="allow", updated_input=decision.updated_input,
                                       decision_reason=_rule_reason(rule))
@@ -238,26 +249,28 @@ def _dont_ask(decision: PermissionDecision, ctx: ToolUseContext, tool_name: str)
     return decision
 
 
-async def has_permissions_to_use_tool(tool: Any, input: Any, ctx: ToolUseContext) -> PermissionDecision:
-    """The full decision (§4.2) plus the outer ``dontAsk`` rewrite. An exception is a deny (``check_failed``)."""
+def decide(ctx: ToolUseContext, tool: ToolFacts, target: PermissionTarget, input: Any) -> PermissionDecision:
+    """The full decision (§4.2) plus the outer ``dontAsk`` rewrite. An exception is a deny (``check_failed``).
+
+    ``input`` is the call's input (a model or its dict, unset fields left out)."""
     try:
         ctx = _with_permission_state(ctx)
-        return _dont_ask(await _inner(tool, input, ctx), ctx, tool.name)
+        return _dont_ask(_inner(ctx, tool, target, _dump(input)), ctx, tool.name)
     except Exception as exc:
         return check_failed(exc)
 
 
-async def resolve_hook_decision(tool: Any, input: Any, ctx: ToolUseContext, hook_decision: str,
-                                reason: str | None) -> PermissionDecision | None:
+def decide_after_hook(ctx: ToolUseContext, tool: ToolFacts, target: PermissionTarget, input: Any,
+                      hook_decision: str, reason: str | None) -> PermissionDecision | None:
     """A PreToolUse hook said allow or ask (SPEC §4.7); an exception while deciding is a deny (``check_failed``)."""
     try:
-        return await _resolve_hook_decision(tool, input, _with_permission_state(ctx), hook_decision, reason)
+        return _decide_after_hook(_with_permission_state(ctx), tool, target, _dump(input), hook_decision, reason)
     except Exception as exc:
         return check_failed(exc)
 
 
-async def _resolve_hook_decision(tool: Any, input: Any, ctx: ToolUseContext, hook_decision: str,
-                                 reason: str | None) -> PermissionDecision | None:
+def _decide_after_hook(ctx: ToolUseContext, tool: ToolFacts, target: PermissionTarget, input_dict: dict[str, Any],
+                       hook_decision: str, reason: str | None) -> PermissionDecision | None:
     """A PreToolUse hook said allow or ask (SPEC §4.7).
 
     allow: no dialog, but deny/ask rules and safety checks still apply (``rule_based_permissions``); a tool
@@ -266,22 +279,17 @@ async def _resolve_hook_decision(tool: Any, input: Any, ctx: ToolUseContext, hoo
     into a deny.
     """
     dr = DecisionReason(type="hook", reason=reason, hook_name="PreToolUse")
-    input_dict = _dump(input)
     if hook_decision == "allow":
-        try:
-            interactive = bool(tool.requires_user_interaction())
-        except Exception:
-            interactive = False
-        if interactive:
+        if tool.requires_user_interaction:
             return None
-        objection = await rule_based_permissions(tool, input, ctx)
+        objection = rule_based_permissions(ctx, tool, target, input_dict)
         if objection is not None:
             return _dont_ask(objection, ctx, tool.name)
-        if current_mode(ctx) == "plan" and not _is_read_only(tool, input):  # a hook cannot leave plan mode
+        if current_mode(ctx) == "plan" and not tool.is_read_only:  # a hook cannot leave plan mode
             return PermissionDecision(behavior="deny", message=_plan_mode_message(tool, input_dict),
                                       decision_reason=DecisionReason(type="mode", mode="plan"))
         return PermissionDecision(behavior="allow", updated_input=input_dict, decision_reason=dr)
-    regular = await _inner(tool, input, ctx)
+    regular = _inner(ctx, tool, target, input_dict)
     if regular.behavior == "deny":
         return regular
     return _dont_ask(PermissionDecision(
@@ -310,16 +318,15 @@ def filter_denied_tools(tools: list[Any], ctx: Any) -> list[Any]:
     return kept
 
 
-def unavailable_tool_message(name: str, ctx: Any) -> str | None:
-    """The lookup error for a tool that exists but was removed (deny rule or ``--tools``), else None."""
+def unavailable_tool_message(name: str, ctx: Any, builtin_names: Collection[str]) -> str | None:
+    """The lookup error for a tool that exists but was removed (deny rule or ``--tools``), else None.
+    ``builtin_names``: the names (and aliases) of the built-in tools, which the engine knows."""
     pc = getattr(ctx, "permission_context", None)
     if pc is None:
         return None
     disabled = name in getattr(pc, "disabled_tools", set())
     if not disabled and _whole_tool_denied(pc, name):
-        from desktop_agent.tools.registry import tool_by_name
-
-        disabled = tool_by_name(name) is not None
+        disabled = name in builtin_names
     if not disabled:
         return None
     return wrap_error(f"Error: No such tool available: {name}. {name} exists but is not enabled in this context. "

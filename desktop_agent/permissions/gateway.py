@@ -1,7 +1,10 @@
-"""The ask round trip: the engine's decision, then (for ``ask``) the prompter, raced with the abort.
+"""The permission gateway: the tool's declaration to ``decide``, then (for ``ask``) the round trip to a person.
 
-``can_use_tool`` is step 4 of ``run_tool_use``. It returns a final ``allow`` or ``deny``:
-- ``allow``/``deny`` from the rule engine are returned directly;
+``can_use_tool`` is step 4 of ``run_tool_use``. It asks the tool what the call touches (``permission_target``,
+``core.tool.tool_facts``; a declaration that raises is a deny, ``decide.check_failed``), asks the pure
+``decide`` (``decide_for``; ``decide_after_hook_for`` after a PreToolUse hook's allow/ask), and returns a final
+``allow`` or ``deny``:
+- ``allow``/``deny`` from the decision are returned directly;
 - ``ask`` builds a ``PermissionRequest`` (with the tool's structured patch or sub-commands), emits
   ``PermissionRequested``, awaits ``ctx.prompter.ask`` raced against the turn's abort signal, applies
   the reply's permission updates, emits ``PermissionResolved``;
@@ -19,8 +22,33 @@ from typing import Any
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import USER_DENIED_MESSAGE
-from desktop_agent.permissions import engine
-from desktop_agent.core.permission import PermissionDecision, PermissionReply, PermissionRequest, PermissionUpdate
+from desktop_agent.core.permission import (PermissionDecision, PermissionReply, PermissionRequest, PermissionTarget,
+                                           PermissionUpdate, ToolFacts)
+from desktop_agent.core.tool import Tool, tool_facts
+from desktop_agent.permissions.decide import check_failed, decide, decide_after_hook
+
+
+def _declared(tool: Tool, input: Any, ctx: ToolUseContext) -> tuple[ToolFacts, PermissionTarget]:
+    return tool_facts(tool, input), tool.permission_target(input, ctx)
+
+
+def decide_for(tool: Tool, input: Any, ctx: ToolUseContext) -> PermissionDecision:
+    """``decide`` on what the tool declares for this call (a declaration that raises is a deny)."""
+    try:
+        facts, target = _declared(tool, input, ctx)
+    except Exception as exc:  # a broken declaration must not allow, in any mode
+        return check_failed(exc)
+    return decide(ctx, facts, target, input)
+
+
+def decide_after_hook_for(tool: Tool, input: Any, ctx: ToolUseContext, hook_decision: str,
+                          reason: str | None) -> PermissionDecision | None:
+    """``decide_after_hook`` on what the tool declares (a PreToolUse hook said allow or ask)."""
+    try:
+        facts, target = _declared(tool, input, ctx)
+    except Exception as exc:
+        return check_failed(exc)
+    return decide_after_hook(ctx, facts, target, input, hook_decision, reason)
 
 
 def _emit(ctx: ToolUseContext, event: Any) -> None:
@@ -46,7 +74,7 @@ def apply_updates(ctx: ToolUseContext, updates: list[Any]) -> None:
 
 
 async def can_use_tool(
-    tool: Any,
+    tool: Tool,
     input: Any,
     ctx: ToolUseContext,
     tool_use_id: str,
@@ -54,7 +82,7 @@ async def can_use_tool(
 ) -> PermissionDecision:
     from desktop_agent.core.events import PermissionRequested, PermissionResolved
 
-    decision = force_decision or await engine.has_permissions_to_use_tool(tool, input, ctx)
+    decision = force_decision or decide_for(tool, input, ctx)
     if decision.behavior != "ask":
         return decision
 
