@@ -16,12 +16,13 @@ from desktop_agent.core.events import (
     AssistantMessage, ErrorEvent, PermissionRequested, PermissionResolved, RequestStarted, StreamEvent,
     StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnStarted, Usage,
 )
-from desktop_agent.engine.loop import INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, QueryParams, query
+from desktop_agent.engine.ledger import INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE
+from desktop_agent.engine.loop import QueryParams, query
 from desktop_agent.core.messages import user_entry
 from desktop_agent.model.client import ModelError
 from desktop_agent.model.pricing import CostTracker
 from desktop_agent.model.scripted import ScriptedModelClient, fail, reply, text, thinking, tool_use
-from desktop_agent.core.permission import PermissionDecision
+from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.core.tool import ToolResult, build_tool
 
 from tests.model.aio import aio
@@ -426,13 +427,13 @@ async def test_usage_and_cost_per_reply_and_totals(tmp_path):
 
 @aio
 async def test_permission_events_come_out_of_the_stream_in_order(tmp_path):
-    def ask(self, input, ctx):
-        return PermissionDecision(behavior="ask", message="may I?")
+    def ask(self, input, ctx):  # an action the policy knows nothing about: default mode asks
+        return PermissionTarget(kind="generic", summary=input.file_path)
 
     async def call(self, input, ctx):
         return ToolResult(data="written")
 
-    guarded = build_tool("Write", PathInput, call=call, check_permissions=ask, description="w")
+    guarded = build_tool("Write", PathInput, call=call, permission_target=ask, description="w")
     prompter = FakePrompter(delay=0.01)
     sentinel = []
     from desktop_agent.permissions.context import PermissionContext
@@ -455,12 +456,12 @@ async def test_permission_events_follow_their_start_in_a_concurrent_batch(tmp_pa
     from desktop_agent.permissions.context import PermissionContext
 
     def ask(self, input, ctx):
-        return PermissionDecision(behavior="ask", message="outside the workspace")
+        return PermissionTarget(kind="generic", summary=input.file_path)
 
     async def call(self, input, ctx):
         return ToolResult(data="read")
 
-    reader = build_tool("Read", PathInput, call=call, check_permissions=ask, is_concurrency_safe=lambda s, i: True,
+    reader = build_tool("Read", PathInput, call=call, permission_target=ask, is_concurrency_safe=lambda s, i: True,
                         is_read_only=lambda s, i: True, description="r")
     ctx = ctx_for(tmp_path, [reader], prompter=FakePrompter(), permission_context=PermissionContext(str(tmp_path)))
     client = ScriptedModelClient([reply(tool_use("Read", {"file_path": "/etc/a"}, id="R1"),
