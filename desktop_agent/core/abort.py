@@ -32,9 +32,14 @@ async def until_aborted(task: asyncio.Future[Any], signal: AbortSignal) -> bool:
 
 
 async def cancel_and_wait(task: asyncio.Future[Any]) -> None:
-    """Cancel ``task`` and wait until it has stopped, swallowing whatever it ends with."""
+    """Cancel ``task`` and wait until it has stopped, swallowing whatever it ends with (but not a cancellation
+    of the caller itself)."""
     task.cancel()
     try:
         await task
-    except BaseException:  # noqa: BLE001 - the task's own end (cancelled or failed) is not ours to raise
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # we ourselves are being cancelled: that is not the task's end to swallow
+    except BaseException:  # noqa: BLE001 - the task's own end (it failed) is not ours to raise
         pass

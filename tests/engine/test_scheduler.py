@@ -335,3 +335,34 @@ async def test_item96_with_the_real_bash_tool(tmp_path):
                             "<tool_use_error>Cancelled: parallel tool call Bash(ls /nonexistent_dir_zz) errored"
                             "</tool_use_error>"}
     assert not ctx.abort.aborted
+
+
+@aio
+async def test_the_concurrency_cap_holds_when_blocks_stream_in_too(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CODE_MAX_TOOL_USE_CONCURRENCY", "2")
+    g = Gate()
+    ex = Scheduler(ToolUseContext(cwd=str(tmp_path), tools=g.tools()))
+    for i in range(4):
+        ex.add_tool(read(f"r{i}", f"R{i}"))
+    await tick()
+    assert g.started == ["r0", "r1"]
+    g.gate("r0").set()
+    await tick(5)
+    assert g.started == ["r0", "r1", "r2"]
+    for i in range(1, 4):
+        g.gate(f"r{i}").set()
+    assert sorted(t.id for t in await drain_all(ex)) == ["R0", "R1", "R2", "R3"]
+    assert ex.max_in_flight == 2
+
+
+@aio
+async def test_batch_mode_answers_blocks_added_after_an_abort_with_reject(tmp_path):
+    g = Gate()
+    ctx = ToolUseContext(cwd=str(tmp_path), tools=g.tools())
+    ctx.abort.abort()
+    ex = Scheduler(ctx, mode="batch")
+    tracked = ex.add_tool(edit("e", "E"))
+    items = [i async for i in ex.get_remaining_results()]
+    assert tracked is not None and g.started == []
+    assert [type(i).__name__ for i in items] == ["ToolCallStarted", "TrackedTool"]
+    assert tracked.outcome.block["content"] == REJECT_MESSAGE
