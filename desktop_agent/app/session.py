@@ -33,7 +33,7 @@ from desktop_agent.app.system_prompt import build_system_prompt
 from desktop_agent.app.workspace import SessionError
 from desktop_agent.config import AppSettings, resolve_model
 from desktop_agent.core.context import AbortSignal, ToolUseContext
-from desktop_agent.core.events import Compacted, ErrorEvent, TurnFinished, UserMessage
+from desktop_agent.core.events import AgentEvent, Compacted, ErrorEvent, TurnFinished, UserMessage
 from desktop_agent.core.messages import new_uuid, text_of, tool_result_ids, user_entry
 from desktop_agent.core.permission import PERMISSION_MODES, PermissionPrompter
 from desktop_agent.core.tool import Tool
@@ -326,7 +326,7 @@ class AgentSession:
     def messages_for_query(self) -> list[dict[str, Any]]:
         return compact_mod.messages_after_boundary(self.messages)
 
-    async def submit(self, prompt: str | list[dict[str, Any]], **entry_extra: Any) -> AsyncIterator[Any]:
+    async def submit(self, prompt: str | list[dict[str, Any]], **entry_extra: Any) -> AsyncIterator[AgentEvent]:
         """Run one user turn; yields AgentEvents ending with one TurnFinished."""
         if self._running:
             raise RuntimeError("a turn is already running")
@@ -343,9 +343,9 @@ class AgentSession:
             extra = compact_mod.rough_tokens(prompt)
             if self.compaction.due(extra):
                 try:
-                    event = await self._until_aborted(self.compaction.auto(extra_tokens=extra), abort)
-                    if event is not None:
-                        yield event
+                    compacted = await self._until_aborted(self.compaction.auto(extra_tokens=extra), abort)
+                    if compacted is not None:
+                        yield compacted
                 except _Interrupted:
                     yield TurnFinished(reason="aborted_streaming", error="Interrupted during compaction",
                                        duration_ms=(time.perf_counter() - t0) * 1000)
@@ -536,7 +536,7 @@ class AgentSession:
             return
         await self.mcp.start()
         pc = self.permission_context
-        extra = [t for t in self.mcp.tools() if pc.whole_tool_rule("deny", t.name) is None]
+        extra: list[Tool] = [t for t in self.mcp.tools() if pc.whole_tool_rule("deny", t.name) is None]
         self.tools = self._builtin_tools + extra
         self.ctx.tools = list(self.tools)
 
@@ -544,7 +544,7 @@ class AgentSession:
         """Each MCP server's state for the Servers view and ``system/init``: name, status, tools, error."""
         return self.mcp.status() if self.mcp is not None else []
 
-    async def run(self, prompt: str) -> list[Any]:
+    async def run(self, prompt: str) -> list[AgentEvent]:
         """Convenience for tests and scripts: run a turn and return all its events."""
         return [ev async for ev in self.submit(prompt)]
 
@@ -571,4 +571,4 @@ class AgentSession:
                 pass
 
 
-__all__ = ["AgentSession", "SessionError", "ConfigError", "DEFAULT_MODEL", "IDLE_NOTIFICATION_S"]
+__all__ = ["AgentSession", "SessionError", "ConfigError", "IDLE_NOTIFICATION_S"]

@@ -38,6 +38,7 @@ from desktop_agent.protocol.control import (
     SetModelRequest, SetPermissionModeRequest,
 )
 from desktop_agent.protocol.stream_json import ResultLine, UserLine
+from desktop_agent.util import dirs
 
 Flavor = Literal["ours", "claude"]
 STDERR_TAIL = 8192
@@ -58,8 +59,7 @@ def claude_transcript(session_id: str) -> str:
     """Claude Code's transcript of ``session_id`` (found by its file name under ``projects/``), or ""."""
     import glob
 
-    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-    found = glob.glob(os.path.join(glob.escape(base), "projects", "*", glob.escape(session_id) + ".jsonl"))
+    found = glob.glob(os.path.join(glob.escape(dirs.claude_config_dir()), "projects", "*", glob.escape(session_id) + ".jsonl"))
     return found[0] if found else ""
 
 

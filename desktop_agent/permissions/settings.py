@@ -37,12 +37,8 @@ def managed_dir() -> str:
     return os.environ.get("DESKTOP_AGENT_MANAGED_SETTINGS_DIR", MANAGED_DIR_DEFAULT)
 
 
-def user_config_dir() -> str:
-    return dirs.claude_config_dir()
-
-
 def user_settings_path() -> str:
-    return os.path.join(user_config_dir(), "settings.json")
+    return os.path.join(dirs.claude_config_dir(), "settings.json")
 
 
 def project_settings_path(project_dir: str) -> str:
@@ -174,7 +170,7 @@ def collect_sources(cwd: str, settings_arg: str | None, warnings: list[str],
     for source, path, root in (
         ("localSettings", local_settings_path(project_dir), cwd),
         ("projectSettings", project_settings_path(project_dir), project_dir),
-        ("userSettings", user_settings_path(), user_config_dir()),
+        ("userSettings", user_settings_path(), dirs.claude_config_dir()),
     ):
         data = read_json_file(path, warnings)
         if data is not None:

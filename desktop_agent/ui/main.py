@@ -167,15 +167,13 @@ class _FirstPaint(QObject):
 
 def _read_prefs() -> dict[str, Any]:
     """Theme and language from the app's settings.json, read without loading pydantic (start-up time).
-    Same location rules as ``desktop_agent.config.settings_path``."""
+    The file is ``util.dirs.settings_path()`` (standard library only)."""
     import json
 
-    base = os.environ.get("DESKTOP_AGENT_CONFIG_DIR")
-    if not base:
-        xdg = os.environ.get("XDG_CONFIG_HOME")
-        base = os.path.join(xdg if xdg and os.path.isabs(xdg) else os.path.expanduser("~/.config"), "desktop-agent")
+    from desktop_agent.util import dirs
+
     try:
-        with open(os.path.join(base, "settings.json"), encoding="utf-8") as fh:
+        with open(dirs.settings_path(), encoding="utf-8") as fh:
             data = json.load(fh)
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
