@@ -1,6 +1,7 @@
 """How a front end reaches the engine: ``EngineClient.open(folder, options) -> SessionHandle`` (``base``), with the
 engine on this loop (``in_process``) or in an executor process, our CLI or Claude Code (``subprocess``).
-``make_client(kind)`` picks one by the ``--executor`` / Settings name.
+``make_client(kind)`` picks one by the ``--executor`` / Settings name. Every client also answers the folder-level
+questions (sessions, transcripts, trust, the sandbox: ``local``); ``tour`` is the offline tour's scripted model.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from desktop_agent.client.base import (
     EXECUTOR_KINDS, Ack, ClientError, EngineClient, ExecutorDied, ExecutorKind, Question, SessionHandle,
     SessionOptions,
 )
+from desktop_agent.client.local import SessionSummary
 
 
 def make_client(kind: ExecutorKind = "inprocess", executable: str | None = None) -> EngineClient:
@@ -28,4 +30,4 @@ def make_client(kind: ExecutorKind = "inprocess", executable: str | None = None)
 
 
 __all__ = ["Ack", "ClientError", "EngineClient", "ExecutorDied", "ExecutorKind", "Question", "SessionHandle",
-           "SessionOptions", "EXECUTOR_KINDS", "make_client"]
+           "SessionOptions", "SessionSummary", "EXECUTOR_KINDS", "make_client"]

@@ -15,10 +15,9 @@ from typing import Any, AsyncIterator
 
 from desktop_agent.util.threads import in_thread  # noqa: F401 - re-exported for client.subprocess
 from desktop_agent.client.base import Ack, ExecutorKind, Question, QuestionBoard, SessionOptions
+from desktop_agent.client.local import LocalStore, discard_empty_transcript
 from desktop_agent.core.events import Compacted
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
-
-
 
 
 class _BoardPrompter:
@@ -74,8 +73,33 @@ class InProcessSession:
     def pending_questions(self) -> list[Question]:
         return list(self.board.pending.values())
 
+    @property
+    def manages_mcp(self) -> bool:
+        return self.session.mcp is not None
+
     def history(self) -> list[dict[str, Any]]:
         return list(self.session.history())
+
+    def mcp_status(self) -> list[dict[str, Any]]:
+        return list(self.session.mcp_status())
+
+    async def restart_mcp_server(self, name: str) -> None:
+        await self.session.mcp.restart(name)
+
+    def retry_now(self) -> bool:
+        """End the model client's current backoff wait early (the retry card's Retry now)."""
+        event = getattr(self.session.client, "retry_now", None)  # model clients without retries have none
+        if isinstance(event, asyncio.Event) and not event.is_set():
+            event.set()
+            return True
+        return False
+
+    def record(self, entry: dict[str, Any]) -> None:
+        self.session.record(entry)
+
+    def discard_if_empty(self) -> bool:
+        """Remove the transcript of a session that never got a message (a session exists from its first prompt)."""
+        return discard_empty_transcript(self.transcript_path, close=self.session.close)
 
     # ----- turns
     async def submit(self, prompt: str | list[dict[str, Any]]) -> AsyncIterator[Any]:
@@ -108,12 +132,17 @@ class InProcessSession:
     async def restart(self) -> None:
         """Nothing to restart: the engine is this process."""
 
+    async def end(self, reason: str) -> None:
+        """SessionEnd hooks (``clear``, ``prompt_input_exit``…), then close."""
+        self.board.withdraw_all()
+        await self.session.end(reason)
+
     async def close(self) -> None:
         self.board.withdraw_all()
         await self.session.aclose()
 
 
-class InProcessClient:
+class InProcessClient(LocalStore):
     kind: ExecutorKind = "inprocess"
 
     async def open(self, folder: str | os.PathLike[str], options: SessionOptions) -> InProcessSession:
@@ -127,11 +156,25 @@ class InProcessClient:
         )
         kwargs.update(options.engine_kwargs)
         cwd = os.fspath(folder)
+        if options.script == "tour":
+            from desktop_agent.client.tour import tour_client
+
+            kwargs["client"] = tour_client(cwd)
 
         def build() -> Any:
-            from desktop_agent.app.session import AgentSession
+            from desktop_agent.app.session import IDLE_NOTIFICATION_S, AgentSession
 
-            return AgentSession.create(cwd, **kwargs)
+            session = AgentSession.create(cwd, **kwargs)
+            if options.idle_notification:  # idle_prompt Notification hooks after 60 s (App. B §B.5)
+                session.idle_notification_s = IDLE_NOTIFICATION_S
+            return session
 
         session = await in_thread(build)
         return InProcessSession(session, board)
+
+    @staticmethod
+    def prewarm() -> None:
+        """Import the engine on a worker thread (a window does this at start-up)."""
+        from desktop_agent.client.local import prewarm
+
+        prewarm()

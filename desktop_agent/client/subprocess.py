@@ -28,6 +28,7 @@ from typing import Any, AsyncIterator, Literal, Sequence
 from desktop_agent.client.base import (
     Ack, ClientError, ExecutorDied, ExecutorKind, Question, QuestionBoard, SessionOptions, describe_exit,
 )
+from desktop_agent.client.local import LocalStore, discard_empty_transcript
 from desktop_agent.client.lines import LineTranslator, reply_body, request_from_wire, with_computed_patch
 from desktop_agent.client.in_process import in_thread
 from desktop_agent.core.events import Compacted, ErrorEvent, PermissionRequested, PermissionResolved, TurnFinished
@@ -59,7 +60,8 @@ def claude_transcript(session_id: str) -> str:
     """Claude Code's transcript of ``session_id`` (found by its file name under ``projects/``), or ""."""
     import glob
 
-    found = glob.glob(os.path.join(glob.escape(dirs.claude_config_dir()), "projects", "*", glob.escape(session_id) + ".jsonl"))
+    found = glob.glob(os.path.join(glob.escape(dirs.claude_config_dir()), "projects", "*",
+                                   glob.escape(session_id) + ".jsonl"))
     return found[0] if found else ""
 
 
@@ -89,7 +91,7 @@ def executor_argv(flavor: Flavor, options: SessionOptions, *, session_id: str | 
     return argv
 
 
-class SubprocessClient:
+class SubprocessClient(LocalStore):
     """Opens sessions in executor processes. ``executable``: the command (default: our CLI, or ``claude`` on
     PATH for ``flavor="claude"``)."""
 
@@ -113,6 +115,8 @@ class SubprocessClient:
         return "desktop-agent" if self.flavor == "ours" else os.path.basename(self.command[0])
 
     async def open(self, folder: str | os.PathLike[str], options: SessionOptions) -> SubprocessSession:
+        if options.script is not None:
+            raise ClientError(f"the scripted {options.script} runs in process only")
         session = SubprocessSession(self, os.path.abspath(os.fspath(folder)), options)
         await session.start(resume=options.resume)
         return session
@@ -255,10 +259,35 @@ class SubprocessSession:
                 raise
             await self.start(resume=None)
 
+    async def end(self, reason: str) -> None:
+        """Close: SessionEnd runs in the executor as it exits."""
+        await self.close()
+
     async def close(self) -> None:
         self._closing = True
         self._withdraw_all()
         await self._stop_process()
+
+    # ----- what only the in-process engine offers: an executor keeps its MCP servers and retries to itself
+    @property
+    def manages_mcp(self) -> bool:
+        return False
+
+    def mcp_status(self) -> list[dict[str, Any]]:
+        return []
+
+    async def restart_mcp_server(self, name: str) -> None:
+        raise ClientError(f"the executor manages its own MCP servers (cannot restart {name} from here)")
+
+    def retry_now(self) -> bool:
+        return False
+
+    def record(self, entry: dict[str, Any]) -> None:
+        raise ClientError("the executor writes its own transcript")
+
+    def discard_if_empty(self) -> bool:
+        """Remove our executor's transcript when it holds no message (Claude Code's is left alone)."""
+        return discard_empty_transcript(self.transcript_path)
 
     async def _stop_process(self) -> None:
         proc = self.proc

@@ -217,7 +217,7 @@ def main(options: WindowOptions) -> int:
     from desktop_agent.ui.window.main_window import MainWindow
 
     if options.demo:
-        from desktop_agent.ui.window.demo import start_tour_window
+        from desktop_agent.ui.window.main_window import start_tour_window
 
         window = start_tour_window(show=False)
     else:

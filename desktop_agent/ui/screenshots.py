@@ -50,7 +50,7 @@ def _composite(win, dialog):
     from PySide6.QtCore import QRect, Qt
     from PySide6.QtGui import QColor, QFont, QPainter, QPen
 
-    from desktop_agent.ui.conversation.view import is_dark
+    from desktop_agent.ui.highlight import is_dark
 
     dark = is_dark()
     base = win.grab().toImage()
@@ -155,9 +155,9 @@ async def _tour(win, decisions: list[str]) -> None:
 async def _shoot(outdir: str, theme: str) -> list[str]:
     from PySide6.QtWidgets import QApplication
 
-    from desktop_agent.ui.window.demo import prepare_demo_project, start_tour_window, tour_client
     from desktop_agent.ui.main import apply_theme
-    from desktop_agent.ui.window.main_window import MainWindow
+    from desktop_agent.ui.window.demo import prepare_demo_project
+    from desktop_agent.ui.window.main_window import MainWindow, start_tour_window
 
     app = QApplication.instance()
     apply_theme(app, theme)
@@ -215,7 +215,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     tour.close()
 
     # 6. bypass: its question over the window, then the badge in the toolbar and the title
-    from desktop_agent.ui.window.main_window import BYPASS
+    from desktop_agent.ui.window.modes import BYPASS
 
     bp = MainWindow()
     bp.resize(W, H)
@@ -299,7 +299,6 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
 
     # 13, 14. the MCP Servers view (one server up, one failed, one restarting) and the provider settings
     await _shoot_ecosystem(folder, save)
-    _ = tour_client
     return saved
 
 
@@ -360,6 +359,11 @@ async def _shoot_ecosystem(folder: str, save) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print("usage: python -m desktop_agent.ui.screenshots [OUTDIR [THEME ...]]\n"
+              "Shoot the window's screenshots into OUTDIR (default: screenshots) for each THEME (default: light "
+              "dark).\nDESKTOP_AGENT_UI_LANGUAGE=zh_CN shoots the translated UI.")
+        return 0
     outdir = os.path.abspath(argv[0] if argv else "screenshots")
     themes = argv[1:] or ["light", "dark"]
     os.makedirs(outdir, exist_ok=True)

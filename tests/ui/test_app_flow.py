@@ -245,7 +245,7 @@ def test_stop_during_tool_run_leaves_ui_idle(qtbot, qloop, fake, make_window, wo
     assert win.conversation.cards["toolu_sleep"].state in ("cancelled", "error")
     assert "Interrupted" in win.conversation.text_content()
     # The transcript stays valid: the tool_use has its tool_result.
-    msgs = win.controller.session.messages
+    msgs = win.controller.session.history()
     uses = {b["id"] for m in msgs if m.get("type") == "assistant" for b in m["message"]["content"]
             if isinstance(b, dict) and b.get("type") == "tool_use"}
     results = {b["tool_use_id"] for m in msgs if m.get("type") == "user" and isinstance(m["message"]["content"], list)
@@ -357,7 +357,7 @@ def test_trust_question_for_folder_with_allow_rules(qtbot, qloop, fake, make_win
         task = asyncio.ensure_future(win.open_folder(str(workdir)))
         box = await wait_for(lambda: win.trust_box if win.trust_box is not None and win.trust_box.isVisible()
                              else None, what="trust question")
-        trust_button = box.buttons()[0]
+        trust_button = box.trust_button
         assert "Trust" in trust_button.text()
         qtbot.mouseClick(trust_button, Qt.MouseButton.LeftButton)
         return await asyncio.wait_for(task, 5)

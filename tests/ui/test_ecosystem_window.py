@@ -48,9 +48,9 @@ def make_window(qtbot, qloop, fake, tmp_path):
     for win in windows:
         if win.controller.busy:
             win.controller.stop()
-        mcp = getattr(win.controller.session, "mcp", None)
-        if mcp is not None and not qloop.is_closed():  # no server process outlives the test
-            qloop.run_until_complete(mcp.aclose())
+        session = win.controller.session
+        if session is not None and session.manages_mcp and not qloop.is_closed():  # no server outlives the test
+            qloop.run_until_complete(session.close())
 
 
 async def wait_for(cond, timeout=20.0, what="condition"):
@@ -339,6 +339,7 @@ def test_settings_store_each_providers_key_in_the_keyring_or_the_file(qtbot, mon
     try:
         dlg = SettingsDialog()
         qtbot.addWidget(dlg)
+        qtbot.waitUntil(dlg.key_facts_known)  # where the keys come from is looked up off the Qt thread
         dlg.provider_combo.setCurrentIndex(dlg.provider_combo.findData("openai"))
         assert "system keyring" in dlg.where_label.text()
         dlg.base_url_edit.setText("http://127.0.0.1:9/v1")
@@ -351,6 +352,7 @@ def test_settings_store_each_providers_key_in_the_keyring_or_the_file(qtbot, mon
         assert config.find_api_key() == ("sk-ant-file", "keyring")  # moved in, unchanged
         again = SettingsDialog()
         qtbot.addWidget(again)
+        qtbot.waitUntil(again.key_facts_known)
         assert again.provider() == "openai" and again.key_edit.text() == ""
         assert "keyring" in again.key_edit.placeholderText()
     finally:

@@ -21,7 +21,7 @@ def test_prepare_demo_project_copies_the_sample(tmp_path):
 
 
 def test_tour_plays_both_steps(qtbot, qloop):
-    from desktop_agent.ui.window.demo import start_tour_window
+    from desktop_agent.ui.window.main_window import start_tour_window
 
     win = start_tour_window()
     qtbot.addWidget(win)

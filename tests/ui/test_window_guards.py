@@ -13,7 +13,8 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from desktop_agent.model.anthropic_client import AnthropicClient
-from desktop_agent.ui.window.main_window import BYPASS, MainWindow
+from desktop_agent.ui.window.main_window import MainWindow
+from desktop_agent.ui.window.modes import BYPASS
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text
 
 
@@ -227,7 +228,7 @@ def test_keyed_banners_replace_each_other(qtbot):
     second = view.add_banner("error", "Overloaded again", key="error:overloaded")
     items = view.column.items
     assert first not in items and second in items and len(items) == 3
-    assert [w._col_index for w in items] == [0, 1, 2]
+    assert [view.column.index_of(w) for w in items] == [0, 1, 2]
     assert items[1].y() + items[1].height() < items[2].y()  # what followed moved up, no overlap
     view.remove_banner("error:overloaded")
     assert len(view.column.items) == 2 and not view.banners
@@ -252,7 +253,8 @@ import json, os, sys
 from PySide6.QtWidgets import QApplication
 from PySide6.QtCore import QLocale
 app = QApplication([])
-from desktop_agent.ui.conversation.view import ConversationView, is_fixed_pitch, mono_font
+from desktop_agent.ui.conversation.view import ConversationView
+from desktop_agent.ui.highlight import is_fixed_pitch, mono_font
 from desktop_agent.ui.changes.panel import DiffPanel
 from desktop_agent.ui.dialogs.permission import PermissionDialog
 from desktop_agent.core.permission import PermissionRequest
@@ -328,7 +330,7 @@ def test_mono_font_falls_back_when_the_system_fixed_font_is_proportional(qapp, m
     can give) is skipped for the next fixed-pitch family."""
     from PySide6.QtGui import QFont, QFontDatabase
 
-    from desktop_agent.ui.conversation import view as cv
+    from desktop_agent.ui import highlight as cv
 
     monkeypatch.setattr(cv, "_MONO", [])
     monkeypatch.setattr(cv.QFontDatabase, "systemFont", staticmethod(lambda _which: QFont("DejaVu Sans")))
@@ -435,7 +437,7 @@ def test_running_bash_card_shows_output_tail_and_elapsed_then_stopped(qtbot, qlo
 
 # ----- 6. retries: one card, a countdown, Retry now and Cancel ---------------------------------------------
 def _retry_cards(win):
-    from desktop_agent.ui.conversation.view import RetryCard
+    from desktop_agent.ui.conversation.cards import RetryCard
 
     return [w for w in win.conversation.column.items if isinstance(w, RetryCard)]
 
@@ -494,7 +496,7 @@ def test_retry_cancel_stops_the_turn(qtbot, qloop, make_window, workdir, fake):
 
 # ----- 7. find bar, language, 900×600 -----------------------------------------------------------------------
 def test_find_bar_counts_marks_steps_and_escape_closes(qtbot, qloop, make_window, workdir):
-    from desktop_agent.ui.conversation.view import MarkdownBlock
+    from desktop_agent.ui.conversation.markdown import MarkdownBlock
 
     win = make_window()
     conv = win.conversation
@@ -568,7 +570,7 @@ def test_ui_language_from_env_and_settings(qtbot, tmp_path):
 
 
 def test_deny_feedback_appears_in_the_conversation(qtbot, qloop, make_window, workdir, fake):
-    from desktop_agent.ui.conversation.view import UserBlock
+    from desktop_agent.ui.conversation.cards import UserBlock
     from tests.fakes.anthropic_server import tool_use
 
     app_ts = workdir / "app.ts"

@@ -6,9 +6,10 @@ error), tokens and cost, and implements ``PermissionPrompter``: ``ask()`` opens 
 ``PermissionDialog`` with ``open()`` and awaits a Future — never a nested ``exec()`` loop.
 Interrupting the turn closes an open dialog as a deny.
 
-The session is an ``AgentSession`` on this loop (the default) or, for ``open_session(executor="process" |
-"claude")``, a ``client.subprocess`` handle over an executor process with the same submit/interrupt/mode/model
-surface; its questions reach ``ask()`` the same way and a withdrawn one cancels ``ask()`` (the dialog closes).
+The session is a ``client.SessionHandle``: the engine on this loop (``client.in_process``, the default) or, for
+``open_session(executor="process" | "claude")``, an executor process (``client.subprocess``) — the window reaches
+the engine through ``client`` only. Questions reach ``ask()`` the same way and a withdrawn one cancels ``ask()``
+(the dialog closes).
 When that process dies the handle's ``ErrorEvent(kind="executor")`` (or ``on_exit`` between turns) is shown,
 and ``restart_session()`` resumes the session in a new process.
 """
@@ -16,19 +17,27 @@ and ``restart_session()`` resumes the session in a new process.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication, QWidget
 
-from desktop_agent.util.threads import in_thread  # a plain daemon thread, not qasync's executor
-
-from typing import TYPE_CHECKING
+from desktop_agent.ui.window.presenters import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING
 
 if TYPE_CHECKING:  # the engine's pydantic types load on first use, after the window has painted
+    from desktop_agent.client import EngineClient, ExecutorKind, SessionHandle
     from desktop_agent.core.permission import PermissionReply, PermissionRequest
+
+
+@runtime_checkable
+class ExecutorHandle(Protocol):
+    """What a handle over an executor process adds: its pid and the callback for its death between turns."""
+
+    pid: int | None
+    on_exit: Callable[[str], None] | None
 
 
 class _LazyEvents:
@@ -46,14 +55,11 @@ def _reply(**kw: Any) -> Any:
 
     return PermissionReply(**kw)
 
+
 log = logging.getLogger(__name__)
 
 USER_DENIED = "User denied via UI"
 
-# Status values (SPEC §1.6 plus the states the status bar shows).
-IDLE, THINKING, STREAMING, TOOL, WAITING, RETRYING, ERROR, STOPPING = (
-    "idle", "thinking", "streaming", "tool", "waiting", "retrying", "error", "stopping",
-)
 
 
 class AgentController(QObject):
@@ -81,7 +87,8 @@ class AgentController(QObject):
     def __init__(self, parent: QObject | None = None, *, window: QWidget | None = None):
         super().__init__(parent)
         self.window = window
-        self.session: Any = None
+        self.session: SessionHandle | None = None
+        self._client: EngineClient | None = None
         self.cwd: str | None = None
         self.status = IDLE
         self.status_detail = ""
@@ -99,41 +106,41 @@ class AgentController(QObject):
         self._force_handle: asyncio.TimerHandle | None = None
 
     # ----- session ---------------------------------------------------------------------------
-    async def open_session(self, cwd: str, *, executor: str = "inprocess", executable: str | None = None,
-                           **kwargs: Any) -> Any:
-        """Create an ``AgentSession`` on ``cwd`` with this controller as its prompter; with ``executor``
-        ``process`` or ``claude``, a ``SessionHandle`` over an executor process instead (``client.subprocess``),
-        which offers what this controller uses of ``AgentSession`` (submit, interrupt, modes, model)."""
-        if executor != "inprocess":
-            from desktop_agent.client import SessionOptions, make_client
+    @property
+    def client(self) -> EngineClient:
+        """The client of the current (or last) session; an in-process one until a session opens elsewhere. It
+        also answers the folder questions (sessions, transcripts, trust, the sandbox)."""
+        if self._client is None:
+            from desktop_agent.client import make_client
 
-            kwargs.pop("client", None)  # a model client object cannot cross to a child process
-            known = set(SessionOptions.__dataclass_fields__) - {"prompter", "engine_kwargs"}
-            options = SessionOptions(prompter=self, **{k: v for k, v in kwargs.items() if k in known})
-            handle = await make_client(executor, executable).open(cwd, options)  # type: ignore[arg-type]
+            self._client = make_client("inprocess")
+        return self._client
+
+    async def open_session(self, cwd: str, *, executor: ExecutorKind = "inprocess", executable: str | None = None,
+                           **kwargs: Any) -> SessionHandle:
+        """Open a session on ``cwd`` through ``client`` with this controller as its prompter: the engine on this
+        loop (``inprocess``, built on a worker thread so the window keeps painting) or an executor process
+        (``process``, ``claude``). ``kwargs`` are ``SessionOptions`` fields; the rest (a model ``client`` for the
+        tour and tests) go to the in-process engine only (an object cannot cross to a child process)."""
+        from desktop_agent.client import SessionOptions, make_client
+
+        known = set(SessionOptions.__dataclass_fields__) - {"prompter", "engine_kwargs"}
+        options = SessionOptions(prompter=self, idle_notification=True,
+                                 **{k: v for k, v in kwargs.items() if k in known})
+        if executor == "inprocess":
+            options.engine_kwargs = {k: v for k, v in kwargs.items() if k not in known}
+        client = self.client if executor == "inprocess" and self.client.kind == "inprocess" \
+            else make_client(executor, executable)
+        handle = await client.open(cwd, options)
+        self._client = client
+        if isinstance(handle, ExecutorHandle):
             handle.on_exit = self._executor_exited
-            self.set_session(handle, cwd)
-            return handle
-        # Built on a worker thread: the first session imports the API client (~1 s) and reads files;
-        # the window keeps painting meanwhile. create() touches no Qt object.
-        def build() -> Any:
-            from desktop_agent.app.session import AgentSession
-
-            return AgentSession.create(cwd, prompter=self, **kwargs)
-
-        created = await in_thread(build)
-        if inspect.isawaitable(created):
-            created = await created
-        self.set_session(created, cwd)
-        return created
+        self.set_session(handle, cwd)
+        return handle
 
     def set_session(self, session: Any, cwd: str | None = None) -> None:
         self.session = session
-        if hasattr(session, "idle_notification_s"):  # idle_prompt Notification hooks after 60 s (App. B §B.5)
-            from desktop_agent.app.session import IDLE_NOTIFICATION_S
-
-            session.idle_notification_s = IDLE_NOTIFICATION_S
-        self.cwd = cwd or getattr(session, "cwd", None)
+        self.cwd = cwd or session.cwd
         self.tokens, self.cost, self.turn_index = 0, 0.0, 0
         self.base_tokens, self.base_cost = 0, 0.0
         self.usage_changed.emit(0, 0.0)
@@ -152,12 +159,8 @@ class AgentController(QObject):
         if task is not None and not task.done():
             self.stop()
             await asyncio.wait({task}, timeout=5.0)
-        end = getattr(session, "end", None)
-        if end is None and hasattr(session, "restart"):  # an executor: SessionEnd runs in it as it exits
-            end = lambda _reason: session.close()  # noqa: E731
         try:
-            if end is not None:
-                await asyncio.wait_for(end(reason), timeout)
+            await asyncio.wait_for(session.end(reason), timeout)  # an executor: SessionEnd runs in it as it exits
         except Exception:  # a hook or a server that will not close must not keep the window open
             log.exception("SessionEnd (%s) failed", reason)
         finally:
@@ -175,12 +178,12 @@ class AgentController(QObject):
     def can_restart(self) -> bool:
         """The session runs in an executor process that is gone: ``restart_session()`` resumes it."""
         session = self.session
-        return session is not None and hasattr(session, "restart") and not getattr(session, "alive", True)
+        return session is not None and not session.alive
 
     async def restart_session(self) -> None:
         """A new executor process resuming this session (``--resume``); the conversation stays on screen."""
         session = self.session
-        if session is None or not hasattr(session, "restart") or self.busy:
+        if session is None or self.busy:
             return
         self._set_status(THINKING, "restarting")
         try:
@@ -192,7 +195,7 @@ class AgentController(QObject):
         self._last_error = ""
         self._set_status(IDLE)
         self.notice.emit("info", self.tr("Session restarted in a new process (pid {0})").format(
-            getattr(session, "pid", "?")))
+            session.pid if isinstance(session, ExecutorHandle) else "?"))
 
     def set_usage_base(self, tokens: int, cost: float, turns: int = 0) -> None:
         """What a resumed session used before (from its transcript): the totals continue from it."""
@@ -206,12 +209,12 @@ class AgentController(QObject):
         return self._task is not None and not self._task.done()
 
     def set_permission_mode(self, mode: str) -> None:
-        if self.session is not None and hasattr(self.session, "set_permission_mode"):
+        if self.session is not None:
             self.session.set_permission_mode(mode)
 
     def set_model(self, model: str) -> None:
         """The model of this session's next requests."""
-        if self.session is not None and hasattr(self.session, "set_model"):
+        if self.session is not None:
             self.session.set_model(model)
 
     # ----- turns -----------------------------------------------------------------------------
@@ -230,10 +233,7 @@ class AgentController(QObject):
         self._set_status(THINKING)
         finished = False
         try:
-            stream = self.session.submit(prompt)
-            if inspect.isawaitable(stream) and not hasattr(stream, "__aiter__"):
-                stream = await stream
-            async for event in stream:
+            async for event in self.session.submit(prompt):
                 self.handle_event(event)
                 if isinstance(event, ev.TurnFinished):
                     finished = True
@@ -264,7 +264,7 @@ class AgentController(QObject):
             return
         self._set_status(STOPPING)
         self._close_dialogs(deny=True)
-        if self.session is not None and hasattr(self.session, "interrupt"):
+        if self.session is not None:
             try:
                 self.session.interrupt()
             except Exception:  # pragma: no cover - defensive
@@ -281,12 +281,7 @@ class AgentController(QObject):
 
     def retry_now(self) -> bool:
         """End the model client's current backoff wait early (the retry card's Retry now)."""
-        client = getattr(self.session, "client", None)
-        event = getattr(client, "retry_now", None)
-        if isinstance(event, asyncio.Event) and not event.is_set():
-            event.set()
-            return True
-        return False
+        return self.session is not None and self.session.retry_now()
 
     # ----- events ----------------------------------------------------------------------------
     def handle_event(self, event: Any) -> None:
@@ -342,7 +337,8 @@ class AgentController(QObject):
         elif isinstance(event, ev.StreamFallback):
             self.notice.emit("fallback", self.tr("The stream broke; {0}").format(event.detail or event.action))
         elif isinstance(event, ev.Compacted):
-            self.notice.emit("compacted", self.tr("Conversation compacted ({0} tokens before)").format(event.pre_tokens))
+            self.notice.emit("compacted",
+                             self.tr("Conversation compacted ({0} tokens before)").format(event.pre_tokens))
         elif isinstance(event, ev.ErrorEvent):
             self._last_error = event.message
             self.error.emit(event)
@@ -359,21 +355,14 @@ class AgentController(QObject):
 
     # ----- PermissionPrompter ----------------------------------------------------------------
     async def ask(self, request: PermissionRequest) -> PermissionReply:
-        """Open the modal dialog (``open()``) and await the user's reply through a Future."""
+        """Open the modal dialog (``open()``) and await its reply (the dialog's own Future, answered once)."""
         from desktop_agent.ui.dialogs.permission import PermissionDialog
 
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future = loop.create_future()
-        self._pending[request.request_id] = future
         previous = (self.status, self.status_detail)
         self._set_status(WAITING, request.tool_name)
         dialog = PermissionDialog(request, parent=self.window)
-
-        def _decided(reply: PermissionReply) -> None:
-            if not future.done():
-                future.set_result(reply)
-
-        dialog.decided.connect(_decided)
+        future = dialog.answer()
+        self._pending[request.request_id] = future
         self.current_dialog = dialog
         dialog.open()
         self.dialog_opened.emit(dialog)

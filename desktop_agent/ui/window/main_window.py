@@ -1,9 +1,12 @@
-"""The main window: sessions | conversation + prompt | changes, toolbar, menus and status bar.
+"""The main window: sessions | conversation + prompt | changes, toolbar, menus and status bar — the layout and the
+wiring. Its parts live beside it: ``toolbar`` (mode and model boxes), ``sidebar`` (sessions list), ``find`` (find
+bar), ``banners`` (status bar, banners, MCP servers), ``folders`` (opening folders and sessions), ``modes`` (the
+mode names and the bypass question), ``presenters`` (their decisions, without Qt).
 
-All agent work goes through ``AgentController``; this module only wires its signals to the views
-and keeps the window state (geometry, splitter sizes, last folder, recent folders) in QSettings.
-Async actions (opening a folder after the trust question, resuming a session) run as tasks on the
-qasync loop; dialogs are shown with ``open()``, never ``exec()``.
+All agent work goes through ``AgentController``, and the engine only through ``desktop_agent.client``; this module
+wires the controller's signals to the views and keeps the window state (geometry, splitter sizes, last folder,
+recent folders) in QSettings. Async actions (opening a folder after the trust question, resuming a session) run as
+tasks on the qasync loop; dialogs are shown with ``open()``, never ``exec()``.
 """
 
 from __future__ import annotations
@@ -13,134 +16,30 @@ import logging
 import os
 from typing import Any, Callable
 
-from PySide6.QtCore import QT_TRANSLATE_NOOP, QByteArray, QCoreApplication, QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup, QFontMetrics, QKeySequence, QPalette
+from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QPalette
 from PySide6.QtWidgets import (
-    QApplication, QComboBox, QFileDialog, QFrame, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
-    QMainWindow, QMessageBox, QPlainTextEdit, QSizePolicy, QSplitter, QStatusBar, QSystemTrayIcon, QToolBar,
-    QToolButton, QVBoxLayout, QWidget,
+    QApplication, QLabel, QMainWindow, QMessageBox, QSplitter, QStatusBar, QSystemTrayIcon, QVBoxLayout, QWidget,
 )
 
-from desktop_agent.model.client import SUGGESTED_MODELS
 from desktop_agent.ui import icons
-from desktop_agent.ui.window.controller import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, AgentController
-from desktop_agent.ui.conversation.view import ConversationView, is_dark
 from desktop_agent.ui.changes.panel import DiffPanel
-from desktop_agent.ui.highlight import colors
+from desktop_agent.ui.conversation.view import ConversationView
+from desktop_agent.ui.highlight import colors, is_dark
+from desktop_agent.ui.window.banners import APP, BannersMixin
+from desktop_agent.ui.window.controller import IDLE, AgentController
+from desktop_agent.ui.window.demo import TOUR_PROMPTS, prepare_demo_project
+from desktop_agent.ui.window.find import FindBar
+from desktop_agent.ui.window.folders import FoldersMixin
+from desktop_agent.ui.window.modes import BYPASS, MODES, default_mode_setting, mode_label
+from desktop_agent.ui.window.presenters import home, token_text
+from desktop_agent.ui.window.prompt import PromptEdit
+from desktop_agent.ui.window.sidebar import SessionsPane
+from desktop_agent.ui.window.toolbar import ToolbarMixin
 
 log = logging.getLogger(__name__)
 
-# Labels are marked for lupdate with QT_TRANSLATE_NOOP and translated where shown (mode_label()).
-MODES: list[tuple[str, str]] = [
-    ("default", QT_TRANSLATE_NOOP("Modes", "Default")),
-    ("acceptEdits", QT_TRANSLATE_NOOP("Modes", "Accept edits")),
-    ("plan", QT_TRANSLATE_NOOP("Modes", "Plan")),
-    ("bypassPermissions", QT_TRANSLATE_NOOP("Modes", "Bypass")),
-    ("dontAsk", QT_TRANSLATE_NOOP("Modes", "Don't ask")),
-]
-
-
-def mode_label(label: str) -> str:
-    return QCoreApplication.translate("Modes", label)
-
-
-ORG, APP = "desktop-agent", "Desktop Agent"
-BYPASS = "bypassPermissions"
-
-
-def bypass_badge_text() -> str:
-    return QCoreApplication.translate("Modes", "Bypass — nothing asks")
-
-
-def confirm_bypass(parent: QWidget | None, done: Callable[[bool], None]) -> QMessageBox:
-    """The one question before bypassPermissions is entered (toolbar, menu, Settings, command line).
-    Opened with ``open()``; ``done(True)`` only for the explicit "Turn on" button — Esc, Cancel and
-    closing the box keep the old mode. Cancel is the default button."""
-    tr = lambda text: QCoreApplication.translate("Modes", text)  # noqa: E731
-    box = QMessageBox(parent)
-    box.setObjectName("bypassConfirm")
-    box.setIcon(QMessageBox.Icon.Warning)
-    box.setWindowTitle(tr("Turn on Bypass permissions?"))
-    box.setText(tr("Bypass permissions: every tool runs without asking — edits, commands, reads outside the "
-                   "folder. Deny rules still apply. Turn it on?"))
-    yes = box.addButton(tr("Turn on &Bypass"), QMessageBox.ButtonRole.AcceptRole)
-    yes.setObjectName("bypassYes")
-    no = box.addButton(QMessageBox.StandardButton.Cancel)
-    box.setDefaultButton(no)
-    box.setEscapeButton(no)
-    box.yes_button, box.no_button = yes, no  # type: ignore[attr-defined]
-    box.finished.connect(lambda _r: done(box.clickedButton() is yes))
-    box.open()
-    return box
-
-
-def default_mode_setting() -> str:
-    """Settings' default permission mode (read without pydantic, as at start-up); ``manual`` is default."""
-    from desktop_agent.ui.main import PERMISSION_MODES, _read_prefs
-
-    mode = str(_read_prefs().get("default_permission_mode") or "default")
-    mode = "default" if mode == "manual" else mode
-    return mode if mode in PERMISSION_MODES else "default"
-
-
-def _home(path: str) -> str:
-    home = os.path.expanduser("~")
-    if path and home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
-        return "~" + path[len(home):]
-    return path
-
-
-def _read_history(folder: str, session_id: str) -> list[dict[str, Any]] | None:
-    """A session's transcript for display, read without building the session (no model client)."""
-    try:
-        from desktop_agent.session.resume import history_for_display
-        from desktop_agent.session.store import find_session, read_transcript
-
-        path = find_session(session_id, folder)
-        return history_for_display(read_transcript(path, full=True)) if path is not None else None
-    except Exception:
-        log.exception("could not read the transcript of %s", session_id)
-        return None
-
-
-def transcript_usage(entries: list[dict[str, Any]]) -> tuple[int, float]:
-    """Tokens and cost of a transcript's model replies (each reply counted once, by message id)."""
-    from desktop_agent.model.pricing import CostTracker
-
-    tracker = CostTracker()
-    seen: set[str] = set()
-    for e in entries:
-        if e.get("type") != "assistant":
-            continue
-        msg = e.get("message") or {}
-        usage = msg.get("usage")
-        mid = str(msg.get("id") or e.get("uuid") or id(e))
-        if not isinstance(usage, dict) or mid in seen:
-            continue
-        seen.add(mid)
-        tracker.add(str(msg.get("model") or ""), usage)
-    return tracker.total_tokens, tracker.cost_usd
-
-
-def _discard_if_empty(session: Any) -> bool:
-    """Remove the file of a session that never got a message (opened, then left): a session exists
-    from its first prompt, not from each launch."""
-    path = getattr(session, "transcript_path", "") or ""
-    if not path or not os.path.exists(path):
-        return False
-    try:
-        from desktop_agent.session.store import count_transcript_messages, read_transcript
-
-        if count_transcript_messages(read_transcript(path, full=True)) > 0:
-            return False
-        store = getattr(session, "store", None)
-        if store is not None and hasattr(store, "close"):
-            store.close()
-        os.unlink(path)
-        return True
-    except Exception:
-        log.exception("could not remove the empty session %s", path)
-        return False
+ORG = "desktop-agent"
 
 
 def _loop_running() -> bool:
@@ -152,116 +51,17 @@ def _loop_running() -> bool:
 
 def prewarm_engine() -> None:
     """Import the engine and the API client on a worker thread, so opening a folder does not wait."""
-    import threading
+    from desktop_agent.client.local import prewarm
 
-    def work() -> None:
-        try:
-            import desktop_agent.app.session  # noqa: F401
-            import desktop_agent.model.anthropic_client  # noqa: F401
-            import desktop_agent.tools.registry  # noqa: F401
-        except Exception:
-            pass
-
-    threading.Thread(target=work, name="prewarm-engine", daemon=True).start()
+    prewarm()
 
 
-class PromptEdit(QPlainTextEdit):
-    """Enter sends, Shift+Enter inserts a newline, Up on the first line recalls the last prompt."""
-
-    submitted = Signal(str)
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setObjectName("promptEdit")
-        self.setAccessibleName(self.tr("Prompt"))
-        self.setTabChangesFocus(True)
-        self.history: list[str] = []
-        self._hist_pos = 0
-        self.document().contentsChanged.connect(self._fit)
-        self._fit()
-
-    def keyPressEvent(self, event) -> None:  # noqa: N802
-        key, mods = event.key(), event.modifiers()
-        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (mods & Qt.KeyboardModifier.ShiftModifier):
-            text = self.toPlainText()
-            if text.strip():
-                self.submitted.emit(text)
-            event.accept()
-            return
-        if key == Qt.Key.Key_Up and self.history and self.textCursor().blockNumber() == 0:
-            if not self.toPlainText() or self._hist_pos < len(self.history):
-                self._hist_pos = max(0, (self._hist_pos if self.toPlainText() else len(self.history)) - 1)
-                self.setPlainText(self.history[self._hist_pos])
-                self.moveCursor(self.textCursor().MoveOperation.End)
-                event.accept()
-                return
-        if key == Qt.Key.Key_Down and self.history and self._hist_pos < len(self.history) and \
-                self.textCursor().blockNumber() == self.document().blockCount() - 1:
-            self._hist_pos += 1
-            self.setPlainText(self.history[self._hist_pos] if self._hist_pos < len(self.history) else "")
-            self.moveCursor(self.textCursor().MoveOperation.End)
-            event.accept()
-            return
-        super().keyPressEvent(event)
-
-    def setPlaceholderText(self, text: str) -> None:  # noqa: N802
-        self._placeholder = text
-        self._fit_placeholder()
-
-    def _fit_placeholder(self) -> None:
-        """The long hint when it fits on the one line, else its first part (a wrapped placeholder was
-        clipped by the one-line box at 900 px)."""
-        full = getattr(self, "_placeholder", "")
-        fm = QFontMetrics(self.font())
-        short = full.split("   (")[0] if "   (" in full else full
-        fits = fm.horizontalAdvance(full) <= self.viewport().width() - 2 * int(self.document().documentMargin()) - 4
-        super().setPlaceholderText(full if fits else short)
-
-    def resizeEvent(self, event) -> None:  # noqa: N802
-        super().resizeEvent(event)
-        self._fit_placeholder()
-
-    def remember(self, text: str) -> None:
-        if text and (not self.history or self.history[-1] != text):
-            self.history.append(text)
-        self._hist_pos = len(self.history)
-
-    def _fit(self) -> None:
-        lines = max(1, min(8, int(self.document().size().height())))
-        fm = QFontMetrics(self.font())
-        self.setFixedHeight(lines * fm.lineSpacing() + 2 * int(self.document().documentMargin()) + 12)
-
-
-class FindEdit(QLineEdit):
-    """The find bar's field: Enter next, Shift+Enter previous, Esc closes (whatever else is going on)."""
-
-    step = Signal(int)
-    closed = Signal()
-
-    def keyPressEvent(self, event) -> None:  # noqa: N802
-        key = event.key()
-        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-            self.step.emit(-1 if event.modifiers() & Qt.KeyboardModifier.ShiftModifier else 1)
-            event.accept()
-            return
-        if key == Qt.Key.Key_Escape:
-            self.closed.emit()
-            event.accept()
-            return
-        super().keyPressEvent(event)
-
-    def event(self, e) -> bool:  # Esc must reach keyPressEvent even when Stop (Esc) is enabled
-        if e.type() == e.Type.ShortcutOverride and e.key() == Qt.Key.Key_Escape:
-            e.accept()
-            return True
-        return super().event(e)
-
-
-class MainWindow(QMainWindow):
-    """The product window. ``client_factory`` (tour, tests) builds the model client for a session."""
+class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
+    """The product window. ``client_factory`` (tests) builds the model client of an in-process session."""
 
     folder_opened = Signal(str)
     history_shown = Signal(str)  # a resumed transcript is on screen (the session may still be loading)
+    _icons_dark: bool | None = None  # the palette the icons were drawn for
 
     def __init__(self, *, controller: AgentController | None = None, client_factory: Callable[[], Any] | None = None,
                  demo: bool = False, settings: QSettings | None = None, session_kwargs: dict[str, Any] | None = None,
@@ -316,74 +116,16 @@ class MainWindow(QMainWindow):
         except Exception:
             pass
 
-        # Toolbar: mode, model, (tour), stop.
-        self.toolbar = QToolBar(self.tr("Main toolbar"))
-        self.toolbar.setObjectName("mainToolbar")
-        self.toolbar.setMovable(False)
-        self.toolbar.setIconSize(QSize(16, 16))
-        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
-        self.mode_combo = QComboBox()
-        self.mode_combo.setObjectName("modeCombo")
-        self.mode_combo.setAccessibleName(self.tr("Permission mode"))
-        self.mode_combo.setToolTip(self.tr("Permission mode (Ctrl+Shift+M cycles)"))
-        for mode, label in MODES:
-            self.mode_combo.addItem(mode_label(label), mode)
-        self._add_captioned(self.tr("Mode"), self.mode_combo, left=8)
-        self.bypass_badge = QLabel(bypass_badge_text())
-        self.bypass_badge.setObjectName("bypassBadge")
-        self.bypass_badge.setAccessibleName(bypass_badge_text())
-        self.bypass_badge.setToolTip(self.tr("Bypass permissions is on: tools run without asking. "
-                                             "Pick another mode to turn it off."))
-        self.bypass_action = self.toolbar.addWidget(self.bypass_badge)
-        self.bypass_action.setVisible(False)
-        self.model_combo = QComboBox()
-        self.model_combo.setObjectName("modelCombo")
-        self.model_combo.setEditable(True)
-        self.model_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        self.model_combo.setMinimumContentsLength(18)
-        self.model_combo.setAccessibleName(self.tr("Model"))
-        self.model_combo.setToolTip(self.tr("The model of this session's next requests (the default is in Settings)"))
-        self.model_combo.addItems(SUGGESTED_MODELS)
-        self.model_combo.setEnabled(False)  # until a session is open
-        self.model_combo.activated.connect(lambda _i: self._on_model_chosen())
-        self.model_combo.lineEdit().editingFinished.connect(self._on_model_chosen)
-        self._add_captioned(self.tr("M&odel"), self.model_combo, left=16)
-        self.tour_label = QLabel(self.tr("Tour · scripted model, sample project"))
-        self.tour_label.setObjectName("tourLabel")
-        self.tour_label.setVisible(False)
-        self.tour_action = self.toolbar.addWidget(self.tour_label)
-        self.tour_action.setVisible(self.demo)
-        spacer = QWidget()
-        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        self.toolbar.addWidget(spacer)
-        self.stop_button = QToolButton()
-        self.stop_button.setObjectName("stopButton")
-        self.stop_button.setText(self.tr("Stop  Esc"))
-        self.stop_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.stop_button.setAccessibleName(self.tr("Stop the agent"))
-        self.stop_button.setEnabled(False)
-        self.toolbar.addWidget(self.stop_button)
+        self._build_toolbar()
 
         # Panes.
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("mainSplitter")
         self.splitter.setChildrenCollapsible(True)
-        self.sessions = QListWidget()
-        self.sessions.setObjectName("sessionList")
-        self.sessions.setAccessibleName(self.tr("Sessions in this folder"))
-        self.sessions.setFrameShape(QFrame.Shape.NoFrame)
-        self.sessions.setTextElideMode(Qt.TextElideMode.ElideRight)
-        side = QWidget()
-        side.setObjectName("sessionPane")
-        side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(0, 0, 0, 0)
-        side_layout.setSpacing(0)
-        self.sessions_title = QLabel(self.tr("Sessions"))
-        self.sessions_title.setObjectName("paneTitle")
-        self.sessions_title.setContentsMargins(16, 8, 8, 8)
-        side_layout.addWidget(self.sessions_title)
-        side_layout.addWidget(self.sessions, 1)
-        self.side = side
+        self.sessions_pane = SessionsPane()
+        self.side, self.sessions, self.sessions_title = self.sessions_pane, self.sessions_pane.list, \
+            self.sessions_pane.title
+
 
         center = QWidget()
         center.setObjectName("conversationPane")
@@ -392,33 +134,10 @@ class MainWindow(QMainWindow):
         center_layout.setSpacing(0)
         self.conversation = ConversationView()
         center_layout.addWidget(self.conversation, 1)
-        self.find_bar = QWidget()
-        self.find_bar.setObjectName("findBar")
-        find_wrap = QHBoxLayout(self.find_bar)
-        find_wrap.setContentsMargins(16, 4, 16, 4)
-        find_wrap.setSpacing(8)
-        self.find_edit = FindEdit()
-        self.find_edit.setObjectName("findEdit")
-        self.find_edit.setPlaceholderText(
-            self.tr("Find in conversation (Enter: next, Shift+Enter: previous, Esc: close)"))
-        self.find_edit.setAccessibleName(self.tr("Find in conversation"))
-        self.find_edit.setClearButtonEnabled(True)
-        find_wrap.addWidget(self.find_edit, 1)
-        self.find_count = QLabel()
-        self.find_count.setObjectName("findCount")
-        self.find_count.setAccessibleName(self.tr("Matches"))
-        find_wrap.addWidget(self.find_count)
-        for attr, text, tip in (("find_prev_button", "↑", self.tr("Previous match (Shift+Enter)")),
-                                ("find_next_button", "↓", self.tr("Next match (Enter)")),
-                                ("find_close_button", "✕", self.tr("Close (Esc)"))):
-            button = QToolButton()
-            button.setText(text)
-            button.setToolTip(tip)
-            button.setAccessibleName(tip)
-            button.setAutoRaise(True)
-            find_wrap.addWidget(button)
-            setattr(self, attr, button)
-        self.find_bar.setVisible(False)
+        self.find_bar = FindBar(self.conversation)
+        self.find_edit, self.find_count = self.find_bar.edit, self.find_bar.count
+        self.find_prev_button, self.find_next_button = self.find_bar.prev_button, self.find_bar.next_button
+        self.find_close_button = self.find_bar.close_button
         center_layout.addWidget(self.find_bar)
         prompt_row = QVBoxLayout()
         prompt_row.setContentsMargins(16, 8, 16, 8)
@@ -430,7 +149,7 @@ class MainWindow(QMainWindow):
 
         self.diff_panel = DiffPanel()
         self.diff_panel.view.setObjectName("changesView")
-        self.splitter.addWidget(side)
+        self.splitter.addWidget(self.side)
         self.splitter.addWidget(center)
         self.splitter.addWidget(self.diff_panel)
         self.splitter.setStretchFactor(0, 0)
@@ -575,26 +294,17 @@ class MainWindow(QMainWindow):
         c.session_changed.connect(lambda _s: self.refresh_servers())
         self.prompt.submitted.connect(self.send)
         self.mode_combo.currentIndexChanged.connect(self._on_mode_changed)
+        self.diff_panel.recorder = self._record_entry  # a revert, in the session's transcript
         self.conversation.card_selected.connect(self.diff_panel.select_tool)
         self.conversation.banner_action.connect(self._on_banner_action)
         self.diff_panel.change_selected.connect(lambda tid: self.conversation.select_card(tid, scroll=True))
-        self.sessions.itemActivated.connect(self._on_session_activated)
-        self.find_edit.textChanged.connect(self._find_changed)
-        self.find_edit.step.connect(self._find_step)
-        self.find_edit.closed.connect(self.close_find)
-        self.find_next_button.clicked.connect(lambda: self._find_step(1))
-        self.find_prev_button.clicked.connect(lambda: self._find_step(-1))
-        self.find_close_button.clicked.connect(self.close_find)
-        self._find_matches: list[Any] = []
-        self._find_index = -1
+        self.sessions_pane.session_activated.connect(self._on_session_activated)
+        self.find_bar.closed.connect(self.prompt.setFocus)
         self._sessions_timer = QTimer(self)
         self._sessions_timer.setSingleShot(True)
         self._sessions_timer.setInterval(300)
-        self._sessions_timer.timeout.connect(
-            lambda: self._refresh_sessions(getattr(self.controller.session, "session_id", None)))
-        from desktop_agent.permissions.sandbox import sandbox_warning  # bubblewrap cannot start: say so, once
-
-        sandbox_text = sandbox_warning()
+        self._sessions_timer.timeout.connect(lambda: self._refresh_sessions(self._session_id()))
+        sandbox_text = self.controller.client.sandbox_warning()  # bubblewrap cannot start: say so, once
         if sandbox_text:
             self.conversation.add_banner("error", sandbox_text, key="sandbox")
 
@@ -646,7 +356,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         folders = self._recent()
         for f in folders:
-            act = self.recent_menu.addAction(_home(f))
+            act = self.recent_menu.addAction(home(f))
             act.triggered.connect(lambda _=False, f=f: self.open_folder_soon(f))
         if not folders:
             self.recent_menu.addAction(self.tr("(no recent folders)")).setEnabled(False)
@@ -663,291 +373,8 @@ class MainWindow(QMainWindow):
         if self.controller.busy:
             self.controller.stop()
         elif self.controller.session is not None and not self.demo:
-            _discard_if_empty(self.controller.session)
+            self.controller.session.discard_if_empty()
         super().closeEvent(event)
-
-    async def _end_then_close(self) -> None:
-        try:
-            await self.end_session("prompt_input_exit")
-        finally:
-            self.close()
-
-    async def end_session(self, reason: str) -> None:
-        """SessionEnd for the current session (its hooks, then closing it); an empty session's file goes."""
-        session = self.controller.session
-        if session is None:
-            return
-        await self.controller.end_session(reason)
-        if not self.demo:
-            _discard_if_empty(session)
-
-    # ----- folder and session ------------------------------------------------------------------
-    def folder_dialog_start(self) -> str:
-        """Where Open Folder starts: this window's folder, the one asked for, the last one, else the cwd."""
-        for candidate in (self.folder, self.wanted_folder, self.last_folder(), os.getcwd()):
-            if candidate and os.path.isdir(candidate):
-                return candidate
-        return os.path.expanduser("~")
-
-    def choose_folder(self) -> None:
-        dlg = QFileDialog(self, self.tr("Open Folder"), self.folder_dialog_start())
-        dlg.setObjectName("folderDialog")
-        self.folder_dialog = dlg
-        dlg.setFileMode(QFileDialog.FileMode.Directory)
-        dlg.setOption(QFileDialog.Option.ShowDirsOnly, True)
-        dlg.fileSelected.connect(self.open_folder_soon)
-        dlg.open()
-
-    def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task:
-        self.open_task = asyncio.ensure_future(self.open_folder(folder, **kwargs))
-        return self.open_task
-
-    async def open_folder(self, folder: str, *, resume: str | None = None) -> bool:
-        """Open ``folder``: the one-time trust question if its settings grant rules or run hooks, then
-        a new (or resumed) session. Returns False when the user cancelled or the session failed."""
-        folder = os.path.abspath(folder)
-        self.wanted_folder = folder
-        if self.controller.busy:
-            self.controller.stop()
-        trusted = await self._ask_trust(folder)
-        if trusted is None:
-            return False
-        await self.end_session("clear")  # New Session, another folder or a listed session replaces it
-        if not resume and self._had_session and not self.demo and "permission_mode" not in self.session_kwargs:
-            fresh = default_mode_setting()  # a new session starts in Settings' default mode
-            if fresh == BYPASS:
-                self.request_mode(BYPASS)  # asks (unless bypass is on already)
-            elif fresh != self.permission_mode:
-                self.permission_mode = fresh
-                self._select_mode(fresh)
-        kwargs = dict(self.session_kwargs)
-        if self.client_factory is not None:
-            kwargs["client"] = self.client_factory()
-        if resume:
-            kwargs["resume"] = resume
-        if trusted is False:
-            kwargs["trusted"] = False
-        kwargs.setdefault("permission_mode", self.permission_mode)  # session_kwargs (tests, tour) may set it
-        chosen_before = self.permission_mode
-        self.conversation.clear()
-        self.diff_panel.clear()
-        self._history_stats = None
-        self.conversation.cwd = folder
-        self.diff_panel.cwd = folder
-        replayed = False
-        if resume:  # show the transcript first (fast), while the session is built
-            entries = _read_history(folder, resume)
-            if entries is not None:
-                self.replay_history(entries=entries)
-                replayed = True
-                self.history_shown.emit(folder)
-                if self.isVisible():
-                    await asyncio.sleep(0.03)  # let it paint before the session build competes for the GIL
-        self.status.showMessage(self.tr("Opening {0}…").format(_home(folder)))
-        kind, path = self.executor_choice()
-        if kind != "inprocess":
-            kwargs.update(executor=kind, executable=path)
-        try:
-            session = await self.controller.open_session(folder, **kwargs)
-        except Exception as exc:
-            self.status.clearMessage()
-            self._session_failed(folder, exc)
-            return False
-        self.status.clearMessage()
-        self.folder = folder
-        self._had_session = True
-        self.show_model(str(getattr(session, "model", "") or ""), enabled=True)
-        # the mode asked for, unless the user picked another while the session was built
-        want = self.permission_mode if self.permission_mode != chosen_before else str(kwargs["permission_mode"])
-        if str(getattr(session, "permission_mode", want)) != want:
-            try:
-                self.controller.set_permission_mode(want)
-            except Exception:
-                log.exception("could not set the permission mode %s", want)
-        mode = str(getattr(session, "permission_mode", None) or "default")
-        if mode == BYPASS and want != BYPASS:  # never entered without its question
-            self.controller.set_permission_mode("default")
-            mode = "default"
-        self.permission_mode = mode
-        self._select_mode(mode)
-        if resume and not replayed:
-            self.replay_history(session)
-        elif not resume:
-            self._show_empty()
-        if resume and self._history_stats is not None:  # totals and turn numbers continue from the transcript
-            tokens, cost, turns = self._history_stats
-            self.controller.set_usage_base(tokens, cost, turns)
-        self._refresh_sessions(current=getattr(session, "session_id", None))
-        self._add_recent(folder)
-        self._update_title()
-        self.save_state()
-        self.prompt.setFocus()
-        self.folder_opened.emit(folder)
-        return True
-
-    def executor_choice(self) -> tuple[str, str | None]:
-        """Where this window's sessions run: the tour in this process; else ``--executor``, else Settings."""
-        if self.demo:
-            return "inprocess", None
-        kind, path = self.executor_override, self.executor_path_override
-        if kind is None or (kind == "claude" and not path):
-            try:
-                from desktop_agent.config import AppSettings
-
-                prefs = AppSettings.load()
-                kind = kind or str(prefs.executor or "inprocess")
-                path = path or (prefs.claude_path if kind == "claude" else None)
-            except Exception:
-                log.exception("could not read the executor setting")
-                kind = kind or "inprocess"
-        if kind not in ("inprocess", "process", "claude"):
-            kind = "inprocess"
-        return kind, path or None
-
-    def restart_session(self) -> asyncio.Task | None:
-        """The banner's "Restart session": a new executor process resuming the session."""
-        if not self.controller.can_restart:
-            return None
-        self.conversation.remove_banner("error:executor")
-
-        async def go() -> None:
-            try:
-                await self.controller.restart_session()
-            except Exception:
-                log.exception("restarting the session failed")
-
-        self.restart_task = asyncio.ensure_future(go())
-        return self.restart_task
-
-    def _session_failed(self, folder: str, exc: Exception) -> None:
-        name = type(exc).__name__
-        text = str(exc) or name
-        log.warning("could not open a session in %s: %s: %s", folder, name, text)
-        self.conversation.cwd = folder
-        if name == "ConfigError" or "API key" in text:
-            self.conversation.add_banner(
-                "error", self.tr("No API key is set up, so the agent cannot talk to a model. {0} opens as soon "
-                                 "as a key is saved.").format(_home(folder)),
-                [("settings", self.tr("Open settings")), ("tour", self.tr("Take the offline tour"))], key="setup")
-        else:
-            self.conversation.add_banner("error", self.tr("Could not open the session: {0}").format(text),
-                                         [("settings", self.tr("Open settings"))], key="setup")
-
-    async def _ask_trust(self, folder: str) -> bool | None:
-        """True/False for trusted, None when the user cancelled. Asked once per folder."""
-        if self.demo:
-            return True
-        try:
-            from desktop_agent.permissions import trust
-        except Exception:
-            return True
-        try:
-            if not trust.needs_trust_prompt(folder):
-                return True
-        except Exception:
-            return True
-        box = QMessageBox(self)
-        box.setIcon(QMessageBox.Icon.Question)
-        box.setWindowTitle(self.tr("Trust this folder?"))
-        box.setText(self.tr("<b>Do you trust the files in {0}?</b>").format(_home(folder)))
-        box.setInformativeText(self.tr(
-            "Its .claude/settings.json grants permissions or runs hooks. Trusting the folder lets those allow "
-            "rules apply; deny rules and hooks apply either way."))
-        trust_btn = box.addButton(self.tr("&Trust folder"), QMessageBox.ButtonRole.AcceptRole)
-        box.addButton(self.tr("Open &without trusting"), QMessageBox.ButtonRole.RejectRole)
-        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(trust_btn)
-        fut: asyncio.Future = asyncio.get_running_loop().create_future()
-        box.finished.connect(lambda _r: fut.done() or fut.set_result(box.clickedButton()))
-        self.trust_box = box
-        box.open()
-        clicked = await fut
-        self.trust_box = None
-        if clicked is cancel:
-            return None
-        if clicked is trust_btn:
-            trust.set_trusted(folder, True)
-            return True
-        return False
-
-    def new_session(self) -> None:
-        if self.folder:
-            self.open_folder_soon(self.folder)
-        else:
-            self.choose_folder()
-
-    def _refresh_sessions(self, current: str | None = None) -> None:
-        self.sessions.clear()
-        if not self.folder:
-            return
-        try:
-            from desktop_agent.app.session import AgentSession
-
-            infos = AgentSession.list_sessions(self.folder)
-        except Exception:
-            infos = []
-        import time as _time
-
-        infos = [i for i in infos if i.message_count > 0 or i.session_id == current]  # no empty launches
-        if not infos:
-            hint = QListWidgetItem(self.tr("No earlier sessions\nin this folder"))
-            hint.setFlags(Qt.ItemFlag.NoItemFlags)
-            self.sessions.addItem(hint)
-        for info in sorted(infos, key=lambda i: -i.mtime):
-            when = _time.strftime("%d %b %H:%M", _time.localtime(info.mtime))
-            title = (info.first_prompt or self.tr("(empty)")).strip().splitlines()[0] if info.first_prompt else \
-                self.tr("(new session)")
-            item = QListWidgetItem(f"{'● ' if info.session_id == current else ''}{title[:48]}\n{when}")
-            item.setData(Qt.ItemDataRole.UserRole, info.session_id)
-            item.setToolTip(f"{title}\n{info.message_count} messages · {info.session_id}")
-            self.sessions.addItem(item)
-            if info.session_id == current:
-                self.sessions.setCurrentItem(item)
-
-    def _on_session_activated(self, item: QListWidgetItem) -> None:
-        sid = item.data(Qt.ItemDataRole.UserRole)
-        if sid and self.folder and sid != getattr(self.controller.session, "session_id", None):
-            self.open_folder_soon(self.folder, resume=sid)
-
-    def replay_history(self, session: Any = None, entries: list[dict[str, Any]] | None = None) -> None:
-        """Render a resumed transcript: prompts, text, tool cards with their results and +/− summaries
-        (the newest part), and the changes panel rebuilt from the structured patches of every Edit and
-        Write (``toolUseResult``); remembers its tokens, cost and turns for the status bar."""
-        if entries is None:
-            try:
-                entries = session.history() if hasattr(session, "history") else list(session.messages)
-            except Exception:
-                entries = list(getattr(session, "messages", []))
-        ops = self.conversation.history_ops(entries)
-        self.conversation.replay(ops)
-        turns = self._rebuild_changes(ops)
-        try:
-            tokens, cost = transcript_usage(entries)
-        except Exception:
-            log.exception("could not sum the transcript's usage")
-            tokens, cost = 0, 0.0
-        self._history_stats = (tokens, cost, turns)
-        self.controller.set_usage_base(tokens, cost, turns)
-
-    def _rebuild_changes(self, ops: list[tuple]) -> int:
-        """Feed the changes panel the finished file changes of a transcript, as the live turn did.
-        Returns the number of turns (user prompts)."""
-        panel = self.diff_panel
-        names: dict[str, str] = {}
-        turn = 0
-        panel.render = lambda: None  # type: ignore[method-assign]  # one render at the end, not one per change
-        try:
-            for op in ops:
-                if op[0] == "user":
-                    turn += 1
-                elif op[0] == "tool":
-                    names[op[1]] = op[2]
-                elif op[0] == "result" and len(op) > 4 and op[4] is not None:
-                    panel.on_tool_finished(op[1], names.get(op[1], ""), op[3], op[4], max(1, turn), op[2])
-        finally:
-            del panel.render
-        panel.render()
-        return turn
 
     # ----- sending -----------------------------------------------------------------------------
     def send(self, text: str) -> None:
@@ -982,101 +409,7 @@ class MainWindow(QMainWindow):
             self.conversation.stop_requested()
         self.controller.stop()
 
-    def cycle_mode(self) -> None:
-        """Ctrl+Shift+M: the next mode, never bypassPermissions (that one only through its question)."""
-        order = [m for m, _label in MODES if m != BYPASS]
-        current = self.permission_mode
-        if current in order:
-            nxt = order[(order.index(current) + 1) % len(order)]
-        else:  # leaving bypass: the mode after it in the list
-            names = [m for m, _label in MODES]
-            nxt = next((m for m in names[names.index(current) + 1:] + names if m != BYPASS), "default") \
-                if current in names else "default"
-        self.request_mode(nxt)
-
-    def request_mode(self, mode: str) -> None:
-        """Switch the permission mode from any control. bypassPermissions asks first; until the
-        answer (and after a Cancel) the old mode stays in force and on screen."""
-        if mode == self.permission_mode:
-            self._select_mode(mode)
-            return
-        if mode != BYPASS:
-            self._apply_mode(mode)
-            return
-        self._select_mode(self.permission_mode)  # the box shows the old mode while the question is open
-        if self.bypass_box is not None and self.bypass_box.isVisible():
-            return
-
-        def done(yes: bool) -> None:
-            self.bypass_box = None
-            if yes:
-                self._apply_mode(BYPASS)
-            else:
-                self.status.showMessage(self.tr("Bypass permissions stays off."), 3000)
-
-        self.bypass_box = confirm_bypass(self, done)
-
-    def _apply_mode(self, mode: str) -> None:
-        try:
-            self.controller.set_permission_mode(mode)
-        except Exception as exc:
-            self.status.showMessage(str(exc), 4000)
-            self._select_mode(self.permission_mode)
-            return
-        actual = str(getattr(self.controller.session, "permission_mode", mode) or mode) \
-            if self.controller.session is not None else mode
-        if actual != mode:  # e.g. bypass disabled by the settings (disableBypassPermissionsMode)
-            self.status.showMessage(self.tr("Permission mode {0} is not available here.").format(mode), 5000)
-        self.permission_mode = actual
-        self._select_mode(actual)
-        self.status.showMessage(self.tr("Permission mode: {0}").format(self.mode_combo.currentText()), 3000)
-
-    def _select_mode(self, mode: str) -> None:
-        idx = self.mode_combo.findData(mode)
-        if idx >= 0 and idx != self.mode_combo.currentIndex():
-            self.mode_combo.blockSignals(True)
-            self.mode_combo.setCurrentIndex(idx)
-            self.mode_combo.blockSignals(False)
-        for act in self.mode_group.actions():
-            act.setChecked(act.data() == mode)
-        bypass = mode == BYPASS and self.permission_mode == BYPASS
-        if self.bypass_action.isVisible() != bypass:
-            self.bypass_action.setVisible(bypass)
-            self._update_title()
-
-    def _add_captioned(self, caption: str, combo: QComboBox, left: int) -> None:
-        """A muted caption (the combo's buddy, for its mnemonic) and the combo, on the toolbar."""
-        label = QLabel(caption)
-        label.setObjectName("muted")
-        label.setContentsMargins(left, 0, 4, 0)
-        label.setBuddy(combo)
-        self.toolbar.addWidget(label)
-        self.toolbar.addWidget(combo)
-
-    def show_model(self, name: str, enabled: bool = True) -> None:
-        """Put ``name`` in the model box without switching anything."""
-        self._model_name = name
-        self.model_combo.blockSignals(True)
-        self.model_combo.setCurrentText(name)
-        self.model_combo.blockSignals(False)
-        self.model_combo.setEnabled(enabled)
-
-    def _on_model_chosen(self) -> None:
-        name = self.model_combo.currentText().strip()
-        if not name:
-            self.show_model(self._model_name, self.model_combo.isEnabled())
-            return
-        if name == self._model_name or self.controller.session is None:
-            return
-        self._model_name = name
-        self.controller.set_model(name)
-        self.status.showMessage(self.tr("Model for this session: {0}").format(name), 4000)
-
-    def _on_mode_changed(self, index: int) -> None:
-        mode = self.mode_combo.itemData(index)
-        if mode:
-            self.request_mode(str(mode))
-
+    # ----- controller signals ------------------------------------------------------------------
     # ----- controller signals ------------------------------------------------------------------
     def _on_progress(self, event: Any) -> None:
         card = self.conversation.cards.get(event.tool_use_id)
@@ -1102,219 +435,39 @@ class MainWindow(QMainWindow):
         if card is not None and card.state == card.WAITING:
             self.conversation.tool_resumed(event.tool_use_id, allowed)
         self.diff_panel.on_permission_resolved(event.tool_use_id, allowed, bool(event.reply.updated_input))
-        feedback = (getattr(event.reply, "feedback", None) or "").strip()
+        feedback = (event.reply.feedback or "").strip()
         if not allowed and feedback:  # what the user told the agent, where the conversation shows it
             name = card.name if card is not None else ""
             self.conversation.add_feedback(self.tr("You denied {0} and told the agent:").format(name), feedback)
 
-    def _on_error(self, e: Any) -> None:
-        if getattr(e, "kind", "") == "executor":  # the session's process is gone: say which, offer a restart
-            self.conversation.add_banner(
-                "error", e.message + " " + self.tr("The conversation is kept; Restart session resumes it in a "
-                                                     "new process."),
-                [("restart", self.tr("Restart session"))], key="error:executor")
-            return
-        actions = [("retry", self.tr("Retry the last message"))]
-        if getattr(e, "kind", "") in ("auth", "model", "model_not_found", "connection"):
-            actions.append(("settings", self.tr("Open settings")))
-        self.conversation.add_banner("error", e.message, actions, key=f"error:{getattr(e, 'kind', '')}")
-
-    def _on_banner_action(self, action: str) -> None:
-        if action == "retry-now":
-            self.controller.retry_now()
-        elif action == "retry-cancel":
-            self.stop()
-        elif action == "settings":
-            self.show_settings(False)
-        elif action == "tour":
-            self.start_tour()
-        elif action == "servers":
-            self.show_servers()
-        elif action == "restart":
-            self.restart_session()
-        elif action == "retry" and self.prompt.history:
-            self.send(self.prompt.history[-1])
-
     def _on_usage(self, tokens: int, cost: float) -> None:
-        tok = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
-        self.usage_label.setText(self.tr("{0} tokens · ${1:.2f}").format(tok, cost))
+        self.usage_label.setText(self.tr("{0} tokens · ${1:.2f}").format(token_text(tokens), cost))
 
     def _on_busy(self, busy: bool) -> None:
         self.stop_action.setEnabled(busy)
         if not busy:
-            model = str(getattr(self.controller.session, "model", "") or "")
+            model = self.controller.session.model if self.controller.session is not None else ""
             if model and not self._model_name:  # an executor says its model with its first turn
                 self.show_model(model, enabled=True)
-            self._refresh_sessions(current=getattr(self.controller.session, "session_id", None))
+            self._refresh_sessions(current=self._session_id())
             if QApplication.activeModalWidget() is None:
                 self.prompt.setFocus()
 
-    def _set_status_view(self, status: str, detail: str) -> None:
-        c = colors(is_dark(self))
-        text = {
-            IDLE: self.tr("Idle"), THINKING: self.tr("Thinking…"), STREAMING: self.tr("Responding…"),
-            TOOL: self.tr("Running {0}…").format(detail) if detail else self.tr("Running a tool…"),
-            WAITING: self.tr("Waiting for approval: {0}").format(detail) if detail else self.tr("Waiting for approval"),
-            RETRYING: self.tr("Retrying: {0}").format(detail), ERROR: self.tr("Error: {0}").format(detail),
-            STOPPING: self.tr("Stopping…"),
-        }.get(status, status)
-        dot = {IDLE: c.muted, ERROR: c.error, WAITING: c.accent}.get(status, c.added_fg)
-        self.status_label.setText(f"<span style='color:{dot}'>●</span>&nbsp; {text}")
-        self.status.setProperty("attention", "true" if status == WAITING else "false")
-        self.status.style().unpolish(self.status)
-        self.status.style().polish(self.status)
-        if status == WAITING:
-            self.status.setStyleSheet(f"QStatusBar#statusBar {{ background: {c.accent}; }} "
-                                      f"QStatusBar#statusBar QLabel {{ color: #1f2328; font-weight: 600; }}")
-        else:
-            self.status.setStyleSheet("")
-        self._update_title(waiting=status == WAITING)
-
-    def _update_title(self, waiting: bool | None = None) -> None:
-        if waiting is None:
-            waiting = self.controller.status == WAITING
-        parts = []
-        if waiting:
-            parts.append(self.tr("Waiting for approval"))
-        if self.permission_mode == BYPASS:
-            parts.append(bypass_badge_text())
-        if self.folder:
-            parts.append(_home(self.folder))
-        if self.demo:
-            parts.append(self.tr("Tour"))
-        # The app name last, once: Qt appends the application display name to a title that does not
-        # already end with it (the window manager showed "Desktop Agent — … — Desktop Agent").
-        parts.append(APP)
-        self.setWindowTitle(" — ".join(parts))
-
-    def _notify(self, title: str, message: str) -> None:
-        if not QSystemTrayIcon.isSystemTrayAvailable():
-            return
-        if self.tray is None:
-            self.tray = QSystemTrayIcon(self.windowIcon(), self)
-            self.tray.show()
-        self.tray.showMessage(title, message, QSystemTrayIcon.MessageIcon.Information, 8000)
-
-    # ----- misc actions ------------------------------------------------------------------------
-    def _show_empty(self) -> None:
-        c = colors(is_dark(self))
-        # tr() outside f-strings: pyside6-lupdate does not look inside them.
-        if self.folder is None:
-            title = self.tr("Open a folder to start")
-            lines = [self.tr("File ▸ Open Folder… (Ctrl+O), then ask for a change."),
-                     self.tr("Every edit is shown as a diff and waits for your Allow.")]
-        elif self.demo:
-            title = self.tr("Welcome to the tour")
-            lines = [self.tr("A scripted model works on a copy of a sample project."),
-                     self.tr("Press Enter to send the prepared prompt, then review and allow each edit.")]
-        else:
-            title = self.tr("What should we change?")
-            lines = [self.tr("Describe the change below and press Enter."),
-                     self.tr("The agent reads freely; writes wait for your approval.")]
-        html = (f"<p style='font-size:large'><b>{title}</b></p>"
-                f"<p style='color:{c.muted}'>{'<br/>'.join(lines)}</p>")
-        self.conversation.show_empty(html)
-
+    # ----- find ----------------------------------------------------------------------------------
     def show_find(self) -> None:
         """Ctrl+F: the find bar (match count, every match marked, Enter/Shift+Enter step, Esc closes)."""
-        self.find_bar.setVisible(True)
-        self.find_edit.setFocus()
-        self.find_edit.selectAll()
-        self._find_changed(self.find_edit.text())
+        self.find_bar.open_bar()
 
     def close_find(self) -> None:
-        self.find_bar.setVisible(False)
-        self.conversation.highlight_matches("", [], -1)
-        self._find_matches, self._find_index = [], -1
-        self.prompt.setFocus()
+        self.find_bar.close_bar()
 
-    def _find_changed(self, text: str) -> None:
-        self._find_matches = self.conversation.find_matches(text) if text else []
-        self._find_index = 0 if self._find_matches else -1
-        self._show_find_state()
+    def _record_entry(self, entry: dict[str, Any]) -> None:
+        if self.controller.session is None:
+            raise RuntimeError("no session to record the revert in")
+        self.controller.session.record(entry)
 
-    def _find_step(self, delta: int) -> None:
-        text = self.find_edit.text()
-        self._find_matches = self.conversation.find_matches(text) if text else []  # the conversation may have grown
-        n = len(self._find_matches)
-        if not n:
-            self._find_index = -1
-        elif self._find_index < 0:
-            self._find_index = 0 if delta > 0 else n - 1
-        else:
-            self._find_index = (self._find_index + delta) % n
-        self._show_find_state()
-
-    def _show_find_state(self) -> None:
-        text, n = self.find_edit.text(), len(self._find_matches)
-        if not text:
-            self.find_count.setText("")
-        elif n:
-            self.find_count.setText(self.tr("{0} of {1}").format(self._find_index + 1, n))
-        else:
-            self.find_count.setText(self.tr("No matches"))
-        c = colors(is_dark(self))
-        self.find_count.setStyleSheet(f"color: {c.error if text and not n else c.muted};")
-        self.find_prev_button.setEnabled(n > 1)
-        self.find_next_button.setEnabled(n > 1)
-        self.conversation.highlight_matches(text, self._find_matches, self._find_index)
-
-    def show_servers(self) -> Any:
-        """View ▸ MCP Servers… (Ctrl+Shift+E): the current session's servers, non-modal."""
-        from desktop_agent.ui.window.servers_view import ServersView
-
-        if self.servers_view is None:
-            self.servers_view = ServersView(self)
-            self.servers_view.restart_requested.connect(self.restart_server)
-        self.refresh_servers()
-        self.servers_view.show()
-        self.servers_view.raise_()
-        return self.servers_view
-
-    def _mcp_status(self) -> list[dict[str, Any]]:
-        session = self.controller.session
-        try:
-            return list(session.mcp_status()) if session is not None and hasattr(session, "mcp_status") else []
-        except Exception:
-            log.exception("could not read the MCP servers' states")
-            return []
-
-    def refresh_servers(self) -> None:
-        """The Servers view and one keyed banner per failed server ("MCP server X failed: …")."""
-        from desktop_agent.ui.window.servers_view import failed_banner_text
-
-        servers = self._mcp_status()
-        if self.servers_view is not None:
-            self.servers_view.set_servers(servers, self._restarting)
-        failed = {str(s.get("name")): s for s in servers
-                  if s.get("status") == "failed" and s.get("name") not in self._restarting}
-        for key in [k for k in self.conversation.banners if k.startswith("mcp:") and k[4:] not in failed]:
-            self.conversation.remove_banner(key)
-        for name, status in failed.items():
-            text = failed_banner_text(status)
-            old = self.conversation.banners.get(f"mcp:{name}")
-            if old is None or old.text_plain != text:
-                self.conversation.add_banner("error", text, [("servers", self.tr("Show MCP servers"))],
-                                             key=f"mcp:{name}")
-
-    def restart_server(self, name: str) -> asyncio.Task | None:
-        """Restart one MCP server as a task on the loop (the Qt thread never waits for it)."""
-        mcp = getattr(self.controller.session, "mcp", None)
-        if mcp is None or name in self._restarting:
-            return None
-        self._restarting.add(name)
-        self.refresh_servers()
-        return asyncio.ensure_future(self._restart(mcp, name))
-
-    async def _restart(self, mcp: Any, name: str) -> None:
-        try:
-            await mcp.restart(name)
-        except Exception as exc:
-            log.warning("could not restart the MCP server %s: %s", name, exc)
-            self.status.showMessage(self.tr("Could not restart {0}: {1}").format(name, exc), 5000)
-        finally:
-            self._restarting.discard(name)
-            self.refresh_servers()
+    def _session_id(self) -> str | None:
+        return self.controller.session.session_id if self.controller.session is not None else None
 
     def show_settings(self, first_run: bool = False) -> Any:
         from desktop_agent.ui.dialogs.settings import SettingsDialog
@@ -1342,14 +495,13 @@ class MainWindow(QMainWindow):
             self._show_empty()
 
     def start_tour(self) -> None:
-        from desktop_agent.ui.window.demo import start_tour_window
-
         self._tour_window = start_tour_window()
 
     def show_shortcuts(self) -> None:
         box = QMessageBox(self)
         box.setWindowTitle(self.tr("Keyboard Shortcuts"))
-        rows = [("Enter", self.tr("Send")), ("Shift+Enter", self.tr("New line")), ("↑", self.tr("Recall last prompt")),
+        rows = [("Enter", self.tr("Send")), ("Shift+Enter", self.tr("New line")),
+                ("↑", self.tr("Recall last prompt")),
                 ("Esc", self.tr("Stop the agent / Deny in the dialog")), ("Ctrl+O", self.tr("Open folder")),
                 ("Ctrl+N", self.tr("New session")), ("Ctrl+,", self.tr("Settings")),
                 ("Ctrl+Shift+M", self.tr("Cycle permission mode")), ("Ctrl+F", self.tr("Find in conversation")),
@@ -1379,5 +531,31 @@ class MainWindow(QMainWindow):
 
     def changeEvent(self, event) -> None:  # noqa: N802
         super().changeEvent(event)
-        if event.type() == event.Type.PaletteChange and getattr(self, "_icons_dark", None) != is_dark(self):
+        if event.type() == event.Type.PaletteChange and self._icons_dark != is_dark(self):
             self._apply_icons()
+
+
+def start_tour_window(show: bool = True) -> MainWindow:
+    """Open a tour window (its own MainWindow) on a fresh copy of the sample project (``ui.window.demo``); the
+    scripted model is the in-process client's ``script="tour"`` (``client.tour``)."""
+    folder = prepare_demo_project()
+    win = MainWindow(demo=True, session_kwargs={"trusted": True, "script": "tour"})
+    win.tour_action.setVisible(True)
+    win.tour_label.setVisible(True)
+    prompts = list(TOUR_PROMPTS)
+
+    def prefill() -> None:
+        if prompts and not win.prompt.toPlainText():
+            win.prompt.setPlainText(prompts.pop(0))
+            win.prompt.moveCursor(win.prompt.textCursor().MoveOperation.End)
+
+    def opened(_f: str) -> None:
+        win.show_model(QCoreApplication.translate("MainWindow", "scripted (offline tour)"), enabled=False)
+        prefill()
+
+    win.folder_opened.connect(opened)
+    win.controller.turn_finished.connect(lambda _e: prefill())
+    if show:
+        win.show()
+    win.open_folder_soon(folder)
+    return win

@@ -21,8 +21,7 @@ from PySide6.QtWidgets import (
     QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget,
 )
 
-from desktop_agent.ui.conversation.view import is_dark
-from desktop_agent.ui.highlight import colors
+from desktop_agent.ui.highlight import colors, is_dark
 
 BANNER_ERROR_CHARS = 300
 

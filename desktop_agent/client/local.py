@@ -1,0 +1,130 @@
+"""What a front end asks this machine before, beside or after a session, without opening one: the sessions of a
+folder and their transcripts (``session/``), whether a folder is trusted (``permissions.trust``), whether the
+shell sandbox can start (``permissions.sandbox``), the suggested model names, and warming the engine's imports.
+
+``LocalStore`` is the part of ``EngineClient`` every client shares (``InProcessClient`` and ``SubprocessClient``
+inherit it): our executor process writes the same JSONL store and honours the same trust store. For Claude Code
+(``--executor claude``) ``list_sessions`` still lists our store's sessions of the folder (as the window always
+did): Claude Code's own sessions are not listed, though ``SessionHandle.history()`` reads its transcript.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One earlier session of a folder, for a sessions list."""
+
+    session_id: str
+    first_prompt: str
+    message_count: int
+    mtime: float
+
+
+class LocalStore:
+    """The folder-level questions of ``EngineClient``, answered from this machine's stores."""
+
+    def list_sessions(self, folder: str | os.PathLike[str]) -> list[SessionSummary]:
+        """The folder's sessions in the store (any order; empty launches included)."""
+        from desktop_agent.session.store import list_sessions
+
+        return [SessionSummary(i.session_id, i.first_prompt, i.message_count, i.mtime)
+                for i in list_sessions(os.fspath(folder))]
+
+    def history(self, folder: str | os.PathLike[str], session_id: str) -> list[dict[str, Any]] | None:
+        """A session's transcript for display, read without building the session (no model client); None when
+        there is no such session or it cannot be read."""
+        try:
+            from desktop_agent.session.resume import history_for_display
+            from desktop_agent.session.store import find_session, read_transcript
+
+            path = find_session(session_id, os.fspath(folder))
+            return history_for_display(read_transcript(path, full=True)) if path is not None else None
+        except Exception:
+            log.exception("could not read the transcript of %s", session_id)
+            return None
+
+    def needs_trust(self, folder: str | os.PathLike[str]) -> bool:
+        """The folder's settings grant rules, run hooks or start servers and it is not trusted yet."""
+        from desktop_agent.permissions import trust
+
+        return trust.needs_trust_prompt(os.fspath(folder))
+
+    def trust(self, folder: str | os.PathLike[str]) -> None:
+        """Remember that the user trusts the folder."""
+        from desktop_agent.permissions import trust
+
+        trust.set_trusted(os.fspath(folder), True)
+
+    def sandbox_warning(self) -> str | None:
+        """The sentence to show when the shell sandbox cannot start (None when it runs or is off on purpose)."""
+        from desktop_agent.permissions.sandbox import sandbox_warning
+
+        return sandbox_warning()
+
+
+def transcript_usage(entries: list[dict[str, Any]]) -> tuple[int, float]:
+    """Tokens and cost of a transcript's model replies (each reply counted once, by message id)."""
+    from desktop_agent.model.pricing import CostTracker
+
+    tracker = CostTracker()
+    seen: set[str] = set()
+    for e in entries:
+        if e.get("type") != "assistant":
+            continue
+        msg = e.get("message") or {}
+        usage = msg.get("usage")
+        mid = str(msg.get("id") or e.get("uuid") or id(e))
+        if not isinstance(usage, dict) or mid in seen:
+            continue
+        seen.add(mid)
+        tracker.add(str(msg.get("model") or ""), usage)
+    return tracker.total_tokens, tracker.cost_usd
+
+
+def discard_empty_transcript(path: str, close: Callable[[], Any] | None = None) -> bool:
+    """Remove the transcript at ``path`` if it holds no message (a session opened, then left), closing the
+    store first (``close``). True when it was removed."""
+    if not path or not os.path.exists(path):
+        return False
+    try:
+        from desktop_agent.session.store import count_transcript_messages, read_transcript
+
+        if count_transcript_messages(read_transcript(path, full=True)) > 0:
+            return False
+        if close is not None:
+            close()
+        os.unlink(path)
+        return True
+    except Exception:
+        log.exception("could not remove the empty session %s", path)
+        return False
+
+
+def suggested_models() -> list[str]:
+    """The model names a model box offers."""
+    from desktop_agent.model.client import SUGGESTED_MODELS
+
+    return list(SUGGESTED_MODELS)
+
+
+def prewarm() -> None:
+    """Import the engine and the API client on a worker thread, so opening a folder does not wait."""
+
+    def work() -> None:
+        try:
+            import desktop_agent.app.session  # noqa: F401
+            import desktop_agent.model.anthropic_client  # noqa: F401
+            import desktop_agent.tools.registry  # noqa: F401
+        except Exception:
+            pass
+
+    threading.Thread(target=work, name="prewarm-engine", daemon=True).start()

@@ -1,0 +1,229 @@
+"""What the window says about its state: the status bar (and the title's "Waiting for approval"), the empty
+conversation's welcome, the banners — a session that could not open, an error with its actions, an executor
+that died (Restart session), one per failed MCP server — what each banner button does, and the MCP Servers
+view. A mixin of ``MainWindow``; the decisions (which actions, which servers, which colour) are ``presenters``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QStatusBar, QSystemTrayIcon
+
+from desktop_agent.ui.conversation.view import ConversationView
+from desktop_agent.ui.highlight import colors, is_dark
+from desktop_agent.ui.window.modes import BYPASS, bypass_badge_text
+from desktop_agent.ui.window.presenters import (
+    ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, error_actions, failed_servers, home,
+    is_setup_error, status_dot,
+)
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QLabel
+
+    from desktop_agent.client import SessionHandle
+    from desktop_agent.ui.window.controller import AgentController
+    from desktop_agent.ui.window.prompt import PromptEdit
+
+log = logging.getLogger(__name__)
+translate = QCoreApplication.translate
+APP = "Desktop Agent"
+
+
+class BannersMixin:
+    """Status bar, title, welcome, banners and the MCP Servers view (``MainWindow`` provides the host)."""
+
+    controller: AgentController
+    conversation: ConversationView
+    status: QStatusBar
+    status_label: QLabel
+    prompt: PromptEdit
+    tray: QSystemTrayIcon | None
+    servers_view: Any
+    folder: str | None
+    permission_mode: str
+    demo: bool
+    _restarting: set[str]
+
+    if TYPE_CHECKING:
+        def send(self, text: str) -> None: ...
+        def stop(self) -> None: ...
+        def show_settings(self, first_run: bool = False) -> Any: ...
+        def start_tour(self) -> None: ...
+        def restart_session(self) -> asyncio.Task[None] | None: ...
+        def setWindowTitle(self, title: str) -> None: ...  # noqa: N802 - QWidget's
+        def windowIcon(self) -> Any: ...  # noqa: N802 - QWidget's
+
+    def _session_failed(self, folder: str, exc: Exception) -> None:
+        name = type(exc).__name__
+        text = str(exc) or name
+        log.warning("could not open a session in %s: %s: %s", folder, name, text)
+        self.conversation.cwd = folder
+        if is_setup_error(name, text):
+            self.conversation.add_banner(
+                "error", translate("MainWindow", "No API key is set up, so the agent cannot talk to a model. {0} opens "
+                                                 "as soon as a key is saved.").format(home(folder)),
+                [("settings", translate("MainWindow", "Open settings")),
+                 ("tour", translate("MainWindow", "Take the offline tour"))], key="setup")
+        else:
+            self.conversation.add_banner(
+                "error", translate("MainWindow", "Could not open the session: {0}").format(text),
+                [("settings", translate("MainWindow", "Open settings"))], key="setup")
+
+    def _on_error(self, e: Any) -> None:
+        if e.kind == "executor":  # the session's process is gone: say which, offer a restart
+            self.conversation.add_banner(
+                "error", e.message + " " + translate("MainWindow", "The conversation is kept; Restart session resumes "
+                                                                   "it in a new process."),
+                [("restart", translate("MainWindow", "Restart session"))], key="error:executor")
+            return
+        labels = {"retry": translate("MainWindow", "Retry the last message"),
+                  "settings": translate("MainWindow", "Open settings")}
+        actions = [(a, labels[a]) for a in error_actions(e.kind)]
+        self.conversation.add_banner("error", e.message, actions, key=f"error:{e.kind}")
+
+    def _on_banner_action(self, action: str) -> None:
+        if action == "retry-now":
+            self.controller.retry_now()
+        elif action == "retry-cancel":
+            self.stop()
+        elif action == "settings":
+            self.show_settings(False)
+        elif action == "tour":
+            self.start_tour()
+        elif action == "servers":
+            self.show_servers()
+        elif action == "restart":
+            self.restart_session()
+        elif action == "retry" and self.prompt.history:
+            self.send(self.prompt.history[-1])
+
+    def _set_status_view(self, status: str, detail: str) -> None:
+        c = colors(is_dark(self))
+        text = {
+            IDLE: translate("MainWindow", "Idle"), THINKING: translate("MainWindow", "Thinking…"),
+            STREAMING: translate("MainWindow", "Responding…"),
+            TOOL: translate("MainWindow", "Running {0}…").format(detail) if detail
+            else translate("MainWindow", "Running a tool…"),
+            WAITING: translate("MainWindow", "Waiting for approval: {0}").format(detail) if detail
+            else translate("MainWindow", "Waiting for approval"),
+            RETRYING: translate("MainWindow", "Retrying: {0}").format(detail),
+            ERROR: translate("MainWindow", "Error: {0}").format(detail),
+            STOPPING: translate("MainWindow", "Stopping…"),
+        }.get(status, status)
+        dot = {"muted": c.muted, "error": c.error, "accent": c.accent, "added_fg": c.added_fg}[status_dot(status)]
+        self.status_label.setText(f"<span style='color:{dot}'>●</span>&nbsp; {text}")
+        self.status.setProperty("attention", "true" if status == WAITING else "false")
+        self.status.style().unpolish(self.status)
+        self.status.style().polish(self.status)
+        if status == WAITING:
+            self.status.setStyleSheet(f"QStatusBar#statusBar {{ background: {c.accent}; }} "
+                                      f"QStatusBar#statusBar QLabel {{ color: #1f2328; font-weight: 600; }}")
+        else:
+            self.status.setStyleSheet("")
+        self._update_title(waiting=status == WAITING)
+
+    def _update_title(self, waiting: bool | None = None) -> None:
+        if waiting is None:
+            waiting = self.controller.status == WAITING
+        parts = []
+        if waiting:
+            parts.append(translate("MainWindow", "Waiting for approval"))
+        if self.permission_mode == BYPASS:
+            parts.append(bypass_badge_text())
+        if self.folder:
+            parts.append(home(self.folder))
+        if self.demo:
+            parts.append(translate("MainWindow", "Tour"))
+        # The app name last, once: Qt appends the application display name to a title that does not
+        # already end with it (the window manager showed "Desktop Agent — … — Desktop Agent").
+        parts.append(APP)
+        self.setWindowTitle(" — ".join(parts))
+
+    def _notify(self, title: str, message: str) -> None:
+        if not QSystemTrayIcon.isSystemTrayAvailable():
+            return
+        if self.tray is None:
+            self.tray = QSystemTrayIcon(self.windowIcon(), self)
+            self.tray.show()
+        self.tray.showMessage(title, message, QSystemTrayIcon.MessageIcon.Information, 8000)
+
+    # ----- misc actions ------------------------------------------------------------------------
+    def _show_empty(self) -> None:
+        c = colors(is_dark(self))
+        # tr() outside f-strings: pyside6-lupdate does not look inside them.
+        if self.folder is None:
+            title = translate("MainWindow", "Open a folder to start")
+            lines = [translate("MainWindow", "File ▸ Open Folder… (Ctrl+O), then ask for a change."),
+                     translate("MainWindow", "Every edit is shown as a diff and waits for your Allow.")]
+        elif self.demo:
+            title = translate("MainWindow", "Welcome to the tour")
+            lines = [translate("MainWindow", "A scripted model works on a copy of a sample project."),
+                     translate("MainWindow",
+                               "Press Enter to send the prepared prompt, then review and allow each edit.")]
+        else:
+            title = translate("MainWindow", "What should we change?")
+            lines = [translate("MainWindow", "Describe the change below and press Enter."),
+                     translate("MainWindow", "The agent reads freely; writes wait for your approval.")]
+        html = (f"<p style='font-size:large'><b>{title}</b></p>"
+                f"<p style='color:{c.muted}'>{'<br/>'.join(lines)}</p>")
+        self.conversation.show_empty(html)
+
+    def show_servers(self) -> Any:
+        """View ▸ MCP Servers… (Ctrl+Shift+E): the current session's servers, non-modal."""
+        from desktop_agent.ui.window.servers_view import ServersView
+
+        if self.servers_view is None:
+            self.servers_view = ServersView(self)
+            self.servers_view.restart_requested.connect(self.restart_server)
+        self.refresh_servers()
+        self.servers_view.show()
+        self.servers_view.raise_()
+        return self.servers_view
+
+    def _mcp_status(self) -> list[dict[str, Any]]:
+        session = self.controller.session
+        try:
+            return session.mcp_status() if session is not None else []
+        except Exception:
+            log.exception("could not read the MCP servers' states")
+            return []
+
+    def refresh_servers(self) -> None:
+        """The Servers view and one keyed banner per failed server ("MCP server X failed: …")."""
+        from desktop_agent.ui.window.servers_view import failed_banner_text
+
+        servers = self._mcp_status()
+        if self.servers_view is not None:
+            self.servers_view.set_servers(servers, self._restarting)
+        failed = failed_servers(servers, self._restarting)
+        for key in [k for k in self.conversation.banners if k.startswith("mcp:") and k[4:] not in failed]:
+            self.conversation.remove_banner(key)
+        for name, status in failed.items():
+            text = failed_banner_text(status)
+            old = self.conversation.banners.get(f"mcp:{name}")
+            if old is None or old.text_plain != text:
+                self.conversation.add_banner("error", text, [("servers", translate("MainWindow", "Show MCP servers"))],
+                                             key=f"mcp:{name}")
+
+    def restart_server(self, name: str) -> asyncio.Task | None:
+        """Restart one MCP server as a task on the loop (the Qt thread never waits for it)."""
+        session = self.controller.session
+        if session is None or not session.manages_mcp or name in self._restarting:
+            return None
+        self._restarting.add(name)
+        self.refresh_servers()
+        return asyncio.ensure_future(self._restart(session, name))
+
+    async def _restart(self, session: SessionHandle, name: str) -> None:
+        try:
+            await session.restart_mcp_server(name)
+        except Exception as exc:
+            log.warning("could not restart the MCP server %s: %s", name, exc)
+            self.status.showMessage(translate("MainWindow", "Could not restart {0}: {1}").format(name, exc), 5000)
+        finally:
+            self._restarting.discard(name)
+            self.refresh_servers()

@@ -1,0 +1,312 @@
+"""Folders and sessions in the window: Open Folder (the one-time trust question, then a new or resumed session
+through ``controller.open_session``), where sessions run (``--executor``, else Settings), Restart session, New
+Session, the sessions list (``EngineClient.list_sessions``), SessionEnd before another session replaces this one,
+and replaying a resumed transcript into the conversation and the changes panel. A mixin of ``MainWindow``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QCoreApplication, Signal
+from PySide6.QtWidgets import QFileDialog
+
+from desktop_agent.client.base import EXECUTOR_KINDS, ExecutorKind
+from desktop_agent.client.local import transcript_usage
+from desktop_agent.ui.window.modes import BYPASS, default_mode_setting
+from desktop_agent.ui.window.presenters import home, session_rows, settled_mode
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QStatusBar
+
+    from desktop_agent.client import SessionHandle
+    from desktop_agent.ui.changes.panel import DiffPanel
+    from desktop_agent.ui.conversation.view import ConversationView
+    from desktop_agent.ui.dialogs.trust import TrustDialog
+    from desktop_agent.ui.window.controller import AgentController
+    from desktop_agent.ui.window.prompt import PromptEdit
+    from desktop_agent.ui.window.sidebar import SessionsPane
+
+log = logging.getLogger(__name__)
+translate = QCoreApplication.translate
+
+
+class FoldersMixin:
+    """Opening folders and sessions (``MainWindow`` provides the host attributes)."""
+
+    controller: AgentController
+    conversation: ConversationView
+    diff_panel: DiffPanel
+    sessions_pane: SessionsPane
+    prompt: PromptEdit
+    status: QStatusBar
+    qsettings: QSettings
+    folder: str | None
+    wanted_folder: str | None
+    open_task: asyncio.Task[bool] | None
+    restart_task: asyncio.Task[None] | None
+    trust_box: TrustDialog | None
+    folder_dialog: QFileDialog
+    permission_mode: str
+    session_kwargs: dict[str, Any]
+    client_factory: Any
+    demo: bool
+    executor_override: str | None
+    executor_path_override: str | None
+    _had_session: bool
+    _history_stats: tuple[int, float, int] | None
+    folder_opened: Signal
+    history_shown: Signal
+
+    if TYPE_CHECKING:
+        def request_mode(self, mode: str) -> None: ...
+        def show_model(self, name: str, enabled: bool = True) -> None: ...
+        def _select_mode(self, mode: str) -> None: ...
+        def _session_failed(self, folder: str, exc: Exception) -> None: ...
+        def _show_empty(self) -> None: ...
+        def _add_recent(self, folder: str) -> None: ...
+        def _update_title(self, waiting: bool | None = None) -> None: ...
+        def save_state(self) -> None: ...
+        def last_folder(self) -> str | None: ...
+        def isVisible(self) -> bool: ...  # noqa: N802 - QWidget's
+
+    async def _end_then_close(self) -> None:
+        try:
+            await self.end_session("prompt_input_exit")
+        finally:
+            self.close()
+
+    async def end_session(self, reason: str) -> None:
+        """SessionEnd for the current session (its hooks, then closing it); an empty session's file goes."""
+        session = self.controller.session
+        if session is None:
+            return
+        await self.controller.end_session(reason)
+        if not self.demo:
+            session.discard_if_empty()
+
+
+    def folder_dialog_start(self) -> str:
+        """Where Open Folder starts: this window's folder, the one asked for, the last one, else the cwd."""
+        for candidate in (self.folder, self.wanted_folder, self.last_folder(), os.getcwd()):
+            if candidate and os.path.isdir(candidate):
+                return candidate
+        return os.path.expanduser("~")
+
+    def choose_folder(self) -> None:
+        dlg = QFileDialog(self, translate("MainWindow", "Open Folder"), self.folder_dialog_start())
+        dlg.setObjectName("folderDialog")
+        self.folder_dialog = dlg
+        dlg.setFileMode(QFileDialog.FileMode.Directory)
+        dlg.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        dlg.fileSelected.connect(self.open_folder_soon)
+        dlg.open()
+
+    def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task:
+        self.open_task = asyncio.ensure_future(self.open_folder(folder, **kwargs))
+        return self.open_task
+
+    async def open_folder(self, folder: str, *, resume: str | None = None) -> bool:
+        """Open ``folder``: the one-time trust question if its settings grant rules or run hooks, then
+        a new (or resumed) session. Returns False when the user cancelled or the session failed."""
+        folder = os.path.abspath(folder)
+        self.wanted_folder = folder
+        if self.controller.busy:
+            self.controller.stop()
+        trusted = await self._ask_trust(folder)
+        if trusted is None:
+            return False
+        await self.end_session("clear")  # New Session, another folder or a listed session replaces it
+        if not resume and self._had_session and not self.demo and "permission_mode" not in self.session_kwargs:
+            fresh = default_mode_setting()  # a new session starts in Settings' default mode
+            if fresh == BYPASS:
+                self.request_mode(BYPASS)  # asks (unless bypass is on already)
+            elif fresh != self.permission_mode:
+                self.permission_mode = fresh
+                self._select_mode(fresh)
+        kwargs = dict(self.session_kwargs)
+        if self.client_factory is not None:
+            kwargs["client"] = self.client_factory()
+        if resume:
+            kwargs["resume"] = resume
+        if trusted is False:
+            kwargs["trusted"] = False
+        kwargs.setdefault("permission_mode", self.permission_mode)  # session_kwargs (tests, tour) may set it
+        chosen_before = self.permission_mode
+        self.conversation.clear()
+        self.diff_panel.clear()
+        self._history_stats = None
+        self.conversation.cwd = folder
+        self.diff_panel.cwd = folder
+        replayed = False
+        if resume:  # show the transcript first (fast), while the session is built
+            entries = self.controller.client.history(folder, resume)
+            if entries is not None:
+                self.replay_history(entries=entries)
+                replayed = True
+                self.history_shown.emit(folder)
+                if self.isVisible():
+                    await asyncio.sleep(0.03)  # let it paint before the session build competes for the GIL
+        self.status.showMessage(translate("MainWindow", "Opening {0}…").format(home(folder)))
+        kind, path = self.executor_choice()
+        if kind != "inprocess":
+            kwargs.update(executor=kind, executable=path)
+        try:
+            session = await self.controller.open_session(folder, **kwargs)
+        except Exception as exc:
+            self.status.clearMessage()
+            self._session_failed(folder, exc)
+            return False
+        self.status.clearMessage()
+        self.folder = folder
+        self._had_session = True
+        self.show_model(session.model or "", enabled=True)
+        # the mode asked for, unless the user picked another while the session was built
+        want = self.permission_mode if self.permission_mode != chosen_before else str(kwargs["permission_mode"])
+        if session.permission_mode != want:
+            try:
+                self.controller.set_permission_mode(want)
+            except Exception:
+                log.exception("could not set the permission mode %s", want)
+        mode = settled_mode(session.permission_mode, want)
+        if mode != (session.permission_mode or "default"):  # bypass is never entered without its question
+            self.controller.set_permission_mode(mode)
+        self.permission_mode = mode
+        self._select_mode(mode)
+        if resume and not replayed:
+            self.replay_history(session)
+        elif not resume:
+            self._show_empty()
+        if resume and self._history_stats is not None:  # totals and turn numbers continue from the transcript
+            tokens, cost, turns = self._history_stats
+            self.controller.set_usage_base(tokens, cost, turns)
+        self._refresh_sessions(current=session.session_id)
+        self._add_recent(folder)
+        self._update_title()
+        self.save_state()
+        self.prompt.setFocus()
+        self.folder_opened.emit(folder)
+        return True
+
+    def executor_choice(self) -> tuple[ExecutorKind, str | None]:
+        """Where this window's sessions run: the tour in this process; else ``--executor``, else Settings."""
+        if self.demo:
+            return "inprocess", None
+        kind, path = self.executor_override, self.executor_path_override
+        if kind is None or (kind == "claude" and not path):
+            try:
+                from desktop_agent.config import AppSettings
+
+                prefs = AppSettings.load()
+                kind = kind or str(prefs.executor or "inprocess")
+                path = path or (prefs.claude_path if kind == "claude" else None)
+            except Exception:
+                log.exception("could not read the executor setting")
+                kind = kind or "inprocess"
+        if kind not in EXECUTOR_KINDS:
+            kind = "inprocess"
+        return kind, path or None  # type: ignore[return-value]  # checked against EXECUTOR_KINDS
+
+    def restart_session(self) -> asyncio.Task | None:
+        """The banner's "Restart session": a new executor process resuming the session."""
+        if not self.controller.can_restart:
+            return None
+        self.conversation.remove_banner("error:executor")
+
+        async def go() -> None:
+            try:
+                await self.controller.restart_session()
+            except Exception:
+                log.exception("restarting the session failed")
+
+        self.restart_task = asyncio.ensure_future(go())
+        return self.restart_task
+
+    async def _ask_trust(self, folder: str) -> bool | None:
+        """True/False for trusted, None when the user cancelled. Asked once per folder."""
+        if self.demo:
+            return True
+        client = self.controller.client
+        try:
+            if not client.needs_trust(folder):
+                return True
+        except Exception:
+            return True
+        from desktop_agent.ui.dialogs.trust import TrustDialog
+
+        box = TrustDialog(home(folder), self)
+        self.trust_box = box
+        choice = await box.ask()
+        self.trust_box = None
+        if choice == "cancel":
+            return None
+        if choice == "trust":
+            client.trust(folder)
+            return True
+        return False
+
+    def new_session(self) -> None:
+        if self.folder:
+            self.open_folder_soon(self.folder)
+        else:
+            self.choose_folder()
+
+    def _refresh_sessions(self, current: str | None = None) -> None:
+        self.sessions_pane.clear()
+        if not self.folder:
+            return
+        try:
+            infos = self.controller.client.list_sessions(self.folder)
+        except Exception:
+            infos = []
+        self.sessions_pane.show_rows(session_rows(infos, current))
+
+    def _on_session_activated(self, sid: str) -> None:
+        current = self.controller.session
+        if self.folder and (current is None or sid != current.session_id):
+            self.open_folder_soon(self.folder, resume=sid)
+
+    def replay_history(self, session: SessionHandle | None = None, entries: list[dict[str, Any]] | None = None) -> None:
+        """Render a resumed transcript: prompts, text, tool cards with their results and +/− summaries
+        (the newest part), and the changes panel rebuilt from the structured patches of every Edit and
+        Write (``toolUseResult``); remembers its tokens, cost and turns for the status bar."""
+        if entries is None:
+            try:
+                entries = session.history() if session is not None else []
+            except Exception:
+                log.exception("could not read the session's transcript")
+                entries = []
+        ops = self.conversation.history_ops(entries)
+        self.conversation.replay(ops)
+        turns = self._rebuild_changes(ops)
+        try:
+            tokens, cost = transcript_usage(entries)
+        except Exception:
+            log.exception("could not sum the transcript's usage")
+            tokens, cost = 0, 0.0
+        self._history_stats = (tokens, cost, turns)
+        self.controller.set_usage_base(tokens, cost, turns)
+
+    def _rebuild_changes(self, ops: list[tuple]) -> int:
+        """Feed the changes panel the finished file changes of a transcript, as the live turn did.
+        Returns the number of turns (user prompts)."""
+        panel = self.diff_panel
+        names: dict[str, str] = {}
+        turn = 0
+        panel.render = lambda: None  # type: ignore[method-assign]  # one render at the end, not one per change
+        try:
+            for op in ops:
+                if op[0] == "user":
+                    turn += 1
+                elif op[0] == "tool":
+                    names[op[1]] = op[2]
+                elif op[0] == "result" and len(op) > 4 and op[4] is not None:
+                    panel.on_tool_finished(op[1], names.get(op[1], ""), op[3], op[4], max(1, turn), op[2])
+        finally:
+            del panel.render
+        panel.render()
+        return turn

@@ -1,0 +1,178 @@
+"""The toolbar — permission mode (with the bypass badge), model, the tour's label, Stop — and what its mode and
+model boxes do: every mode change goes through ``request_mode`` (bypassPermissions only after its question; until
+the answer the old mode stays in force and on screen). A mixin of ``MainWindow``; the cycle is
+``presenters.next_mode``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QCoreApplication, QSize, Qt
+from PySide6.QtWidgets import QComboBox, QLabel, QMessageBox, QSizePolicy, QToolBar, QToolButton, QWidget
+
+from desktop_agent.client.local import suggested_models
+from desktop_agent.ui.window.modes import BYPASS, MODES, bypass_badge_text, confirm_bypass, mode_label
+from desktop_agent.ui.window.presenters import next_mode
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QActionGroup
+    from PySide6.QtWidgets import QStatusBar
+
+    from desktop_agent.ui.window.controller import AgentController
+
+translate = QCoreApplication.translate
+
+
+class ToolbarMixin:
+    """The toolbar's widgets and the mode/model actions (``MainWindow`` provides the host attributes)."""
+
+    controller: AgentController
+    status: QStatusBar
+    mode_group: QActionGroup
+    permission_mode: str
+    demo: bool
+    bypass_box: QMessageBox | None
+    _model_name: str
+
+    if TYPE_CHECKING:
+        def _update_title(self, waiting: bool | None = None) -> None: ...
+        def addToolBar(self, area: Qt.ToolBarArea, toolbar: QToolBar) -> None: ...  # noqa: N802 - QMainWindow's
+
+    def _build_toolbar(self) -> None:
+        self.toolbar = QToolBar(translate("MainWindow", "Main toolbar"))
+        self.toolbar.setObjectName("mainToolbar")
+        self.toolbar.setMovable(False)
+        self.toolbar.setIconSize(QSize(16, 16))
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+        self.mode_combo = QComboBox()
+        self.mode_combo.setObjectName("modeCombo")
+        self.mode_combo.setAccessibleName(translate("MainWindow", "Permission mode"))
+        self.mode_combo.setToolTip(translate("MainWindow", "Permission mode (Ctrl+Shift+M cycles)"))
+        for mode, label in MODES:
+            self.mode_combo.addItem(mode_label(label), mode)
+        self._add_captioned(translate("MainWindow", "Mode"), self.mode_combo, left=8)
+        self.bypass_badge = QLabel(bypass_badge_text())
+        self.bypass_badge.setObjectName("bypassBadge")
+        self.bypass_badge.setAccessibleName(bypass_badge_text())
+        self.bypass_badge.setToolTip(translate("MainWindow", "Bypass permissions is on: tools run without asking. "
+                                             "Pick another mode to turn it off."))
+        self.bypass_action = self.toolbar.addWidget(self.bypass_badge)
+        self.bypass_action.setVisible(False)
+        self.model_combo = QComboBox()
+        self.model_combo.setObjectName("modelCombo")
+        self.model_combo.setEditable(True)
+        self.model_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.model_combo.setMinimumContentsLength(18)
+        self.model_combo.setAccessibleName(translate("MainWindow", "Model"))
+        self.model_combo.setToolTip(
+            translate("MainWindow", "The model of this session's next requests (the default is in Settings)"))
+        self.model_combo.addItems(suggested_models())
+        self.model_combo.setEnabled(False)  # until a session is open
+        self.model_combo.activated.connect(lambda _i: self._on_model_chosen())
+        self.model_combo.lineEdit().editingFinished.connect(self._on_model_chosen)
+        self._add_captioned(translate("MainWindow", "M&odel"), self.model_combo, left=16)
+        self.tour_label = QLabel(translate("MainWindow", "Tour · scripted model, sample project"))
+        self.tour_label.setObjectName("tourLabel")
+        self.tour_label.setVisible(False)
+        self.tour_action = self.toolbar.addWidget(self.tour_label)
+        self.tour_action.setVisible(self.demo)
+        spacer = QWidget()
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.toolbar.addWidget(spacer)
+        self.stop_button = QToolButton()
+        self.stop_button.setObjectName("stopButton")
+        self.stop_button.setText(translate("MainWindow", "Stop  Esc"))
+        self.stop_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.stop_button.setAccessibleName(translate("MainWindow", "Stop the agent"))
+        self.stop_button.setEnabled(False)
+        self.toolbar.addWidget(self.stop_button)
+
+    def cycle_mode(self) -> None:
+        """Ctrl+Shift+M: the next mode, never bypassPermissions (that one only through its question)."""
+        self.request_mode(next_mode(self.permission_mode))
+
+    def request_mode(self, mode: str) -> None:
+        """Switch the permission mode from any control. bypassPermissions asks first; until the
+        answer (and after a Cancel) the old mode stays in force and on screen."""
+        if mode == self.permission_mode:
+            self._select_mode(mode)
+            return
+        if mode != BYPASS:
+            self._apply_mode(mode)
+            return
+        self._select_mode(self.permission_mode)  # the box shows the old mode while the question is open
+        if self.bypass_box is not None and self.bypass_box.isVisible():
+            return
+
+        def done(yes: bool) -> None:
+            self.bypass_box = None
+            if yes:
+                self._apply_mode(BYPASS)
+            else:
+                self.status.showMessage(translate("MainWindow", "Bypass permissions stays off."), 3000)
+
+        self.bypass_box = confirm_bypass(self, done)
+
+    def _apply_mode(self, mode: str) -> None:
+        try:
+            self.controller.set_permission_mode(mode)
+        except Exception as exc:
+            self.status.showMessage(str(exc), 4000)
+            self._select_mode(self.permission_mode)
+            return
+        actual = (self.controller.session.permission_mode or mode) if self.controller.session is not None else mode
+        if actual != mode:  # e.g. bypass disabled by the settings (disableBypassPermissionsMode)
+            self.status.showMessage(
+                translate("MainWindow", "Permission mode {0} is not available here.").format(mode), 5000)
+        self.permission_mode = actual
+        self._select_mode(actual)
+        self.status.showMessage(
+            translate("MainWindow", "Permission mode: {0}").format(self.mode_combo.currentText()), 3000)
+
+    def _select_mode(self, mode: str) -> None:
+        idx = self.mode_combo.findData(mode)
+        if idx >= 0 and idx != self.mode_combo.currentIndex():
+            self.mode_combo.blockSignals(True)
+            self.mode_combo.setCurrentIndex(idx)
+            self.mode_combo.blockSignals(False)
+        for act in self.mode_group.actions():
+            act.setChecked(act.data() == mode)
+        bypass = mode == BYPASS and self.permission_mode == BYPASS
+        if self.bypass_action.isVisible() != bypass:
+            self.bypass_action.setVisible(bypass)
+            self._update_title()
+
+    def _add_captioned(self, caption: str, combo: QComboBox, left: int) -> None:
+        """A muted caption (the combo's buddy, for its mnemonic) and the combo, on the toolbar."""
+        label = QLabel(caption)
+        label.setObjectName("muted")
+        label.setContentsMargins(left, 0, 4, 0)
+        label.setBuddy(combo)
+        self.toolbar.addWidget(label)
+        self.toolbar.addWidget(combo)
+
+    def show_model(self, name: str, enabled: bool = True) -> None:
+        """Put ``name`` in the model box without switching anything."""
+        self._model_name = name
+        self.model_combo.blockSignals(True)
+        self.model_combo.setCurrentText(name)
+        self.model_combo.blockSignals(False)
+        self.model_combo.setEnabled(enabled)
+
+    def _on_model_chosen(self) -> None:
+        name = self.model_combo.currentText().strip()
+        if not name:
+            self.show_model(self._model_name, self.model_combo.isEnabled())
+            return
+        if name == self._model_name or self.controller.session is None:
+            return
+        self._model_name = name
+        self.controller.set_model(name)
+        self.status.showMessage(translate("MainWindow", "Model for this session: {0}").format(name), 4000)
+
+    def _on_mode_changed(self, index: int) -> None:
+        mode = self.mode_combo.itemData(index)
+        if mode:
+            self.request_mode(str(mode))
+
