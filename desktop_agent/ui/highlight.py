@@ -1,4 +1,6 @@
-"""Pygments → Qt: syntax-highlighted HTML for code blocks and unified diffs, following the palette.
+"""Pygments → Qt: syntax-highlighted HTML for code blocks and unified diffs, following the palette;
+and the look every code view shares: the palette test (``is_dark``), the code font (``mono_font``) and
+plain-space copying (``PlainSpacesCopy``).
 
 QTextDocument understands a CSS subset only, so every colour is inline (no classes). Lexers and
 formatters are imported explicitly (``pygments.lexers.*``), never through pygments' lazy lookup, so
@@ -13,7 +15,9 @@ from functools import lru_cache
 from typing import Any, Generator, Iterable
 
 from pygments import lex
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, QMimeData
+from PySide6.QtGui import QFont, QFontDatabase, QFontInfo, QFontMetrics, QPalette
+from PySide6.QtWidgets import QApplication, QWidget
 from pygments.lexer import Lexer
 from pygments.style import Style
 from pygments.styles.default import DefaultStyle
@@ -129,7 +133,7 @@ def _text() -> type[Lexer]:
 
 
 MONO_FALLBACK = "DejaVu Sans Mono"
-# After the system fixed font, in this order (``conversation_view.mono_font`` checks each is fixed-pitch).
+# After the system fixed font, in this order (``mono_font`` checks each is fixed-pitch).
 MONO_FAMILIES = ("DejaVu Sans Mono", "Noto Sans Mono", "Liberation Mono")
 
 _BY_EXT: dict[str, Any] = {
@@ -389,3 +393,69 @@ def diff_html_steps(hunks: list[dict[str, Any]], file_path: str | None, dark: bo
         rows.append(f'<p style="margin:0; padding:4px 0; color:{c.muted}">&nbsp;'
                     f"{html.escape(note.format(f'{total - shown:,}', f'{shown:,}'))}</p>")
     return f'<div style="font-family:\'{font_family}\'; color:{c.text}">' + "".join(rows) + "</div>"
+
+
+# ----- the look code views share: palette, code font, copying ------------------------------------
+def is_dark(widget: QWidget | None = None) -> bool:
+    """Whether the application palette is dark (widget palettes can be altered by style sheets)."""
+    return QApplication.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+_MONO: list[QFont] = []
+
+
+def is_fixed_pitch(font: QFont) -> bool:
+    """Whether the font Qt actually uses for ``font`` is fixed-pitch: ``QFontInfo.fixedPitch()`` and,
+    because some CJK fonts claim it while their Latin letters are proportional, equal advances."""
+    if not QFontInfo(font).fixedPitch():
+        return False
+    fm = QFontMetrics(font)
+    return len({fm.horizontalAdvance(ch) for ch in "iMW .0"}) == 1
+
+
+def mono_candidates() -> list[QFont]:
+    """The code font's fallback chain: the system fixed font, then named monospace families, then
+    whatever fontconfig gives the Monospace style hint."""
+    system = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    out = [system]
+    for family in MONO_FAMILIES:
+        f = QFont(family)
+        f.setPointSizeF(system.pointSizeF() if system.pointSizeF() > 0 else 10)
+        out.append(f)
+    hinted = QFont("Monospace")
+    hinted.setStyleHint(QFont.StyleHint.Monospace)
+    out.append(hinted)
+    return out
+
+
+def mono_font() -> QFont:
+    """The code font (conversation code blocks, tool output, diffs in the dialog and the panel): the
+    first of ``mono_candidates()`` that is really fixed-pitch, as the family Qt resolved it to (so the
+    HTML's ``font-family`` names a concrete font, not an alias a locale can remap — under zh_CN
+    "monospace" can resolve to a CJK font with proportional Latin letters). A fresh copy each call."""
+    if not _MONO:
+        chosen = None
+        for cand in mono_candidates():
+            if is_fixed_pitch(cand):
+                chosen = QFont(cand)
+                chosen.setFamilies([QFontInfo(cand).family()])
+                break
+        if chosen is None:  # no fixed-pitch font installed at all: the best Qt can do
+            chosen = mono_candidates()[-1]
+        chosen.setStyleHint(QFont.StyleHint.Monospace)
+        chosen.setFixedPitch(True)
+        _MONO.append(chosen)
+    return QFont(_MONO[0])
+
+
+class PlainSpacesCopy:
+    """Mixin for text views of rendered code and diffs: a selection's plain text copies with plain
+    spaces (the HTML rendering keeps indentation with non-breaking spaces, which break pasted code);
+    the rich text copy is kept for rich editors."""
+
+    def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 - Qt naming
+        # Qt's own object, edited: a QMimeData made in Python and handed to the clipboard is freed
+        # twice at exit (a segfault seen here with PySide6 6.12).
+        data = super().createMimeDataFromSelection()  # type: ignore[misc]
+        data.setText(data.text().replace("\u00a0", " "))
+        return data

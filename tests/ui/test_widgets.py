@@ -17,7 +17,9 @@ from desktop_agent.core.permission import (
 )
 from desktop_agent.ui import highlight
 from desktop_agent.ui.window.controller import AgentController
-from desktop_agent.ui.conversation.view import ConversationView, MarkdownBlock, ToolCard, _stable_boundary
+from desktop_agent.ui.conversation.cards import ToolCard
+from desktop_agent.ui.conversation.markdown import MarkdownBlock, _stable_boundary
+from desktop_agent.ui.conversation.view import ConversationView
 from desktop_agent.ui.changes.panel import DiffPanel
 from desktop_agent.ui.dialogs.permission import PermissionDialog, hunks_from_texts
 

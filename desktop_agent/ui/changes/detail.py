@@ -16,7 +16,7 @@ from typing import Any, Generator
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
-from desktop_agent.ui.conversation.view import is_dark, mono_font
+from desktop_agent.ui.highlight import is_dark, mono_font
 from desktop_agent.ui.changes.render import HunkDiffView
 
 

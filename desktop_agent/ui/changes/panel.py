@@ -45,7 +45,8 @@ from desktop_agent.ui.changes.actions import (
 from desktop_agent.ui.changes.detail import ChangeDetail
 from desktop_agent.ui.changes.log import APPLIED, FAILED, PENDING, REJECTED, REVERTED, Change, ChangeLog
 from desktop_agent.ui.changes.render import renderer
-from desktop_agent.ui.conversation.view import PlainSpacesCopy, is_dark, mono_font, rel_path
+from desktop_agent.ui.conversation.summary import rel_path
+from desktop_agent.ui.highlight import PlainSpacesCopy, is_dark, mono_font
 from desktop_agent.ui.dialogs.revert import RevertDialog
 from desktop_agent.util.diff import format_line_ranges
 

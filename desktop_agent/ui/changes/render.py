@@ -35,7 +35,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from desktop_agent.ui import highlight
 from desktop_agent.ui.changes.log import INLINE_LINES
-from desktop_agent.ui.conversation.view import PlainSpacesCopy
+from desktop_agent.ui.highlight import PlainSpacesCopy
 
 SLICE_S = 0.008
 MEMO_SIZE = 32  # a capped 1,000-line diff is ~0.4 MB of HTML

@@ -35,7 +35,8 @@ from desktop_agent.client.proposals import accepted_hunks_input, edited_file
 from desktop_agent.core.permission import PermissionReply, PermissionRequest, PermissionUpdate
 from desktop_agent.ui import highlight
 from desktop_agent.ui.changes.render import HunkDiffView
-from desktop_agent.ui.conversation.view import is_dark, mono_font, rel_path
+from desktop_agent.ui.conversation.summary import rel_path
+from desktop_agent.ui.highlight import is_dark, mono_font
 from desktop_agent.ui.dialogs.base import SAFETY_DELAY_MS, AwaitableDialog, GuardButton, SafetyDelay
 from desktop_agent.util.diff import hunk_old_range, structured_patch
 

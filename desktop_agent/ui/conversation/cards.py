@@ -1,0 +1,514 @@
+"""The conversation's cards: the user's prompt, tool calls (with a running command's live output),
+thinking, banners and the retry card.
+
+Each renders one item of the presenter's view-model (``presenter.py``) and is told ``sync()`` when it
+changed. Tool and thinking cards paint their one-line header themselves (cached in a pixmap, no child
+widgets) and create the result view only when expanded.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from typing import Any
+
+from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPen, QPixmap
+from PySide6.QtWidgets import QFrame, QLabel, QPlainTextEdit, QWidget
+
+from desktop_agent.ui import highlight, icons
+from desktop_agent.ui.conversation.column import Column
+from desktop_agent.ui.conversation.presenter import TAIL_LINES, RetryItem, ThinkingItem, ToolItem
+from desktop_agent.ui.highlight import is_dark, mono_font
+
+HEADER_H = 32
+
+
+class UserBlock(QLabel):
+    """The user's prompt: a tinted block with a small "you" label."""
+
+    def __init__(self, text: str, label: str | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.prompt = text
+        self.label = label  # deny feedback: "You denied Edit and told the agent:" instead of "you"
+        self.setObjectName("userBlock")
+        self.setContentsMargins(12, 8, 12, 8)
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setAccessibleName(self.tr("Your message"))
+        self._render()
+
+    def _render(self) -> None:
+        dark = is_dark(self)
+        c = highlight.colors(dark)
+        muted = c.muted
+        body = html.escape(self.prompt).replace("\n", "<br/>")
+        you = self.label or self.tr("you")  # (tr() outside f-strings: lupdate misses them)
+        self.setText(f'<span style="color:{muted}; font-size:small; font-weight:600">{you}</span>'
+                     f'<div style="margin-top:4px">{body}</div>')
+
+    def heightForWidth(self, w: int) -> int:  # noqa: N802
+        return super().heightForWidth(w)
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        c = highlight.colors(is_dark(self))
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setPen(QPen(QColor(c.border), 1))
+        p.setBrush(QColor(c.code_bg))
+        p.drawRoundedRect(QRect(0, 0, self.width() - 1, self.height() - 1), 6, 6)
+        p.end()
+        super().paintEvent(event)
+
+
+class _Expandable(QWidget):
+    """Base for cards with a painted one-line header and a lazily created body."""
+
+    clicked = Signal(object)
+
+    def __init__(self, column: Column, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.column = column
+        self.expanded = False
+        self.body: QPlainTextEdit | None = None
+        self.selected = False
+        self._hdr: QPixmap | None = None
+        self._hdr_key: tuple | None = None
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+    def body_text(self) -> str:
+        return ""
+
+    def body_is_error(self) -> bool:
+        return False
+
+    def _on_body_refresh(self) -> None:
+        pass
+
+    def set_expanded(self, on: bool) -> None:
+        if on == self.expanded:
+            return
+        self.expanded = on
+        if on and self.body is None:
+            self.body = QPlainTextEdit(self)
+            self.body.setReadOnly(True)
+            self.body.setFont(mono_font())
+            self.body.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+            self.body.setFrameShape(QFrame.Shape.NoFrame)
+            self.body.setAccessibleName(self.tr("Details"))
+            self.refresh_body()
+        if self.body is not None:
+            self.body.setVisible(on)
+        self._place_body()
+        self.column.child_changed(self)
+        self.update()
+
+    def refresh_body(self) -> None:
+        if self.body is None:
+            return
+        self._on_body_refresh()
+        self.body.setPlainText(self.body_text())
+        pal = self.body.palette()
+        if self.body_is_error():
+            pal.setColor(QPalette.ColorRole.Text, QColor(highlight.colors(is_dark(self)).error))
+        self.body.setPalette(pal)
+        self._place_body()
+        self.column.child_changed(self)
+
+    def _body_height(self) -> int:
+        if self.body is None:
+            return 0
+        lines = min(self.body.blockCount(), 18)
+        return lines * QFontMetrics(self.body.font()).lineSpacing() + 16
+
+    def _place_body(self) -> None:
+        if self.body is not None and self.expanded:
+            self.body.setGeometry(28, HEADER_H, max(50, self.width() - 36), self._body_height())
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802
+        return True
+
+    def heightForWidth(self, w: int) -> int:  # noqa: N802
+        return HEADER_H + (self._body_height() + 8 if self.expanded else 0)
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        return QSize(400, self.heightForWidth(400))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self._place_body()
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        if event.position().y() <= HEADER_H:
+            if event.position().x() < 28:
+                self.set_expanded(not self.expanded)
+            self.clicked.emit(self)
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+    def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802
+        if event.position().y() <= HEADER_H:
+            self.set_expanded(not self.expanded)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+            self.set_expanded(not self.expanded)
+            self.clicked.emit(self)
+            return
+        super().keyPressEvent(event)
+
+    def _cache_key(self) -> tuple:
+        return (self.width(), self.expanded, self.selected, self.hasFocus(), is_dark(self))
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        """The one-line header is painted once into a pixmap and re-used until its content changes."""
+        key = self._cache_key() + (self.devicePixelRatioF(),)
+        if self._hdr_key != key or self._hdr is None:
+            dpr = self.devicePixelRatioF()
+            px = QPixmap(int(self.width() * dpr), int(HEADER_H * dpr))
+            px.setDevicePixelRatio(dpr)
+            px.fill(Qt.GlobalColor.transparent)
+            hp = QPainter(px)
+            self.paint_header(hp)
+            hp.end()
+            self._hdr, self._hdr_key = px, key
+        p = QPainter(self)
+        if self.expanded:
+            self._paint_body_frame(p)
+        p.drawPixmap(0, 0, self._hdr)
+        p.end()
+
+    def update(self, *args) -> None:  # content changed: drop the cached header
+        self._hdr = None
+        super().update(*args)
+
+    def _paint_body_frame(self, p: QPainter) -> None:
+        c = highlight.colors(is_dark(self))
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setPen(QPen(QColor(c.accent) if self.selected else QColor(c.border), 1.5 if self.selected else 1))
+        p.setBrush(self.palette().color(QPalette.ColorRole.Base))
+        p.drawRoundedRect(QRect(0, 0, self.width() - 1, self.height() - 1), 6, 6)
+
+    def paint_header(self, p: QPainter) -> None:
+        self._paint_frame(p)
+
+    def _paint_frame(self, p: QPainter) -> None:
+        pal = self.palette()
+        dark = is_dark(self)
+        c = highlight.colors(dark)
+        rect = QRect(0, 0, self.width() - 1, (self.height() if not self.expanded else HEADER_H + 6) - 1)
+        bg = pal.color(QPalette.ColorRole.Base)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setPen(QPen(QColor(c.accent) if self.selected else QColor(c.border), 1.5 if self.selected else 1))
+        p.setBrush(bg)
+        p.drawRoundedRect(rect.adjusted(0, 0, 0, 0), 6, 6)
+        if self.hasFocus():
+            p.setPen(QPen(pal.color(QPalette.ColorRole.Highlight), 1.5))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRoundedRect(rect.adjusted(1, 1, -1, -1), 6, 6)
+        chev = icons.pixmap("chev_down" if self.expanded else "chev_right", c.muted, 14)
+        p.drawPixmap(8, (HEADER_H - 14) // 2, chev)
+
+    def focusInEvent(self, e) -> None:  # noqa: N802
+        self.update()
+        super().focusInEvent(e)
+
+    def focusOutEvent(self, e) -> None:  # noqa: N802
+        self.update()
+        super().focusOutEvent(e)
+
+
+class ToolCard(_Expandable):
+    """One tool call: icon, name, key argument, state (spinner → ✓ summary / ✗ error / ⏳ waiting).
+
+    It renders its ``ToolItem`` (the presenter's): ``sync()`` after the item changed. A running
+    command's last output lines show under the header."""
+
+    RUNNING, WAITING, DONE, ERROR, DENIED, CANCELLED = "running", "waiting", "done", "error", "denied", "cancelled"
+    TAIL_LINES = TAIL_LINES
+
+    def __init__(self, item: ToolItem, column: Column, parent: QWidget | None = None):
+        super().__init__(column, parent)
+        self.item = item
+        self.spin = 0
+        self._described: tuple[str, str] = (item.state, item.summary)
+        self._body_for: tuple[str, str] = (item.state, item.result)
+        self.setAccessibleName(f"{item.name} {item.arg}")
+        self.setToolTip(item.arg)
+
+    # the item's fields, read-only here (the presenter changes them)
+    tool_use_id = property(lambda self: self.item.tool_use_id)
+    name = property(lambda self: self.item.name)
+    input = property(lambda self: self.item.input)
+    arg = property(lambda self: self.item.arg)
+    state = property(lambda self: self.item.state)
+    summary = property(lambda self: self.item.summary)
+    result = property(lambda self: self.item.result)
+    is_error = property(lambda self: self.item.is_error)
+    progress = property(lambda self: self.item.progress)
+    tail = property(lambda self: self.item.tail)
+    started = property(lambda self: self.item.started)
+    ended = property(lambda self: self.item.ended)
+
+    def sync(self) -> None:
+        """The item changed: re-measure (the tail comes and goes), refresh an open body, repaint."""
+        item = self.item
+        if (item.state, item.summary) != self._described:
+            self._described = (item.state, item.summary)
+            self.setAccessibleDescription(f"{item.state} {item.summary}")
+        if self.body is not None and (item.state, item.result) != self._body_for:
+            self.refresh_body()
+        self.column.child_changed(self)
+        self.update()
+
+    def set_progress(self, data: Any) -> None:
+        """A progress event: a running command's output so far (``bash_progress``) or a message."""
+        self.item.take_progress(data, time.monotonic())
+        self.sync()
+
+    def elapsed_text(self) -> str:
+        return self.item.elapsed_text(time.monotonic())
+
+    def _tail_shown(self) -> bool:
+        return bool(self.tail) and self.state == self.RUNNING and not self.expanded
+
+    def _tail_height(self) -> int:
+        if not self._tail_shown():
+            return 0
+        return len(self.tail) * QFontMetrics(mono_font()).lineSpacing() + 8
+
+    def heightForWidth(self, w: int) -> int:  # noqa: N802
+        return super().heightForWidth(w) + self._tail_height()
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        if not self._tail_shown():
+            super().paintEvent(event)
+            return
+        p = QPainter(self)
+        self._paint_body_frame(p)  # the frame around header and tail
+        p.end()
+        super().paintEvent(event)
+        p = QPainter(self)
+        c = highlight.colors(is_dark(self))
+        mono = mono_font()
+        mono.setPointSizeF(self.font().pointSizeF() * 0.9 if self.font().pointSizeF() > 0 else 9)
+        p.setFont(mono)
+        p.setPen(QColor(c.muted))
+        fm = QFontMetrics(mono)
+        y = HEADER_H + fm.ascent()
+        for line in self.tail:
+            p.drawText(28, y, fm.elidedText(line, Qt.TextElideMode.ElideRight, max(0, self.width() - 40)))
+            y += fm.lineSpacing()
+        p.end()
+
+    def body_text(self) -> str:
+        inp = json.dumps(self.input, indent=2, ensure_ascii=False)
+        out = self.result if self.state not in (self.RUNNING, self.WAITING) else self.tr("(running…)")
+        limit = 200_000
+        if len(out) > limit:
+            out = out[:limit] + "\n" + self.tr("… {0} more characters").format(len(out) - limit)
+        input_label, result_label = self.tr("Input"), self.tr("Result")
+        return f"{input_label}\n{inp}\n\n{result_label}\n{out}"
+
+    def body_is_error(self) -> bool:
+        return self.is_error
+
+    def _on_body_refresh(self) -> None:
+        self._body_for = (self.item.state, self.item.result)
+
+    def paint_header(self, p: QPainter) -> None:
+        self._paint_frame(p)
+        c = highlight.colors(is_dark(self))
+        pal = self.palette()
+        text_color = pal.color(QPalette.ColorRole.Text)
+        icon_name = icons.TOOL_ICON.get(self.name, "tool")
+        p.drawPixmap(28, (HEADER_H - 16) // 2, icons.pixmap(icon_name, text_color.name(), 16))
+        font = self.font()
+        bold = QFont(font)
+        bold.setWeight(QFont.Weight.DemiBold)
+        fm_b = QFontMetrics(bold)
+        x = 52
+        p.setFont(bold)
+        p.setPen(text_color)
+        baseline = (HEADER_H + fm_b.ascent() - fm_b.descent()) // 2
+        p.drawText(x, baseline, self.name)
+        x += fm_b.horizontalAdvance(self.name) + 12
+        # State on the right.
+        state_w = self._paint_state(p, c, baseline)
+        mono = mono_font()
+        mono.setPointSizeF(font.pointSizeF() * 0.95 if font.pointSizeF() > 0 else 9)
+        p.setFont(mono)
+        p.setPen(QColor(c.muted))
+        fm = QFontMetrics(mono)
+        avail = self.width() - x - state_w - 16
+        p.drawText(x, baseline, fm.elidedText(self.arg, Qt.TextElideMode.ElideMiddle, max(0, avail)))
+
+    def _paint_state(self, p: QPainter, c: highlight.DiffColors, baseline: int) -> int:
+        font = self.font()
+        p.setFont(font)
+        fm = QFontMetrics(font)
+        right = self.width() - 12
+        if self.state == self.RUNNING:
+            label = self.progress or self.tr("running")
+            if self.name == "Bash" or self.tail:
+                label = f"{label} · {self.elapsed_text()}"
+            w = fm.horizontalAdvance(label)
+            p.setPen(QColor(c.muted))
+            p.drawText(right - w, baseline, label)
+            cx, cy, r = right - w - 14, HEADER_H // 2, 6
+            pen = QPen(QColor(c.muted), 2)
+            pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+            p.setPen(pen)
+            p.drawArc(QRect(cx - r, cy - r, 2 * r, 2 * r), -self.spin * 16 * 30, 270 * 16)
+            return w + 28
+        if self.state == self.WAITING:
+            label = self.tr("waiting for you")
+            w = fm.horizontalAdvance(label)
+            p.setPen(QColor(c.accent))
+            p.drawText(right - w, baseline, label)
+            p.drawPixmap(right - w - 20, (HEADER_H - 16) // 2, icons.pixmap("clock", c.accent, 16))
+            return w + 24
+        if self.state in (self.ERROR, self.DENIED, self.CANCELLED):
+            color = c.error if self.state != self.CANCELLED else c.muted
+            label = fm.elidedText(self.summary or self.state, Qt.TextElideMode.ElideRight, max(80, self.width() // 3))
+            w = fm.horizontalAdvance(label)
+            p.setPen(QColor(color))
+            p.drawText(right - w, baseline, label)
+            p.drawPixmap(right - w - 20, (HEADER_H - 16) // 2, icons.pixmap("x", color, 16))
+            return w + 24
+        label = self.summary
+        w = fm.horizontalAdvance(label)
+        p.setPen(QColor(c.muted))
+        p.drawText(right - w, baseline, label)
+        p.drawPixmap(right - w - 20, (HEADER_H - 16) // 2, icons.pixmap("check", c.added_fg, 16))
+        return w + 24
+
+
+class ThinkingCard(_Expandable):
+    """The model's thinking, collapsed to "Thought for N s"; renders its ``ThinkingItem``."""
+
+    def __init__(self, item: ThinkingItem, column: Column, parent: QWidget | None = None):
+        super().__init__(column, parent)
+        self.item = item
+        self._ended = item.ended
+        self.setAccessibleName(self.tr("Thinking"))
+
+    text = property(lambda self: self.item.text)
+    started = property(lambda self: self.item.started)
+    ended = property(lambda self: self.item.ended)
+
+    def sync(self) -> None:
+        if self.item.ended != self._ended:  # done: the header says for how long
+            self._ended = self.item.ended
+            self.update()
+            if self.body is not None:
+                self.refresh_body()
+
+    def body_text(self) -> str:
+        return self.text
+
+    def paint_header(self, p: QPainter) -> None:
+        self._paint_frame(p)
+        c = highlight.colors(is_dark(self))
+        p.drawPixmap(28, (HEADER_H - 16) // 2, icons.pixmap("spark", c.muted, 16))
+        fm = QFontMetrics(self.font())
+        baseline = (HEADER_H + fm.ascent() - fm.descent()) // 2
+        p.setPen(QColor(c.muted))
+        if self.ended is None:
+            label = self.tr("Thinking…")
+        else:
+            label = self.tr("Thought for {0} s").format(max(1, round(self.ended - self.started)))
+        p.drawText(52, baseline, label)
+
+
+class Banner(QLabel):
+    """An error or notice: what happened and what the user can do (links: retry, settings)."""
+
+    def __init__(self, kind: str, text: str, actions: list[tuple[str, str]] | None = None,
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self.kind = kind
+        self.key: str | None = None  # set by the view for a keyed banner
+        self.text_plain = text
+        self.actions = list(actions or [])
+        self.setObjectName(f"banner_{kind}")
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
+        dark = is_dark(self)
+        c = highlight.colors(dark)
+        if kind == "error":
+            bg, fg, border = (c.removed_bg, c.text, c.error)
+            icon = "⚠"
+        elif kind == "interrupted":
+            bg, fg, border = ("transparent", c.muted, c.border)
+            icon = "■"
+        else:
+            bg, fg, border = ("transparent", c.muted, c.border)
+            icon = "ℹ"
+        links = "  ".join(f'<a href="{href}">{html.escape(label)}</a>' for href, label in (actions or []))
+        body = html.escape(text).replace("\n", "<br/>")
+        self.setText(f"<b>{icon}</b>&nbsp; {body}" + (f"<br/>{links}" if links else ""))
+        self.setStyleSheet(
+            f"QLabel#{self.objectName()} {{ background: {bg}; color: {fg}; border: 1px solid {border}; "
+            f"border-radius: 6px; padding: 8px; }}"
+        )
+        self.setAccessibleName(text)
+
+
+class RetryCard(Banner):
+    """The one card of a retried request, updated in place: the error, a live countdown to the next
+    attempt, and ``Retry now`` / ``Cancel`` (links ``retry-now`` / ``retry-cancel``). Once the request
+    goes through (or the turn ends) it says how it ended and the links go."""
+
+    def __init__(self, item: RetryItem, parent: QWidget | None = None):
+        super().__init__("notice", "", None, parent)
+        self.setObjectName("retryCard")
+        self.setStyleSheet(self.styleSheet().replace("QLabel#banner_notice", "QLabel#retryCard"))
+        self.item = item
+        self._timer = QTimer(self)
+        self._timer.setInterval(250)
+        self._timer.timeout.connect(self._render)
+
+    attempt = property(lambda self: self.item.attempt)
+    max_attempts = property(lambda self: self.item.max_attempts)
+    error = property(lambda self: self.item.error)
+    deadline = property(lambda self: self.item.deadline)
+    finished = property(lambda self: self.item.finished)
+
+    def sync(self) -> None:
+        """Waiting: a live countdown (every 250 ms); finished: how it ended, the links gone."""
+        if self.finished is None:
+            self._timer.start()
+        else:
+            self._timer.stop()
+        self._render()
+
+    def seconds_left(self) -> int:
+        return self.item.seconds_left(time.monotonic())
+
+    def _render(self) -> None:
+        c = highlight.colors(is_dark(self))
+        err = html.escape(self.error)
+        if self.finished is None:
+            left = self.seconds_left()
+            head = (self.tr("Retrying in {0} s (attempt {1} of {2})").format(left, self.attempt, self.max_attempts)
+                    if left else self.tr("Retrying now (attempt {0} of {1})").format(self.attempt, self.max_attempts))
+            links = (f'<a href="retry-now">{html.escape(self.tr("Retry now"))}</a>&nbsp;&nbsp;'
+                     f'<a href="retry-cancel">{html.escape(self.tr("Cancel"))}</a>')
+            self.setText(f"<b>↻</b>&nbsp; {html.escape(head)}<br/><span style='color:{c.muted}'>{err}</span>"
+                         f"<br/>{links}")
+            self.text_plain = f"{head}: {self.error}"
+        else:
+            tail = {"ok": self.tr("Went through after {0} retries."),
+                    "cancelled": self.tr("Retrying cancelled after {0} retries."),
+                    "failed": self.tr("Gave up after {0} retries.")}[self.finished].format(self.attempt)
+            self.setText(f"<b>↻</b>&nbsp; {html.escape(tail)}<br/><span style='color:{c.muted}'>{err}</span>")
+            self.text_plain = f"{tail} {self.error}"
+        self.setAccessibleName(self.text_plain)
+        col = self.parent()
+        if isinstance(col, Column):
+            col.child_changed(self)
