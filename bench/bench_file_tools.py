@@ -34,10 +34,10 @@ from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.engine.execution import run_tool_use  # noqa: E402
 from desktop_agent.engine.scheduler import run_tools  # noqa: E402
 from desktop_agent.util import fileio  # noqa: E402
-from desktop_agent.tools import read as read_mod  # noqa: E402
+from desktop_agent.tools.read import tool as read_mod  # noqa: E402
 from desktop_agent.tools.edit import EditTool, take_snapshot  # noqa: E402
 from desktop_agent.util.diff import structured_patch  # noqa: E402
-from desktop_agent.tools.read import ReadTool  # noqa: E402
+from desktop_agent.tools.read.tool import ReadTool  # noqa: E402
 from desktop_agent.tools.write import WriteTool  # noqa: E402
 
 

@@ -32,7 +32,7 @@ from PIL import Image  # noqa: E402
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.engine.execution import run_tool_use  # noqa: E402
 from desktop_agent.permissions.context import PermissionContext  # noqa: E402
-from desktop_agent.tools.read import ReadTool  # noqa: E402
+from desktop_agent.tools.read.tool import ReadTool  # noqa: E402
 from tests.tools.media_files import gradient_image, noise_image, page_text, write_pdf  # noqa: E402
 
 REPEAT = 5

@@ -219,10 +219,9 @@ def _inner(ctx: ToolUseContext, tool: ToolFacts, target: PermissionTarget,
         suggestions = decision.suggestions or [
             PermissionUpdate(type="addRules", behavior="allow", destination="session",
                              rules=[RuleValue(tool_name=tool.name)])]
+        fallback = f"Claude requested permissions to use {tool.name}, but you haven't granted it yet."
         return PermissionDecision(
-            behavior="ask",
-            message=decision.message or f"Claude requested permissions to use {tool.name}, but you haven't granted it yet.",
-            updated_input=decision.updated_input,
+            behavior="ask", message=decision.message or fallback, updated_input=decision.updated_input,
             decision_reason=decision.decision_reason or DecisionReason(type="mode", mode=mode),  # type: ignore[arg-type]
             suggestions=suggestions, blocked_path=decision.blocked_path)
     return decision

@@ -8,7 +8,8 @@
 - ``ask`` builds a ``PermissionRequest`` (with the tool's structured patch or sub-commands), emits
   ``PermissionRequested``, awaits ``ctx.prompter.ask`` raced against the turn's abort signal, applies
   the reply's permission updates, emits ``PermissionResolved``;
-- matching ``PermissionRequest`` hooks start at the same time as the prompter: the first answer wins and the
+- matching ``PermissionRequest`` hooks start at the same time as the prompter; each answers through
+  ``pending`` (``PendingRequests``: request_id → Future, the first answer wins, a later one is ignored) and the
   loser is cancelled (a cancelled prompter sends its ``control_cancel_request``); a hook with no opinion
   leaves the prompter to answer; an interrupt (abort) while waiting is a deny; ``Notification`` hooks
   (``permission_prompt``) start in the background when a waiting prompter is asked;
@@ -162,9 +163,69 @@ def _notify_waiting(ctx: ToolUseContext, tool_name: str) -> None:
         notify(permission_prompt_message(tool_name), ctx, "permission_prompt", PERMISSION_PROMPT_TITLE)
 
 
+Answer = tuple[PermissionReply, str]  # the reply and who gave it: "user", "hook" or "cancel"
+
+
+class PendingRequests:
+    """The asks waiting for an answer: request_id → the Future its first answer resolves.
+
+    Every source that may answer (the prompter, a PermissionRequest hook, the abort signal, a front end calling
+    ``answer``) goes through ``answer``; the first one wins, a later one for the same request is ignored (as a
+    duplicate reply for a tool_use already answered is, ``ToolUseContext.answered_tool_use_ids``)."""
+
+    def __init__(self) -> None:
+        self._futures: dict[str, asyncio.Future[Answer]] = {}
+
+    def open(self, request_id: str) -> asyncio.Future[Answer]:
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self._futures[request_id] = future
+        return future
+
+    def answer(self, request_id: str, reply: PermissionReply, decided_by: str = "user") -> bool:
+        """Resolve a waiting request; False when it is unknown or already answered (the answer is ignored)."""
+        future = self._futures.get(request_id)
+        if future is None or future.done():
+            return False
+        future.set_result((reply, decided_by))
+        return True
+
+    def close(self, request_id: str) -> None:
+        future = self._futures.pop(request_id, None)
+        if future is not None and not future.done():
+            future.cancel()
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._futures
+
+    def __len__(self) -> int:
+        return len(self._futures)
+
+
+# The asks of this process (request ids are unique: a uuid4 per wait).
+pending = PendingRequests()
+
+
 async def _race(ctx: ToolUseContext, request: PermissionRequest, tool_name: str, input_dict: dict[str, Any],
-                decision: PermissionDecision) -> tuple[PermissionReply, str]:
-    """The prompter, PermissionRequest hooks and the abort signal; the first to decide wins."""
+                decision: PermissionDecision) -> Answer:
+    """The prompter, PermissionRequest hooks and the abort signal answer through ``pending``; the first wins.
+
+    A prompter that fails or is cancelled, and an abort, answer deny (``cancel``); a hook with no opinion does
+    not answer and leaves the others to."""
+    rid = request.request_id
+    answered = pending.open(rid)
+    denied = PermissionReply(behavior="deny", message=USER_DENIED_MESSAGE)
+
+    def from_prompter(task: asyncio.Future[Any]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            pending.answer(rid, task.result(), "user")
+        else:  # the prompter failed or was cancelled: deny
+            pending.answer(rid, denied, "cancel")
+
+    def from_hook(task: asyncio.Future[Any]) -> None:
+        result = None if task.cancelled() or task.exception() is not None else task.result()
+        if result is not None:
+            pending.answer(rid, result, "hook")
+
     ask_task = asyncio.ensure_future(ctx.prompter.ask(request))  # type: ignore[union-attr]
     abort_task = asyncio.ensure_future(ctx.abort.wait())
     hook_task: asyncio.Future[Any] | None = None
@@ -174,38 +235,14 @@ async def _race(ctx: ToolUseContext, request: PermissionRequest, tool_name: str,
         if has is None or has("PermissionRequest", tool_name):
             hook_task = asyncio.ensure_future(hooks.permission_request(
                 tool_name, input_dict, decision.suggestions, ctx, request.tool_use_id))
-    pending: set[asyncio.Future[Any]] = {ask_task, abort_task} | ({hook_task} if hook_task else set())
-    reply: PermissionReply | None = None
-    decided_by = "cancel"
+    ask_task.add_done_callback(from_prompter)
+    if hook_task is not None:
+        hook_task.add_done_callback(from_hook)
+    abort_task.add_done_callback(lambda _t: pending.answer(rid, denied, "cancel"))
     try:
-        while reply is None:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            if ask_task in done:
-                if not ask_task.cancelled() and ask_task.exception() is None:
-                    reply, decided_by = ask_task.result(), "user"
-                else:  # the prompter failed or was cancelled: deny
-                    reply = PermissionReply(behavior="deny", message=USER_DENIED_MESSAGE)
-                break
-            if hook_task is not None and hook_task in done:
-                result = None if hook_task.cancelled() or hook_task.exception() is not None else hook_task.result()
-                if result is not None:
-                    reply, decided_by = result, "hook"
-                    break
-                hook_task = None  # no opinion: keep waiting for the prompter
-                if not pending - {abort_task}:
-                    break
-            if abort_task in done:
-                reply = PermissionReply(behavior="deny", message=USER_DENIED_MESSAGE)
-                break
-    except asyncio.CancelledError:
-        for t in (ask_task, abort_task, hook_task):
-            if t is not None:
-                t.cancel()
-        raise
+        return await answered
     finally:
         for t in (ask_task, abort_task, hook_task):
             if t is not None and not t.done():
                 t.cancel()
-    if reply is None:
-        reply = PermissionReply(behavior="deny", message=USER_DENIED_MESSAGE)
-    return reply, decided_by
+        pending.close(rid)

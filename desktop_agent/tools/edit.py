@@ -29,7 +29,7 @@ from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.util import fileio
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.util.diff import apply_hunks, rejected_hunks_sentence, split_lines_keepends, structured_patch
-from desktop_agent.tools.read import DENIED_MESSAGE, file_not_found_message
+from desktop_agent.tools.read.files import DENIED_MESSAGE, file_not_found_message
 
 MAX_EDIT_FILE_SIZE = 1024 * 1024 * 1024  # 1 GiB
 

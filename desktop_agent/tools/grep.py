@@ -24,7 +24,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.util.paths import is_inside
 from desktop_agent.core.tool import ToolInput, ToolResult, ValidationResult, Tool
-from desktop_agent.tools.read import special_file_message
+from desktop_agent.tools.read.files import special_file_message
 from desktop_agent.tools.ripgrep import (DenyFilter, NewestFirst, RipgrepError, deny_exclude_args, rg_argument_problem,
                                          run_rg, split_rel, vcs_exclude_args)
 

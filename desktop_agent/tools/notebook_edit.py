@@ -36,7 +36,7 @@ from desktop_agent.tools.edit import (
     prepare_write, take_snapshot, written_state,
 )
 from desktop_agent.util.diff import structured_patch
-from desktop_agent.tools.read import DENIED_MESSAGE
+from desktop_agent.tools.read.files import DENIED_MESSAGE
 
 NOT_NOTEBOOK_MESSAGE = "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool."
 MISSING_MESSAGE = "Notebook file does not exist."

@@ -8,7 +8,7 @@ from typing import Any
 
 # Module, class name. Each tool lives in its own module of desktop_agent.tools.
 _BUILTINS: list[tuple[str, str]] = [
-    ("desktop_agent.tools.read", "ReadTool"),
+    ("desktop_agent.tools.read.tool", "ReadTool"),
     ("desktop_agent.tools.edit", "EditTool"),
     ("desktop_agent.tools.write", "WriteTool"),
     ("desktop_agent.tools.notebook_edit", "NotebookEditTool"),

@@ -39,7 +39,7 @@ from desktop_agent.tools.edit import (
     written_state,
 )
 from desktop_agent.util.diff import apply_hunks, structured_patch
-from desktop_agent.tools.read import DENIED_MESSAGE
+from desktop_agent.tools.read.files import DENIED_MESSAGE
 
 
 class WriteInput(ToolInput):

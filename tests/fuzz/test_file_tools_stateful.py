@@ -30,7 +30,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.tools.edit import EditTool
-from desktop_agent.tools.read import ReadTool
+from desktop_agent.tools.read.tool import ReadTool
 from desktop_agent.tools.write import WriteTool
 
 NAMES = ["f0.txt", "f1.txt", "f2.txt", "d/f3.txt"]

@@ -87,7 +87,7 @@ def ctx_for(path, tools=None, **kw) -> ToolUseContext:
 @aio
 async def test_running_example_exact_request_sequence(workdir, fake_anthropic, streaming):
     from desktop_agent.tools.edit import EditTool
-    from desktop_agent.tools.read import ReadTool
+    from desktop_agent.tools.read.tool import ReadTool
 
     path = str(workdir / "app.ts")
     fake_anthropic.script([

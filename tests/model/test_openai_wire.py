@@ -40,7 +40,7 @@ async def collect(client: AnthropicClient, req: ModelRequest) -> dict:
 @aio
 async def test_running_example_read_edit_text(workdir, fake_openai):
     from desktop_agent.tools.edit import EditTool
-    from desktop_agent.tools.read import ReadTool
+    from desktop_agent.tools.read.tool import ReadTool
 
     path = str(workdir / "app.ts")
     fake_openai.script([
@@ -187,7 +187,7 @@ def test_in_stream_error_chunk_raises_with_its_code():
 async def test_hostile_provider_arguments_nested_10000_deep_get_one_error_result(workdir):
     """A provider streaming tool arguments nested 10,000 deep: no RecursionError anywhere; the call gets
     exactly one error tool_result (the input guard's) and the turn ends normally."""
-    from desktop_agent.tools.read import ReadTool
+    from desktop_agent.tools.read.tool import ReadTool
 
     deep = '{"file_path": ' + "[" * 10_000 + "]" * 10_000 + "}"
     with FakeOpenAI(chunk_size=500) as fake:

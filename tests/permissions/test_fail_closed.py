@@ -59,7 +59,7 @@ def test_exception_in_the_permission_check_is_a_deny_in_every_mode(tmp_path, mon
     """The path matcher inside ``decide`` raises, or the tool's declaration does: a deny in every mode."""
     from desktop_agent.permissions import paths
     from desktop_agent.permissions.context import PermissionContext
-    from desktop_agent.tools.read import ReadTool
+    from desktop_agent.tools.read.tool import ReadTool
 
     def broken(*args, **kwargs):
         raise RuntimeError("matcher blew up")

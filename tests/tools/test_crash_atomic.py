@@ -27,7 +27,7 @@ CHILD = textwrap.dedent(f"""
     from desktop_agent.core.context import ToolUseContext
     from desktop_agent.engine.execution import run_tool_use
     from desktop_agent.tools.edit import EditTool
-    from desktop_agent.tools.read import ReadTool
+    from desktop_agent.tools.read.tool import ReadTool
     from desktop_agent.permissions.context import PermissionContext
 
     async def main(workdir):

@@ -30,7 +30,9 @@ from desktop_agent.util.input_guard import (CLIPPED_MARKER, MAX_INPUT_DEPTH, cli
 from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.model.stream import MessageAccumulator, message_to_events
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.tools.read import ReadTool, open_regular, read_text_range
+from desktop_agent.tools.read.files import open_regular
+from desktop_agent.tools.read.text import read_text_range
+from desktop_agent.tools.read.tool import ReadTool
 from desktop_agent.tools.registry import default_tools
 
 DEEP = 10_000
@@ -182,7 +184,7 @@ def test_nul_in_patterns_and_direct_read_validation(ws):
     assert block["is_error"] and "NUL character, which cannot be passed to ripgrep" in block["content"]
     block = call(ctx, "Grep", {"pattern": "x", "glob": "*.py\x00"})
     assert block["is_error"] and "The glob contains a NUL character" in block["content"]
-    from desktop_agent.tools.read import ReadInput
+    from desktop_agent.tools.read.tool import ReadInput
 
     result = run(ReadTool().validate_input(ReadInput(file_path="a\x00b"), ctx))  # a caller that skips the guard
     assert not result.result and "NUL character" in result.message

@@ -13,9 +13,11 @@ import sys
 import pytest
 
 from desktop_agent.engine.execution import run_tool_use
-from desktop_agent.tools import read as read_mod
+from desktop_agent.tools.read import media as read_media
+from desktop_agent.tools.read import text as read_text
+from desktop_agent.tools.read import tool as read_mod
 from desktop_agent.tools.edit import EditTool
-from desktop_agent.tools.read import ReadTool
+from desktop_agent.tools.read.tool import ReadTool
 from desktop_agent.tools.write import WriteTool
 from tests.engine.helpers import ctx_with, tool_use
 
@@ -309,7 +311,7 @@ def test_media_type_from_content_not_name(tmp_path, ctx):
 
 def test_oversized_image_without_pillow_is_a_clear_error(tmp_path, ctx, monkeypatch):
     monkeypatch.setitem(sys.modules, "PIL", None)  # as if Pillow were not installed
-    monkeypatch.setattr(read_mod, "MAX_IMAGE_RAW_BYTES", 1000)
+    monkeypatch.setattr(read_media, "MAX_IMAGE_RAW_BYTES", 1000)
     (tmp_path / "huge.png").write_bytes(PNG_1x1 + b"\x00" * 2000)
     out = read(ctx, tmp_path / "huge.png")
     assert out.is_error
@@ -366,7 +368,7 @@ def test_notebook_cells_with_outputs(tmp_path, ctx):
 
 def _reference_range(data: bytes, offset, limit):
     """The obvious implementation: decode everything, drop CR of CRLF, split on LF."""
-    text = read_mod.fileio.decode_bytes(data)[0].replace("\r\n", "\n")
+    text = read_text.fileio.decode_bytes(data)[0].replace("\r\n", "\n")
     lines = text.split("\n") if text else []
     start = 0 if not offset else offset - 1
     chosen = lines[start:start + limit] if limit is not None else lines[start:]
@@ -389,14 +391,14 @@ def test_ranges_match_reference(tmp_path, monkeypatch, mode):
     ranges = [(None, None), (None, 5), (1, 3), (2, 1), (10, 5), (48, 10), (51, 1), (52, 3), (200, 1), (0, 2),
               (3, None)]
     if mode == "streamed":
-        monkeypatch.setattr(read_mod, "STREAM_THRESHOLD_BYTES", 10)
+        monkeypatch.setattr(read_text, "STREAM_THRESHOLD_BYTES", 10)
     for name, data in variants.items():
         p = tmp_path / name
         p.write_bytes(data)
         for o, n in ranges:
             if mode == "streamed" and n is None:
                 continue  # only ranges with a limit are streamed
-            got = read_mod.read_text_range(str(p), o, n)
+            got = read_text.read_text_range(str(p), o, n)
             assert (got.content, got.num_lines, got.total_lines) == _reference_range(data, o, n), (name, o, n)
 
 
@@ -411,20 +413,20 @@ from hypothesis import strategies as st  # noqa: E402
        st.sampled_from([4, 7, 65536]))
 def test_byte_ranges_match_reference(parts, sep, final, offset, limit, step):
     data = sep.join(parts) + (sep if final and parts else b"")
-    original = read_mod._line_start
-    read_mod._line_start = lambda d, n, pos=0, step_=step: original(d, n, pos, step_)  # tiny chunks too
+    original = read_text._line_start
+    read_text._line_start = lambda d, n, pos=0, step_=step: original(d, n, pos, step_)  # tiny chunks too
     try:
-        got = read_mod.text_range_from_bytes(data, offset, limit, 0, len(data))
+        got = read_text.text_range_from_bytes(data, offset, limit, 0, len(data))
     finally:
-        read_mod._line_start = original
+        read_text._line_start = original
     assert (got.content, got.num_lines, got.total_lines) == _reference_range(data, offset, limit)
 
 
 def test_rendered_numbering_matches_simple_numbering():
     text = "\n".join(f"l{i}" for i in range(3000))
-    assert read_mod.render_numbered(text, 1) == read_mod.add_line_numbers(text, 1)
-    assert read_mod.render_numbered(text, 250_000) == read_mod.add_line_numbers(text, 250_000)
-    assert read_mod.render_numbered("", 7) == "7\t"
+    assert read_text.render_numbered(text, 1) == read_text.add_line_numbers(text, 1)
+    assert read_text.render_numbered(text, 250_000) == read_text.add_line_numbers(text, 250_000)
+    assert read_text.render_numbered("", 7) == "7\t"
 
 
 def test_reads_run_off_the_event_loop(tmp_path, ctx, monkeypatch):
@@ -504,7 +506,8 @@ def test_parallel_reads_overlap_their_io_waits(tmp_path, monkeypatch):
 
 
 def test_streamed_range_through_the_tool(tmp_path, ctx, monkeypatch):
-    monkeypatch.setattr(read_mod, "STREAM_THRESHOLD_BYTES", 10)
+    monkeypatch.setattr(read_mod, "STREAM_THRESHOLD_BYTES", 10)  # the tool's choice to stream
+    monkeypatch.setattr(read_text, "STREAM_THRESHOLD_BYTES", 10)  # and the text reader's
     p = tmp_path / "big.log"
     p.write_bytes(b"".join(b"entry %d\r\n" % i for i in range(1, 101)))
     out = read(ctx, p, offset=99, limit=5)

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from desktop_agent.engine.execution import run_tool_use
-from desktop_agent.tools import read as read_mod
+from desktop_agent.tools.read import media as read_mod
 from tests.engine.helpers import ctx_with, tool_use
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text
 from tests.fakes.anthropic_server import tool_use as model_tool_use

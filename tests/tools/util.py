@@ -8,7 +8,7 @@ from typing import Any
 
 from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.tools.edit import EditTool
-from desktop_agent.tools.read import ReadTool
+from desktop_agent.tools.read.tool import ReadTool
 from desktop_agent.tools.write import WriteTool
 from tests.engine.helpers import tool_use
 
