@@ -246,7 +246,7 @@ def test_flag_errors_and_missing_key(fake, workdir, tmp_path):
 
 
 def test_parse_args_reference_flags():
-    from desktop_agent.cli import UsageError, parse_args
+    from desktop_agent.cli.argv import UsageError, parse_args
 
     o = parse_args(["--output-format", "stream-json", "--verbose", "--system-prompt", "", "--permission-prompt-tool",
                     "stdio", "--permission-mode", "acceptEdits", "--input-format", "stream-json", "--tools", "",
@@ -486,7 +486,8 @@ def test_interrupt_while_permission_pending(fake, workdir, tmp_path):
 def test_session_composition_from_flags(workdir, tmp_path, monkeypatch):
     """--add-dir, --settings (JSON), --dangerously-skip-permissions, --trust, --tools, --system-prompt: what the
     headless run builds from them (in process; no model call)."""
-    from desktop_agent.cli import HeadlessRun, parse_args
+    from desktop_agent.cli.argv import parse_args
+    from desktop_agent.cli.headless import HeadlessRun
 
     extra = tmp_path / "extra"
     extra.mkdir()
@@ -520,7 +521,9 @@ def test_compact_command_in_process(workdir, monkeypatch):
     import io
 
     from desktop_agent.app import build
-    from desktop_agent.cli import HeadlessRun, Output, parse_args
+    from desktop_agent.cli.argv import parse_args
+    from desktop_agent.cli.headless import HeadlessRun
+    from desktop_agent.cli.stdio import Output
     from desktop_agent.model.scripted import ScriptedModelClient
 
     client = ScriptedModelClient([reply(text("hi there")), reply(text("<summary>The user said hello.</summary>"))])
