@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QPlainTextEdit, QWidget
 
 from desktop_agent.ui import highlight, icons
 from desktop_agent.ui.conversation.column import Column
-from desktop_agent.ui.conversation.presenter import TAIL_LINES, RetryItem, ThinkingItem, ToolItem
+from desktop_agent.ui.conversation.presenter import TAIL_LINES, BannerKind, RetryItem, ThinkingItem, ToolItem
 from desktop_agent.ui.highlight import is_dark, mono_font
 
 HEADER_H = 32
@@ -427,7 +427,7 @@ class ThinkingCard(_Expandable):
 class Banner(QLabel):
     """An error or notice: what happened and what the user can do (links: retry, settings)."""
 
-    def __init__(self, kind: str, text: str, actions: list[tuple[str, str]] | None = None,
+    def __init__(self, kind: BannerKind, text: str, actions: list[tuple[str, str]] | None = None,
                  parent: QWidget | None = None):
         super().__init__(parent)
         self.kind = kind

@@ -22,7 +22,7 @@ from typing import Any, Callable, Literal, Protocol, Union, assert_never
 from desktop_agent.core.events import (
     AgentEvent, AssistantBlock, AssistantMessage, Compacted, ErrorEvent, PermissionRequested, PermissionResolved,
     RequestStarted, RetryWaiting, StreamEvent, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished,
-    ToolCallProgress, ToolCallStarted, TurnFinished, TurnStarted, Usage, UserMessage,
+    ToolCallProgress, ToolCallStarted, TurnFinished, TurnFinishReason, TurnStarted, Usage, UserMessage,
 )
 from desktop_agent.ui.conversation.summary import Translate, english, key_argument, result_text, short_summary
 
@@ -103,7 +103,7 @@ class ToolItem:
 class BannerItem:
     """An error or notice; ``actions`` are (href, label) links; with ``key``, one banner per key."""
 
-    kind: str  # a BannerKind; the window may pass a kept banner's kind back
+    kind: BannerKind
     text: str
     actions: list[tuple[str, str]] = field(default_factory=list)
     key: str | None = None
@@ -377,7 +377,7 @@ class ConversationPresenter:
         return card
 
     # ----- banners and the retry card ------------------------------------------------------------
-    def add_banner(self, kind: str, text: str, actions: list[tuple[str, str]] | None = None,
+    def add_banner(self, kind: BannerKind, text: str, actions: list[tuple[str, str]] | None = None,
                    key: str | None = None) -> BannerItem:
         """A banner. With ``key``, one banner per key: an earlier one of the same key is removed (the new
         one says what is true now), so set-up and error banners never pile up."""
@@ -441,7 +441,7 @@ class ConversationPresenter:
                 card.progress = self.translate("ConversationView", "stopping")
                 self.sink.item_changed(card)
 
-    def end_turn(self, reason: str, error: str | None = None) -> None:
+    def end_turn(self, reason: TurnFinishReason, error: str | None = None) -> None:
         self.close_text()
         aborted = reason.startswith("aborted")
         self.retry_over("cancelled" if aborted else "failed" if reason == "model_error" else "ok")

@@ -16,7 +16,7 @@ from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QLabel, QWidget
 
-from desktop_agent.core.events import AgentEvent
+from desktop_agent.core.events import AgentEvent, TurnFinishReason
 from desktop_agent.ui.conversation.cards import (
     HEADER_H, Banner, RetryCard, ThinkingCard, ToolCard, UserBlock,
 )
@@ -24,8 +24,8 @@ from desktop_agent.ui.conversation.column import SPACING, Column
 from desktop_agent.ui.conversation.find import ConversationFind
 from desktop_agent.ui.conversation.markdown import MarkdownBlock
 from desktop_agent.ui.conversation.presenter import (
-    BannerItem, ConversationPresenter, HistoryOp, Item, RetryItem, RetryOutcome, TextItem, ThinkingItem, ToolItem,
-    UserItem, history_ops,
+    BannerItem, BannerKind, ConversationPresenter, HistoryOp, Item, RetryItem, RetryOutcome, TextItem, ThinkingItem,
+    ToolItem, UserItem, history_ops,
 )
 
 
@@ -218,7 +218,7 @@ class ConversationView(ConversationFind):
                     data: dict[str, Any] | None = None) -> None:
         self.presenter.finish_tool(tool_use_id, name, content, is_error, data)
 
-    def add_banner(self, kind: str, text: str, actions: list[tuple[str, str]] | None = None,
+    def add_banner(self, kind: BannerKind, text: str, actions: list[tuple[str, str]] | None = None,
                    key: str | None = None) -> Banner:
         """A banner card. With ``key``, one banner per key: an earlier one of the same key is removed
         (the new one says what is true now), so set-up and error banners never pile up."""
@@ -242,7 +242,7 @@ class ConversationView(ConversationFind):
         """Stop was pressed: calls that end with an error from now on were stopped, not failed."""
         self.presenter.stop_requested()
 
-    def end_turn(self, reason: str, error: str | None = None) -> None:
+    def end_turn(self, reason: TurnFinishReason, error: str | None = None) -> None:
         self.presenter.end_turn(reason, error)
 
     # ----- history -----------------------------------------------------------------------------

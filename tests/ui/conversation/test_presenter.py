@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import pytest
 
@@ -68,7 +68,7 @@ def request(tool_use_id: str = "t1", tool_name: str = "Edit", **inp: Any) -> Per
                              cwd="/w")
 
 
-def resolved(tool_use_id: str, behavior: str, feedback: str | None = None) -> ev.PermissionResolved:
+def resolved(tool_use_id: str, behavior: Literal["allow", "deny"], feedback: str | None = None) -> ev.PermissionResolved:
     return ev.PermissionResolved(request_id="r", tool_use_id=tool_use_id,
                                  reply=PermissionReply(behavior=behavior, feedback=feedback))
 
@@ -98,7 +98,7 @@ def test_every_agent_event_type_is_sampled_and_handled(p):
     for event in SAMPLES:
         p.apply(event)  # the exhaustive match: none falls through to assert_never
     with pytest.raises(AssertionError):
-        p.apply("not an event")  # type: ignore[arg-type]
+        p.apply("not an event")
 
 
 @pytest.mark.parametrize("event", [ev.StreamEvent(event={"type": "ping"}),
@@ -139,7 +139,7 @@ def test_thinking_ends_when_text_starts(p, clock):
     assert isinstance(thinking, ThinkingItem) and thinking.text == "let me see" and thinking.ended is None
     clock.now += 4
     p.apply(ev.TextDelta(index=1, text="Answer"))
-    assert thinking.ended == clock.now and thinking.ended - thinking.started == 4
+    assert thinking.ended is not None and thinking.ended == clock.now and thinking.ended - thinking.started == 4
     assert [type(i) for i in p.items] == [ThinkingItem, TextItem]
 
 
@@ -399,7 +399,7 @@ def _entries(n: int) -> list[dict[str, Any]]:
 
 
 def test_history_ops_from_transcript_entries():
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"type": "user", "isMeta": True, "message": {"content": "<system reminder>"}},
         {"type": "user", "message": {"content": "hello"}},
         {"type": "assistant", "message": {"content": [
