@@ -20,7 +20,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
-from desktop_agent.permissions import bash_commands, paths  # noqa: E402
+from desktop_agent.permissions import bash as permissions_bash, paths  # noqa: E402
+from desktop_agent.shell.readonly import is_read_only_command  # noqa: E402
 from desktop_agent.permissions.context import PermissionContext  # noqa: E402
 from desktop_agent.permissions.engine import has_permissions_to_use_tool  # noqa: E402
 from desktop_agent.permissions.rules import parse_rule  # noqa: E402
@@ -80,8 +81,8 @@ def main() -> int:
                       check_permissions=lambda s, i, c: paths.check_read_permission_for_tool(
                           "Read", c.expand(i.file_path), i.model_dump(), c))
     bash = build_tool("Bash", CmdIn, description="b", call=lambda s, i, c: None,
-                      is_read_only=lambda s, i: bash_commands.is_read_only_command(i.command),
-                      check_permissions=lambda s, i, c: bash_commands.check_bash_permission(i.model_dump(), c))
+                      is_read_only=lambda s, i: is_read_only_command(i.command),
+                      check_permissions=lambda s, i, c: permissions_bash.check_bash_permission(i.model_dump(), c))
     cases = [
         ("Edit inside", edit, FileIn(file_path=os.path.join(ws, "src", "module7", "a.py"))),
         ("Edit outside", edit, FileIn(file_path="/opt/other/x.txt")),

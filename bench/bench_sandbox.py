@@ -27,7 +27,8 @@ from bench._common import report, result  # noqa: E402
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.permissions.context import PermissionContext  # noqa: E402
 from desktop_agent.permissions import sandbox  # noqa: E402
-from desktop_agent.tools.bash import shell_path  # noqa: E402
+from desktop_agent.permissions import sandbox_launch  # noqa: E402
+from desktop_agent.tools.bash.process import shell_path  # noqa: E402
 from desktop_agent.tools.ripgrep import rg_path  # noqa: E402
 
 TARGET_MS = 15.0
@@ -75,7 +76,7 @@ def main() -> None:
 
         def sandboxed() -> float:
             t0 = time.perf_counter()
-            plan = sandbox.plan_launch(argv, root, env, ctx, command=command)
+            plan = sandbox_launch.plan_launch(argv, root, env, ctx, command=command)
             assert plan.sandboxed
             subprocess.run(plan.argv, cwd=root, env=plan.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, check=True)

@@ -21,6 +21,7 @@ from desktop_agent.mcp.config import load_server_configs
 from desktop_agent.model.anthropic_client import AnthropicClient
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.hooks import HookRunner
+from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox
 from desktop_agent.session.history import FileHistory
 from desktop_agent.tools.registry import all_builtin_tools, default_tools
 from desktop_agent.util import dirs
@@ -110,4 +111,5 @@ def make_context(cwd: str, permission_context: PermissionContext, *, prompter: P
         prompter=prompter, hooks=hooks, session_id=session_id, transcript_path=transcript_path, tools=list(tools),
     )
     ctx.file_history = FileHistory(dirs.data_dir(), session_id)
+    ctx.sandbox = BubblewrapSandbox()  # every shell of the Bash tool starts through it
     return ctx

@@ -46,7 +46,7 @@ from desktop_agent.permissions.hooks import IDLE_PROMPT_MESSAGE, HookRunner
 from desktop_agent.session import compact as compact_mod
 from desktop_agent.session.resume import ResumedConversation, history_for_display
 from desktop_agent.session.store import SessionInfo, TranscriptStore, list_sessions, read_transcript
-from desktop_agent.tools.bash import kill_background_shells
+from desktop_agent.tools.bash.background import kill_background_shells
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ CHILD = textwrap.dedent("""
     from desktop_agent.core.context import ToolUseContext
     from desktop_agent.engine.execution import run_tool_use
     from desktop_agent.permissions.context import PermissionContext
-    from desktop_agent.tools.bash import BashTool
+    from desktop_agent.tools.bash.tool import BashTool
 
     def hwm_kb():
         with open("/proc/self/status") as fh:

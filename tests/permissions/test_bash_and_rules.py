@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from desktop_agent.permissions import bash_commands as bc
+from desktop_agent.permissions.bash import check_bash_permission, suggest_rule
+from desktop_agent.shell.parse import parse_command, split_command
+from desktop_agent.shell.readonly import is_read_only_command
+from desktop_agent.shell.words import strip_wrappers
 from desktop_agent.permissions.rules import (bash_pattern_matches, compile_path_pattern, parse_rule, split_rule_list,
                                              tool_name_matches)
 
@@ -57,15 +60,15 @@ def test_path_pattern_forms(tmp_path):
 
 
 def test_parse_flattens_everything():
-    p = bc.parse_command("a && b || c; d | e |& f & g\nh $(i) <(j) `k`")
+    p = parse_command("a && b || c; d | e |& f & g\nh $(i) <(j) `k`")
     assert p.ok
     heads = [c.argv[0] for c in p.commands if c.argv]
     assert set("abcdefghijk") <= set(heads)
 
 
 def test_parse_failure_is_not_ok():
-    assert not bc.parse_command("echo 'unterminated").ok
-    assert not bc.is_read_only_command("echo 'unterminated")
+    assert not parse_command("echo 'unterminated").ok
+    assert not is_read_only_command("echo 'unterminated")
 
 
 @pytest.mark.parametrize("command,expected", [
@@ -80,11 +83,11 @@ def test_parse_failure_is_not_ok():
     ("(ls; pwd)", True), ("ls & rm x", False), ("tee out", False),
 ])
 def test_read_only(command, expected):
-    assert bc.is_read_only_command(command) is expected
+    assert is_read_only_command(command) is expected
 
 
 def test_item_54_concurrency_flags_shape():
-    assert bc.is_read_only_command("ls") and not bc.is_read_only_command("rm x")
+    assert is_read_only_command("ls") and not is_read_only_command("rm x")
 
 
 @pytest.mark.parametrize("command,rule", [
@@ -94,8 +97,8 @@ def test_item_54_concurrency_flags_shape():
     ("git commit -m 'x'", "Bash(git commit:*)"),
 ])
 def test_suggestions(command, rule):
-    p = bc.parse_command(command)
-    assert bc.suggest_rule(p.commands[0]) == rule
+    p = parse_command(command)
+    assert suggest_rule(p.commands[0]) == rule
 
 
 def test_compound_suggestions_capped_at_five():
@@ -104,7 +107,7 @@ def test_compound_suggestions_capped_at_five():
 
     ctx = ToolUseContext(cwd="/tmp", permission_context=PermissionContext("/tmp"))
     cmd = " && ".join(f"tool{i} run" for i in range(8))
-    d = bc.check_bash_permission({"command": cmd}, ctx)
+    d = check_bash_permission({"command": cmd}, ctx)
     assert d.behavior == "passthrough"
     assert len(d.suggestions[0].rules) == 5 and d.suggestions[0].destination == "localSettings"
     assert d.message.startswith("This Bash command contains multiple operations. The following parts require "
@@ -112,16 +115,16 @@ def test_compound_suggestions_capped_at_five():
 
 
 def test_split_command():
-    assert bc.split_command("ls && npm test | tee x") == ["ls", "npm test", "tee x"]
-    assert bc.split_command("echo 'x") == ["echo 'x"]
+    assert split_command("ls && npm test | tee x") == ["ls", "npm test", "tee x"]
+    assert split_command("echo 'x") == ["echo 'x"]
 
 
 def test_wrappers():
-    argv, _ = bc.strip_wrappers(["timeout", "-s", "KILL", "5", "nice", "-n", "3", "rm", "x"],
+    argv, _ = strip_wrappers(["timeout", "-s", "KILL", "5", "nice", "-n", "3", "rm", "x"],
                                 ["timeout", "-s", "KILL", "5", "nice", "-n", "3", "rm", "x"])
     assert argv == ["rm", "x"]
-    assert bc.strip_wrappers(["xargs", "-0", "rm"], ["xargs", "-0", "rm"])[0][0] == "xargs"  # not bare
-    assert bc.strip_wrappers(["command", "-v", "ls"], ["command", "-v", "ls"])[0][0] == "command"
+    assert strip_wrappers(["xargs", "-0", "rm"], ["xargs", "-0", "rm"])[0][0] == "xargs"  # not bare
+    assert strip_wrappers(["command", "-v", "ls"], ["command", "-v", "ls"])[0][0] == "command"
 
 
 @pytest.mark.parametrize("command,again,other", [
@@ -140,7 +143,7 @@ def test_always_allow_matches_again_and_only_that(command, again, other, tmp_pat
     ws = str(tmp_path)
     pc = PermissionContext(ws)
     ctx = ToolUseContext(cwd=ws, permission_context=pc)
-    first = bc.check_bash_permission({"command": command}, ctx)
+    first = check_bash_permission({"command": command}, ctx)
     assert first.behavior == "passthrough"
     pc.apply_updates(first.suggestions)
     with open(tmp_path / ".claude" / "settings.local.json") as fh:
@@ -148,8 +151,8 @@ def test_always_allow_matches_again_and_only_that(command, again, other, tmp_pat
     fresh = PermissionContext.load(ws, trusted=True)
     assert [str(r.value) for r in fresh.rules if r.behavior == "allow"] == saved
     ctx2 = ToolUseContext(cwd=ws, permission_context=fresh)
-    assert bc.check_bash_permission({"command": again}, ctx2).behavior == "allow"
-    assert bc.check_bash_permission({"command": other}, ctx2).behavior == "passthrough"
+    assert check_bash_permission({"command": again}, ctx2).behavior == "allow"
+    assert check_bash_permission({"command": other}, ctx2).behavior == "passthrough"
 
 
 def test_read_deny_globs_for_ripgrep(tmp_path):
@@ -161,8 +164,8 @@ def test_read_deny_globs_for_ripgrep(tmp_path):
     pc = PermissionContext(ws)
     pc.add_rules(["Read(.env)", "Read(./secrets/**)", "Read(//etc/**)"], "deny")
     ctx = ToolUseContext(cwd=ws, permission_context=pc)
-    globs = read_deny_globs(ws, ctx)
+    globs = read_deny_globs(ws, pc)
     assert "!**/.env" in globs and "!secrets/**" in globs
     assert not any("etc" in g for g in globs)
-    sub = read_deny_globs(str(tmp_path / "secrets"), ctx)
+    sub = read_deny_globs(str(tmp_path / "secrets"), pc)
     assert "!**" in sub

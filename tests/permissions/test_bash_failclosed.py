@@ -1,5 +1,5 @@
 """Fail-closed Bash analysis (issue 12, item 2): table-driven decisions of the full permission flow
-(``has_permissions_to_use_tool`` over ``check_bash_permission``) in every mode, for the attack classes of the
+(``decide`` over ``check_bash_permission``) in every mode, for the attack classes of the
 issue — substitutions in here-documents, parameter expansion and arithmetic; wrappers and scripts that dodge
 a ``Bash(rm:*)`` deny; options that name a program or a file; reads of ``Read``-denied files through globs,
 braces, symlinked ``..``, ``git show REV:path`` and recursive readers; ``Edit``-denied writes after ``cd``,
@@ -13,8 +13,10 @@ import os
 
 import pytest
 
-from desktop_agent.permissions import bash_commands as bc
-from desktop_agent.permissions.engine import has_permissions_to_use_tool
+from desktop_agent.shell.readonly import is_read_only_command
+from desktop_agent.shell.scan import scan_shell
+from desktop_agent.shell.words import brace_expand
+from desktop_agent.permissions.gateway import decide_for
 
 from .util import CALLS, TOOLS, make_ctx, make_workspace
 
@@ -265,7 +267,7 @@ def _decide(command: str, rules: dict[str, list[str]], mode: str, e: dict[str, s
     rules = {k: [_fill(r, e) for r in v] for k, v in rules.items()}
     ctx = make_ctx(e["ws"], mode=mode, rules=rules)
     tool = TOOLS["Bash"]
-    return asyncio.run(has_permissions_to_use_tool(tool, tool.input_model.model_validate({"command": command}), ctx))
+    return decide_for(tool, tool.input_model.model_validate({"command": command}), ctx)
 
 
 @pytest.mark.parametrize("mode_i,mode", list(enumerate(MODES)))
@@ -326,26 +328,26 @@ def test_accept_edits_writes(env, command, expected):
     ("sh -c ls", False), ("env ls", False), ("nohup ls", False), ("find . -L", False), ("cat .e*", True),
 ])
 def test_is_read_only(command, expected):
-    assert bc.is_read_only_command(command) is expected
+    assert is_read_only_command(command) is expected
 
 
 def test_scan_finds_code_where_the_shell_runs_it():
-    s = bc.scan_shell("cat <<EOF\n$(touch X)\nEOF")
+    s = scan_shell("cat <<EOF\n$(touch X)\nEOF")
     assert s.subs == ["touch X"]
-    s = bc.scan_shell("cat <<'EOF'\n$(touch X)\nEOF")
+    s = scan_shell("cat <<'EOF'\n$(touch X)\nEOF")
     assert s.subs == [] and s.quoted_code
-    assert bc.scan_shell("echo ${x:-`a`} $((b[$(c)]))").subs == ["a", "c"]
-    assert bc.scan_shell("echo 'x $(y)' # $(z)").subs == []
-    assert bc.scan_shell("cat <<-E\n\t$(a)\n\tE\necho $(b)").subs == ["a", "b"]
-    assert not bc.scan_shell("echo 'open").ok
+    assert scan_shell("echo ${x:-`a`} $((b[$(c)]))").subs == ["a", "c"]
+    assert scan_shell("echo 'x $(y)' # $(z)").subs == []
+    assert scan_shell("cat <<-E\n\t$(a)\n\tE\necho $(b)").subs == ["a", "b"]
+    assert not scan_shell("echo 'open").ok
 
 
 def test_brace_expand():
-    assert bc.brace_expand("{a,b}x") == ["ax", "bx"]
-    assert bc.brace_expand("f{1..3}") == ["f1", "f2", "f3"]
-    assert bc.brace_expand("{FILE,}") == ["FILE", ""]
-    assert bc.brace_expand("{a,{b,c}}") == ["a", "b", "c"]
-    assert bc.brace_expand("plain") == ["plain"]
+    assert brace_expand("{a,b}x") == ["ax", "bx"]
+    assert brace_expand("f{1..3}") == ["f1", "f2", "f3"]
+    assert brace_expand("{FILE,}") == ["FILE", ""]
+    assert brace_expand("{a,{b,c}}") == ["a", "b", "c"]
+    assert brace_expand("plain") == ["plain"]
 
 
 def test_hostile_nesting_does_not_crash(env):

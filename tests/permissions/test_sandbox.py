@@ -14,6 +14,8 @@ from desktop_agent.permissions.settings import SettingsSource
 from desktop_agent.core.permission import DecisionReason, PermissionDecision, PermissionRule
 from desktop_agent.permissions.rules import parse_rule
 from desktop_agent.permissions import sandbox
+from desktop_agent.permissions import sandbox_launch, sandbox_policy, sandbox_settings
+from desktop_agent.util import git_env
 
 
 def pc_with(ws, deny=(), trusted=True, mode="default"):
@@ -37,15 +39,15 @@ def ws(tmp_path):
 
 def build(ws, **kw):
     pc = pc_with(ws, **kw)
-    return sandbox.build_policy(pc, pc.working_dirs, tmpdir=str(ws.parent / "tmpdir"),
-                                settings=sandbox.SandboxSettings())
+    return sandbox_policy.build_policy(pc, pc.working_dirs, tmpdir=str(ws.parent / "tmpdir"),
+                                settings=sandbox_settings.SandboxSettings())
 
 
 def test_writable_is_the_working_dirs_and_the_private_tmpdir(ws, tmp_path):
     extra = tmp_path / "extra"
     extra.mkdir()
     pc = PermissionContext(str(ws), additional_dirs=[str(extra)])
-    policy = sandbox.build_policy(pc, pc.working_dirs, tmpdir=str(tmp_path / "t"), settings=sandbox.SandboxSettings())
+    policy = sandbox_policy.build_policy(pc, pc.working_dirs, tmpdir=str(tmp_path / "t"), settings=sandbox_settings.SandboxSettings())
     assert policy.writable == [str(ws), str(extra), str(tmp_path / "t")]
     assert not policy.network and not policy.masked_files and not policy.masked_dirs
     args = policy.bwrap_args()
@@ -99,25 +101,25 @@ def test_settings_block_and_trust(tmp_path):
                          "network": {"allowedDomains": ["example.com"]},
                          "filesystem": {"allowWrite": ["//opt/x"], "denyRead": ["./private"], "denyWrite": ["~/k"]}}}
     src = SettingsSource("projectSettings", str(proj / ".claude" / "settings.json"), block, str(proj))
-    untrusted = sandbox.settings_from_sources([src], trusted=False, cwd=str(proj), home="/h")
+    untrusted = sandbox_settings.settings_from_sources([src], trusted=False, cwd=str(proj), home="/h")
     assert untrusted.enabled is None and not untrusted.network and not untrusted.excluded_commands
     assert not untrusted.allow_write
     assert [p.root for p in untrusted.deny_read] == [str(proj)] and [p.glob for p in untrusted.deny_read] == ["private"]
     assert [p.root for p in untrusted.deny_write] == ["/h"]
-    trusted = sandbox.settings_from_sources([src], trusted=True, cwd=str(proj), home="/h")
+    trusted = sandbox_settings.settings_from_sources([src], trusted=True, cwd=str(proj), home="/h")
     assert trusted.enabled is False and trusted.network and trusted.excluded_commands == ("git",)
     assert trusted.allow_write == ("/opt/x",)
     user = SettingsSource("userSettings", "/h/.claude/settings.json",
                           {"sandbox": {"allowUnsandboxedCommands": False, "failIfUnavailable": True}}, "/h/.claude")
-    merged = sandbox.settings_from_sources([src, user], trusted=False, cwd=str(proj), home="/h")
+    merged = sandbox_settings.settings_from_sources([src, user], trusted=False, cwd=str(proj), home="/h")
     assert merged.fail_if_unavailable and not merged.allow_unsandboxed_commands
 
 
 def test_excluded_commands_only_for_plain_command_lines():
-    s = sandbox.SandboxSettings(excluded_commands=("docker compose", "git:*"))
-    assert sandbox.is_excluded_command("git status", s) and sandbox.is_excluded_command("docker compose up", s)
+    s = sandbox_settings.SandboxSettings(excluded_commands=("docker compose", "git:*"))
+    assert sandbox_launch.is_excluded_command("git status", s) and sandbox_launch.is_excluded_command("docker compose up", s)
     for cmd in ["git status; rm -rf x", "git $(touch x)", "gitx", "docker ps", "git log > out", "git `id`"]:
-        assert not sandbox.is_excluded_command(cmd, s), cmd
+        assert not sandbox_launch.is_excluded_command(cmd, s), cmd
 
 
 def test_git_overrides_neutralise_hostile_repository_config(tmp_path):
@@ -137,7 +139,7 @@ def test_git_overrides_neutralise_hostile_repository_config(tmp_path):
         git("config", key, f"touch {canary}.{key}; false")
     (repo / ".git" / "hooks" / "pre-commit").write_text(f"#!/bin/sh\ntouch {canary}.hook\n")
     (repo / ".git" / "hooks" / "pre-commit").chmod(0o755)
-    env = sandbox.git_safety_env({**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.name",
+    env = git_env.git_safety_env({**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.name",
                                   "GIT_CONFIG_VALUE_0": "kept"})
     assert env["GIT_CONFIG_KEY_0"] == "user.name" and env["GIT_CONFIG_KEY_1"] == "core.fsmonitor"
     out = git("-p", "diff", env=env)
@@ -194,7 +196,7 @@ def test_gate_escape_always_asks(ws):
     pc = pc_with(ws, mode="bypassPermissions")
     out = sandbox.gate_decision(PermissionDecision(behavior="allow"), read_only=True, disable_sandbox=True, pc=pc)
     assert out.behavior == "ask" and out.decision_reason.type == "safetyCheck"
-    pc._sandbox_settings = sandbox.SandboxSettings(allow_unsandboxed_commands=False)
+    pc._sandbox_settings = sandbox_settings.SandboxSettings(allow_unsandboxed_commands=False)
     allow = PermissionDecision(behavior="allow")
     assert sandbox.gate_decision(allow, read_only=True, disable_sandbox=True, pc=pc) is allow
 
@@ -204,7 +206,7 @@ def test_status_modes(ws, monkeypatch):
     assert sandbox.sandbox_status(None).state == "disabled" and sandbox.sandbox_warning(None) is None
     monkeypatch.setenv(sandbox.MODE_ENV, "auto")
     pc = pc_with(ws)
-    pc._sandbox_settings = sandbox.SandboxSettings(enabled=False)
+    pc._sandbox_settings = sandbox_settings.SandboxSettings(enabled=False)
     assert sandbox.sandbox_status(pc).state == "disabled"
     if sandbox.probe().ok:
         assert sandbox.sandbox_status(pc_with(ws)).state == "active"

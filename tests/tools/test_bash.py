@@ -13,11 +13,13 @@ import pytest
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.core.events import ToolCallFinished
-from desktop_agent.engine.orchestration import ToolRunner, partition_tool_calls
-from desktop_agent.permissions import bash_commands
-from desktop_agent.tools import bash as bash_mod
-from desktop_agent.tools.bash import (ABORTED_NOTE, MAX_OUTPUT_CHARS, BashInput, BashOutputTool, BashTool,
-                                      KillShellTool, cap_output, effective_timeout_ms, exit_code_is_error)
+from desktop_agent.engine.scheduler import ToolRunner, partition_tool_calls
+from desktop_agent.permissions import bash as permissions_bash
+from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox
+from desktop_agent.tools.bash import background as background_mod
+from desktop_agent.tools.bash.background import BashOutputTool, KillShellTool
+from desktop_agent.tools.bash.output import MAX_OUTPUT_CHARS, cap_output, exit_code_is_error
+from desktop_agent.tools.bash.tool import ABORTED_NOTE, BashInput, BashTool, effective_timeout_ms
 from tests.engine.helpers import Tracker, make_tools
 from tests.tools.util import pid_alive
 
@@ -43,6 +45,7 @@ def make_ctx(ws, **kw):
     from desktop_agent.permissions.context import PermissionContext
 
     kw.setdefault("permission_context", PermissionContext(str(ws), mode="bypassPermissions"))
+    kw.setdefault("sandbox", BubblewrapSandbox())
     return ToolUseContext(cwd=str(ws), tools=tools(), **kw)
 
 
@@ -177,7 +180,7 @@ def test_check_permissions_delegates_to_bash_permission(ws, monkeypatch):
 
         return PermissionDecision(behavior="deny", message="nope from bash check")
 
-    monkeypatch.setattr(bash_commands, "check_bash_permission", fake)
+    monkeypatch.setattr(permissions_bash, "check_bash_permission", fake)
     out = bash(ws, {"command": "echo hi", "description": "Say hi"})
     assert seen == [{"command": "echo hi", "description": "Say hi"}]
     assert out.is_error and out.block["content"] == "nope from bash check"
@@ -385,7 +388,7 @@ def test_concurrent_batch_results_in_completion_order(ws):
               use("Bash", {"command": "echo fast"}, "b_fast")]
 
     async def main():
-        ctx = ToolUseContext(cwd=str(ws), tools=[BashTool(), read])
+        ctx = ToolUseContext(cwd=str(ws), tools=[BashTool(), read], sandbox=BubblewrapSandbox())
         assert [len(b.blocks) for b in partition_tool_calls(blocks, ctx)] == [3]
         runner = ToolRunner(blocks, ctx)
         finished = [ev for ev in [e async for e in runner.events()] if isinstance(ev, ToolCallFinished)]
@@ -484,7 +487,7 @@ def test_kill_background_shells_at_session_end(ws):
         ctx = make_ctx(ws)
         out = await call(ctx, {"command": "sleep 100", "run_in_background": True})
         shell = ctx.extras["bash_shells"][out.block["content"].rsplit(" ", 1)[1]]
-        await bash_mod.kill_background_shells(ctx)
+        await background_mod.kill_background_shells(ctx)
         return shell.proc.pid, shell.status, await wait_gone(shell.proc.pid)
 
     pgid, status, survivors = run(main())
@@ -496,7 +499,8 @@ def test_cd_into_an_added_working_dir_persists(ws, tmp_path):
     extra.mkdir()
 
     async def main():
-        ctx = ToolUseContext(cwd=str(ws), working_dirs=[str(ws), str(extra)], tools=tools())
+        ctx = ToolUseContext(cwd=str(ws), working_dirs=[str(ws), str(extra)], tools=tools(),
+                             sandbox=BubblewrapSandbox())
         first = await call(ctx, {"command": f"cd {extra}"})
         second = await call(ctx, {"command": "pwd"})
         return first.block["content"], second.block["content"], ctx.cwd

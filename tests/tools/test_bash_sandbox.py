@@ -20,8 +20,11 @@ from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import parse_rule
 from desktop_agent.core.permission import PermissionReply, PermissionRule
 from desktop_agent.permissions import sandbox
-from desktop_agent.tools import bash as bash_mod
-from desktop_agent.tools.bash import BashOutputTool, BashTool, KillShellTool, background_shells
+from desktop_agent.permissions import sandbox_policy
+from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox
+from desktop_agent.tools.bash import process as process_mod
+from desktop_agent.tools.bash.background import BashOutputTool, KillShellTool, background_shells
+from desktop_agent.tools.bash.tool import BashTool
 from tests.tools.util import pid_alive
 
 pytestmark = pytest.mark.skipif(not sandbox.probe().ok, reason=f"bubblewrap cannot start: {sandbox.probe().detail}")
@@ -58,7 +61,7 @@ def make_ctx(ws, mode="bypassPermissions", deny=(), prompter=None, trusted=True)
     rules = [PermissionRule(value=parse_rule(r), behavior="deny", source="session") for r in deny]
     pc = PermissionContext(str(ws), mode=mode, rules=rules, trusted=trusted)
     return ToolUseContext(cwd=str(ws), tools=[BashTool(), BashOutputTool(), KillShellTool()], permission_context=pc,
-                          prompter=prompter)
+                          prompter=prompter, sandbox=BubblewrapSandbox())
 
 
 async def call(ctx, inp, name="Bash", id="toolu_sb"):
@@ -126,7 +129,7 @@ def test_network_is_off_unless_the_settings_allow_it(ws, no_analysis, _isolated_
 def test_tmpdir_is_private_and_writable(ws, no_analysis):
     out = bash(make_ctx(ws), "echo $TMPDIR; echo t > $TMPDIR/f && cat $TMPDIR/f; touch /tmp/da-canary-$$ 2>&1")
     lines = out.block["content"].split("\n")[1:]  # after "Exit code 1" (touch failed)
-    assert lines[0] == sandbox.private_tmpdir() and lines[1] == "t" and "Read-only file system" in lines[2]
+    assert lines[0] == sandbox_policy.private_tmpdir() and lines[1] == "t" and "Read-only file system" in lines[2]
 
 
 def test_background_shell_is_sandboxed(ws, no_analysis):
@@ -169,14 +172,14 @@ def _descendants(pid: int) -> set[int]:
 @pytest.fixture
 def spawned(monkeypatch):
     pids = []
-    real = bash_mod.spawn_shell
+    real = process_mod.spawn_shell
 
     async def recording(*a, **kw):
         proc = await real(*a, **kw)
         pids.append(proc.pid)
         return proc
 
-    monkeypatch.setattr(bash_mod, "spawn_shell", recording)
+    monkeypatch.setattr(process_mod, "spawn_shell", recording)
     return pids
 
 

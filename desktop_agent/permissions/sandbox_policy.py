@@ -1,0 +1,396 @@
+"""What a sandboxed shell may write, read and reach, derived from the permission state (``build_policy``), and the
+bubblewrap flags for it (``SandboxPolicy.bwrap_args``, ``base_flags``); the process's private TMPDIR.
+
+The policy (``build_policy``):
+- writable: the working directories, ``sandbox.filesystem.allowWrite`` and a private temp dir (``TMPDIR``,
+  ``TMP``, ``TEMP`` point at it; one per process, removed at exit). Everything else of ``/`` is bound
+  read-only (``/tmp`` too: only ``TMPDIR`` is writable); ``/dev`` is bubblewrap's minimal one and ``/proc``
+  the sandbox's own (a new PID namespace: no ``/proc/<agent>/root`` escape, no signals to outside processes).
+- masked (unreadable): every path a ``Read(...)`` deny rule names, and ``sandbox.filesystem.denyRead``.
+  A file gets ``/dev/null`` bound over it (reading fails with EACCES: binds are ``nodev``), a directory an
+  empty read-only tmpfs. ``Read(./secrets/**)`` masks the directory, ``Read(./.env)`` the file. Patterns
+  are expanded against the file system when the policy is built: literal paths on every command, glob and
+  unanchored patterns (``Read(**/*.pem)``, ``Read(.env)`` at any depth) by walking the working directories
+  (at most ``WALK_BUDGET`` entries, result reused for ``WALK_TTL_S`` seconds). **Files created later that a
+  glob would match are not masked** until the next walk; files outside the working directories are found
+  only for anchored patterns. Symlinks are resolved: the target is masked.
+- read-only: every ``Edit(...)`` / ``Write(...)`` deny path (expanded the same way),
+  ``sandbox.filesystem.denyWrite``, and in each working directory ``.git/hooks`` (created empty when
+  missing, as ``git init`` would), ``.git/config`` (so ``git config``/``git remote add`` fail inside) and
+  an existing ``.claude`` directory (a command cannot plant settings or hooks there; a missing ``.claude``
+  is not covered).
+- network: off (``--unshare-net``; loopback only, inside) unless ``sandbox.network.allowedDomains`` is
+  non-empty. bubblewrap cannot filter by domain: **the allow list turns on all network**, not just the
+  listed domains (Claude Code runs a filtering proxy for that; we do not).
+- capabilities: all dropped (``--cap-drop ALL``): as root inside the sandbox a command could otherwise
+  ``umount`` a mask. ``--die-with-parent``; no ``--new-session``: the shell stays in the process group the
+  Bash tool created (``start_new_session``), so ``killpg`` on timeout/Stop reaches every process, and the
+  PID namespace takes down whatever is left when its first process exits. (``--new-session`` would protect
+  against TIOCSTI on a controlling terminal; the shell has none: it is a session leader's child with stdin
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from desktop_agent.permissions.rules import PathPattern
+from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_sandbox_settings
+from desktop_agent.util.git_env import git_safety_env
+
+WALK_BUDGET = 20_000
+WALK_TTL_S = 10.0
+
+
+def base_flags(network: bool) -> list[str]:
+    flags = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--cap-drop", "ALL",
+             "--die-with-parent"]
+    if network:
+        flags.append("--share-net")
+    return flags
+
+
+# --------------------------------------------------------------------------------------------------- policy
+
+
+_tmpdir: str | None = None
+_tmpdir_lock = threading.Lock()
+
+
+def private_tmpdir() -> str:
+    """This process's private temp dir for shells (writable inside the sandbox; removed at exit)."""
+    global _tmpdir
+    with _tmpdir_lock:
+        if _tmpdir is None or not os.path.isdir(_tmpdir):
+            _tmpdir = os.path.realpath(tempfile.mkdtemp(prefix="desktop-agent-shell-"))
+            atexit.register(shutil.rmtree, _tmpdir, True)
+        return _tmpdir
+
+
+@dataclass
+class SandboxPolicy:
+    writable: list[str] = field(default_factory=list)
+    read_only: list[str] = field(default_factory=list)
+    masked_files: list[str] = field(default_factory=list)
+    masked_dirs: list[str] = field(default_factory=list)
+    network: bool = False
+    tmpdir: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def bwrap_args(self) -> list[str]:
+        args = base_flags(self.network)
+        for p in self.writable:
+            args += ["--bind", p, p]
+        for p in self.read_only:
+            args += ["--ro-bind", p, p]
+        for p in self.masked_files:
+            args += ["--ro-bind", "/dev/null", p]
+        for p in self.masked_dirs:
+            args += ["--tmpfs", p, "--remount-ro", p]
+        return args
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+_GLOB_CHARS = re.compile(r"[*?\[\\]")
+
+
+def _literal_bases(root: str, segments: list[str]) -> list[str]:
+    """Existing paths for ``root/segments...``, each segment matched exactly or case-insensitively (deny
+    rules fold case)."""
+    bases = [root]
+    for seg in segments:
+        nxt: list[str] = []
+        for b in bases:
+            exact = os.path.join(b, seg)
+            if os.path.lexists(exact):
+                nxt.append(exact)
+                continue
+            try:
+                names = os.listdir(b)
+            except OSError:
+                continue
+            nxt += [os.path.join(b, n) for n in names if n.casefold() == seg.casefold()]
+        bases = nxt
+        if not bases:
+            break
+    return bases
+
+
+def _pattern_hit(pp: PathPattern, path: str, is_dir: bool) -> bool:
+    return pp.matches(path) or (is_dir and pp.matches(path.rstrip("/") + "/"))
+
+
+@dataclass
+class _Walk:
+    budget: int
+    truncated: bool = False
+
+
+def _expand(pp: PathPattern, search_dirs: list[str], walk: _Walk | None) -> list[str]:
+    """Existing paths a rule pattern covers (a directory it covers whole is returned, not its content).
+    ``walk`` None: only the literal part (no directory walk)."""
+    segs = [s for s in pp.glob.split("/") if s] if pp.glob else []
+    if pp.anchored:
+        i = 0
+        while i < len(segs) and not _GLOB_CHARS.search(segs[i]):
+            i += 1
+        starts = _literal_bases(pp.root, segs[:i])
+        if i == len(segs) or (i == len(segs) - 1 and segs[i] in ("**", "*")):
+            # literal, or `dir/**`/`dir/*`: the path itself (a `dir/*` rule covers what is in it: mask it whole)
+            return [p for p in starts if os.path.lexists(p)]
+    else:
+        starts = [d for d in search_dirs if os.path.isdir(d)]
+    if walk is None:
+        return []
+    hits: list[str] = []
+    for start in starts:
+        if _pattern_hit(pp, start, os.path.isdir(start)):
+            hits.append(start)
+            continue
+        for dirpath, dirnames, filenames in os.walk(start):
+            if walk.budget <= 0:
+                walk.truncated = True
+                return hits
+            walk.budget -= len(dirnames) + len(filenames)
+            keep = []
+            for name in dirnames:
+                p = os.path.join(dirpath, name)
+                if _pattern_hit(pp, p, True):
+                    hits.append(p)
+                elif name != ".git" or not os.path.isdir(os.path.join(p, "objects")):
+                    keep.append(name)
+                else:  # a repository: its hooks/config/refs may match, never its objects
+                    hits += [q for q in (os.path.join(p, n) for n in ("hooks", "config", "info"))
+                             if os.path.lexists(q) and _pattern_hit(pp, q, os.path.isdir(q))]
+            dirnames[:] = keep
+            hits += [p for p in (os.path.join(dirpath, n) for n in filenames) if _pattern_hit(pp, p, False)]
+    return hits
+
+
+_walk_cache: dict[tuple[Any, ...], tuple[float, list[str], bool]] = {}
+
+
+def _expand_all(patterns: list[PathPattern], search_dirs: list[str]) -> tuple[list[str], bool]:
+    """Every existing path the patterns cover: literal ones now, walked ones cached for WALK_TTL_S."""
+    out: list[str] = []
+    walked: list[PathPattern] = []
+    for pp in patterns:
+        out += _expand(pp, search_dirs, None)
+        segs = [s for s in pp.glob.split("/") if s] if pp.glob else []
+        literal = pp.anchored and (not any(_GLOB_CHARS.search(s) for s in segs) or (
+            segs and segs[-1] in ("**", "*") and not any(_GLOB_CHARS.search(s) for s in segs[:-1])))
+        if not literal:
+            walked.append(pp)
+    truncated = False
+    if walked:
+        key = (tuple((pp.raw, pp.root, pp.glob, pp.anchored) for pp in walked), tuple(search_dirs))
+        hit = _walk_cache.get(key)
+        now = time.monotonic()
+        if hit is None or now - hit[0] > WALK_TTL_S:
+            walk = _Walk(WALK_BUDGET)
+            found: list[str] = []
+            for pp in walked:
+                found += _expand(pp, search_dirs, walk)
+            hit = (now, found, walk.truncated)
+            if len(_walk_cache) > 64:
+                _walk_cache.clear()
+            _walk_cache[key] = hit
+        out += hit[1]
+        truncated = hit[2]
+    return out, truncated
+
+
+def _real(path: str) -> str | None:
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+    return real if os.path.exists(real) else None
+
+
+def _git_protected(wd: str) -> list[str]:
+    """``.git/hooks`` and ``.git/config`` of a working directory's repository (worktrees: the common dir's)."""
+    dot = os.path.join(wd, ".git")
+    gitdir: str | None = None
+    if os.path.isdir(dot):
+        gitdir = dot
+    elif os.path.isfile(dot):
+        try:
+            with open(dot, encoding="utf-8", errors="replace") as fh:
+                line = fh.read(4096).strip()
+        except OSError:
+            line = ""
+        if line.startswith("gitdir:"):
+            gitdir = os.path.normpath(os.path.join(wd, line[len("gitdir:"):].strip()))
+    if gitdir is None or not os.path.isdir(gitdir):
+        return []
+    dirs = [gitdir]
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as fh:
+            dirs.append(os.path.normpath(os.path.join(gitdir, fh.read().strip())))
+    except OSError:
+        pass
+    out: list[str] = []
+    for g in dirs:
+        hooks = os.path.join(g, "hooks")
+        if g == dirs[-1] and not os.path.lexists(hooks) and os.path.isfile(os.path.join(g, "HEAD")):
+            try:
+                os.makedirs(hooks, exist_ok=True)  # so a command cannot create it and plant a hook
+            except OSError:
+                pass
+        out += [p for p in (hooks, os.path.join(g, "config")) if os.path.exists(p)]
+    return out
+
+
+def _path_rules(pc: Any, tools: tuple[str, ...]) -> list[PathPattern]:
+    if pc is None or not hasattr(pc, "content_rules"):
+        return []
+    seen: set[int] = set()
+    out: list[PathPattern] = []
+    cwd, home = pc.original_cwd, getattr(pc, "home", os.path.expanduser("~"))
+    for name in tools:
+        for rule in pc.content_rules("deny", name):
+            if id(rule) in seen:
+                continue
+            seen.add(id(rule))
+            try:
+                out.append(rule.path_pattern(cwd, home))
+            except Exception:  # an uncompilable rule masks nothing; the permission layer reports it
+                continue
+    return out
+
+
+def build_policy(pc: Any, working_dirs: Iterable[str], *, tmpdir: str | None = None,
+                 settings: SandboxSettings | None = None) -> SandboxPolicy:
+    """The sandbox for one shell, from the permission state (rules, dirs) and the sandbox settings."""
+    settings = settings if settings is not None else load_sandbox_settings(pc)
+    tmp = tmpdir or private_tmpdir()
+    dirs: list[str] = []
+    for d in [*working_dirs, *settings.allow_write]:
+        real = _real(d)
+        if real and os.path.isdir(real) and real not in dirs:
+            dirs.append(real)
+    policy = SandboxPolicy(tmpdir=tmp, network=settings.network)
+    for d in sorted(dirs, key=len):
+        if not any(_inside(d, w) for w in policy.writable):
+            policy.writable.append(d)
+    if not any(_inside(tmp, w) for w in policy.writable):
+        policy.writable.append(tmp)
+    search = [d for d in dirs]
+
+    read_only: list[str] = []
+    for wd in policy.writable:
+        if wd == tmp:
+            continue
+        read_only += _git_protected(wd)
+        claude = os.path.join(wd, ".claude")
+        if os.path.isdir(claude):
+            read_only.append(claude)
+    edit_hits, t1 = _expand_all([*_path_rules(pc, ("Edit", "Write")), *settings.deny_write], search)
+    read_hits, t2 = _expand_all([*_path_rules(pc, ("Read",)), *settings.deny_read], search)
+    if t1 or t2:
+        policy.notes.append(f"A deny pattern was expanded over the first {WALK_BUDGET} entries of the working "
+                            "directories only.")
+    read_only += edit_hits
+
+    masked: dict[str, bool] = {}
+    for p in read_hits:
+        real = _real(p)
+        if real and real != "/":
+            masked[real] = os.path.isdir(real)
+    for gitdir in _repos_tracking(list(masked), policy.writable):
+        masked[gitdir] = True
+        policy.notes.append(f"{gitdir} is hidden inside the sandbox: git tracks a file a Read deny rule covers, "
+                            "and its object store holds that file's content.")
+    mask_dirs: list[str] = []
+    for p in sorted(masked, key=len):
+        if any(_inside(p, d) for d in mask_dirs):
+            continue
+        if masked[p]:
+            mask_dirs.append(p)
+        else:
+            policy.masked_files.append(p)
+    policy.masked_dirs = mask_dirs
+    ro: list[str] = []
+    for p in sorted({r for r in (_real(x) for x in read_only) if r}, key=len):
+        if p == "/" or any(_inside(p, d) for d in ro) or any(_inside(p, d) for d in mask_dirs):
+            continue
+        if p in masked:
+            continue
+        if not any(_inside(p, w) for w in policy.writable):
+            continue  # already read-only
+        ro.append(p)
+    policy.read_only = ro
+    return policy
+
+
+# --------------------------------------------------------------------------------------------------- git
+
+_TRACKED_CACHE: dict[tuple[str, str, float], bool] = {}
+
+
+def _git_dir_of(path: str, roots: list[str]) -> tuple[str, str] | None:
+    """(work tree, git dir) of the repository holding ``path``, searched up to a working directory."""
+    d = path if os.path.isdir(path) else os.path.dirname(path)
+    while True:
+        dot = os.path.join(d, ".git")
+        if os.path.isdir(dot):
+            return d, dot
+        if os.path.isfile(dot):
+            try:
+                with open(dot, encoding="utf-8", errors="replace") as fh:
+                    line = fh.read(4096).strip()
+            except OSError:
+                line = ""
+            if line.startswith("gitdir:"):
+                return d, os.path.normpath(os.path.join(d, line[len("gitdir:"):].strip()))
+        if any(d == r for r in roots) or os.path.dirname(d) == d or not any(_inside(d, r) for r in roots):
+            return None
+        d = os.path.dirname(d)
+
+
+def _tracked(work_tree: str, git_dir: str, path: str) -> bool:
+    """Does git track ``path`` (or anything under it)? Cached per index state. Fails closed: an error is yes."""
+    try:
+        stamp = os.stat(os.path.join(git_dir, "index")).st_mtime
+    except OSError:
+        stamp = 0.0
+    rel = os.path.relpath(path, work_tree)
+    key = (git_dir, rel, stamp)
+    if key not in _TRACKED_CACHE:
+        try:
+            out = subprocess.run(["git", "-C", work_tree, "ls-files", "-z", "--", rel], capture_output=True,
+                                 timeout=5, env=git_safety_env({**os.environ, "GIT_OPTIONAL_LOCKS": "0"}))
+            _TRACKED_CACHE[key] = out.returncode != 0 or bool(out.stdout.strip(b"\0"))
+        except (OSError, subprocess.SubprocessError):
+            _TRACKED_CACHE[key] = True
+    return _TRACKED_CACHE[key]
+
+
+def _repos_tracking(masked: list[str], roots: list[str]) -> list[str]:
+    """Git dirs (inside the working directories) whose repository tracks a Read-denied path: a mask over the
+    file is not enough there — ``git show HEAD:.env``, ``git cat-file``, ``git log -p`` read it back from the
+    object store — so the whole git dir is hidden. Every shell runs sandboxed, so git does not work in
+    that repository from Bash while such a rule exists: the price of the guarantee (an untracked or
+    ignored ``.env``, the usual case, leaves git alone)."""
+    out: list[str] = []
+    for path in masked:
+        found = _git_dir_of(path, roots)
+        if found is None:
+            continue
+        work_tree, git_dir = found
+        real = _real(git_dir)
+        if real and real not in out and any(_inside(real, r) for r in roots) and _tracked(work_tree, git_dir, path):
+            out.append(real)
+    return out
