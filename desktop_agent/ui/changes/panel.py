@@ -69,11 +69,12 @@ class DiffPanel(QWidget):
         self.cwd: str | None = None
         self.log = ChangeLog()
         self.selected_id: int | None = None
-        # Where a revert is recorded: called with the transcript entry. None: the window's session
-        # (``window().controller.session``, through ``AgentSession._record``).
+        # Where a revert is recorded: called with the transcript entry (the window sets it to its
+        # session's). None: a revert cannot be recorded, and the note says so.
         self.recorder: Callable[[dict[str, Any]], Any] | None = None
         self.revert_dialog: RevertDialog | None = None
         self._tasks: set[asyncio.Future] = set()
+        self._dark: bool | None = None  # the palette last rendered
         self._waiting: set[Any] = set()  # diffs being rendered in the background
         renderer().ready.connect(self._on_diff_ready)
 
@@ -306,15 +307,9 @@ class DiffPanel(QWidget):
         self.change_reverted.emit(change.tool_use_id)
 
     def _record(self, entry: dict[str, Any]) -> None:
-        if self.recorder is not None:
-            self.recorder(entry)
-            return
-        controller = getattr(self.window(), "controller", None)
-        session = getattr(controller, "session", None)
-        record = getattr(session, "_record", None)
-        if record is None:
+        if self.recorder is None:
             raise RuntimeError("no session to record the revert in")
-        record(entry)
+        self.recorder(entry)
 
     # ----- rendering ---------------------------------------------------------------------------
     def render(self) -> None:
@@ -493,7 +488,7 @@ class DiffPanel(QWidget):
 
     def changeEvent(self, event) -> None:  # noqa: N802 - re-render when the palette flips light/dark
         super().changeEvent(event)
-        if event.type() == event.Type.PaletteChange and getattr(self, "_dark", None) != is_dark(self):
+        if event.type() == event.Type.PaletteChange and self._dark != is_dark(self):
             self._dark = is_dark(self)
             self.detail.view.set_dark(self._dark)
             self.render()

@@ -94,7 +94,8 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         short = os.path.basename(target) if (request.file_path or request.input.get("file_path")) else target
         if len(short) > 60:
             short = short[:57] + "…"  # the window title only; the body shows it in full
-        self.setWindowTitle(self.tr("Allow {0}: {1}?").format(tool, short) if short else self.tr("Allow {0}?").format(tool))
+        self.setWindowTitle(self.tr("Allow {0}: {1}?").format(tool, short) if short
+                            else self.tr("Allow {0}?").format(tool))
         self._field = EDITABLE_FIELD.get(tool)
         mono = mono_font()
 
@@ -105,7 +106,8 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         # Heading: tool + target, working dir on the right.
         head = QHBoxLayout()
         head.setSpacing(8)
-        self.title_label = QLabel(f"<b>{_esc(tool)}</b>&nbsp;&nbsp;<span style='font-family:monospace'>{_esc(target)}</span>")
+        self.title_label = QLabel(
+            f"<b>{_esc(tool)}</b>&nbsp;&nbsp;<span style='font-family:monospace'>{_esc(target)}</span>")
         self.title_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.title_label.setWordWrap(True)
         head.addWidget(self.title_label, 1)
