@@ -43,7 +43,8 @@ def test_denied_stays_rejected_and_a_failure_keeps_its_message():
     log.on_tool_finished("t1", "Edit", True, None, turn=1, content="denied")
     assert log.by_tool["t1"].status == REJECTED
     log.on_permission_requested(_request("t2"), turn=1)
-    log.on_tool_finished("t2", "Edit", True, None, turn=1, content="<tool_use_error>File has been modified</tool_use_error>")
+    error = "<tool_use_error>File has been modified</tool_use_error>"
+    log.on_tool_finished("t2", "Edit", True, None, turn=1, content=error)
     assert log.by_tool["t2"].status == FAILED and log.by_tool["t2"].note == "File has been modified"
     assert log.live_counts() == (0, 0)
 
