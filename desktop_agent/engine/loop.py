@@ -30,7 +30,7 @@ A broken stream (§6.5, decided deliberately; the user sees which through ``Stre
 - if a completed tool_use already **started** (streaming execution), its side effects may exist, so
   the partial reply is kept with its finished blocks, every completed call is run and answered,
   and the loop continues with the next request (``completed_tools_kept``);
-- otherwise nothing has happened yet: the partial reply is discarded (the old executor too) and
+- otherwise nothing has happened yet: the partial reply is discarded (its scheduler too) and
   the same messages are re-requested without streaming (``discarded_partial`` when something had
   been shown, else ``non_streaming_retry``).
 With ``CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK`` set there is no second request: an

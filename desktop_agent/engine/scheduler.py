@@ -187,11 +187,6 @@ class TrackedTool:
         self.gate = gate  # done once a front end has been shown the block (the loop's AssistantBlock)
         self.modifier_applied = False
 
-    @property
-    def pending(self) -> list[Any]:
-        """Events of this call not yet delivered (only when the sink has no ``put``)."""
-        return self.slot.pending if self.slot is not None else []
-
     def __repr__(self) -> str:
         return f"<TrackedTool {self.block.get('name')} {self.id} {self.status}>"
 
