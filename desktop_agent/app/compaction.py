@@ -48,7 +48,7 @@ class Compaction:
         result = await compact_mod.compact_conversation(
             s.client, s.model, s.messages, transcript_path=s.transcript_path,
             read_file_state=s.ctx.read_file_state, tools=s.tool_schemas(), trigger=trigger,
-            custom_instructions=custom_instructions, continuation=continuation, hooks=s.ctx.hooks, ctx=s.ctx)
+            custom_instructions=custom_instructions, continuation=continuation, hooks=s.hooks, ctx=s.ctx)
         for entry in (result.boundary, result.summary):
             s.messages.append(entry)
             s.record(entry)

@@ -418,13 +418,15 @@ class AgentSession:
 
     # ---------------------------------------------------------------------------------- hooks outside turns
 
-    def _hooks(self) -> HookRunner | None:
+    @property
+    def hooks(self) -> HookRunner | None:
+        """The session's hook runner (settings hooks and a front end's callbacks), or None."""
         hooks = self.ctx.hooks
         return hooks if isinstance(hooks, HookRunner) else None
 
     def has_hooks(self, event: str) -> bool:
         """Whether any hook (settings or a front end's callbacks) is registered for ``event``."""
-        hooks = self._hooks()
+        hooks = self.hooks
         return hooks is not None and hooks.has_hooks(event)
 
     def set_prompter(self, prompter: PermissionPrompter | None) -> None:
@@ -433,7 +435,7 @@ class AgentSession:
 
     def hook_runner(self) -> HookRunner:
         """The session's ``HookRunner``, made empty when it has none, so a front end can register callbacks."""
-        hooks = self._hooks()
+        hooks = self.hooks
         if hooks is None:
             hooks = self.ctx.hooks = HookRunner()
         return hooks
@@ -456,7 +458,7 @@ class AgentSession:
 
     def _idle_fired(self) -> None:
         self._idle_timer = None
-        hooks = self._hooks()
+        hooks = self.hooks
         if hooks is not None and not self._running and not self._ended:
             hooks.notify_soon(IDLE_PROMPT_MESSAGE, self.ctx, "idle_prompt")
 
@@ -464,7 +466,7 @@ class AgentSession:
         """The session closes: SessionEnd hooks (``reason``: ``clear``, ``logout``, ``prompt_input_exit`` or
         ``other``) once, for a session whose SessionStart ran, after the background Notification hooks; then
         ``aclose``. A second call only closes."""
-        hooks = self._hooks()
+        hooks = self.hooks
         first, self._ended = not self._ended, True
         self._cancel_idle_timer()
         if first and hooks is not None:
@@ -508,7 +510,7 @@ class AgentSession:
 
     async def _prompt_hooks(self, prompt: str | list[dict[str, Any]], contexts: list[str]) -> str | None:
         """Runs SessionStart once per session object, then UserPromptSubmit. Returns a block reason, or None."""
-        hooks = self._hooks()
+        hooks = self.hooks
         if hooks is None:
             return None
         if not self._session_started:

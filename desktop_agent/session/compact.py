@@ -24,10 +24,11 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from desktop_agent.core.context import ReadFileState, ToolUseContext
 from desktop_agent.core.messages import normalize_for_api, system_entry, user_entry
-from desktop_agent.model.client import ModelRequest
+from desktop_agent.model.client import ModelClient, ModelRequest
 from desktop_agent.session.store import is_compact_boundary
 
 AUTOCOMPACT_BUFFER_TOKENS = 13_000
@@ -160,6 +161,25 @@ def should_auto_compact(entries: list[dict[str, Any]], model: str | None, state:
     return estimate_tokens(entries, state.token_cache) + extra_tokens > auto_compact_threshold(model)
 
 
+class HookVerdict(Protocol):
+    """A hook event's outcome as compaction reads it (``permissions.hooks.HookEventOutcome``)."""
+
+    @property
+    def block(self) -> bool: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def additional_context(self) -> str | None: ...
+
+
+class CompactHooks(Protocol):
+    """What compaction asks of the session's hook runner (``permissions.hooks.HookRunner``)."""
+
+    def has_hooks(self, event: str, match_value: str | None = None) -> bool: ...
+    async def pre_compact(self, trigger: str, custom_instructions: str | None, ctx: Any) -> HookVerdict: ...
+    async def session_start(self, source: str, ctx: Any) -> HookVerdict: ...
+
+
 class CompactError(Exception):
     pass
 
@@ -214,11 +234,11 @@ def _numbered(text: str) -> str:
     return "\n".join(f"{i}\t{line.rstrip(chr(13))}" for i, line in enumerate(lines, 1))
 
 
-def file_attachments(read_file_state: Any, exclude: set[str] | None = None) -> list[dict[str, Any]]:
+def file_attachments(read_file_state: ReadFileState | None, exclude: set[str] | None = None) -> list[dict[str, Any]]:
     """Up to 5 most recently read files, re-read from disk, within the token budgets. Never persisted."""
     if read_file_state is None:
         return []
-    items = list(read_file_state.items()) if hasattr(read_file_state, "items") else []
+    items = list(read_file_state.items())
     out: list[dict[str, Any]] = []
     budget = ATTACHMENT_TOKENS_TOTAL
     for path, _entry in reversed(items):  # LRU order: most recent last
@@ -246,8 +266,9 @@ def file_attachments(read_file_state: Any, exclude: set[str] | None = None) -> l
     return out
 
 
-async def summarize(client: Any, model: str, entries: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                    custom_instructions: str | None = None, max_tokens: int = MAX_SUMMARY_RESERVE_TOKENS) -> str:
+async def summarize(client: ModelClient, model: str, entries: list[dict[str, Any]], *,
+                    tools: list[dict[str, Any]] | None = None, custom_instructions: str | None = None,
+                    max_tokens: int = MAX_SUMMARY_RESERVE_TOKENS) -> str:
     """One summarisation request through ``client``; returns the formatted summary text."""
     prompt = COMPACT_PROMPT
     if custom_instructions:
@@ -283,17 +304,17 @@ async def summarize(client: Any, model: str, entries: list[dict[str, Any]], *, t
     return format_summary(raw)
 
 
-async def compact_conversation(client: Any, model: str, entries: list[dict[str, Any]], *, transcript_path: str,
-                               read_file_state: Any = None, tools: list[dict[str, Any]] | None = None,
-                               trigger: str = "auto", custom_instructions: str | None = None,
-                               continuation: bool = False, hooks: Any = None, ctx: Any = None) -> CompactResult:
+async def compact_conversation(client: ModelClient, model: str, entries: list[dict[str, Any]], *,
+                               transcript_path: str, read_file_state: ReadFileState | None = None,
+                               tools: list[dict[str, Any]] | None = None, trigger: str = "auto",
+                               custom_instructions: str | None = None, continuation: bool = False,
+                               hooks: CompactHooks | None = None, ctx: ToolUseContext | None = None) -> CompactResult:
     """Summarise ``entries``. ``continuation``: compaction in the middle of a turn, so the summary tells the
     model to carry on with the task (the request after it has no new user input). ``hooks``/``ctx``: the
     session's HookRunner and context, for PreCompact and SessionStart(compact)."""
     if not [m for m in entries if m.get("type") in ("user", "assistant")]:
         raise CompactError("Not enough messages to compact.")
-    has = getattr(hooks, "has_hooks", lambda *a: True)
-    if hooks is not None and hasattr(hooks, "pre_compact") and has("PreCompact", trigger):
+    if hooks is not None and hooks.has_hooks("PreCompact", trigger):
         verdict = await hooks.pre_compact(trigger, custom_instructions, ctx)
         if verdict.block:
             raise CompactBlocked(f"PreCompact hook blocked the compaction: {verdict.reason or 'no reason given'}")
@@ -305,7 +326,7 @@ async def compact_conversation(client: Any, model: str, entries: list[dict[str, 
     summary_entry = user_entry(summary_message_text(summary, transcript_path, continuation), isCompactSummary=True,
                                isVisibleInTranscriptOnly=True)
     attachments = file_attachments(read_file_state)
-    if hooks is not None and hasattr(hooks, "session_start") and has("SessionStart", "compact"):
+    if hooks is not None and hooks.has_hooks("SessionStart", "compact"):
         started = await hooks.session_start("compact", ctx)
         if started.additional_context:
             text = f"<system-reminder>\nSessionStart hook additional context: {started.additional_context}\n" \
