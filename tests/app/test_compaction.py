@@ -197,3 +197,33 @@ def test_auto_compaction_in_the_middle_of_a_turn(workdir, monkeypatch):
     # resumed later: the chain starts at the boundary and ends with the reply
     resumed = load_conversation_for_resume(read_transcript(s.transcript_path))
     assert resumed.messages[0]["subtype"] == "compact_boundary" and resumed.messages[-1]["type"] == "assistant"
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_the_compacted_event_keeps_its_place_in_the_stream(workdir, monkeypatch, streaming):
+    """Mid-turn: Compacted right after the RequestStarted of the request it precedes, before that request's
+    blocks; before a turn: Compacted first, before TurnStarted (the order a front end has always seen)."""
+    from desktop_agent.model.scripted import tool_use
+
+    monkeypatch.setenv("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "34000")
+    big = workdir / "big.txt"
+    big.write_text("line of text\n" * 600)
+    client = ScriptedModelClient([
+        reply(tool_use("Read", {"file_path": str(big)}, id="toolu_read_1")),
+        reply(text("<summary>Read big.txt</summary>")),
+        reply(text("It has 600 lines.")),
+    ])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
+    s.streaming_tool_execution = streaming
+    names = [type(e).__name__ for e in asyncio.run(s.run("how long is big.txt?")) if type(e).__name__ != "TextDelta"]
+    assert names[names.index("UserMessage") + 1:] == [
+        "TurnStarted", "RequestStarted", "Compacted", "AssistantBlock", "AssistantMessage", "Usage", "TurnFinished"]
+    s.close()
+
+    client = ScriptedModelClient([reply(text("y" * 6000)), reply(text("<summary>S</summary>")), reply(text("ok"))])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions")
+    asyncio.run(s.run("first"))
+    names = [type(e).__name__ for e in asyncio.run(s.run("second")) if type(e).__name__ != "TextDelta"]
+    assert names == ["Compacted", "TurnStarted", "RequestStarted", "AssistantBlock", "AssistantMessage", "Usage",
+                     "TurnFinished"]
+    s.close()
