@@ -54,7 +54,7 @@ async def shoot(outdir: str, theme: str, claude: str) -> list[str]:
     from PySide6.QtWidgets import QApplication
 
     import tests.fakes.anthropic_server as fa
-    from desktop_agent.ui.main import apply_theme
+    from desktop_agent.ui.style import apply_theme
     from desktop_agent.ui.window.main_window import MainWindow
     from desktop_agent.ui.screenshots import H, W, _composite, _settle, _until
 

@@ -1,4 +1,4 @@
-"""Start the desktop app: QApplication first, then the qasync loop, the theme, the window.
+"""Start the desktop app: QApplication first, then the qasync loop, the theme (``ui.style``), the window.
 
 ``main(options)`` takes the window's ``app.options.WindowOptions``, which ``desktop_agent.cli.argv`` (the one
 parser of the command) filled from ``[FOLDER] [--demo] [--resume ID] [--theme …] [--permission-mode …]
@@ -24,75 +24,10 @@ if TYPE_CHECKING:
 _T0 = time.perf_counter()
 
 from PySide6.QtCore import QEvent, QLibraryInfo, QLocale, QObject, QTimer, QTranslator  # noqa: E402
-from PySide6.QtGui import QPalette  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-EXTRA_QSS = """
-QLabel#paneTitle { font-weight: 600; }
-QPlainTextEdit#promptEdit { padding: 4px 8px; }
-QTextBrowser#changesView { border: none; background: palette(base); }
-QScrollArea#conversation, QWidget#conversationColumn { background: palette(base); border: none; }
-QListWidget#sessionList { background: palette(window); }
-QListWidget#sessionList::item { padding: 6px 8px; }
-QToolBar#mainToolbar { spacing: 8px; padding: 4px 8px; border: none; }
-QLabel#errorText { color: #cf222e; }
-"""
-
-
-def is_dark_palette(app: QApplication) -> bool:
-    return app.palette().color(QPalette.ColorRole.Window).lightness() < 128
-
-
-def apply_theme(app: QApplication, theme: str = "system") -> None:
-    """The shipped light/dark style sheet on top of the system palette (or a forced palette)."""
-    dark = is_dark_palette(app) if theme not in ("light", "dark") else theme == "dark"
-    name = "dark" if dark else "light"
-    if theme in ("light", "dark") and dark != is_dark_palette(app):
-        try:
-            from PySide6.QtGui import QColor
-
-            from desktop_agent.resources import theme_colors
-
-            pal_colors = theme_colors(name).get("palette", {})
-            pal = QPalette()
-            roles = {"window": QPalette.ColorRole.Window, "window_text": QPalette.ColorRole.WindowText,
-                     "base": QPalette.ColorRole.Base, "alternate_base": QPalette.ColorRole.AlternateBase,
-                     "text": QPalette.ColorRole.Text, "button": QPalette.ColorRole.Button,
-                     "button_text": QPalette.ColorRole.ButtonText, "highlight": QPalette.ColorRole.Highlight,
-                     "highlighted_text": QPalette.ColorRole.HighlightedText, "link": QPalette.ColorRole.Link,
-                     "tool_tip_base": QPalette.ColorRole.ToolTipBase, "tool_tip_text": QPalette.ColorRole.ToolTipText,
-                     "placeholder_text": QPalette.ColorRole.PlaceholderText}
-            for key, role in roles.items():
-                if key in pal_colors:
-                    pal.setColor(role, QColor(pal_colors[key]))
-            app.setPalette(pal)
-        except Exception:
-            pass
-    qss = ""
-    try:
-        from desktop_agent.resources import theme_path
-
-        qss = theme_path(name).read_text("utf-8")
-    except Exception:
-        pass
-    app.setStyleSheet(qss + EXTRA_QSS)
-
-
-class _ThemeWatcher(QObject):
-    """Re-applies the light/dark style sheet when the system palette flips while the app runs."""
-
-    def __init__(self, app: QApplication, theme: str):
-        super().__init__(app)
-        self.app, self.theme, self.dark = app, theme, is_dark_palette(app)
-
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802
-        if event.type() == QEvent.Type.ApplicationPaletteChange and self.theme == "system":
-            dark = is_dark_palette(self.app)
-            if dark != self.dark:
-                self.dark = dark
-                apply_theme(self.app, "system")
-        return False
-
+from desktop_agent.ui.prefs import read_prefs  # noqa: E402
+from desktop_agent.ui.style import ThemeWatcher, apply_theme  # noqa: E402
 
 def install_translator(app: QApplication, language: str | None = None) -> QTranslator | None:
     lang = language or QLocale.system().name()
@@ -165,21 +100,6 @@ class _FirstPaint(QObject):
         return False
 
 
-def _read_prefs() -> dict[str, Any]:
-    """Theme and language from the app's settings.json, read without loading pydantic (start-up time).
-    The file is ``util.dirs.settings_path()`` (standard library only)."""
-    import json
-
-    from desktop_agent.util import dirs
-
-    try:
-        with open(dirs.settings_path(), encoding="utf-8") as fh:
-            data = json.load(fh)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
@@ -206,10 +126,10 @@ def main(options: WindowOptions) -> int:
     loop = make_loop(app)
     asyncio.set_event_loop(loop)
 
-    prefs = _read_prefs()
+    prefs = read_prefs()
     theme = options.theme or str(prefs.get("theme") or "system")
     apply_theme(app, theme)
-    app.installEventFilter(_ThemeWatcher(app, theme))
+    app.installEventFilter(ThemeWatcher(app, theme))
     lang = resolve_language(prefs)
     if lang != "en":
         install_translator(app, lang)
@@ -282,4 +202,4 @@ def main(options: WindowOptions) -> int:
     return 0
 
 
-__all__ = ["main", "apply_theme", "make_app", "make_loop", "install_translator"]
+__all__ = ["main", "make_app", "make_loop", "install_translator"]

@@ -155,7 +155,7 @@ async def _tour(win, decisions: list[str]) -> None:
 async def _shoot(outdir: str, theme: str) -> list[str]:
     from PySide6.QtWidgets import QApplication
 
-    from desktop_agent.ui.main import apply_theme
+    from desktop_agent.ui.style import apply_theme
     from desktop_agent.ui.window.demo import prepare_demo_project
     from desktop_agent.ui.window.main_window import MainWindow, start_tour_window
 
@@ -215,7 +215,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     tour.close()
 
     # 6. bypass: its question over the window, then the badge in the toolbar and the title
-    from desktop_agent.ui.window.modes import BYPASS
+    from desktop_agent.ui.modes import BYPASS
 
     bp = MainWindow()
     bp.resize(W, H)

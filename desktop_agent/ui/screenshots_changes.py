@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(outdir, exist_ok=True)
     screenshots._isolate_home()
     from desktop_agent.ui.window.demo import prepare_demo_project
-    from desktop_agent.ui.main import apply_theme, install_translator, make_app, make_loop
+    from desktop_agent.ui.main import install_translator, make_app, make_loop
+    from desktop_agent.ui.style import apply_theme
 
     app = make_app()
     if os.environ.get("DESKTOP_AGENT_UI_LANGUAGE"):

@@ -1,4 +1,5 @@
-"""UI test fixtures: the shared ``qloop``, torn down so that nothing of it outlives the test.
+"""UI test fixtures: the shared ``qloop``, torn down so that nothing of it outlives the test; the fake Anthropic
+server (``fake``) and the real window on it (``make_window``).
 
 Each test gets a fresh qasync loop. Its timer object (qasync's ``_SimpleTimer``, a parentless
 QObject) must be destroyed on the main thread: if Python's cyclic GC frees it later from a worker
@@ -11,8 +12,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import gc
+import os
+import signal
 
 import pytest
+from PySide6.QtCore import QSettings
+
+from tests.fakes.anthropic_server import FakeAnthropic
 
 
 @pytest.fixture
@@ -46,3 +52,45 @@ def _collect_on_main_thread():
     """Free the previous test's Qt objects here rather than on some worker thread later."""
     gc.collect()
     yield
+
+
+@pytest.fixture
+def fake():
+    """The fake Messages API (a test scripts its replies)."""
+    with FakeAnthropic(chunk_size=5) as server:
+        yield server
+
+
+@pytest.fixture
+def make_window(qtbot, qloop, fake, tmp_path):
+    """``make_window(executor=None, *, with_client=True, retries=0, **session_kwargs)``: a shown MainWindow whose
+    in-process sessions talk to ``fake`` (``AnthropicClient``, ``retries`` retries; ``with_client=False``: the
+    settings' client), its window state in the test's folder. After the test every running turn is stopped and
+    every session ended (its executor process, MCP servers and shells with it)."""
+    from desktop_agent.model.anthropic_client import AnthropicClient
+    from desktop_agent.ui.window.controller import ExecutorHandle
+    from desktop_agent.ui.window.main_window import MainWindow
+
+    windows: list[MainWindow] = []
+
+    def factory(executor: str | None = None, *, with_client: bool = True, retries: int = 0, **session_kwargs):
+        settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+        client = (lambda: AnthropicClient("test-key", fake.base_url, max_retries=retries)) \
+            if with_client and executor in (None, "inprocess") else None
+        win = MainWindow(client_factory=client, settings=settings, session_kwargs=session_kwargs, executor=executor)
+        qtbot.addWidget(win)
+        win.show()
+        windows.append(win)
+        return win
+
+    yield factory
+    for win in windows:
+        if win.controller.busy:
+            win.controller.stop()
+        session = win.controller.session
+        if session is None:
+            continue
+        if not qloop.is_closed():
+            qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=10))
+        elif isinstance(session, ExecutorHandle) and session.alive and session.pid:  # a failed test's child
+            os.kill(session.pid, signal.SIGKILL)

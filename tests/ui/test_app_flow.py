@@ -11,12 +11,9 @@ import asyncio
 import json
 import time
 
-import pytest
 from PySide6.QtCore import QPoint, QSettings, Qt
 
-from desktop_agent.model.anthropic_client import AnthropicClient
-from desktop_agent.ui.window.main_window import MainWindow
-from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
+from tests.fakes.anthropic_server import reply, text, tool_use
 
 READ = lambda path, id="toolu_read": reply(tool_use("Read", {"file_path": str(path)}, id=id))  # noqa: E731
 
@@ -24,31 +21,6 @@ READ = lambda path, id="toolu_read": reply(tool_use("Read", {"file_path": str(pa
 def edit(path, old, new, id="toolu_edit"):
     return reply(text("Changing it."), tool_use("Edit", {"file_path": str(path), "old_string": old, "new_string": new},
                                                  id=id))
-
-
-@pytest.fixture
-def fake():
-    with FakeAnthropic(chunk_size=5) as server:
-        yield server
-
-
-@pytest.fixture
-def make_window(qtbot, qloop, fake, tmp_path):
-    windows = []
-
-    def factory(**session_kwargs):
-        settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
-        win = MainWindow(client_factory=lambda: AnthropicClient("test-key", fake.base_url, max_retries=0),
-                         settings=settings, session_kwargs=session_kwargs)
-        qtbot.addWidget(win)
-        win.show()
-        windows.append(win)
-        return win
-
-    yield factory
-    for win in windows:
-        if win.controller.busy:
-            win.controller.stop()
 
 
 async def wait_for(cond, timeout=10.0, what="condition"):

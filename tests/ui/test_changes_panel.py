@@ -26,8 +26,8 @@ from desktop_agent.ui.changes.panel import APPLIED, REVERTED, DiffPanel
 from desktop_agent.ui.dialogs.permission import PermissionDialog
 from desktop_agent.ui.dialogs.revert import RevertDialog
 from tests.fakes.anthropic_server import reply, text, tool_use
-from tests.ui.test_app_flow import (  # noqa: F401 - fixtures
-    READ, fake, make_window, open_and_send, result_text, tool_results, wait_dialog, wait_for,
+from tests.ui.test_app_flow import (  # noqa: F401
+    READ, open_and_send, result_text, tool_results, wait_dialog, wait_for,
 )
 
 ORIGINAL = "".join(f"line {i}\n" for i in range(1, 61))

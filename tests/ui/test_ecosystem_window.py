@@ -15,42 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 
-from desktop_agent.model.anthropic_client import AnthropicClient
-from desktop_agent.ui.window.main_window import MainWindow
-from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
+from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def fake():
-    with FakeAnthropic(chunk_size=5) as server:
-        yield server
-
-
-@pytest.fixture
-def make_window(qtbot, qloop, fake, tmp_path):
-    windows = []
-
-    def factory(with_client: bool = True, **session_kwargs):
-        settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
-        client = (lambda: AnthropicClient("test-key", fake.base_url, max_retries=0)) if with_client else None
-        win = MainWindow(client_factory=client, settings=settings, session_kwargs=session_kwargs)
-        qtbot.addWidget(win)
-        win.show()
-        windows.append(win)
-        return win
-
-    yield factory
-    for win in windows:
-        if win.controller.busy:
-            win.controller.stop()
-        session = win.controller.session
-        if session is not None and session.manages_mcp and not qloop.is_closed():  # no server outlives the test
-            qloop.run_until_complete(session.close())
 
 
 async def wait_for(cond, timeout=20.0, what="condition"):

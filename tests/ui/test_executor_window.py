@@ -16,7 +16,6 @@ import time
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from desktop_agent.model.anthropic_client import AnthropicClient
 from desktop_agent.session.resume import load_conversation_for_resume
 from desktop_agent.session.store import read_transcript
 from desktop_agent.ui.window.main_window import MainWindow
@@ -33,33 +32,6 @@ def fake(monkeypatch):
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         yield server
-
-
-@pytest.fixture
-def make_window(qtbot, qloop, fake, tmp_path):
-    windows: list[MainWindow] = []
-
-    def factory(executor: str, **session_kwargs):
-        settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
-        client_factory = (lambda: AnthropicClient("test-key", fake.base_url, max_retries=0)) \
-            if executor == "inprocess" else None
-        win = MainWindow(client_factory=client_factory, settings=settings, session_kwargs=session_kwargs,
-                         executor=executor)
-        qtbot.addWidget(win)
-        win.show()
-        windows.append(win)
-        return win
-
-    yield factory
-    for win in windows:
-        if win.controller.busy:
-            win.controller.stop()
-        session = win.controller.session
-        if session is not None and hasattr(session, "restart"):
-            if not qloop.is_closed():
-                qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=10))
-            elif getattr(session, "alive", False) and session.pid:  # pragma: no cover - a failed test's child
-                os.kill(session.pid, signal.SIGKILL)
 
 
 def transcript_messages(win) -> list[dict]:

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.tools.test_notebook_edit import nb_text
-from tests.ui.test_ecosystem_window import dialog, fake, make_window, send  # noqa: F401
+from tests.ui.test_ecosystem_window import dialog, send
 
 
 def test_notebook_edit_dialog_shows_the_cell_patch_and_allow_writes(qtbot, qloop, fake, make_window, workdir):

@@ -19,8 +19,8 @@ from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.util.diff import structured_patch
 from desktop_agent.ui.dialogs.permission import PermissionDialog
 from tests.fakes.anthropic_server import reply, text, tool_use
-from tests.ui.test_app_flow import (  # noqa: F401 - fixtures
-    READ, fake, make_window, open_and_send, result_text, tool_results, wait_dialog, wait_for,
+from tests.ui.test_app_flow import (  # noqa: F401
+    READ, open_and_send, result_text, tool_results, wait_dialog, wait_for,
 )
 from tests.ui.test_widgets import edit_request
 

@@ -9,38 +9,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 
-from desktop_agent.model.anthropic_client import AnthropicClient
-from desktop_agent.ui.window.main_window import MainWindow
-from desktop_agent.ui.window.modes import BYPASS
-from tests.fakes.anthropic_server import FakeAnthropic, reply, text
-
-
-@pytest.fixture
-def fake():
-    with FakeAnthropic(chunk_size=5) as server:
-        yield server
-
-
-@pytest.fixture
-def make_window(qtbot, qloop, fake, tmp_path):
-    windows = []
-
-    def factory(with_client: bool = True, retries: int = 0, **session_kwargs):
-        settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
-        client = (lambda: AnthropicClient("test-key", fake.base_url, max_retries=retries)) if with_client else None
-        win = MainWindow(client_factory=client, settings=settings, session_kwargs=session_kwargs)
-        qtbot.addWidget(win)
-        win.show()
-        windows.append(win)
-        return win
-
-    yield factory
-    for win in windows:
-        if win.controller.busy:
-            win.controller.stop()
+from desktop_agent.ui.modes import BYPASS
+from tests.fakes.anthropic_server import reply, text
 
 
 async def wait_for(cond, timeout=10.0, what="condition"):

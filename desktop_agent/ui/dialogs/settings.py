@@ -85,7 +85,7 @@ class SettingsDialog(QDialog):
         self._show_provider(provider)
         self.provider_combo.currentIndexChanged.connect(self._on_provider_picked)
         self.mode_combo = QComboBox()
-        from desktop_agent.ui.window.modes import MODES, mode_label
+        from desktop_agent.ui.mode_labels import MODES, mode_label
 
         for mode, label in MODES:
             self.mode_combo.addItem(mode_label(label), mode)
@@ -209,7 +209,7 @@ class SettingsDialog(QDialog):
         if theme_changed:
             from PySide6.QtWidgets import QApplication
 
-            from desktop_agent.ui.main import apply_theme
+            from desktop_agent.ui.style import apply_theme
 
             app = QApplication.instance()
             if app is not None:
@@ -273,7 +273,8 @@ class SettingsDialog(QDialog):
     def _on_mode_picked(self, _index: int) -> None:
         """Bypass as the default asks first (the same question as the window's); Cancel restores the
         previous choice."""
-        from desktop_agent.ui.window.modes import BYPASS, confirm_bypass
+        from desktop_agent.ui.mode_labels import confirm_bypass
+        from desktop_agent.ui.modes import BYPASS
 
         mode = self.model_mode()
         if mode != BYPASS or self._mode == BYPASS:

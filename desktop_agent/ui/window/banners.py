@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QStatusBar, QSystemTrayIcon
 
 from desktop_agent.ui.conversation.view import ConversationView
 from desktop_agent.ui.highlight import colors, is_dark
-from desktop_agent.ui.window.modes import BYPASS, bypass_badge_text
+from desktop_agent.ui.mode_labels import bypass_badge_text
+from desktop_agent.ui.modes import BYPASS
 from desktop_agent.ui.window.presenters import (
     ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, error_actions, failed_servers, home,
     is_setup_error, status_dot,

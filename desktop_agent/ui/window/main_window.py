@@ -31,7 +31,8 @@ from desktop_agent.ui.window.controller import IDLE, AgentController
 from desktop_agent.ui.window.demo import TOUR_PROMPTS, prepare_demo_project
 from desktop_agent.ui.window.find import FindBar
 from desktop_agent.ui.window.folders import FoldersMixin
-from desktop_agent.ui.window.modes import BYPASS, MODES, default_mode_setting, mode_label
+from desktop_agent.ui.mode_labels import MODES, mode_label
+from desktop_agent.ui.modes import BYPASS, default_mode_setting
 from desktop_agent.ui.window.presenters import home, token_text
 from desktop_agent.ui.window.prompt import PromptEdit
 from desktop_agent.ui.window.sidebar import SessionsPane

@@ -1,6 +1,6 @@
-"""What the window shows, decided without widgets (no Qt here; tested in tests/ui/window/): the permission-mode
-cycle and the bypass guard, the sessions list's rows, which banner an error raises with which actions, the
-failed MCP servers, the find bar's position, the usage figure and the status dot's colour.
+"""What the window shows, decided without widgets (no Qt here; tested in tests/ui/window/): the sessions list's
+rows, which banner an error raises with which actions, the failed MCP servers, the find bar's position, the usage
+figure and the status dot's colour. (The mode cycle and the bypass guard are ``ui.modes``.)
 
 The widgets (toolbar, sidebar, banners, find bar) translate and paint what these return.
 """
@@ -12,10 +12,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Sequence
 
-PermissionModeName = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
-MODE_ORDER: tuple[PermissionModeName, ...] = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
-BYPASS: PermissionModeName = "bypassPermissions"
-
 BannerAction = Literal["retry", "retry-now", "retry-cancel", "settings", "tour", "servers", "restart"]
 DotColour = Literal["muted", "error", "accent", "added_fg"]
 
@@ -23,25 +19,6 @@ DotColour = Literal["muted", "error", "accent", "added_fg"]
 IDLE, THINKING, STREAMING, TOOL, WAITING, RETRYING, ERROR, STOPPING = (
     "idle", "thinking", "streaming", "tool", "waiting", "retrying", "error", "stopping",
 )
-
-
-def next_mode(current: str) -> str:
-    """Ctrl+Shift+M: the next mode, never bypassPermissions (that one only through its question); leaving
-    bypass, the mode after it in the list."""
-    order = [m for m in MODE_ORDER if m != BYPASS]
-    if current in order:
-        return order[(order.index(current) + 1) % len(order)]
-    names = list(MODE_ORDER)
-    if current not in names:
-        return "default"
-    return next((m for m in names[names.index(current) + 1:] + names if m != BYPASS), "default")
-
-
-def settled_mode(session_mode: str | None, wanted: str) -> str:
-    """The mode a freshly opened session is shown (and left) in: bypass is never entered without its question,
-    so a session that says bypass when something else was wanted goes back to default."""
-    mode = session_mode or "default"
-    return "default" if mode == BYPASS and wanted != BYPASS else mode
 
 
 def home(path: str) -> str:

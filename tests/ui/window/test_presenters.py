@@ -1,5 +1,5 @@
-"""The window's decisions without Qt (``ui.window.presenters``): mode cycle and bypass guard, sessions rows, error
-banner actions, failed MCP servers, the find bar's stepping, the usage figure and the status dot."""
+"""The window's decisions without Qt (``ui.window.presenters``): sessions rows, error banner actions, failed MCP
+servers, the find bar's stepping, the usage figure and the status dot."""
 
 from __future__ import annotations
 
@@ -11,32 +11,6 @@ from dataclasses import dataclass
 import pytest
 
 from desktop_agent.ui.window import presenters as p
-
-
-@pytest.mark.parametrize("current, nxt", [
-    ("default", "acceptEdits"), ("acceptEdits", "plan"), ("plan", "dontAsk"), ("dontAsk", "default"),
-    ("bypassPermissions", "dontAsk"),  # leaving bypass: the mode after it
-    ("nonsense", "default"),
-])
-def test_next_mode_cycles_and_never_enters_bypass(current, nxt):
-    assert p.next_mode(current) == nxt
-
-
-def test_cycling_from_anywhere_never_reaches_bypass():
-    for start in p.MODE_ORDER:
-        mode = start
-        for _ in range(10):
-            mode = p.next_mode(mode)
-            assert mode != p.BYPASS
-
-
-@pytest.mark.parametrize("session, wanted, shown", [
-    ("bypassPermissions", "default", "default"),  # never bypass without its question
-    ("bypassPermissions", "bypassPermissions", "bypassPermissions"),
-    ("plan", "default", "plan"), (None, "plan", "default"), ("", "plan", "default"),
-])
-def test_settled_mode(session, wanted, shown):
-    assert p.settled_mode(session, wanted) == shown
 
 
 def test_home_abbreviates_only_paths_under_home(monkeypatch, tmp_path):
@@ -98,7 +72,8 @@ def test_token_text_and_status_dot():
 
 
 def test_presenters_import_no_qt():
-    code = "import sys; import desktop_agent.ui.window.presenters; print('PySide6' in sys.modules)"
+    code = ("import sys; import desktop_agent.ui.window.presenters, desktop_agent.ui.modes; "
+            "print('PySide6' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))))
     assert out.returncode == 0, out.stderr

@@ -1,6 +1,6 @@
-"""The permission modes as the window names them (``MODES``, translated where shown), the one question before
-bypassPermissions is entered (``confirm_bypass``, used by the toolbar, the menu, Settings and the command line)
-and Settings' default mode. The mode cycle and the bypass guard are ``presenters`` (no Qt).
+"""How the window names the permission modes (``MODES``, translated where shown; the bypass badge) and the one
+question before bypassPermissions is entered (``confirm_bypass``: the toolbar, the menu, Settings and the command
+line ask it). The modes themselves and their rules are ``ui.modes`` (no Qt).
 """
 
 from __future__ import annotations
@@ -9,10 +9,6 @@ from typing import Callable
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 from PySide6.QtWidgets import QMessageBox, QWidget
-
-from desktop_agent.ui.window.presenters import BYPASS, MODE_ORDER
-
-__all__ = ["BYPASS", "MODES", "bypass_badge_text", "confirm_bypass", "default_mode_setting", "mode_label"]
 
 # Labels are marked for lupdate with QT_TRANSLATE_NOOP and translated where shown (mode_label()).
 MODES: list[tuple[str, str]] = [
@@ -52,13 +48,3 @@ def confirm_bypass(parent: QWidget | None, done: Callable[[bool], None]) -> QMes
     box.finished.connect(lambda _r: done(box.clickedButton() is yes))
     box.open()
     return box
-
-
-def default_mode_setting() -> str:
-    """Settings' default permission mode (read without pydantic, as at start-up); ``manual`` is default."""
-    from desktop_agent.ui.main import _read_prefs
-
-    mode = str(_read_prefs().get("default_permission_mode") or "default")
-    mode = "default" if mode == "manual" else mode
-    return mode if mode in MODE_ORDER else "default"
-

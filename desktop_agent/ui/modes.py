@@ -1,0 +1,41 @@
+"""The permission modes as the window uses them, without Qt: their order (``MODE_ORDER``), ``BYPASS``, the
+Ctrl+Shift+M cycle that never enters bypass (``next_mode``), the guard on a freshly opened session
+(``settled_mode``) and Settings' default mode (``default_mode_setting``). Their labels and the bypass question are
+``ui.mode_labels``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from desktop_agent.ui.prefs import read_prefs
+
+PermissionModeName = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
+MODE_ORDER: tuple[PermissionModeName, ...] = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+BYPASS: PermissionModeName = "bypassPermissions"
+
+
+def next_mode(current: str) -> str:
+    """Ctrl+Shift+M: the next mode, never bypassPermissions (that one only through its question); leaving
+    bypass, the mode after it in the list."""
+    order = [m for m in MODE_ORDER if m != BYPASS]
+    if current in order:
+        return order[(order.index(current) + 1) % len(order)]
+    names = list(MODE_ORDER)
+    if current not in names:
+        return "default"
+    return next((m for m in names[names.index(current) + 1:] + names if m != BYPASS), "default")
+
+
+def settled_mode(session_mode: str | None, wanted: str) -> str:
+    """The mode a freshly opened session is shown (and left) in: bypass is never entered without its question,
+    so a session that says bypass when something else was wanted goes back to default."""
+    mode = session_mode or "default"
+    return "default" if mode == BYPASS and wanted != BYPASS else mode
+
+
+def default_mode_setting() -> str:
+    """Settings' default permission mode (read without pydantic, as at start-up); ``manual`` is default."""
+    mode = str(read_prefs().get("default_permission_mode") or "default")
+    mode = "default" if mode == "manual" else mode
+    return mode if mode in MODE_ORDER else "default"
