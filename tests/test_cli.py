@@ -510,7 +510,7 @@ def test_session_composition_from_flags(workdir, tmp_path, monkeypatch):
         blocks = asyncio.run(s.system_prompt_blocks())
         assert blocks[0]["text"] == "CUSTOM"
         init = run.init_line()
-        assert init["tools"] == ["Read", "Glob"] and init["permissionMode"] == "bypassPermissions"
+        assert init.tools == ["Read", "Glob"] and init.permissionMode == "bypassPermissions"
     finally:
         s.close()
 

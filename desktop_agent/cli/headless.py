@@ -23,6 +23,15 @@ from desktop_agent.cli.argv import Options, eprint
 from desktop_agent.cli.stdio import (
     ControlChannel, DenyingPrompter, Output, StdinReader, StdioPrompter, register_sdk_hooks,
 )
+from desktop_agent.protocol import ProtocolError, WireModel, decode
+from desktop_agent.protocol.control import (
+    ControlCancelRequest, ControlRequest, ControlResponse, InitializeRequest, InterruptRequest, OtherRequest,
+    SetModelRequest, SetPermissionModeRequest,
+)
+from desktop_agent.protocol.stream_json import (
+    AssistantLine, PermissionDenial, ResultLine, StreamEventLine, SystemInit, SystemLine, SystemStatus, UnknownLine,
+    UserLine,
+)
 
 # -------------------------------------------------------------------------------------- headless run
 
@@ -47,7 +56,7 @@ class HeadlessRun:
         self.channel = ControlChannel(self.out, verbose=opts.verbose)
         self.prompter = DenyingPrompter(
             StdioPrompter(self.channel, self._interrupt) if opts.permission_prompt_tool == "stdio" else None)
-        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.queue: asyncio.Queue[UserLine | None] = asyncio.Queue()
         self.last_ok = True
         self.turn_task: asyncio.Task[Any] | None = None
         self.interrupted = False
@@ -88,21 +97,19 @@ class HeadlessRun:
 
     # ---------------------------------------------------------------------- stream-json lines
 
-    def _line(self, obj: dict[str, Any]) -> None:
+    def _line(self, line: WireModel) -> None:
         if self.opts.out_format == "stream-json":
-            self.out.json(obj)
+            self.out.line(line)
 
-    def init_line(self) -> dict[str, Any]:
+    def init_line(self) -> SystemInit:
         s = self.session
-        return {
-            "type": "system", "subtype": "init", "cwd": s.cwd, "session_id": s.session_id,
-            "tools": [t.name for t in s.tools],
-            "mcp_servers": [{"name": m["name"], "status": m["status"]} for m in s.mcp_status()], "model": s.model,
-            "permissionMode": s.permission_mode, "slash_commands": ["compact"],
-            "apiKeySource": self.api_key_source(),
-            "output_style": "default", "agents": [], "skills": [], "plugins": [],
-            "claude_code_version": __version__, "uuid": str(uuid.uuid4()),
-        }
+        return SystemInit(
+            cwd=s.cwd, session_id=s.session_id, tools=[t.name for t in s.tools],
+            mcp_servers=[{"name": m["name"], "status": m["status"]} for m in s.mcp_status()], model=s.model,
+            permissionMode=s.permission_mode, slash_commands=["compact"], apiKeySource=self.api_key_source(),
+            output_style="default", agents=[], skills=[], plugins=[], claude_code_version=__version__,
+            uuid=str(uuid.uuid4()),
+        )
 
     def api_key_source(self) -> str:
         """Where the key came from, as the reference names it (``initialize``'s ``account``, ``system``/``init``)."""
@@ -115,10 +122,10 @@ class HeadlessRun:
             self._key_source = {"credentials": "config file"}.get(source, source)
         return self._key_source
 
-    def _initialize_prompt(self, request: dict[str, Any]) -> None:
+    def _initialize_prompt(self, request: InitializeRequest) -> None:
         """``initialize``'s ``systemPrompt`` / ``appendSystemPrompt`` (the TypeScript SDK sends them there, not as
         flags): a string or a list of parts, replacing what the flags said."""
-        custom, append = request.get("systemPrompt"), request.get("appendSystemPrompt")
+        custom, append = request.systemPrompt, request.appendSystemPrompt
         if custom is None and append is None:
             return
 
@@ -149,19 +156,15 @@ class HeadlessRun:
             msg.setdefault("stop_reason", None)
             msg.setdefault("stop_sequence", None)
             msg.setdefault("usage", {})
-            self._line({"type": "assistant", "message": msg, "parent_tool_use_id": None, "session_id": sid,
-                        "uuid": uid})
+            self._line(AssistantLine(message=msg, session_id=sid, uuid=uid))
         elif kind == "user" and not entry.get("isMeta") and not entry.get("isCompactSummary"):
             msg = entry.get("message") or {}
-            line = {"type": "user", "message": {"role": "user", "content": msg.get("content")},
-                    "parent_tool_use_id": None, "session_id": sid, "uuid": uid}
-            if entry.get("toolUseResult") is not None:
-                line["tool_use_result"] = entry["toolUseResult"]
-            self._line(line)
+            self._line(UserLine(message={"role": "user", "content": msg.get("content")}, session_id=sid, uuid=uid,
+                                tool_use_result=entry.get("toolUseResult")))
 
     # ---------------------------------------------------------------------- one turn
 
-    async def run_compact(self, instructions: str | None) -> dict[str, Any]:
+    async def run_compact(self, instructions: str | None) -> ResultLine:
         """``/compact [instructions]``: manual compaction instead of a model turn."""
         s = self.session
         self._line(self.init_line())
@@ -169,24 +172,22 @@ class HeadlessRun:
         subtype, text, errors = "success", "Compacted. ", []
         try:
             event = await s.compact(instructions or None)
-            self._line({"type": "system", "subtype": "compact_boundary", "session_id": s.session_id,
-                        "uuid": str(uuid.uuid4()),
-                        "compact_metadata": {"trigger": "manual", "pre_tokens": event.pre_tokens}})
+            self._line(self._compact_boundary("manual", event.pre_tokens))
         except Exception as exc:
             subtype, text, errors = "error_during_execution", "", [f"Error during compaction: {exc}"]
-        result: dict[str, Any] = {
-            "type": "result", "subtype": subtype, "is_error": subtype != "success",
-            "duration_ms": int((time.perf_counter() - t0) * 1000), "duration_api_ms": 0, "num_turns": 0,
-            "result": text, "stop_reason": None, "session_id": s.session_id,
-            "total_cost_usd": round(s.total_cost_usd, 8), "usage": _usage_dict({}), "modelUsage": {},
-            "permission_denials": [], "uuid": str(uuid.uuid4()),
-        }
-        if errors:
-            result["errors"] = errors
         self.last_ok = subtype == "success"
-        return result
+        return ResultLine(
+            subtype=subtype, is_error=subtype != "success", duration_ms=int((time.perf_counter() - t0) * 1000),
+            duration_api_ms=0, num_turns=0, result=text, stop_reason=None, session_id=s.session_id,
+            total_cost_usd=round(s.total_cost_usd, 8), usage=_usage_dict({}), modelUsage={}, permission_denials=[],
+            uuid=str(uuid.uuid4()), errors=errors or None)
 
-    async def run_turn(self, content: Any) -> dict[str, Any]:
+    def _compact_boundary(self, trigger: str, pre_tokens: int) -> SystemLine:
+        return SystemLine.model_validate({  # compact_metadata: an extra field, after the declared ones
+            "subtype": "compact_boundary", "session_id": self.session.session_id, "uuid": str(uuid.uuid4()),
+            "compact_metadata": {"trigger": trigger, "pre_tokens": pre_tokens}})
+
+    async def run_turn(self, content: Any) -> ResultLine:
         from desktop_agent.core.events import (
             AssistantBlock, AssistantMessage, Compacted, ErrorEvent, RetryWaiting, StreamEvent, ToolCallFinished,
             ToolCallStarted, TurnFinished, UserMessage,
@@ -196,7 +197,7 @@ class HeadlessRun:
         if isinstance(content, str) and (content.strip() == "/compact" or content.strip().startswith("/compact ")):
             return await self.run_compact(content.strip()[len("/compact"):].strip())
         self.interrupted = False
-        denials: list[dict[str, Any]] = []
+        denials: list[PermissionDenial] = []
         inputs: dict[str, Any] = {}
         await s.start_mcp()  # system/init lists the servers' states and tools
         self._line(self.init_line())
@@ -209,20 +210,16 @@ class HeadlessRun:
             async for event in stream:
                 if isinstance(event, AssistantBlock):
                     # One ``assistant`` line per finished block, written before the loop starts its call.
-                    self._line({"type": "assistant", "message": event.message, "parent_tool_use_id": None,
-                                "session_id": s.session_id, "uuid": str(uuid.uuid4())})
+                    self._line(AssistantLine(message=event.message, session_id=s.session_id, uuid=str(uuid.uuid4())))
                 elif isinstance(event, AssistantMessage):
                     self._emitted.add(str(event.message.get("uuid")))  # its blocks went out one by one
                 elif isinstance(event, UserMessage):
                     user_messages += 1
                     self._on_entry(event.message)
                 elif isinstance(event, Compacted):
-                    self._line({"type": "system", "subtype": "compact_boundary", "session_id": s.session_id,
-                                "uuid": str(uuid.uuid4()),
-                                "compact_metadata": {"trigger": "auto", "pre_tokens": event.pre_tokens}})
+                    self._line(self._compact_boundary("auto", event.pre_tokens))
                 elif isinstance(event, StreamEvent):
-                    self._line({"type": "stream_event", "event": event.event, "session_id": s.session_id,
-                                "parent_tool_use_id": None, "uuid": str(uuid.uuid4())})
+                    self._line(StreamEventLine(event=event.event, session_id=s.session_id, uuid=str(uuid.uuid4())))
                 elif isinstance(event, ErrorEvent):
                     errors.append(event.message)
                     if self.opts.verbose:
@@ -233,8 +230,8 @@ class HeadlessRun:
                 elif isinstance(event, ToolCallStarted):
                     inputs[event.tool_use_id] = event.input
                 elif isinstance(event, ToolCallFinished) and event.denied:
-                    denials.append({"tool_name": event.name, "tool_use_id": event.tool_use_id,
-                                    "tool_input": inputs.get(event.tool_use_id, {})})
+                    denials.append(PermissionDenial(tool_name=event.name, tool_use_id=event.tool_use_id,
+                                                    tool_input=inputs.get(event.tool_use_id, {})))
                 elif isinstance(event, TurnFinished):
                     finished = event
         finally:
@@ -248,42 +245,34 @@ class HeadlessRun:
             if m.get("type") == "assistant":
                 stop_reason = (m.get("message") or {}).get("stop_reason")
                 break
-        result: dict[str, Any] = {
-            "type": "result", "subtype": subtype, "is_error": subtype != "success",
-            "duration_ms": int((time.perf_counter() - t0) * 1000),
-            "duration_api_ms": int(finished.duration_api_ms) if finished else 0,
-            # As the reference counts: the prompt plus each user message the turn wrote (one per tool_result,
-            # interruption notices included), not the number of API requests.
-            "num_turns": 1 + user_messages if finished else 0,
-            "result": (finished.result_text if finished else "") or "",
-            "stop_reason": stop_reason, "session_id": s.session_id,
-            "terminal_reason": TERMINAL_REASONS.get(reason, reason),
-            "total_cost_usd": round(s.total_cost_usd, 8),
-            "usage": _usage_dict(finished.usage if finished else {}),
-            "modelUsage": {}, "permission_denials": denials,
-            "uuid": str(uuid.uuid4()),
-        }
         if finished is not None and finished.error:
             errors.append(finished.error)
         if subtype == "error_max_turns" and self.session.max_turns:
             errors.insert(0, f"Reached maximum number of turns ({self.session.max_turns})")  # the reference's text
-        if subtype != "success":
-            result["errors"] = list(dict.fromkeys(errors)) or [reason]
         self.last_ok = subtype == "success"
-        return result
+        return ResultLine(
+            subtype=subtype, is_error=subtype != "success", duration_ms=int((time.perf_counter() - t0) * 1000),
+            duration_api_ms=int(finished.duration_api_ms) if finished else 0,
+            # As the reference counts: the prompt plus each user message the turn wrote (one per tool_result,
+            # interruption notices included), not the number of API requests.
+            num_turns=1 + user_messages if finished else 0,
+            result=(finished.result_text if finished else "") or "", stop_reason=stop_reason,
+            session_id=s.session_id, terminal_reason=TERMINAL_REASONS.get(reason, reason),
+            total_cost_usd=round(s.total_cost_usd, 8), usage=_usage_dict(finished.usage if finished else {}),
+            modelUsage={}, permission_denials=denials, uuid=str(uuid.uuid4()),
+            errors=None if subtype == "success" else list(dict.fromkeys(errors)) or [reason])
 
     # ---------------------------------------------------------------------- control requests
 
-    async def handle_control_request(self, message: dict[str, Any]) -> None:
-        request_id = message.get("request_id")
-        request = message.get("request") or {}
-        subtype = request.get("subtype")
+    async def handle_control_request(self, message: ControlRequest) -> None:
+        request_id, request = message.request_id, message.request
+        response: dict[str, Any] | None
         try:
-            if subtype == "initialize":
-                if request.get("hooks"):
-                    register_sdk_hooks(self.session.hook_runner(), self.channel, request["hooks"])
+            if isinstance(request, InitializeRequest):
+                if request.hooks:
+                    register_sdk_hooks(self.session.hook_runner(), self.channel, request.hooks)
                     self._fit_prompter()
-                response: dict[str, Any] = {
+                response = {
                     "commands": [{"name": "compact", "description": "Summarize the conversation so far",
                                   "argumentHint": ""}],
                     "output_style": "default", "available_output_styles": ["default"],
@@ -293,62 +282,63 @@ class HeadlessRun:
                     "account": {"apiKeySource": self.api_key_source()}, "pid": os.getpid(), "hooks_applied": True,
                 }
                 self._initialize_prompt(request)
-            elif subtype == "interrupt":
+            elif isinstance(request, InterruptRequest):
                 self._interrupt()
-                # The reference's reply has no ``response`` key.
-                self.out.json({"type": "control_response", "response": {"subtype": "success",
-                                                                        "request_id": request_id}})
+                self.out.line(ControlResponse.success(request_id))  # the reference's reply has no ``response``
                 return
-            elif subtype == "set_permission_mode":
-                mode = request.get("mode")
-                self.session.set_permission_mode(str(mode))
-                response = {"mode": self.session.permission_mode}
-                self.out.json({"type": "control_response", "response": {
-                    "subtype": "success", "request_id": request_id, "response": response}})
-                self._line({"type": "system", "subtype": "status", "status": None,
-                            "permissionMode": self.session.permission_mode, "session_id": self.session.session_id,
-                            "uuid": str(uuid.uuid4())})
+            elif isinstance(request, SetPermissionModeRequest):
+                self.session.set_permission_mode(request.mode)
+                self.out.line(ControlResponse.success(request_id, {"mode": self.session.permission_mode}))
+                self._line(SystemStatus(permissionMode=self.session.permission_mode,
+                                        session_id=self.session.session_id, uuid=str(uuid.uuid4())))
                 return
-            elif subtype == "set_model":
-                model = request.get("model")
-                self.session.set_model(str(model) if model else None)
+            elif isinstance(request, SetModelRequest):
+                self.session.set_model(request.model or None)
                 response = {}
-            elif subtype == "mcp_status":
+            elif isinstance(request, OtherRequest) and request.subtype == "mcp_status":
                 await self.session.start_mcp()
                 response = {"mcpServers": self.session.mcp_status()}
             else:
-                raise ValueError(f"Unsupported control request subtype: {subtype}")
+                raise ValueError(f"Unsupported control request subtype: {request.subtype}")
         except Exception as exc:
-            self.out.json({"type": "control_response", "response": {
-                "subtype": "error", "request_id": request_id, "error": str(exc)}})
+            self.out.line(ControlResponse.failure(request_id, str(exc)))
             return
-        self.out.json({"type": "control_response", "response": {
-            "subtype": "success", "request_id": request_id, "response": response}})
+        self.out.line(ControlResponse.success(request_id, response))
 
     def on_line(self, line: str) -> None:
         line = line.strip()
         if not line:
             return
         try:
-            message = json.loads(line)
+            obj = json.loads(line)
         except ValueError:
             eprint(f"ignoring a stdin line that is not JSON: {line[:80]}")
             return
-        if not isinstance(message, dict):
+        if not isinstance(obj, dict):
             return
-        kind = message.get("type")
-        if kind == "control_response":
+        try:
+            message = decode(obj)
+        except ProtocolError as exc:
+            if obj.get("type") == "control_request":  # answered, so the host does not wait forever
+                self.out.line(ControlResponse.failure(str(obj.get("request_id") or ""), str(exc)))
+            elif self.opts.verbose:
+                eprint(f"ignoring a stdin line: {exc}")
+            return
+        if isinstance(message, ControlResponse):
             self.channel.on_response(message)
-        elif kind == "control_request":
+        elif isinstance(message, ControlRequest):
             asyncio.ensure_future(self.handle_control_request(message))
-        elif kind == "user":
+        elif isinstance(message, UserLine):
             if self.opts.input_format == "stream-json":
                 self.queue.put_nowait(message)
-        elif kind in ("control_cancel_request", "keep_alive", "update_environment_variables"):
-            if kind == "update_environment_variables" and isinstance(message.get("variables"), dict):
-                os.environ.update({str(k): str(v) for k, v in message["variables"].items()})
+        elif isinstance(message, ControlCancelRequest):
+            pass
+        elif isinstance(message, UnknownLine) and message.type in ("keep_alive", "update_environment_variables"):
+            variables = message.raw.get("variables")
+            if message.type == "update_environment_variables" and isinstance(variables, dict):
+                os.environ.update({str(k): str(v) for k, v in variables.items()})
         elif self.opts.verbose:
-            eprint(f"ignoring stdin message of type {kind}")
+            eprint(f"ignoring stdin message of type {message.type}")
 
     def on_eof(self) -> None:
         self.channel.close()
@@ -371,7 +361,7 @@ class HeadlessRun:
                     message = await self.queue.get()
                     if message is None:
                         break
-                    content = (message.get("message") or {}).get("content")
+                    content = message.message.get("content")
                     if content is None:
                         continue
                     await self._run_and_report(content)
@@ -385,19 +375,15 @@ class HeadlessRun:
 
     async def _run_and_report(self, content: Any) -> None:
         result = await self.run_turn(content)
-        fmt = self.opts.out_format
-        if fmt == "stream-json":
-            self.out.json(result)
-        elif fmt == "json":
-            self.out.json(result)
+        if self.opts.out_format in ("stream-json", "json"):
+            self.out.line(result)
+        elif result.is_error:
+            text = result.result or "; ".join(result.errors or []) or result.subtype
+            if result.subtype == "error_max_turns":
+                text = f"Error: Reached max turns ({self.opts.max_turns})"
+            eprint(text)
         else:
-            if result["is_error"]:
-                text = result.get("result") or "; ".join(result.get("errors") or []) or result["subtype"]
-                if result["subtype"] == "error_max_turns":
-                    text = f"Error: Reached max turns ({self.opts.max_turns})"
-                eprint(text)
-            else:
-                self.out.text(result.get("result") or "")
+            self.out.text(result.result or "")
 
 
 def _usage_dict(usage: dict[str, Any]) -> dict[str, Any]:

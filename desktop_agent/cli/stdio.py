@@ -11,26 +11,33 @@ duplicate or unknown response is ignored). ``StdioPrompter`` asks permissions ov
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import threading
 import uuid
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from desktop_agent.cli.argv import eprint
+from desktop_agent.protocol import WireModel, encode
+from desktop_agent.protocol.control import (
+    CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse, ErrorBody, HookCallbackRequest,
+)
+
+if TYPE_CHECKING:
+    from desktop_agent.core.permission import PermissionReply, PermissionRequest
+    from desktop_agent.permissions.hooks import HookRunner
 
 # ------------------------------------------------------------------------------------------- output
 
 
 class Output:
-    """Line-delimited JSON (or text) on stdout, flushed per line."""
+    """Line-delimited JSON (one ``desktop_agent.protocol`` model a line) or text on stdout, flushed per line."""
 
     def __init__(self, stream: Any = None):
         self.stream = stream or sys.stdout
 
-    def json(self, obj: dict[str, Any]) -> None:
-        self.stream.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    def line(self, message: WireModel) -> None:
+        self.stream.write(encode(message))
         self.stream.flush()
 
     def text(self, text: str) -> None:
@@ -72,14 +79,18 @@ class StdinReader:
             self.on_eof()
 
     async def _run_thread(self, loop: asyncio.AbstractEventLoop) -> None:
-        done = loop.create_future()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def finish() -> None:
+            if not done.done():
+                done.set_result(None)
 
         def work() -> None:
             try:
                 for line in sys.stdin:
                     loop.call_soon_threadsafe(self.on_line, line)
             finally:
-                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+                loop.call_soon_threadsafe(finish)
 
         threading.Thread(target=work, name="stdin-reader", daemon=True).start()
         try:
@@ -100,35 +111,35 @@ class ControlChannel:
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.closed = False
 
-    async def request(self, request: dict[str, Any], request_id: str | None = None) -> dict[str, Any]:
-        """Send a control_request and await its response; cancelled → ``control_cancel_request``."""
+    async def request(self, request: CanUseToolRequest | HookCallbackRequest,
+                      request_id: str | None = None) -> dict[str, Any]:
+        """Send a control_request and await its response body; cancelled → ``control_cancel_request``."""
         if self.closed:
             raise ConnectionError("stdin is closed: no one can answer")
         request_id = request_id or str(uuid.uuid4())
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = fut
-        self.out.json({"type": "control_request", "request_id": request_id, "request": request})
+        self.out.line(ControlRequest(request_id=request_id, request=request))
         try:
             return await fut
         except asyncio.CancelledError:
             if request_id in self.pending:
-                self.out.json({"type": "control_cancel_request", "request_id": request_id})
+                self.out.line(ControlCancelRequest(request_id=request_id))
             raise
         finally:
             self.pending.pop(request_id, None)
 
-    def on_response(self, message: dict[str, Any]) -> None:
-        response = message.get("response") or {}
-        request_id = response.get("request_id")
-        fut = self.pending.pop(request_id, None) if isinstance(request_id, str) else None
+    def on_response(self, message: ControlResponse) -> None:
+        body = message.response
+        fut = self.pending.pop(body.request_id, None)
         if fut is None or fut.done():
             if self.verbose:
-                eprint(f"ignoring a control_response for unknown or answered request {request_id}")
+                eprint(f"ignoring a control_response for unknown or answered request {body.request_id}")
             return
-        if response.get("subtype") == "error":
-            fut.set_exception(RuntimeError(str(response.get("error") or "control request failed")))
+        if isinstance(body, ErrorBody):
+            fut.set_exception(RuntimeError(body.error or "control request failed"))
         else:
-            fut.set_result(response.get("response") or {})
+            fut.set_result(body.response or {})
 
     def close(self) -> None:
         self.closed = True
@@ -145,29 +156,19 @@ class StdioPrompter:
         self.channel = channel
         self.on_interrupt = on_interrupt
 
-    async def ask(self, request: Any) -> Any:
+    async def ask(self, request: PermissionRequest) -> PermissionReply:
         from desktop_agent.core.errors import USER_DENIED_MESSAGE
         from desktop_agent.core.permission import PermissionReply, PermissionUpdate
 
-        payload: dict[str, Any] = {
-            "subtype": "can_use_tool",
-            "tool_name": request.tool_name,
-            "display_name": request.tool_name,
-            "input": request.input,
-            "permission_suggestions": [s.to_wire() for s in request.suggestions],
-            "tool_use_id": request.tool_use_id,
-        }
-        description = request.description or _describe(request)
-        if description:
-            payload["description"] = description
-        if request.blocked_path:
-            payload["blocked_path"] = request.blocked_path
-        if request.decision_reason is not None:
-            payload["decision_reason"] = request.reason_text
-        # Extension fields (issue 15/16): the patch the engine built, so a host's dialog shows exactly it.
-        for key in ("file_path", "structured_patch", "original_file", "subcommands"):
-            if getattr(request, key, None) is not None:
-                payload[key] = getattr(request, key)
+        payload = CanUseToolRequest(
+            tool_name=request.tool_name, display_name=request.tool_name, input=request.input,
+            permission_suggestions=[s.to_wire() for s in request.suggestions], tool_use_id=request.tool_use_id,
+            description=request.description or _describe(request) or None, blocked_path=request.blocked_path or None,
+            decision_reason=request.reason_text if request.decision_reason is not None else None,
+            # Extension fields (issue 15/16): the patch the engine built, so a host's dialog shows exactly it.
+            file_path=request.file_path, structured_patch=request.structured_patch,
+            original_file=request.original_file, subcommands=request.subcommands,
+        )
         try:
             response = await self.channel.request(payload, request_id=request.request_id)
         except (ConnectionError, RuntimeError) as exc:
@@ -205,7 +206,7 @@ def _rejected_hunks(response: dict[str, Any]) -> dict[str, Any]:
     return {"rejected_hunks": ranges, "total_hunks": total if ok else len(ranges)}
 
 
-def _describe(request: Any) -> str:
+def _describe(request: PermissionRequest) -> str:
     path = request.file_path or (request.input or {}).get("file_path") or (request.input or {}).get("path")
     if isinstance(path, str) and path:
         return os.path.basename(path)
@@ -217,7 +218,7 @@ class DenyingPrompter:
     """The prompter of ``-p``: the stdio control channel's when there is one (``inner``), else every ask
     is denied with the ask's own message (the App. A texts)."""
 
-    def __init__(self, inner: Any = None):
+    def __init__(self, inner: StdioPrompter | None = None):
         self.inner = inner
 
     @property
@@ -225,7 +226,7 @@ class DenyingPrompter:
         """Only a host's prompter waits for an answer (and so raises a ``permission_prompt`` Notification)."""
         return self.inner is not None
 
-    async def ask(self, request: Any) -> Any:
+    async def ask(self, request: PermissionRequest) -> PermissionReply:
         from desktop_agent.core.permission import PermissionReply
 
         if self.inner is None:
@@ -233,7 +234,7 @@ class DenyingPrompter:
         return await self.inner.ask(request)
 
 
-def register_sdk_hooks(runner: Any, channel: ControlChannel, hooks: dict[str, Any] | None) -> int:
+def register_sdk_hooks(runner: HookRunner, channel: ControlChannel, hooks: dict[str, Any] | None) -> int:
     """``initialize``'s ``hooks`` → callback hooks of the session's ``HookRunner``.
 
     Each callback sends a ``hook_callback`` control request and returns the SDK's reply, which is hook
@@ -255,9 +256,7 @@ def register_sdk_hooks(runner: Any, channel: ControlChannel, hooks: dict[str, An
 
 def _hook_callback(channel: ControlChannel, callback_id: str) -> Callable[..., Any]:
     async def call(payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any] | None:
-        request: dict[str, Any] = {"subtype": "hook_callback", "callback_id": callback_id, "input": payload}
-        if tool_use_id:
-            request["tool_use_id"] = tool_use_id
+        request = HookCallbackRequest(callback_id=callback_id, input=payload, tool_use_id=tool_use_id or None)
         result = await channel.request(request)
         return result if isinstance(result, dict) else None
 

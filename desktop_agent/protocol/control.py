@@ -29,16 +29,19 @@ def new_request_id() -> str:
 class InitializeRequest(WireModel):
     subtype: Literal["initialize"] = "initialize"
     hooks: dict[str, Any] | None = None
+    # the TypeScript SDK's prompt options (a string or a list of parts), sent here rather than as flags
+    systemPrompt: Any = None
+    appendSystemPrompt: Any = None
 
 
 class CanUseToolRequest(WireModel):
     subtype: Literal["can_use_tool"] = "can_use_tool"
     tool_name: str
-    input: dict[str, Any] = Field(default_factory=dict)
     display_name: str | None = None
-    description: str | None = None
+    input: dict[str, Any] = Field(default_factory=dict)
     permission_suggestions: list[dict[str, Any]] = Field(default_factory=list)
     tool_use_id: str = ""
+    description: str | None = None
     agent_id: str | None = None
     blocked_path: str | None = None
     decision_reason: Any = None  # ours: a sentence; kept as sent

@@ -30,7 +30,26 @@ class SystemInit(WireModel):
     mcp_servers: list[Any] = Field(default_factory=list)
     model: str = ""
     permissionMode: str = "default"
+    slash_commands: list[str] | None = None
     apiKeySource: str | None = None
+    output_style: str | None = None
+    agents: list[Any] | None = None
+    skills: list[Any] | None = None
+    plugins: list[Any] | None = None
+    claude_code_version: str | None = None
+    uuid: str | None = None
+
+
+class SystemStatus(WireModel):
+    """The ``status`` line our CLI writes after ``set_permission_mode``, its keys in the order it always wrote
+    them (``status`` is ``null``). A host decodes any ``status`` line as a ``SystemLine`` (``permission_mode``)."""
+
+    _keep_null: ClassVar[frozenset[str]] = frozenset({"status"})
+    type: Literal["system"] = "system"
+    subtype: Literal["status"] = "status"
+    status: str | None = None
+    permissionMode: str | None = None
+    session_id: str | None = None
     uuid: str | None = None
 
 
@@ -113,18 +132,19 @@ class ResultLine(WireModel):
     type: Literal["result"] = "result"
     subtype: str
     is_error: bool = False
-    duration_ms: float = 0
-    duration_api_ms: float = 0
+    duration_ms: int | float = 0
+    duration_api_ms: int | float = 0
     num_turns: int = 0
     result: str = ""
     stop_reason: str | None = None
     session_id: str = ""
+    terminal_reason: str | None = None
     total_cost_usd: float = 0.0
     usage: dict[str, Any] = Field(default_factory=dict)
+    modelUsage: dict[str, Any] | None = None
     permission_denials: list[PermissionDenial] = Field(default_factory=list)
-    terminal_reason: str | None = None
-    errors: list[str] | None = None
     uuid: str | None = None
+    errors: list[str] | None = None
 
 
 class UnknownLine(WireModel):
