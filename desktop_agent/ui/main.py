@@ -1,6 +1,6 @@
 """Start the desktop app: QApplication first, then the qasync loop, the theme (``ui.style``), the window.
 
-``main(options)`` takes the window's ``app.options.WindowOptions``, which ``desktop_agent.cli.argv`` (the one
+``main(options)`` takes the window's ``WindowOptions`` (``app.options.WindowOptions``), which ``desktop_agent.cli.argv`` (the one
 parser of the command) filled from ``[FOLDER] [--demo] [--resume ID] [--theme …] [--permission-mode …]
 [--executor inprocess|process|claude] [--claude-path PATH]``. Without a folder it reopens the last one; with
 no API key (and no ``--demo``, and the Anthropic provider) the first-run settings dialog appears over
@@ -16,18 +16,37 @@ import asyncio
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from desktop_agent.app.options import WindowOptions
+from typing import Any, Protocol
 
 _T0 = time.perf_counter()
 
 from PySide6.QtCore import QEvent, QLibraryInfo, QLocale, QObject, QTimer, QTranslator  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from desktop_agent.ui.modes import MODE_ORDER  # noqa: E402
 from desktop_agent.ui.prefs import read_prefs  # noqa: E402
 from desktop_agent.ui.style import ThemeWatcher, apply_theme  # noqa: E402
+
+
+class WindowOptions(Protocol):
+    """What the window opens with, as ``main`` reads it: ``app.options.WindowOptions`` (filled by
+    ``cli.argv``) has these fields; the window names the shape here, as it may not import ``app``."""
+
+    @property
+    def folder(self) -> str | None: ...
+    @property
+    def demo(self) -> bool: ...
+    @property
+    def resume(self) -> str | None: ...
+    @property
+    def theme(self) -> str | None: ...
+    @property
+    def permission_mode(self) -> str | None: ...
+    @property
+    def executor(self) -> str | None: ...
+    @property
+    def claude_path(self) -> str | None: ...
+
 
 def install_translator(app: QApplication, language: str | None = None) -> QTranslator | None:
     lang = language or QLocale.system().name()
@@ -100,15 +119,12 @@ class _FirstPaint(QObject):
         return False
 
 
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
-
-
 def launch_mode(options: WindowOptions, prefs: dict[str, Any]) -> str:
     """The permission mode the window starts in: the command line (``--dangerously-skip-permissions`` is already
     ``bypassPermissions`` there), else the Settings default."""
     mode = options.permission_mode or prefs.get("default_permission_mode") or "default"
     mode = "default" if mode == "manual" else str(mode)
-    return mode if mode in PERMISSION_MODES else "default"
+    return mode if mode in MODE_ORDER else "default"
 
 
 def needs_first_run() -> bool:
