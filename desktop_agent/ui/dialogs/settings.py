@@ -6,37 +6,60 @@ Shown on first run when no Anthropic key is found (and the provider is Anthropic
 Edit ▸ Settings… (Ctrl+,). It never displays a stored key — only where it comes from — and offers the
 offline tour to someone without a key. Each provider keeps its own base URL (``base_url`` /
 ``openai_base_url``) and key (``anthropic_api_key`` / ``openai_api_key``); switching the provider box
-swaps what the fields show. Opened with ``open()``; the result arrives through ``finished``/``tour_requested``.
+swaps what the fields show.
+
+An ``AwaitableDialog[AppSettings | None]``: ``await ask()`` (or ``answer()``) is the saved settings, or None
+when it was closed, cancelled or left for the tour; ``saved`` and ``tour_requested`` say the same to Qt.
+Where each provider's key comes from (the keyring: ~0.4 s the first time) is looked up on a worker thread:
+the dialog waits for it at most ``KEY_LOOKUP_WAIT_S`` (a warm keyring answers in that time, and the dialog
+opens complete), else the key sentence and placeholders fill in when it arrives (``key_facts_known()``).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import threading
+from typing import Literal
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout,
-    QWidget,
+    QComboBox, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget,
 )
 
 from desktop_agent import config
-from desktop_agent.model.client import SUGGESTED_MODELS as MODELS
+from desktop_agent.client.local import suggested_models
+from desktop_agent.ui.dialogs.base import AwaitableDialog
 
-PROVIDERS = ("anthropic", "openai")
+Provider = Literal["anthropic", "openai"]
+PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai")
+KeyFacts = dict[str, tuple[str, str]]  # provider -> (where its key comes from, that as a sentence)
+KEY_LOOKUP_WAIT_S = 0.05  # the longest the Qt thread waits for the key lookup before it opens the dialog
 
 
-class SettingsDialog(QDialog):
+def look_up_key_facts() -> KeyFacts:
+    """Where each provider's key comes from (``keyring``, ``credentials``, the variable, ``none``) and the
+    sentence Settings shows — keyring lookups: called off the Qt thread."""
+    return {"anthropic": (config.find_api_key()[1], config.api_key_location()),
+            "openai": (config.find_openai_key()[1], config.openai_key_location())}
+
+
+class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
     """Edit the app settings. ``saved`` fires after a successful save; ``tour_requested`` for the tour."""
 
     saved = Signal()
     tour_requested = Signal()
+    _facts_arrived = Signal(object)  # KeyFacts, from the worker thread (queued to the Qt thread)
 
     def __init__(self, parent: QWidget | None = None, *, first_run: bool = False):
         super().__init__(parent)
         self.setObjectName("settingsDialog")
         self.setWindowTitle(self.tr("Welcome to Desktop Agent") if first_run else self.tr("Settings"))
-        self.setModal(True)
+        self._facts: KeyFacts | None = None
+        self._looked_up: KeyFacts | None = None  # set by the worker, before ``_lookup_done``
+        self._lookup_done = threading.Event()
+        self._facts_arrived.connect(self._on_facts)
+        threading.Thread(target=self._look_up, name="settings-key-lookup", daemon=True).start()
         self.settings = config.AppSettings.load()
         provider = self.settings.provider if self.settings.provider in PROVIDERS else "anthropic"
         self._provider = provider  # the provider the fields show now
@@ -82,6 +105,8 @@ class SettingsDialog(QDialog):
         self.model_combo.setEditable(True)
         self.model_combo.setAccessibleName(self.tr("Model"))
         form.addRow(self.tr("&Model"), self.model_combo)
+        if self._lookup_done.wait(KEY_LOOKUP_WAIT_S):
+            self._facts = self._looked_up
         self._show_provider(provider)
         self.provider_combo.currentIndexChanged.connect(self._on_provider_picked)
         self.mode_combo = QComboBox()
@@ -117,10 +142,10 @@ class SettingsDialog(QDialog):
         self.executor_combo.addItem(self.tr("in this window (default)"), "inprocess")
         self.executor_combo.addItem(self.tr("in a separate process"), "process")
         self.executor_combo.addItem(self.tr("with Claude Code"), "claude")
-        executor = str(getattr(self.settings, "executor", "inprocess") or "inprocess")
+        executor = self.settings.executor or "inprocess"
         self.executor_combo.setCurrentIndex(max(0, self.executor_combo.findData(executor)))
         form.addRow(self.tr("R&un sessions"), self.executor_combo)
-        self.claude_path_edit = QLineEdit(str(getattr(self.settings, "claude_path", "") or ""))
+        self.claude_path_edit = QLineEdit(self.settings.claude_path or "")
         self.claude_path_edit.setObjectName("claudePathEdit")
         self.claude_path_edit.setAccessibleName(self.tr("Claude Code path"))
         found = shutil.which("claude")
@@ -144,7 +169,8 @@ class SettingsDialog(QDialog):
         row = QHBoxLayout()
         row.setSpacing(8)
         self.tour_button = QPushButton(self.tr("Try the offline &tour"))
-        self.tour_button.setToolTip(self.tr("A guided demo on a sample project with a scripted model — no key needed"))
+        self.tour_button.setToolTip(
+            self.tr("A guided demo on a sample project with a scripted model — no key needed"))
         self.tour_button.clicked.connect(self._tour)
         row.addWidget(self.tour_button)
         row.addStretch(1)
@@ -154,8 +180,18 @@ class SettingsDialog(QDialog):
         row.addWidget(self.buttons)
         root.addLayout(row)
         self.setMinimumWidth(560)
-        # the height for this width: the wrapped key sentence's sizeHint is for a narrower label
-        self.resize(600, max(self.minimumSizeHint().height(), root.totalHeightForWidth(600)))
+        self.resize(600, self.height())
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """The height for this width: the wrapped key sentence's sizeHint is for a narrower label."""
+        layout = self.layout()
+        width = self.width()
+        self.resize(width, max(self.minimumSizeHint().height(), layout.totalHeightForWidth(width), self.height()
+                               if self.isVisible() else 0))
+
+    def closed_value(self) -> config.AppSettings | None:
+        return None  # closed, Cancel, or the tour: nothing saved
 
     def _tour(self) -> None:
         self.tour_requested.emit()
@@ -215,7 +251,7 @@ class SettingsDialog(QDialog):
             if app is not None:
                 apply_theme(app, self.settings.theme)  # at once
         self.saved.emit()
-        self.accept()
+        self._resolve(self.settings, True)
 
     def _show_executor(self, _index: int = 0) -> None:
         self.claude_path_edit.setEnabled(self.executor_combo.currentData() == "claude")
@@ -224,9 +260,52 @@ class SettingsDialog(QDialog):
     def provider(self) -> str:
         return str(self.provider_combo.currentData() or "anthropic")
 
-    @staticmethod
-    def _key_source(provider: str) -> str:
-        return (config.find_api_key() if provider == "anthropic" else config.find_openai_key())[1]
+    # ----- where the keys come from (looked up off the Qt thread) -------------------------------------
+    def _look_up(self) -> None:
+        facts = look_up_key_facts()
+        self._looked_up = facts
+        self._lookup_done.set()
+        try:
+            self._facts_arrived.emit(facts)
+        except RuntimeError:  # the dialog was deleted meanwhile
+            pass
+
+    def _on_facts(self, facts: KeyFacts) -> None:
+        if self._facts is None:
+            self._facts = facts
+            self._show_key_facts()
+            self._fit_height()
+
+    def key_facts_known(self) -> bool:
+        return self._facts is not None
+
+    def _key_facts(self, provider: str) -> tuple[str, str] | None:
+        return None if self._facts is None else self._facts[provider]
+
+    def _key_source(self, provider: str) -> str:
+        """Where ``provider``'s key comes from; looked up here only when Save comes before the worker's answer."""
+        if self._facts is None:
+            self._facts = look_up_key_facts()
+            self._show_key_facts()
+        return self._facts[provider][0]
+
+    def _show_key_facts(self) -> None:
+        """The key's placeholder and sentence for the provider shown (blank until the lookup answers)."""
+        provider = self._provider
+        facts = self._key_facts(provider)
+        source, where = facts if facts is not None else ("", "")
+        if provider == "openai":
+            placeholders = {"OPENAI_API_KEY": self.tr("set by OPENAI_API_KEY in the environment"),
+                            "keyring": self.tr("stored in the system keyring — type to replace"),
+                            "credentials": self.tr("stored in a private file — type to replace")}
+            fallback = self.tr("optional: local servers need none")
+        else:
+            placeholders = {"ANTHROPIC_API_KEY": self.tr("set by ANTHROPIC_API_KEY in the environment"),
+                            "keyring": self.tr("stored in the system keyring — type to replace"),
+                            "credentials": self.tr("stored in a private file — type to replace")}
+            fallback = "sk-ant-…"
+        self.key_edit.setPlaceholderText(placeholders.get(source, fallback) if facts is not None else "")
+        self.where_label.setText(where)
 
     def _stash(self) -> None:
         """Keep what the fields hold for the provider they show."""
@@ -243,23 +322,13 @@ class SettingsDialog(QDialog):
     def _show_provider(self, provider: str) -> None:
         """The key, base URL and model fields of ``provider``, with its placeholders and key sentence."""
         self._provider = provider
-        source = self._key_source(provider)
+        self._show_key_facts()
         if provider == "openai":
-            placeholders = {"OPENAI_API_KEY": self.tr("set by OPENAI_API_KEY in the environment"),
-                            "keyring": self.tr("stored in the system keyring — type to replace"),
-                            "credentials": self.tr("stored in a private file — type to replace")}
-            self.key_edit.setPlaceholderText(placeholders.get(source, self.tr("optional: local servers need none")))
-            self.where_label.setText(config.openai_key_location())
             self.base_url_edit.setPlaceholderText("http://localhost:11434/v1")
             models: list[str] = []
         else:
-            placeholders = {"ANTHROPIC_API_KEY": self.tr("set by ANTHROPIC_API_KEY in the environment"),
-                            "keyring": self.tr("stored in the system keyring — type to replace"),
-                            "credentials": self.tr("stored in a private file — type to replace")}
-            self.key_edit.setPlaceholderText(placeholders.get(source, "sk-ant-…"))
-            self.where_label.setText(config.api_key_location())
             self.base_url_edit.setPlaceholderText("https://api.anthropic.com")
-            models = list(MODELS)
+            models = suggested_models()
         self.key_edit.setText(self._typed[provider])
         self.base_url_edit.setText(self._base[provider])
         self.model_combo.blockSignals(True)
