@@ -14,8 +14,9 @@ a part that cannot be built is a ``ConfigError`` or ``SessionError`` before any 
    ``before_request`` hook is the compaction policy, so auto-compaction also happens between the requests
    of a long turn;
 5. the permission state (mode + session grants) is written when it changed, so a resume restores it;
-6. hooks outside turns: PreCompact/SessionStart(compact) around compaction, an ``idle_prompt`` Notification when
-   ``idle_notification_s`` passes after a turn with no new prompt, SessionEnd at ``end(reason)``.
+6. hooks outside turns (``app.lifecycle``): an ``idle_prompt`` Notification when ``idle_notification_s`` passes
+   after a turn with no new prompt, SessionEnd at ``end(reason)``; PreCompact/SessionStart(compact) around
+   compaction (``app.compaction``).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, Sequence, 
 from desktop_agent.app import build, workspace
 from desktop_agent.app.build import ConfigError
 from desktop_agent.app.compaction import Compaction
+from desktop_agent.app.lifecycle import SessionHooks
 from desktop_agent.app.system_prompt import build_system_prompt
 from desktop_agent.app.workspace import SessionError
 from desktop_agent.config import AppSettings, resolve_model
+from desktop_agent.core.abort import cancel_and_wait, until_aborted
 from desktop_agent.core.context import AbortSignal, ToolUseContext
 from desktop_agent.core.events import AgentEvent, Compacted, ErrorEvent, TurnFinished, UserMessage
 from desktop_agent.core.messages import new_uuid, text_of, tool_result_ids, user_entry
@@ -42,7 +45,7 @@ from desktop_agent.mcp.client import McpManager
 from desktop_agent.model.client import DEFAULT_MODEL, ModelClient
 from desktop_agent.model.pricing import CostTracker
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.permissions.hooks import IDLE_PROMPT_MESSAGE, HookRunner
+from desktop_agent.permissions.hooks import HookRunner
 from desktop_agent.session import compact as compact_mod
 from desktop_agent.session.resume import ResumedConversation, history_for_display
 from desktop_agent.session.store import SessionInfo, TranscriptStore, list_sessions, read_transcript
@@ -102,16 +105,13 @@ class AgentSession:
         self.thinking: dict[str, Any] | None = None
         self.include_stream_events = False
         self.last_prompt_uuid: str | None = None
-        self._session_started = False
-        self._start_context: list[str] = []
         self._running = False
         self._turn_abort: AbortSignal | None = None
         self._listeners: list[Callable[[dict[str, Any]], None]] = []
         # Seconds the session may sit idle after a turn before an ``idle_prompt`` Notification (App. B §B.5);
         # None: never (the CLI). The window sets IDLE_NOTIFICATION_S.
         self.idle_notification_s: float | None = None
-        self._idle_timer: asyncio.TimerHandle | None = None
-        self._ended = False
+        self.lifecycle = SessionHooks(self)
 
     # ---------------------------------------------------------------------------------- creation
 
@@ -331,7 +331,7 @@ class AgentSession:
         if self._running:
             raise RuntimeError("a turn is already running")
         self._running = True
-        self._cancel_idle_timer()
+        self.lifecycle.cancel_idle_timer()
         abort = AbortSignal()
         self._turn_abort = abort
         self.ctx.abort = abort
@@ -355,7 +355,7 @@ class AgentSession:
 
             # 2. SessionStart (first turn) and UserPromptSubmit hooks; a blocked prompt is never sent
             contexts: list[str] = []
-            blocked = await self._prompt_hooks(prompt, contexts)
+            blocked = await self.lifecycle.before_prompt(prompt, contexts)
             if blocked is not None:
                 yield ErrorEvent(message=f"UserPromptSubmit operation blocked by hook:\n{blocked}", kind="hook")
                 yield TurnFinished(reason="prompt_blocked", error=blocked,
@@ -414,7 +414,7 @@ class AgentSession:
             self._turn_abort = None
             self._persist_permission_state()
             self.store.sync()
-            self._start_idle_timer()
+            self.lifecycle.start_idle_timer()
 
     # ---------------------------------------------------------------------------------- hooks outside turns
 
@@ -440,42 +440,11 @@ class AgentSession:
             hooks = self.ctx.hooks = HookRunner()
         return hooks
 
-    def _start_idle_timer(self) -> None:
-        """After a turn: an ``idle_prompt`` Notification if no prompt comes within ``idle_notification_s``."""
-        self._cancel_idle_timer()
-        if self.idle_notification_s is None or self._ended:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        self._idle_timer = loop.call_later(self.idle_notification_s, self._idle_fired)
-
-    def _cancel_idle_timer(self) -> None:
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-            self._idle_timer = None
-
-    def _idle_fired(self) -> None:
-        self._idle_timer = None
-        hooks = self.hooks
-        if hooks is not None and not self._running and not self._ended:
-            hooks.notify_soon(IDLE_PROMPT_MESSAGE, self.ctx, "idle_prompt")
-
     async def end(self, reason: str = "other") -> None:
         """The session closes: SessionEnd hooks (``reason``: ``clear``, ``logout``, ``prompt_input_exit`` or
         ``other``) once, for a session whose SessionStart ran, after the background Notification hooks; then
         ``aclose``. A second call only closes."""
-        hooks = self.hooks
-        first, self._ended = not self._ended, True
-        self._cancel_idle_timer()
-        if first and hooks is not None:
-            try:
-                await hooks.drain()
-                if self._session_started and hooks.has_hooks("SessionEnd", reason):
-                    await hooks.session_end(reason, self.ctx)
-            except Exception:  # pragma: no cover - a hook must not keep the session open
-                log.exception("SessionEnd hooks failed")
+        await self.lifecycle.end(reason)
         await self.aclose()
 
     def _interrupt_notice(self, reason: str) -> list[UserMessage]:
@@ -494,42 +463,10 @@ class AgentSession:
     async def _until_aborted(coro: Awaitable[T], abort: AbortSignal) -> T:
         """Await ``coro`` unless the turn is interrupted first (then it is cancelled: ``_Interrupted``)."""
         task = asyncio.ensure_future(coro)
-        waiter = asyncio.ensure_future(abort.wait())
-        try:
-            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-        if task.done():
+        if await until_aborted(task, abort):
             return task.result()
-        task.cancel()
-        try:
-            await task
-        except BaseException:
-            pass
+        await cancel_and_wait(task)
         raise _Interrupted()
-
-    async def _prompt_hooks(self, prompt: str | list[dict[str, Any]], contexts: list[str]) -> str | None:
-        """Runs SessionStart once per session object, then UserPromptSubmit. Returns a block reason, or None."""
-        hooks = self.hooks
-        if hooks is None:
-            return None
-        if not self._session_started:
-            self._session_started = True
-            if hooks.has_hooks("SessionStart"):
-                out = await hooks.session_start("resume" if self.resumed else "startup", self.ctx)
-                if out.additional_context:
-                    self._start_context.append(f"SessionStart hook additional context: {out.additional_context}")
-        if hooks.has_hooks("UserPromptSubmit"):
-            text = prompt if isinstance(prompt, str) else "".join(
-                b.get("text", "") for b in prompt if isinstance(b, dict) and b.get("type") == "text")
-            out = await hooks.user_prompt_submit(text, self.ctx)
-            if out.block or out.stop:
-                return out.reason or out.stop_reason or "blocked"
-            if out.additional_context:
-                contexts.append(f"UserPromptSubmit hook additional context: {out.additional_context}")
-        contexts[:0] = self._start_context  # SessionStart's context goes with the first prompt actually sent
-        self._start_context = []
-        return None
 
     async def start_mcp(self) -> None:
         """Start the MCP servers (once) and offer the tools of those that are up; whole-tool deny rules
