@@ -19,6 +19,7 @@ from typing import Any
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.permission import DecisionReason, PermissionDecision, PermissionTarget, PermissionUpdate
 from desktop_agent.permissions import sandbox
+from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.bash_paths import (REQUIRES_APPROVAL, findings_decision, path_candidates,
                                                   path_findings, unverifiable_decision, unverifiable_sentence)
 from desktop_agent.permissions.paths import in_working_dirs, matching_path_rule
@@ -43,8 +44,9 @@ def bash_decision(target: PermissionTarget, input: dict[str, Any], ctx: ToolUseC
     skip = sandbox.skip_analysis_requested()
     if skip:  # test-only: the sandbox alone holds the line
         decision = sandbox.without_analysis(decision)
+    pc = ctx.permission_context if isinstance(ctx.permission_context, PermissionContext) else None
     return sandbox.gate_decision(decision, read_only=not skip and _is_read_only(target.command or ""),
-                                 disable_sandbox=target.disable_sandbox, pc=ctx.permission_context)
+                                 disable_sandbox=target.disable_sandbox, pc=pc)
 
 
 # Commands whose "allow for session" suggestion is the exact command, never a prefix.
@@ -85,13 +87,11 @@ def _match_rules(rules: Any, forms: list[str]) -> Any | None:
     return None
 
 
-def _bash_rules(pc: Any, behavior: str) -> Any:
+def _bash_rules(pc: PermissionContext, behavior: str) -> Any:
     rules = pc.content_rules(behavior, "Bash")
     if not rules:
         return []
-    if hasattr(pc, "cached"):
-        return pc.cached(("bashmatch", behavior), lambda: CombinedBashMatcher(rules))
-    return rules
+    return pc.cached(("bashmatch", behavior), lambda: CombinedBashMatcher(rules))
 
 
 def _always_prompts(argv: list[str]) -> bool:
@@ -114,7 +114,7 @@ def suggest_rule(cmd: SimpleCommand) -> str:
 def check_bash_permission(input: dict[str, Any], ctx: ToolUseContext) -> PermissionDecision:
     command = str(input.get("command", "")).strip()
     pc = ctx.permission_context
-    if pc is None or not hasattr(pc, "content_rules"):
+    if not isinstance(pc, PermissionContext):
         if is_read_only_command(command):
             return PermissionDecision(behavior="allow", updated_input=input)
         return PermissionDecision(behavior="passthrough", message=REQUIRES_APPROVAL, updated_input=input)
@@ -122,16 +122,16 @@ def check_bash_permission(input: dict[str, Any], ctx: ToolUseContext) -> Permiss
         decision = _decide(command, input, ctx, pc)
     except RecursionError:
         decision = unverifiable_decision(command, unverifiable_sentence(
-            f"{REQUIRES_APPROVAL}: the command is nested too deeply to analyse"), getattr(pc, "mode", "default"))
+            f"{REQUIRES_APPROVAL}: the command is nested too deeply to analyse"), pc.mode)
     decision.updated_input = input
     return decision
 
 
-def _has_path_deny(pc: Any) -> bool:
+def _has_path_deny(pc: PermissionContext) -> bool:
     return bool(pc.content_rules("deny", "Read")) or bool(pc.content_rules("deny", "Edit"))
 
 
-def _decide(command: str, input: dict[str, Any], ctx: ToolUseContext, pc: Any) -> PermissionDecision:
+def _decide(command: str, input: dict[str, Any], ctx: ToolUseContext, pc: PermissionContext) -> PermissionDecision:
     an = analyze(command)
     parsed = an.parsed
     parts = parsed.commands if parsed.ok else fallback_parts(command)
@@ -139,7 +139,7 @@ def _decide(command: str, input: dict[str, Any], ctx: ToolUseContext, pc: Any) -
     deny_rules = _bash_rules(pc, "deny")
     ask_rules = _bash_rules(pc, "ask")
     allow_rules = _bash_rules(pc, "allow")
-    mode = getattr(pc, "mode", "default")
+    mode = pc.mode
 
     nested = [*an.extra_parts, *an.nested]
     # 1. deny rules: any part (VAR= prefixes and wrappers stripped), what wrappers and scripts run, the whole line

@@ -15,7 +15,9 @@ from typing import Any
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.permission import DecisionReason, PermissionDecision, PermissionUpdate, RuleValue
-from desktop_agent.permissions.paths import in_working_dirs, is_inside, matching_path_rule, protected_reason
+from desktop_agent.permissions.context import PermissionContext
+from desktop_agent.permissions.paths import (in_working_dirs, is_inside, matching_path_rule, protected_reason,
+                                             working_dirs)
 from desktop_agent.shell.analysis import Analysis, analyze
 from desktop_agent.shell.parse import ParsedCommand, parse_command
 from desktop_agent.shell.path_args import (extract_paths, git_paths, git_root, glob_expand, recursive_targets,
@@ -32,20 +34,20 @@ _CRITICAL_TOP = frozenset({"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib"
                            "/Applications", "/private", "/tmp"})
 
 
-def _is_critical(path: str, ctx: Any) -> bool:
+def _is_critical(path: str, ctx: ToolUseContext) -> bool:
     p = os.path.normpath(path)
     if p in _CRITICAL_TOP or p.count("/") <= 1:
         return True
     home = os.path.normpath(os.path.expanduser("~"))
     if p == home or is_inside(home, p):
         return True
-    for wd in ctx_working_dirs(ctx):
+    for wd in working_dirs(ctx):
         if is_inside(wd, p):  # the working dir itself or one of its ancestors
             return True
     return False
 
 
-def _is_critical_word(word: str, path: str, ctx: Any) -> bool:
+def _is_critical_word(word: str, path: str, ctx: ToolUseContext) -> bool:
     """``rm`` of a critical directory, or of everything in one (``rm -rf *``, ``rm -rf ~/*``)."""
     if re.search(r"[*?\[]", word):
         last = word.rstrip("/").rsplit("/", 1)[-1]
@@ -53,13 +55,7 @@ def _is_critical_word(word: str, path: str, ctx: Any) -> bool:
     return _is_critical(path, ctx)
 
 
-def ctx_working_dirs(ctx: Any) -> list[str]:
-    from desktop_agent.permissions.paths import working_dirs
-
-    return working_dirs(ctx)
-
-
-def _deny_literals(pc: Any) -> list[tuple[str, bool]]:
+def _deny_literals(pc: PermissionContext) -> list[tuple[str, bool]]:
     """(literal path or bare name, anchored) of Read/Edit deny rules without wildcards (cached per rule set)."""
     def build() -> list[tuple[str, bool]]:
         out: list[tuple[str, bool]] = []
@@ -78,10 +74,12 @@ def _deny_literals(pc: Any) -> list[tuple[str, bool]]:
                 out.append((os.path.normpath(os.path.join(pp.root, g)), True) if pp.anchored else (g, False))
         return out
 
-    return pc.cached(("bash-deny-literals",), build) if hasattr(pc, "cached") else build()
+    literals: list[tuple[str, bool]] = pc.cached(("bash-deny-literals",), build)
+    return literals
 
 
-def path_candidates(word: str, rawword: str, bases: list[str], conservative: bool, pc: Any) -> list[str] | None:
+def path_candidates(word: str, rawword: str, bases: list[str], conservative: bool,
+                    pc: PermissionContext | None) -> list[str] | None:
     """Every absolute path ``word`` may name, as the shell would expand it from any of ``bases``."""
     if word.startswith("~"):
         if word == "~" or word.startswith("~/"):
@@ -105,7 +103,7 @@ def path_candidates(word: str, rawword: str, bases: list[str], conservative: boo
                     out.append(fixed)
                 out.append(os.path.normpath(p))
                 low = os.path.normpath(p).casefold()
-                for lit, anchored in (_deny_literals(pc) if pc is not None and hasattr(pc, "content_rules") else []):
+                for lit, anchored in (_deny_literals(pc) if pc is not None else []):
                     cand = lit if anchored else os.path.join(os.path.dirname(os.path.normpath(p)), lit)
                     if fnmatch.fnmatchcase(cand.casefold(), low):
                         out.append(cand)
@@ -123,7 +121,7 @@ def path_candidates(word: str, rawword: str, bases: list[str], conservative: boo
     return seen[:600]
 
 
-def _dir_has_denied(directory: str, pc: Any, limit: int = 4000) -> bool:
+def _dir_has_denied(directory: str, pc: PermissionContext, limit: int = 4000) -> bool:
     """A bounded walk: does ``directory`` hold a path a Read deny rule covers? (True when too big to tell.)"""
     if not os.path.isdir(directory):
         return False
@@ -162,7 +160,8 @@ def check_path_constraints(command: str, ctx: ToolUseContext,
     if not parsed.ok:
         return PermissionDecision(behavior="passthrough", message=REQUIRES_APPROVAL)
     findings = path_findings(command, parsed, ctx)
-    mode = getattr(ctx.permission_context, "mode", "default")
+    pc = ctx.permission_context
+    mode = pc.mode if isinstance(pc, PermissionContext) else "default"
     return findings_decision(command, findings, mode) or PermissionDecision(behavior="passthrough")
 
 
@@ -172,11 +171,11 @@ def unverifiable_sentence(what: str) -> str:
 
 def path_findings(command: str, parsed: ParsedCommand, ctx: ToolUseContext,
                    an: Analysis | None = None) -> list[_PathFinding]:
-    pc = ctx.permission_context
+    pc = ctx.permission_context if isinstance(ctx.permission_context, PermissionContext) else None
     an = an if an is not None else analyze(command)
-    has_rules = pc is not None and hasattr(pc, "content_rules")
-    read_deny = has_rules and bool(pc.content_rules("deny", "Read"))
-    edit_deny = read_deny or (has_rules and bool(pc.content_rules("deny", "Edit")))
+    has_rules = pc is not None
+    read_deny = pc is not None and bool(pc.content_rules("deny", "Read"))
+    edit_deny = read_deny or (pc is not None and bool(pc.content_rules("deny", "Edit")))
     findings: list[_PathFinding] = []
     curs: list[str] = [ctx.cwd] if ctx.cwd else [""]
     cd_seen = False
@@ -274,7 +273,7 @@ def path_findings(command: str, parsed: ParsedCommand, ctx: ToolUseContext,
             if op == "cd":
                 cd_seen = True
                 curs = [*curs, *[c for c in cands if c not in curs]]
-        if read_deny:
+        if read_deny and pc is not None:
             for word in recursive_targets(argv):
                 r, d = info.get(word, (word, "$" in word))
                 if word == ":gitroot":

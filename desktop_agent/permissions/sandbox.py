@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from desktop_agent.core.permission import DecisionReason, PermissionDecision
+from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.sandbox_policy import base_flags
 from desktop_agent.permissions.sandbox_settings import load_sandbox_settings
 
@@ -145,7 +146,7 @@ class SandboxStatus:
     fail_closed: bool = False  # unavailable and required: deny instead of ask
 
 
-def sandbox_status(pc: Any = None) -> SandboxStatus:
+def sandbox_status(pc: PermissionContext | None = None) -> SandboxStatus:
     """Is the shell sandboxed? ``active``; ``disabled`` (switched off on purpose); ``unavailable`` (cannot start)."""
     mode = requested_mode()
     if mode == "off":
@@ -166,7 +167,7 @@ def sandbox_status(pc: Any = None) -> SandboxStatus:
         fail_closed=required)
 
 
-def sandbox_warning(pc: Any = None) -> str | None:
+def sandbox_warning(pc: PermissionContext | None = None) -> str | None:
     """The sentence the window shows when the sandbox cannot start (None when it runs or is off on purpose)."""
     status = sandbox_status(pc)
     return status.message if status.state == "unavailable" else None
@@ -175,7 +176,7 @@ def sandbox_warning(pc: Any = None) -> str | None:
 _warned = False
 
 
-def warn_once(pc: Any = None, stream: Any = None) -> bool:
+def warn_once(pc: PermissionContext | None = None, stream: Any = None) -> bool:
     """Write the unavailable-sandbox warning to stderr, once per process. True when it was written now."""
     global _warned
     if _warned:
@@ -212,7 +213,7 @@ def without_analysis(decision: PermissionDecision) -> PermissionDecision:
 
 
 def gate_decision(decision: PermissionDecision, *, read_only: bool, disable_sandbox: bool,
-                  pc: Any) -> PermissionDecision:
+                  pc: PermissionContext | None) -> PermissionDecision:
     """The sandbox's word on the static analysis' decision: an escape always asks; with the sandbox
     unavailable, anything not proven read-only asks (or is denied when the sandbox is required)."""
     if decision.behavior == "deny":

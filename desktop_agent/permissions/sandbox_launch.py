@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from desktop_agent.core.context import ToolUseContext
+from desktop_agent.permissions.context import PermissionContext
+from desktop_agent.permissions.paths import working_dirs
 from desktop_agent.permissions.sandbox import probe, sandbox_status, warn_once
 from desktop_agent.permissions.sandbox_policy import SandboxPolicy, build_policy, private_tmpdir
 from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_sandbox_settings
@@ -51,13 +52,13 @@ class LaunchPlan:
     policy: SandboxPolicy | None = None
 
 
-def plan_launch(argv: list[str], cwd: str, env: dict[str, str], ctx: Any, *, command: str = "",
+def plan_launch(argv: list[str], cwd: str, env: dict[str, str], ctx: ToolUseContext, *, command: str = "",
                 disable_sandbox: bool = False) -> LaunchPlan:
     """How to start one shell (``argv`` = ``[shell, "-c", script]``) for ``ctx``: inside bubblewrap when the
     sandbox is active (and not escaped with a yes'd ``dangerouslyDisableSandbox`` or an excluded command)."""
-    pc = getattr(ctx, "permission_context", None)
+    pc = ctx.permission_context if isinstance(ctx.permission_context, PermissionContext) else None
     env = dict(env)
-    if pc is None or not getattr(pc, "trusted", False):
+    if pc is None or not pc.trusted:
         env = git_safety_env(env)
     tmp = private_tmpdir()
     env["TMPDIR"] = env["TMP"] = env["TEMP"] = tmp
@@ -68,8 +69,6 @@ def plan_launch(argv: list[str], cwd: str, env: dict[str, str], ctx: Any, *, com
     if status.state != "active" or (disable_sandbox and settings.allow_unsandboxed_commands) \
             or is_excluded_command(command, settings):
         return LaunchPlan(list(argv), env, False)
-    from desktop_agent.permissions.paths import working_dirs
-
     policy = build_policy(pc, working_dirs(ctx), tmpdir=tmp, settings=settings)
     bwrap = probe().bwrap or "bwrap"
     chdir = ["--chdir", cwd] if os.path.isdir(cwd) else []

@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import PathPattern
 from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_sandbox_settings
 from desktop_agent.util.git_env import git_safety_env
@@ -253,12 +254,12 @@ def _git_protected(wd: str) -> list[str]:
     return out
 
 
-def _path_rules(pc: Any, tools: tuple[str, ...]) -> list[PathPattern]:
-    if pc is None or not hasattr(pc, "content_rules"):
+def _path_rules(pc: PermissionContext | None, tools: tuple[str, ...]) -> list[PathPattern]:
+    if pc is None:
         return []
     seen: set[int] = set()
     out: list[PathPattern] = []
-    cwd, home = pc.original_cwd, getattr(pc, "home", os.path.expanduser("~"))
+    cwd, home = pc.original_cwd, pc.home
     for name in tools:
         for rule in pc.content_rules("deny", name):
             if id(rule) in seen:
@@ -271,7 +272,7 @@ def _path_rules(pc: Any, tools: tuple[str, ...]) -> list[PathPattern]:
     return out
 
 
-def build_policy(pc: Any, working_dirs: Iterable[str], *, tmpdir: str | None = None,
+def build_policy(pc: PermissionContext | None, working_dirs: Iterable[str], *, tmpdir: str | None = None,
                  settings: SandboxSettings | None = None) -> SandboxPolicy:
     """The sandbox for one shell, from the permission state (rules, dirs) and the sandbox settings."""
     settings = settings if settings is not None else load_sandbox_settings(pc)

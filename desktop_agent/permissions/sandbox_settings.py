@@ -7,10 +7,12 @@ trusted; tightening ones always count. ``load_sandbox_settings`` reads them once
 from __future__ import annotations
 
 import os
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from desktop_agent.permissions import settings as settings_mod
+from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import PathPattern, compile_path_pattern
 
 
@@ -93,23 +95,22 @@ def settings_from_sources(sources: Iterable[Any], *, trusted: bool, cwd: str, ho
                            deny_read=tuple(deny_read), warnings=tuple(warnings))
 
 
-def load_sandbox_settings(pc: Any) -> SandboxSettings:
+_loaded: weakref.WeakKeyDictionary[PermissionContext, SandboxSettings] = weakref.WeakKeyDictionary()
+
+
+def load_sandbox_settings(pc: PermissionContext | None) -> SandboxSettings:
     """The sandbox settings of a permission context (read once per context; none without one)."""
-    if pc is None or not hasattr(pc, "original_cwd"):
+    if pc is None:
         return SandboxSettings()
-    cached = getattr(pc, "_sandbox_settings", None)
-    if isinstance(cached, SandboxSettings):
+    cached = _loaded.get(pc)
+    if cached is not None:
         return cached
     warnings: list[str] = []
     try:
-        sources = settings_mod.collect_sources(pc.original_cwd, getattr(pc, "settings_arg", None), warnings,
-                                               getattr(pc, "project_dir", None))
+        # No settings_arg: the context does not keep the --settings flag, so its sandbox block is not read here.
+        sources = settings_mod.collect_sources(pc.original_cwd, None, warnings, pc.project_dir)
     except Exception as exc:  # unreadable settings: the defaults (sandbox on), never off
         sources, warnings = [], [f"Could not read the sandbox settings: {exc}"]
-    result = settings_from_sources(sources, trusted=bool(getattr(pc, "trusted", False)), cwd=pc.original_cwd,
-                                   home=getattr(pc, "home", os.path.expanduser("~")))
-    try:
-        pc._sandbox_settings = result
-    except Exception:  # pragma: no cover - a frozen stand-in
-        pass
+    result = settings_from_sources(sources, trusted=bool(pc.trusted), cwd=pc.original_cwd, home=pc.home)
+    _loaded[pc] = result
     return result

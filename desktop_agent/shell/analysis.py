@@ -158,7 +158,7 @@ def _inspect(p: SimpleCommand, an: Analysis, depth: int) -> None:
             an.nested.append(exp)
             if depth < 3:
                 _inspect(exp, an, depth + 1)
-    argv, raw = p.argv, p.raw
+    argv = p.argv
     head = command_name_base(argv[0])
     if head in ("shopt", "set"):
         an.glob_options = True

@@ -196,7 +196,10 @@ def test_gate_escape_always_asks(ws):
     pc = pc_with(ws, mode="bypassPermissions")
     out = sandbox.gate_decision(PermissionDecision(behavior="allow"), read_only=True, disable_sandbox=True, pc=pc)
     assert out.behavior == "ask" and out.decision_reason.type == "safetyCheck"
-    pc._sandbox_settings = sandbox_settings.SandboxSettings(allow_unsandboxed_commands=False)
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text('{"sandbox": {"allowUnsandboxedCommands": false}}')
+    pc = pc_with(ws, mode="bypassPermissions")  # settings are read once per context: a new one reads the file
+    assert sandbox_settings.load_sandbox_settings(pc).allow_unsandboxed_commands is False
     allow = PermissionDecision(behavior="allow")
     assert sandbox.gate_decision(allow, read_only=True, disable_sandbox=True, pc=pc) is allow
 
@@ -205,8 +208,11 @@ def test_status_modes(ws, monkeypatch):
     monkeypatch.setenv(sandbox.MODE_ENV, "off")
     assert sandbox.sandbox_status(None).state == "disabled" and sandbox.sandbox_warning(None) is None
     monkeypatch.setenv(sandbox.MODE_ENV, "auto")
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text('{"sandbox": {"enabled": false}}')
     pc = pc_with(ws)
-    pc._sandbox_settings = sandbox_settings.SandboxSettings(enabled=False)
+    assert sandbox_settings.load_sandbox_settings(pc).enabled is False
     assert sandbox.sandbox_status(pc).state == "disabled"
+    (ws / ".claude" / "settings.json").unlink()
     if sandbox.probe().ok:
         assert sandbox.sandbox_status(pc_with(ws)).state == "active"
