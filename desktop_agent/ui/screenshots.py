@@ -243,6 +243,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     first.resize(W, H)
     first.show()
     dlg = first.show_settings(first_run=True)
+    await _until(dlg.key_facts_known)  # where the key comes from is looked up off the Qt thread
     await _settle(200)
     save(_composite(first, dlg), "05-settings")
     dlg.close()
@@ -349,6 +350,7 @@ async def _shoot_ecosystem(folder: str, save) -> None:
     first.resize(W, H)
     first.show()
     dlg = first.show_settings()
+    await _until(dlg.key_facts_known)
     await _settle(200)
     save(_composite(first, dlg), "14-provider-settings")
     dlg.reject()
