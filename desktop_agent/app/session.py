@@ -228,10 +228,6 @@ class AgentSession:
     def running(self) -> bool:
         return self._running
 
-    @property
-    def compact_state(self) -> compact_mod.AutoCompactState:
-        return self.compaction.state
-
     def history(self) -> list[dict[str, Any]]:
         """The whole transcript for display (file order, pre-compaction messages kept)."""
         return history_for_display(read_transcript(self.transcript_path, full=True))

@@ -96,7 +96,7 @@ def test_three_failures_then_no_more_attempts(workdir, monkeypatch):
         events = asyncio.run(s.run(prompt))
         assert events[-1].reason == "completed"
         errors += [e for e in events if isinstance(e, ErrorEvent)]
-    assert len(errors) == 3 and s.compact_state.gave_up
+    assert len(errors) == 3 and s.compaction.state.gave_up
     summaries = [r for r in client.requests if r.system and r.system[0]["text"] == c.SUMMARY_SYSTEM_PROMPT]
     assert len(summaries) == 3
     assert client.position == len(client.steps)
@@ -138,7 +138,7 @@ def test_interrupt_during_auto_compaction(workdir, monkeypatch):
     events = asyncio.run(go())
     assert events[-1].reason == "aborted_streaming"
     assert _lines_bytes(s.transcript_path) == before  # nothing half-written
-    assert s.compact_state.consecutive_failures == 0
+    assert s.compaction.state.consecutive_failures == 0
     s.close()
 
 
