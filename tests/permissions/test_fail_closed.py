@@ -151,8 +151,8 @@ def test_broken_hooks_module_is_a_start_up_error(tmp_path, monkeypatch, capsys):
 def test_no_import_fallbacks_left_in_the_composition_root():
     import inspect
 
-    from desktop_agent.app import build, compaction, session, workspace
+    from desktop_agent.app import build, compaction, lifecycle, session, workspace
 
-    for module in (build, compaction, session, workspace):
+    for module in (build, compaction, lifecycle, session, workspace):
         source = inspect.getsource(module)
         assert "except ImportError" not in source and "_SimplePermissionContext" not in source
