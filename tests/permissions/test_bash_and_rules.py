@@ -1,13 +1,12 @@
-"""Unit tests: rule parsing, Bash pattern matching, the shell parse, read-only classification, suggestions."""
+"""Unit tests: rule parsing, Bash pattern matching, suggestions (the shell parse and the read-only
+classification are tested in tests/shell/)."""
 
 from __future__ import annotations
 
 import pytest
 
 from desktop_agent.permissions.bash import check_bash_permission, suggest_rule
-from desktop_agent.shell.parse import parse_command, split_command
-from desktop_agent.shell.readonly import is_read_only_command
-from desktop_agent.shell.words import strip_wrappers
+from desktop_agent.shell.parse import parse_command
 from desktop_agent.permissions.rules import (bash_pattern_matches, compile_path_pattern, parse_rule, split_rule_list,
                                              tool_name_matches)
 
@@ -59,37 +58,6 @@ def test_path_pattern_forms(tmp_path):
     assert not compile_path_pattern("docs/*.md", "allow", cwd, cwd, home).matches("/w/proj/docs/x/a.md")
 
 
-def test_parse_flattens_everything():
-    p = parse_command("a && b || c; d | e |& f & g\nh $(i) <(j) `k`")
-    assert p.ok
-    heads = [c.argv[0] for c in p.commands if c.argv]
-    assert set("abcdefghijk") <= set(heads)
-
-
-def test_parse_failure_is_not_ok():
-    assert not parse_command("echo 'unterminated").ok
-    assert not is_read_only_command("echo 'unterminated")
-
-
-@pytest.mark.parametrize("command,expected", [
-    ("ls", True), ("ls -la src", True), ("cat a | grep b | wc -l", True), ("git status", True),
-    ("git log --oneline", True), ("git diff HEAD~1", True), ("git branch", True), ("git branch new", False),
-    ("git push", False), ("git -c x=y log", False), ("rm x", False), ("ls > out", False), ("ls >> out", False),
-    ("ls 2>&1", True), ("ls 2>/dev/null", True), ("echo $(rm x)", False),
-    # fail closed (issue 12): any substitution, and any wrapper, makes a command not read-only
-    ("echo $(ls)", False), ("cat <(ls)", False), ("cat <(curl x)", False), ("find . -name x", True), ("find . -delete", False),
-    ("find . -exec cat {} ;", False), ("LANG=C ls", True), ("FOO=1 ls", False), ("cd src && ls", True),
-    ("timeout 5 ls", False), ("npm test", False), ("", False), ("sed -i s/a/b/ f", False),
-    ("(ls; pwd)", True), ("ls & rm x", False), ("tee out", False),
-])
-def test_read_only(command, expected):
-    assert is_read_only_command(command) is expected
-
-
-def test_item_54_concurrency_flags_shape():
-    assert is_read_only_command("ls") and not is_read_only_command("rm x")
-
-
 @pytest.mark.parametrize("command,rule", [
     ("npm test", "Bash(npm test:*)"), ("npm test --watch", "Bash(npm test:*)"), ("make", "Bash(make)"),
     ("./run.sh --fast", "Bash(./run.sh --fast)"), ("python script.py", "Bash(python script.py)"),
@@ -112,19 +80,6 @@ def test_compound_suggestions_capped_at_five():
     assert len(d.suggestions[0].rules) == 5 and d.suggestions[0].destination == "localSettings"
     assert d.message.startswith("This Bash command contains multiple operations. The following parts require "
                                 "approval: tool0 run, tool1 run")
-
-
-def test_split_command():
-    assert split_command("ls && npm test | tee x") == ["ls", "npm test", "tee x"]
-    assert split_command("echo 'x") == ["echo 'x"]
-
-
-def test_wrappers():
-    argv, _ = strip_wrappers(["timeout", "-s", "KILL", "5", "nice", "-n", "3", "rm", "x"],
-                                ["timeout", "-s", "KILL", "5", "nice", "-n", "3", "rm", "x"])
-    assert argv == ["rm", "x"]
-    assert strip_wrappers(["xargs", "-0", "rm"], ["xargs", "-0", "rm"])[0][0] == "xargs"  # not bare
-    assert strip_wrappers(["command", "-v", "ls"], ["command", "-v", "ls"])[0][0] == "command"
 
 
 @pytest.mark.parametrize("command,again,other", [

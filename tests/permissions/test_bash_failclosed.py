@@ -13,9 +13,6 @@ import os
 
 import pytest
 
-from desktop_agent.shell.readonly import is_read_only_command
-from desktop_agent.shell.scan import scan_shell
-from desktop_agent.shell.words import brace_expand
 from desktop_agent.permissions.gateway import decide_for
 
 from .util import CALLS, TOOLS, make_ctx, make_workspace
@@ -315,39 +312,6 @@ def test_appendix_a_texts_kept(env):
 def test_accept_edits_writes(env, command, expected):
     d = _decide(_fill(command, env), NONE, "acceptEdits", env)
     assert d.behavior == expected, (command, d.message)
-
-
-@pytest.mark.parametrize("command,expected", [
-    ("ls", True), ("cat a | grep b", True), ("git log --oneline", True), ("echo $(ls)", False),
-    ("cat <<EOF\n$(id)\nEOF", False), ("cat <<'EOF'\n$(id)\nEOF", True), ("echo ${x:-$(id)}", False),
-    ("printf -v 'a[$(id)]' x", False), ("printf '%s' x", True), ("test -v x", False), ("[ -f x ]", True),
-    ("git reflog", True), ("git reflog expire --all", False), ("git grep -Oless x", False), ("git grep x", True),
-    ("git -c a=b log", False), ("git --no-pager log", True), ("date -f x", False), ("date +%s", True),
-    ("wc --files0-from=x", False), ("diff --from-file=x y", False), ("grep -f x y", False), ("rg --pre x y", False),
-    ("cat {a,b}", True), ("{cat,x}", False), ("/bin/c[a]t x", False), ("cat $F", False), ("echo $F", True),
-    ("sh -c ls", False), ("env ls", False), ("nohup ls", False), ("find . -L", False), ("cat .e*", True),
-])
-def test_is_read_only(command, expected):
-    assert is_read_only_command(command) is expected
-
-
-def test_scan_finds_code_where_the_shell_runs_it():
-    s = scan_shell("cat <<EOF\n$(touch X)\nEOF")
-    assert s.subs == ["touch X"]
-    s = scan_shell("cat <<'EOF'\n$(touch X)\nEOF")
-    assert s.subs == [] and s.quoted_code
-    assert scan_shell("echo ${x:-`a`} $((b[$(c)]))").subs == ["a", "c"]
-    assert scan_shell("echo 'x $(y)' # $(z)").subs == []
-    assert scan_shell("cat <<-E\n\t$(a)\n\tE\necho $(b)").subs == ["a", "b"]
-    assert not scan_shell("echo 'open").ok
-
-
-def test_brace_expand():
-    assert brace_expand("{a,b}x") == ["ax", "bx"]
-    assert brace_expand("f{1..3}") == ["f1", "f2", "f3"]
-    assert brace_expand("{FILE,}") == ["FILE", ""]
-    assert brace_expand("{a,{b,c}}") == ["a", "b", "c"]
-    assert brace_expand("plain") == ["plain"]
 
 
 def test_hostile_nesting_does_not_crash(env):
