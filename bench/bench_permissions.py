@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python bench/bench_permissions.py [--rules 500] [--n 2000]``. It builds 500 rules (allow,
 deny and ask; Bash prefixes, Read/Edit path globs, tool names, MCP tools) spread over three sources, then
-times ``has_permissions_to_use_tool`` for a mix of requests (Edit inside/outside the project, Read, a Bash
+times ``decide`` (through ``gateway.decide_for``) for a mix of requests (Edit inside/outside the project, Read, a Bash
 compound command, a denied command) and prints mean / p50 / p99 per decision. Exit status 1 when the mean
 is over 1 ms.
 """
@@ -20,12 +20,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
-from desktop_agent.permissions import bash as permissions_bash, paths  # noqa: E402
 from desktop_agent.shell.readonly import is_read_only_command  # noqa: E402
 from desktop_agent.permissions.context import PermissionContext  # noqa: E402
-from desktop_agent.permissions.engine import has_permissions_to_use_tool  # noqa: E402
+from desktop_agent.permissions.gateway import decide_for  # noqa: E402
 from desktop_agent.permissions.rules import parse_rule  # noqa: E402
-from desktop_agent.core.permission import PermissionRule  # noqa: E402
+from desktop_agent.core.permission import PermissionRule, PermissionTarget  # noqa: E402
 from desktop_agent.core.tool import ToolInput, build_tool  # noqa: E402
 
 
@@ -74,15 +73,13 @@ def main() -> int:
     ctx = ToolUseContext(cwd=ws, permission_context=pc)
 
     edit = build_tool("Edit", FileIn, description="e", call=lambda s, i, c: None,
-                      check_permissions=lambda s, i, c: paths.check_write_permission_for_tool(
-                          "Edit", c.expand(i.file_path), i.model_dump(), c))
+                      permission_target=lambda s, i, c: PermissionTarget(kind="write", path=c.expand(i.file_path)))
     read = build_tool("Read", FileIn, description="r", call=lambda s, i, c: None,
                       is_read_only=lambda s, i: True,
-                      check_permissions=lambda s, i, c: paths.check_read_permission_for_tool(
-                          "Read", c.expand(i.file_path), i.model_dump(), c))
+                      permission_target=lambda s, i, c: PermissionTarget(kind="read", path=c.expand(i.file_path)))
     bash = build_tool("Bash", CmdIn, description="b", call=lambda s, i, c: None,
                       is_read_only=lambda s, i: is_read_only_command(i.command),
-                      check_permissions=lambda s, i, c: permissions_bash.check_bash_permission(i.model_dump(), c))
+                      permission_target=lambda s, i, c: PermissionTarget(kind="bash", command=i.command))
     cases = [
         ("Edit inside", edit, FileIn(file_path=os.path.join(ws, "src", "module7", "a.py"))),
         ("Edit outside", edit, FileIn(file_path="/opt/other/x.txt")),
@@ -95,11 +92,11 @@ def main() -> int:
     async def bench() -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
         for name, tool, inp in cases:
-            await has_permissions_to_use_tool(tool, inp, ctx)  # warm the caches
+            decide_for(tool, inp, ctx)  # warm the caches
             times = []
             for _ in range(args.n // len(cases)):
                 t0 = time.perf_counter()
-                await has_permissions_to_use_tool(tool, inp, ctx)
+                decide_for(tool, inp, ctx)
                 times.append((time.perf_counter() - t0) * 1000)
             out[name] = times
         return out

@@ -153,7 +153,8 @@ class PermissionContext:
         key = (behavior, tool_name)
         hit = self._cache.get(key)
         if hit is None:
-            hit = [r for r in self._rules if r.behavior == behavior and tool_name_matches(r.tool_name, tool_name, behavior)]
+            hit = [r for r in self._rules
+                   if r.behavior == behavior and tool_name_matches(r.tool_name, tool_name, behavior)]
             self._cache[key] = hit
         return hit
 
@@ -185,7 +186,8 @@ class PermissionContext:
             if isinstance(u, dict):
                 u = PermissionUpdate.model_validate(u)
             dest = u.destination
-            path = settings_mod.settings_path_for_destination(dest, self.project_dir) if dest in _FILE_DESTINATIONS else None
+            path = (settings_mod.settings_path_for_destination(dest, self.project_dir)
+                    if dest in _FILE_DESTINATIONS else None)
             source: RuleSource = dest if dest in _FILE_DESTINATIONS else ("cliArg" if dest == "cliArg" else "session")
             if u.type in ("addRules", "replaceRules") and u.rules and u.behavior:
                 if u.type == "replaceRules":

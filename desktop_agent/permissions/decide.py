@@ -26,12 +26,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection
-from typing import Any
+from typing import Any, cast
+
+from pydantic import BaseModel
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import wrap_error
-from desktop_agent.core.permission import (DecisionReason, PermissionDecision, PermissionTarget, PermissionUpdate,
-                                           RuleValue, ToolFacts)
+from desktop_agent.core.permission import (DecisionReason, PermissionDecision, PermissionMode, PermissionTarget,
+                                           PermissionUpdate, RuleValue, ToolFacts)
+from desktop_agent.core.tool import Tool
 from desktop_agent.permissions import paths
 from desktop_agent.permissions.bash import bash_decision
 from desktop_agent.permissions.context import PermissionContext
@@ -42,17 +45,25 @@ OWN_RULE_MATCHERS = frozenset({"Bash", "Read", "Edit", "Write", "MultiEdit", "No
                                "NotebookRead", "BashOutput", "KillShell"})
 
 
+def _state(ctx: ToolUseContext) -> PermissionContext | None:
+    pc = ctx.permission_context
+    return pc if isinstance(pc, PermissionContext) else None
+
+
 def current_mode(ctx: ToolUseContext) -> str:
     """The session's mode; no permission state at all is ``default`` (fail closed, never bypass)."""
-    return str(getattr(getattr(ctx, "permission_context", None), "mode", None) or "default")
+    pc = ctx.permission_context
+    return "default" if pc is None else str(pc.mode)
 
 
 def _with_permission_state(ctx: ToolUseContext) -> ToolUseContext:
-    """``ctx`` itself, or, when it carries no permission state, a copy with an empty ``default``-mode context:
-    the tools' own checks (paths, Bash) then decide as in default mode with no rules, never "allow all"."""
-    if getattr(ctx, "permission_context", None) is not None:
+    """``ctx`` itself, or a copy with a ``PermissionContext`` without rules: in ``default`` mode when it carries
+    no permission state (the checks then decide as in default mode with no rules, never "allow all"), in its
+    mode when it carries a bare state object that has only a ``mode`` (a front end's, a test's)."""
+    if _state(ctx) is not None:
         return ctx
-    return dataclasses.replace(ctx, permission_context=PermissionContext(ctx.cwd, mode="default"))
+    state = PermissionContext(ctx.cwd, mode=current_mode(ctx))
+    return dataclasses.replace(ctx, permission_context=state)
 
 
 def check_failed(exc: BaseException) -> PermissionDecision:
@@ -63,7 +74,7 @@ def check_failed(exc: BaseException) -> PermissionDecision:
 
 
 def _dump(input: Any) -> dict[str, Any]:
-    if hasattr(input, "model_dump"):
+    if isinstance(input, BaseModel):
         return input.model_dump(exclude_unset=True)
     return dict(input) if isinstance(input, dict) else {}
 
@@ -92,11 +103,11 @@ def _rule_reason(rule: Any) -> DecisionReason:
     return DecisionReason(type="rule", rule=rule.rule)
 
 
-def _generic_rule(pc: Any, behavior: str, tool: ToolFacts, target: PermissionTarget,
+def _generic_rule(pc: PermissionContext, behavior: str, tool: ToolFacts, target: PermissionTarget,
                   input_dict: dict[str, Any]) -> Any | None:
     """Parameter rules (deny/ask, every tool) and content rules of tools without their own matcher."""
     rules = pc.content_rules(behavior, tool.name)
-    if tool.name in OWN_RULE_MATCHERS and hasattr(pc, "cached"):  # only parameter rules can apply here
+    if tool.name in OWN_RULE_MATCHERS:  # only parameter rules can apply here
         rules = pc.cached(("param", behavior, tool.name), lambda: [r for r in rules if r.param_rule() is not None])
     for r in rules:
         param = r.param_rule()
@@ -107,7 +118,7 @@ def _generic_rule(pc: Any, behavior: str, tool: ToolFacts, target: PermissionTar
         if tool.name in OWN_RULE_MATCHERS:
             continue
         summary = target.summary
-        if summary and generic_content_matches(r.content, summary):
+        if summary and r.content is not None and generic_content_matches(r.content, summary):
             return r
     return None
 
@@ -126,7 +137,7 @@ def rule_based_permissions(ctx: ToolUseContext, tool: ToolFacts, target: Permiss
     """``checkRuleBasedPermissions``: only deny/ask rules and safety checks (used after a hook's allow).
 
     Returns a deny or ask decision, or None when nothing objects."""
-    pc = _rules_ctx(ctx)
+    pc = _state(ctx)
     if pc is None:
         return None
     rule = pc.whole_tool_rule("deny", tool.name)
@@ -156,15 +167,9 @@ def rule_based_permissions(ctx: ToolUseContext, tool: ToolFacts, target: Permiss
     return None
 
 
-def _rules_ctx(ctx: Any) -> Any:
-    """The permission context when it carries rules (a bare object with only ``mode`` has none)."""
-    pc = getattr(ctx, "permission_context", None)
-    return pc if pc is not None and hasattr(pc, "whole_tool_rule") else None
-
-
 def _inner(ctx: ToolUseContext, tool: ToolFacts, target: PermissionTarget,
            input_dict: dict[str, Any]) -> PermissionDecision:
-    pc = _rules_ctx(ctx)
+    pc = _state(ctx)
     mode = current_mode(ctx)
     if pc is not None:
         # 1a. whole-tool deny (and parameter / generic content deny rules)
@@ -222,7 +227,7 @@ def _inner(ctx: ToolUseContext, tool: ToolFacts, target: PermissionTarget,
         fallback = f"Claude requested permissions to use {tool.name}, but you haven't granted it yet."
         return PermissionDecision(
             behavior="ask", message=decision.message or fallback, updated_input=decision.updated_input,
-            decision_reason=decision.decision_reason or DecisionReason(type="mode", mode=mode),  # type: ignore[arg-type]
+            decision_reason=decision.decision_reason or DecisionReason(type="mode", mode=cast(PermissionMode, mode)),
             suggestions=suggestions, blocked_path=decision.blocked_path)
     return decision
 
@@ -299,32 +304,29 @@ def _decide_after_hook(ctx: ToolUseContext, tool: ToolFacts, target: PermissionT
 
 
 # --------------------------------------------------------------------------- tool availability
-def _whole_tool_denied(pc: Any, name: str) -> bool:
-    return pc is not None and hasattr(pc, "whole_tool_rule") and pc.whole_tool_rule("deny", name) is not None
-
-
-def filter_denied_tools(tools: list[Any], ctx: Any) -> list[Any]:
+def filter_denied_tools(tools: list[Tool], ctx: ToolUseContext) -> list[Tool]:
     """Drop tools a whole-tool deny rule removes from the model's context (App. B §B.2); remember them so a
     call to one gets the "exists but is not enabled" text."""
-    pc = getattr(ctx, "permission_context", ctx)
+    pc = _state(ctx)
+    if pc is None:
+        return list(tools)
     kept = []
     for t in tools:
-        if _whole_tool_denied(pc, t.name):
-            if pc is not None and hasattr(pc, "disabled_tools"):
-                pc.disabled_tools.add(t.name)
+        if pc.whole_tool_rule("deny", t.name) is not None:
+            pc.disabled_tools.add(t.name)
         else:
             kept.append(t)
     return kept
 
 
-def unavailable_tool_message(name: str, ctx: Any, builtin_names: Collection[str]) -> str | None:
+def unavailable_tool_message(name: str, ctx: ToolUseContext, builtin_names: Collection[str]) -> str | None:
     """The lookup error for a tool that exists but was removed (deny rule or ``--tools``), else None.
     ``builtin_names``: the names (and aliases) of the built-in tools, which the engine knows."""
-    pc = getattr(ctx, "permission_context", None)
+    pc = _state(ctx)
     if pc is None:
         return None
-    disabled = name in getattr(pc, "disabled_tools", set())
-    if not disabled and _whole_tool_denied(pc, name):
+    disabled = name in pc.disabled_tools
+    if not disabled and pc.whole_tool_rule("deny", name) is not None:
         disabled = name in builtin_names
     if not disabled:
         return None

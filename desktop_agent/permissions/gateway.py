@@ -21,11 +21,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pydantic import BaseModel
+
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import USER_DENIED_MESSAGE
 from desktop_agent.core.permission import (PermissionDecision, PermissionReply, PermissionRequest, PermissionTarget,
                                            PermissionUpdate, ToolFacts)
 from desktop_agent.core.tool import Tool, tool_facts
+from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.decide import check_failed, decide, decide_after_hook
 
 
@@ -67,11 +70,8 @@ def session_scoped(suggestions: list[PermissionUpdate]) -> list[PermissionUpdate
 def apply_updates(ctx: ToolUseContext, updates: list[Any]) -> None:
     """Apply permission updates (rules, mode, dirs) to the session's permission context."""
     pc = ctx.permission_context
-    if pc is None or not updates:
-        return
-    apply = getattr(pc, "apply_updates", None)
-    if apply is not None:
-        apply(updates, ctx)
+    if isinstance(pc, PermissionContext) and updates:
+        pc.apply_updates(updates, ctx)
 
 
 async def can_use_tool(
@@ -87,7 +87,7 @@ async def can_use_tool(
     if decision.behavior != "ask":
         return decision
 
-    input_dict = input.model_dump(exclude_unset=True) if hasattr(input, "model_dump") else dict(input)
+    input_dict = input.model_dump(exclude_unset=True) if isinstance(input, BaseModel) else dict(input)
     if tool_use_id and tool_use_id in ctx.answered_tool_use_ids:
         # This call was already answered (a duplicate delivery): never prompt or decide twice.
         return PermissionDecision(behavior="deny", message=USER_DENIED_MESSAGE)
@@ -226,6 +226,11 @@ async def _race(ctx: ToolUseContext, request: PermissionRequest, tool_name: str,
         if result is not None:
             pending.answer(rid, result, "hook")
 
+    def from_abort(task: asyncio.Future[Any]) -> None:
+        if not task.cancelled():
+            task.exception()  # an abort signal that cannot be waited on still ends the wait (deny), quietly
+        pending.answer(rid, denied, "cancel")
+
     ask_task = asyncio.ensure_future(ctx.prompter.ask(request))  # type: ignore[union-attr]
     abort_task = asyncio.ensure_future(ctx.abort.wait())
     hook_task: asyncio.Future[Any] | None = None
@@ -238,7 +243,7 @@ async def _race(ctx: ToolUseContext, request: PermissionRequest, tool_name: str,
     ask_task.add_done_callback(from_prompter)
     if hook_task is not None:
         hook_task.add_done_callback(from_hook)
-    abort_task.add_done_callback(lambda _t: pending.answer(rid, denied, "cancel"))
+    abort_task.add_done_callback(from_abort)
     try:
         return await answered
     finally:

@@ -288,7 +288,8 @@ def check_read_permission_for_tool(tool_name: str, abs_path: str, input: dict[st
                                   suggestions=read_suggestions(abs_path, ctx))
     if in_working_dirs(abs_path, ctx, checked):
         return PermissionDecision(behavior="allow", updated_input=input,
-                                  decision_reason=DecisionReason(type="workingDir", reason="inside the working directory"))
+                                  decision_reason=DecisionReason(type="workingDir",
+                                                                 reason="inside the working directory"))
     rule = matching_path_rule(pc, abs_path, "read", "allow", **facts)
     if rule is not None:
         return PermissionDecision(behavior="allow", updated_input=input, decision_reason=_rule_reason(rule))

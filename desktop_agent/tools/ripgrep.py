@@ -328,7 +328,8 @@ class DenyFilter:
 
     Paths are as rg prints them, relative to ``root`` (the directory rg ran in) or absolute. A path is
     denied when a Read deny rule covers it *or* its symlink-resolved target (``matching_path_rule`` on
-    both forms; ``ReadPolicy.path_denied``), or covers a directory between the search base and it (``Read(./secrets)`` hides
+    both forms; ``ReadPolicy.path_denied``), or covers a directory between the search base and it
+    (``Read(./secrets)`` hides
     ``secrets/key``). Directory answers and resolved directories are cached, so a big listing costs
     about one ``lstat`` per file. Build it on the event loop (``for_search``: it warms the rule
     matcher), then call ``denied`` from one worker thread.

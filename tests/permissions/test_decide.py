@@ -116,9 +116,12 @@ def _fill(text: str, env: dict[str, str]) -> str:
 
 
 def _rules(spec: list[tuple[str, str, str]], env: dict[str, str]) -> list[PermissionRule]:
-    return [PermissionRule(value=parse_rule(_fill(text, env)), behavior=behavior, source=source,  # type: ignore[arg-type]
-                           source_path=f"/settings/{source}.json" if source.endswith("Settings") else None)
-            for behavior, text, source in spec]
+    out = []
+    for behavior, text, source in spec:
+        path = f"/settings/{source}.json" if source.endswith("Settings") else None
+        out.append(PermissionRule(value=parse_rule(_fill(text, env)), behavior=behavior,  # type: ignore[arg-type]
+                                  source=source, source_path=path))  # type: ignore[arg-type]
+    return out
 
 
 def _call(scenario: Scenario, env: dict[str, str]) -> tuple[PermissionTarget, dict[str, Any]]:
