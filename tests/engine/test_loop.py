@@ -90,7 +90,7 @@ async def test_item1_text_only_one_call_completed(tmp_path):
 @aio
 async def test_items2_3_running_example_with_real_tools(workdir, streaming):
     from desktop_agent.tools.edit import EditTool
-    from desktop_agent.tools.read import ReadTool
+    from desktop_agent.tools.read.tool import ReadTool
 
     path = str(workdir / "app.ts")
     client = ScriptedModelClient([
