@@ -16,7 +16,8 @@ import os
 import sys
 import time
 import uuid
-from typing import Any
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any
 
 from desktop_agent import __version__
 from desktop_agent.cli.argv import Options, eprint
@@ -32,6 +33,9 @@ from desktop_agent.protocol.stream_json import (
     AssistantLine, PermissionDenial, ResultLine, StreamEventLine, SystemInit, SystemLine, SystemStatus, UnknownLine,
     UserLine,
 )
+
+if TYPE_CHECKING:
+    from desktop_agent.app.session import AgentSession
 
 # -------------------------------------------------------------------------------------- headless run
 
@@ -52,7 +56,7 @@ class HeadlessRun:
     def __init__(self, opts: Options, out: Output | None = None):
         self.opts = opts
         self.out = out or Output()
-        self.session: Any = None
+        self._session: AgentSession | None = None
         self.channel = ControlChannel(self.out, verbose=opts.verbose)
         self.prompter = DenyingPrompter(
             StdioPrompter(self.channel, self._interrupt) if opts.permission_prompt_tool == "stdio" else None)
@@ -66,11 +70,18 @@ class HeadlessRun:
 
     # ---------------------------------------------------------------------- session
 
+    @property
+    def session(self) -> AgentSession:
+        """The session ``create_session`` built (``main`` builds it first)."""
+        if self._session is None:
+            raise RuntimeError("the headless run has no session yet")
+        return self._session
+
     def create_session(self) -> None:
         from desktop_agent.app.session import AgentSession
 
         o = self.opts
-        self.session = AgentSession.create(
+        self._session = AgentSession.create(
             os.getcwd(), prompter=self.prompter, session_id=o.session_id, resume=o.resume,
             continue_latest=o.continue_latest, permission_mode=o.permission_mode, allowed_tools=o.allowed_tools,
             disallowed_tools=o.disallowed_tools, tools=o.tools, add_dirs=o.add_dirs, max_turns=o.max_turns,
@@ -86,14 +97,14 @@ class HeadlessRun:
     def _fit_prompter(self) -> None:
         """Without ``--permission-prompt-tool stdio`` an ask is denied; but when PermissionRequest hooks exist the
         engine must run them first, which it does only with no prompter at all."""
-        if self.prompter.inner is not None or self.session is None:
+        if self.prompter.inner is not None or self._session is None:
             return
         self.session.set_prompter(None if self.session.has_hooks("PermissionRequest") else self.prompter)
 
     def _interrupt(self) -> None:
         self.interrupted = True
-        if self.session is not None:
-            self.session.interrupt()
+        if self._session is not None:
+            self._session.interrupt()
 
     # ---------------------------------------------------------------------- stream-json lines
 
@@ -202,7 +213,7 @@ class HeadlessRun:
         await s.start_mcp()  # system/init lists the servers' states and tools
         self._line(self.init_line())
         t0 = time.perf_counter()
-        finished: Any = None
+        finished: TurnFinished | None = None
         errors: list[str] = []
         user_messages = 0
         stream = s.submit(content)
@@ -235,7 +246,8 @@ class HeadlessRun:
                 elif isinstance(event, TurnFinished):
                     finished = event
         finally:
-            await stream.aclose()
+            if isinstance(stream, AsyncGenerator):  # end the turn's generator here, not at garbage collection
+                await stream.aclose()
         reason = finished.reason if finished else "model_error"
         subtype = RESULT_SUBTYPES.get(reason, "error_during_execution")
         if self.interrupted and subtype == "success":
