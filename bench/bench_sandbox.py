@@ -2,7 +2,7 @@
 
 Owns nothing but this measurement. For ``true`` and for ``rg`` over a 200-file tree it runs, interleaved
 in the same process, (a) ``bash -c CMD`` directly and (b) the argv and environment
-``desktop_agent.permissions.sandbox.plan_launch`` builds for the Bash tool (policy building included: a Read
+``desktop_agent.permissions.sandbox_launch.plan_launch`` builds for the Bash tool (policy building included: a Read
 deny rule, an Edit deny rule and a git repository to protect), 50 times each after a warm-up, and
 reports the medians and the overhead per call (target ≤ 15 ms).
 
