@@ -16,6 +16,27 @@ def _qasync_loop() -> asyncio.AbstractEventLoop:
     return qasync.QEventLoop(app)
 
 
+@pytest.fixture(autouse=True)
+def _contexts_get_the_sandbox(request, monkeypatch):
+    """A ToolUseContext a test builds by hand gets the sandbox seam ``app/build.py`` gives every session
+    (``BubblewrapSandbox``), so Bash runs there as it does in the app. Without it a context starts shells
+    unsandboxed and the permission gate treats the sandbox as unavailable (fail closed); tests marked
+    ``no_default_sandbox`` check exactly that."""
+    if request.node.get_closest_marker("no_default_sandbox"):
+        return
+    from desktop_agent.core.context import ToolUseContext
+    from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox
+
+    original = ToolUseContext.__post_init__
+
+    def post_init(self):
+        original(self)
+        if self.sandbox is None:
+            self.sandbox = BubblewrapSandbox()
+
+    monkeypatch.setattr(ToolUseContext, "__post_init__", post_init)
+
+
 def pytest_addoption(parser):
     parser.addoption("--spec", action="append", default=[], metavar="ITEM",
                      help="run only the tests marked @pytest.mark.spec(ITEM) (repeatable)")

@@ -46,7 +46,7 @@ def bash_decision(target: PermissionTarget, input: dict[str, Any], ctx: ToolUseC
         decision = sandbox.without_analysis(decision)
     pc = ctx.permission_context if isinstance(ctx.permission_context, PermissionContext) else None
     return sandbox.gate_decision(decision, read_only=not skip and _is_read_only(target.command or ""),
-                                 disable_sandbox=target.disable_sandbox, pc=pc)
+                                 disable_sandbox=target.disable_sandbox, pc=pc, has_sandbox=ctx.sandbox is not None)
 
 
 # Commands whose "allow for session" suggestion is the exact command, never a prefix.

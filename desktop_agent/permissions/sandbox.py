@@ -212,16 +212,24 @@ def without_analysis(decision: PermissionDecision) -> PermissionDecision:
                                                              reason=f"static analysis skipped ({SKIP_ANALYSIS_ENV})"))
 
 
+NO_SANDBOX_IN_CONTEXT = ("This session starts shells without the sandbox (its tool context has none), so every command "
+                         "that is not proven read-only asks for approval.")
+
+
 def gate_decision(decision: PermissionDecision, *, read_only: bool, disable_sandbox: bool,
-                  pc: PermissionContext | None) -> PermissionDecision:
+                  pc: PermissionContext | None, has_sandbox: bool = True) -> PermissionDecision:
     """The sandbox's word on the static analysis' decision: an escape always asks; with the sandbox
-    unavailable, anything not proven read-only asks (or is denied when the sandbox is required)."""
+    unavailable, anything not proven read-only asks (or is denied when the sandbox is required).
+    ``has_sandbox`` false (a tool context built without ``ctx.sandbox``: its shells would start unsandboxed)
+    counts as unavailable whenever the sandbox should be on — fail closed, never a silent escape."""
     if decision.behavior == "deny":
         return decision
     settings = load_sandbox_settings(pc)
     status = sandbox_status(pc)
     if status.state == "unavailable":
         warn_once(pc)
+    elif status.state == "active" and not has_sandbox:
+        status = SandboxStatus("unavailable", NO_SANDBOX_IN_CONTEXT)
     if disable_sandbox and settings.allow_unsandboxed_commands:
         return PermissionDecision(behavior="ask", message=UNSANDBOXED_ASK, updated_input=decision.updated_input,
                                   decision_reason=DecisionReason(type="safetyCheck", reason=UNSANDBOXED_ASK))

@@ -2,41 +2,30 @@
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
-from typing import Any
 
-# Module, class name. Each tool lives in its own module of desktop_agent.tools.
-_BUILTINS: list[tuple[str, str]] = [
-    ("desktop_agent.tools.read.tool", "ReadTool"),
-    ("desktop_agent.tools.edit", "EditTool"),
-    ("desktop_agent.tools.write", "WriteTool"),
-    ("desktop_agent.tools.notebook_edit", "NotebookEditTool"),
-    ("desktop_agent.tools.grep", "GrepTool"),
-    ("desktop_agent.tools.glob", "GlobTool"),
-    ("desktop_agent.tools.bash.tool", "BashTool"),
-    ("desktop_agent.tools.bash.background", "BashOutputTool"),
-    ("desktop_agent.tools.bash.background", "KillShellTool"),
-]
+from desktop_agent.core.tool import Tool
+from desktop_agent.tools.bash.background import BashOutputTool, KillShellTool
+from desktop_agent.tools.bash.tool import BashTool
+from desktop_agent.tools.edit import EditTool
+from desktop_agent.tools.glob import GlobTool
+from desktop_agent.tools.grep import GrepTool
+from desktop_agent.tools.notebook_edit import NotebookEditTool
+from desktop_agent.tools.read.tool import ReadTool
+from desktop_agent.tools.write import WriteTool
+
+# In the order they are offered to the model.
+_BUILTINS: tuple[type[Tool], ...] = (ReadTool, EditTool, WriteTool, NotebookEditTool, GrepTool, GlobTool, BashTool,
+                                     BashOutputTool, KillShellTool)
 
 
 @cache
-def all_builtin_tools() -> tuple[Any, ...]:
-    tools = []
-    for module_name, cls_name in _BUILTINS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:  # not written yet
-                continue
-            raise
-        cls = getattr(module, cls_name, None)
-        if cls is not None:
-            tools.append(cls())
-    return tuple(tools)
+def all_builtin_tools() -> tuple[Tool, ...]:
+    """One instance of every built-in tool (imported directly: a tool that fails to import is a start-up error)."""
+    return tuple(cls() for cls in _BUILTINS)
 
 
-def default_tools(names: list[str] | None = None) -> list[Any]:
+def default_tools(names: list[str] | None = None) -> list[Tool]:
     """The tools sent to the model; ``names`` (``--tools``) narrows the set."""
     tools = list(all_builtin_tools())
     if names is not None:
@@ -51,7 +40,7 @@ def builtin_tool_names() -> frozenset[str]:
     return frozenset(n for tool in all_builtin_tools() for n in (tool.name, *tool.aliases))
 
 
-def tool_by_name(name: str) -> Any | None:
+def tool_by_name(name: str) -> Tool | None:
     for tool in all_builtin_tools():
         if tool.matches_name(name):
             return tool

@@ -214,10 +214,10 @@ def structured_patch(old: str, new: str, context: int = 3, *, same_prefix: int =
         return []
     if old == "" or new == "":  # a new file or an emptied one: one hunk of every line (a 20,000-line
         # new file took 0.1 s through the general path, holding the GIL on the worker thread)
-        lines = [("+" if old == "" else "-") + x for x in _lines(new or old, True)[0]]
-        n = len(lines)
+        whole = [("+" if old == "" else "-") + x for x in _lines(new or old, True)[0]]
+        n = len(whole)
         return [{"oldStart": 1, "oldLines": 0 if old == "" else n, "newStart": 1, "newLines": n if old == "" else 0,
-                 "lines": lines}]
+                 "lines": whole}]
     # Common prefix, cut back to a line start.
     k = _common_prefix_len(old, new, same_prefix)
     cut = old.rfind("\n", 0, k) + 1

@@ -320,3 +320,32 @@ def test_hostile_nesting_does_not_crash(env):
     assert d.behavior == "deny"
     d = _decide(deep, NONE, "default", env)
     assert d.behavior == "ask"
+
+
+@pytest.mark.no_default_sandbox
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions", "dontAsk"])
+def test_a_context_without_the_sandbox_seam_never_runs_a_write_unasked(tmp_path, monkeypatch, mode):
+    """A front end or test that builds a ToolUseContext without ``sandbox`` would start shells unsandboxed: the
+    gate then treats the sandbox as unavailable, so a command not proven read-only asks (denied in dontAsk, and
+    headless with no prompter), even in bypass mode; a read-only command still runs."""
+    import asyncio
+
+    from desktop_agent.core.context import ToolUseContext
+    from desktop_agent.engine.execution import run_tool_use
+    from desktop_agent.permissions.context import PermissionContext
+    from desktop_agent.tools.bash.tool import BashTool
+
+    monkeypatch.setenv("DESKTOP_AGENT_SANDBOX", "auto")
+    from desktop_agent.permissions import sandbox
+
+    if sandbox.sandbox_status(None).state != "active":
+        pytest.skip("bubblewrap cannot start here")
+    ws = str(tmp_path)
+    ctx = ToolUseContext(cwd=ws, permission_context=PermissionContext(ws, mode=mode), tools=[BashTool()])
+    assert ctx.sandbox is None
+    write = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "touch made-it"}}
+    out = asyncio.run(run_tool_use(write, ctx))
+    assert out.is_error and out.stage == "permission"
+    assert not (tmp_path / "made-it").exists()
+    read = {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}}
+    assert not asyncio.run(run_tool_use(read, ctx)).is_error
