@@ -419,7 +419,7 @@ def test_controller_turn_events_and_status(qtbot, qloop):
     seen = []
     ctl.status_changed.connect(lambda s, d: seen.append(s))
     texts = []
-    ctl.text_delta.connect(texts.append)
+    ctl.agent_event.connect(lambda e: isinstance(e, ev.TextDelta) and texts.append(e.text))
     task = ctl.submit("hi")
     qloop.run_until_complete(task)
     assert texts == ["Hello"] and ctl.tokens == 15 and ctl.cost == pytest.approx(0.01)

@@ -1,11 +1,13 @@
 """The conversation pane: ``ConversationView``, the scrolling container that renders the presenter.
 
-The window feeds it (``handle_event`` with each ``AgentEvent``, or the finer calls: ``add_user``,
-``start_tool``, ``end_turn``…); every call goes to the ``ConversationPresenter`` (``presenter.py``, no
-widgets), which tells this view, as its sink, which item was appended, changed or removed. The view
-makes one widget per item (``cards.py``, ``markdown.py``) in an append-only ``Column`` and keeps the
-scrolling: it sticks to the bottom while the user is there. Built for long sessions: it never
-re-renders history. Find (Ctrl+F) is ``find.py``.
+The window feeds it each ``AgentEvent`` once (``handle_event``: the controller's ``agent_event`` signal, the
+stream's events and the ones the controller makes on cancel, crash or executor death) and what is no event
+(``add_user``, ``stop_requested``, the window's own banners, ``replay``); every call goes to the
+``ConversationPresenter`` (``presenter.py``, no widgets), which tells this view, as its sink, which item was
+appended, changed or removed.
+The view makes one widget per item (``cards.py``, ``markdown.py``) in an append-only ``Column`` and keeps the
+scrolling: it sticks to the bottom while the user is there. Built for long sessions: it never re-renders history.
+Find (Ctrl+F) is ``find.py``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QLabel, QWidget
 
-from desktop_agent.core.events import AgentEvent, TurnFinishReason
+from desktop_agent.core.events import AgentEvent
 from desktop_agent.ui.conversation.cards import (
     HEADER_H, Banner, RetryCard, ThinkingCard, ToolCard, UserBlock,
 )
@@ -24,8 +26,8 @@ from desktop_agent.ui.conversation.column import SPACING, Column
 from desktop_agent.ui.conversation.find import ConversationFind
 from desktop_agent.ui.conversation.markdown import MarkdownBlock
 from desktop_agent.ui.conversation.presenter import (
-    BannerItem, BannerKind, ConversationPresenter, HistoryOp, Item, RetryItem, RetryOutcome, TextItem, ThinkingItem,
-    ToolItem, UserItem, history_ops,
+    BannerItem, BannerKind, ConversationPresenter, HistoryOp, Item, RetryItem, TextItem, ThinkingItem, ToolItem,
+    UserItem, history_ops,
 )
 
 
@@ -34,7 +36,7 @@ def qt_translate(context: str, source: str, disambiguation: str | None = None, n
 
 
 class ConversationView(ConversationFind):
-    """The conversation pane. Feed it from the controller's signals; it never re-renders history."""
+    """The conversation pane, fed by ``handle_event`` (the controller's ``agent_event``); never re-renders history."""
 
     card_selected = Signal(str)  # tool_use_id
     banner_action = Signal(str)  # "retry", "settings"
@@ -95,12 +97,6 @@ class ConversationView(ConversationFind):
         item = self.presenter.current_text
         block = self._widgets.get(item) if item is not None else None
         return block if isinstance(block, MarkdownBlock) else None
-
-    @property
-    def current_thinking(self) -> ThinkingCard | None:
-        item = self.presenter.current_thinking
-        card = self._widgets.get(item) if item is not None else None
-        return card if isinstance(card, ThinkingCard) else None
 
     # ----- the presenter's sink: one widget per item -------------------------------------------
     def item_appended(self, item: Item) -> None:
@@ -202,17 +198,8 @@ class ConversationView(ConversationFind):
     def append_text(self, chunk: str) -> None:
         self.presenter.text(chunk)
 
-    def append_thinking(self, chunk: str) -> None:
-        self.presenter.thinking(chunk)
-
     def start_tool(self, tool_use_id: str, name: str, inp: dict[str, Any]) -> ToolCard:
         return self._widget(self.presenter.start_tool(tool_use_id, name, inp))
-
-    def tool_waiting(self, tool_use_id: str, name: str = "", inp: dict[str, Any] | None = None) -> None:
-        self.presenter.tool_waiting(tool_use_id, name, inp)
-
-    def tool_resumed(self, tool_use_id: str, allowed: bool) -> None:
-        self.presenter.tool_resumed(tool_use_id, allowed)
 
     def finish_tool(self, tool_use_id: str, name: str, content: Any, is_error: bool,
                     data: dict[str, Any] | None = None) -> None:
@@ -227,23 +214,13 @@ class ConversationView(ConversationFind):
     def remove_banner(self, key: str) -> None:
         self.presenter.remove_banner(key)
 
-    def add_feedback(self, label: str, feedback: str) -> UserBlock:
-        """The user's deny feedback, shown as their words (tinted "you" block with a label)."""
-        return self._widget(self.presenter.feedback(label, feedback))
-
     def show_retry(self, attempt: int, max_attempts: int, delay_s: float, error: str) -> RetryCard:
         """One retry card per request, updated in place by every further retry."""
         return self._widget(self.presenter.show_retry(attempt, max_attempts, delay_s, error))
 
-    def retry_over(self, outcome: RetryOutcome = "ok") -> None:
-        self.presenter.retry_over(outcome)
-
     def stop_requested(self) -> None:
         """Stop was pressed: calls that end with an error from now on were stopped, not failed."""
         self.presenter.stop_requested()
-
-    def end_turn(self, reason: TurnFinishReason, error: str | None = None) -> None:
-        self.presenter.end_turn(reason, error)
 
     # ----- history -----------------------------------------------------------------------------
     history_ops = staticmethod(history_ops)

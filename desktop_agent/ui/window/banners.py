@@ -1,7 +1,7 @@
 """What the window says about its state: the status bar (and the title's "Waiting for approval"), the empty
-conversation's welcome, the banners — a session that could not open, an error with its actions, an executor
-that died (Restart session), one per failed MCP server — what each banner button does, and the MCP Servers
-view. A mixin of ``MainWindow``; the decisions (which actions, which servers, which colour) are ``presenters``.
+conversation's welcome, the window's own banners — a session that could not open, one per failed MCP server (an
+error event's banner, with its actions, is the conversation presenter's) — what each banner button does, and the
+MCP Servers view. A mixin of ``MainWindow``; the decisions (which servers, which colour) are ``presenters``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from desktop_agent.ui.highlight import colors, is_dark
 from desktop_agent.ui.mode_labels import bypass_badge_text
 from desktop_agent.ui.modes import BYPASS
 from desktop_agent.ui.window.presenters import (
-    ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, error_actions, failed_servers, home,
-    is_setup_error, status_dot,
+    ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, failed_servers, home, is_setup_error,
+    status_dot,
 )
 
 if TYPE_CHECKING:
@@ -73,18 +73,6 @@ class BannersMixin:
             self.conversation.add_banner(
                 "error", translate("MainWindow", "Could not open the session: {0}").format(text),
                 [("settings", translate("MainWindow", "Open settings"))], key="setup")
-
-    def _on_error(self, e: Any) -> None:
-        if e.kind == "executor":  # the session's process is gone: say which, offer a restart
-            self.conversation.add_banner(
-                "error", e.message + " " + translate("MainWindow", "The conversation is kept; Restart session resumes "
-                                                                   "it in a new process."),
-                [("restart", translate("MainWindow", "Restart session"))], key="error:executor")
-            return
-        labels = {"retry": translate("MainWindow", "Retry the last message"),
-                  "settings": translate("MainWindow", "Open settings")}
-        actions = [(a, labels[a]) for a in error_actions(e.kind)]
-        self.conversation.add_banner("error", e.message, actions, key=f"error:{e.kind}")
 
     def _on_banner_action(self, action: str) -> None:
         if action == "retry-now":

@@ -1,9 +1,11 @@
 """``AgentController``: the bridge between the engine's two seams and the Qt views.
 
 It runs each turn as an asyncio task on the qasync loop, consumes the ``AgentEvent`` stream and
-re-emits it as Qt signals, tracks the status (idle, thinking, running a tool, waiting for approval,
-error), tokens and cost, and implements ``PermissionPrompter``: ``ask()`` opens the modal
-``PermissionDialog`` with ``open()`` and awaits a Future — never a nested ``exec()`` loop.
+re-emits each event once on ``agent_event`` (the window connects it to ``ConversationView.handle_event``: the
+conversation presenter renders every event, including the ones the controller makes itself on cancel, crash or
+executor death), plus the few the changes panel follows as typed signals. It tracks the status (idle, thinking,
+running a tool, waiting for approval, error), tokens and cost, and implements ``PermissionPrompter``: ``ask()`` opens
+the modal ``PermissionDialog`` with ``open()`` and awaits a Future — never a nested ``exec()`` loop.
 Interrupting the turn closes an open dialog as a deny.
 
 The session is a ``client.SessionHandle``: the engine on this loop (``client.in_process``, the default) or, for
@@ -68,19 +70,13 @@ class AgentController(QObject):
     status_changed = Signal(str, str)  # status, detail (tool name, error text…)
     busy_changed = Signal(bool)
     user_prompt = Signal(str)
-    request_started = Signal(int)
-    text_delta = Signal(str)
-    thinking_delta = Signal(str)
-    tool_started = Signal(object)  # ToolCallStarted
-    tool_progress = Signal(object)  # ToolCallProgress
-    tool_finished = Signal(object)  # ToolCallFinished
-    permission_requested = Signal(object)  # PermissionRequest (also from the event stream)
-    permission_resolved = Signal(object)  # PermissionResolved
+    agent_event = Signal(object)  # every AgentEvent once, the stream's and the controller's own: the conversation's
+    tool_finished = Signal(object)  # ToolCallFinished (the changes panel, the MCP banners)
+    permission_requested = Signal(object)  # PermissionRequest (the changes panel)
+    permission_resolved = Signal(object)  # PermissionResolved (the changes panel)
     dialog_opened = Signal(object)  # PermissionDialog
-    notice = Signal(str, str)  # kind (fallback, compacted, info), text
-    retry_waiting = Signal(object)  # RetryWaiting: the request failed and waits before its next attempt
-    error = Signal(object)  # ErrorEvent
-    turn_finished = Signal(object)  # TurnFinished
+    notice = Signal(str, str)  # kind (info), text: what the controller says that is no AgentEvent
+    turn_finished = Signal(object)  # TurnFinished (after ``agent_event``; the MCP banners, the tour's next prompt)
     usage_changed = Signal(int, float)  # session tokens, session cost (USD)
     session_changed = Signal(object)  # the new session object
 
@@ -100,7 +96,6 @@ class AgentController(QObject):
         self.notifier: Callable[[str, str], None] | None = None
         self._task: asyncio.Task | None = None
         self._pending: dict[str, asyncio.Future] = {}
-        self._saw_text = False
         self._running_tools: set[str] = set()
         self._last_error: str = ""
         self._force_handle: asyncio.TimerHandle | None = None
@@ -171,7 +166,7 @@ class AgentController(QObject):
         """The executor died between turns (during a turn the handle's ErrorEvent says so)."""
         if not self.busy:
             self._last_error = message
-            self.error.emit(ev.ErrorEvent(message=message, kind="executor", retryable=True))
+            self.agent_event.emit(ev.ErrorEvent(message=message, kind="executor", retryable=True))
             self._set_status(ERROR, message)
 
     @property
@@ -189,7 +184,7 @@ class AgentController(QObject):
         try:
             await session.restart()
         except Exception as exc:
-            self.error.emit(ev.ErrorEvent(message=str(exc), kind="executor", retryable=True))
+            self.agent_event.emit(ev.ErrorEvent(message=str(exc), kind="executor", retryable=True))
             self._set_status(ERROR, str(exc))
             raise
         self._last_error = ""
@@ -238,13 +233,13 @@ class AgentController(QObject):
                 if isinstance(event, ev.TurnFinished):
                     finished = True
         except asyncio.CancelledError:
-            self.turn_finished.emit(ev.TurnFinished(reason="aborted_tools", error="cancelled"))
+            self._finished(ev.TurnFinished(reason="aborted_tools", error="cancelled"))
             finished = True
             self._set_status(IDLE)
             raise
         except Exception as exc:  # an engine bug: show it, keep the window usable
             log.exception("turn failed")
-            self.error.emit(ev.ErrorEvent(message=f"{type(exc).__name__}: {exc}", kind="internal"))
+            self.agent_event.emit(ev.ErrorEvent(message=f"{type(exc).__name__}: {exc}", kind="internal"))
             self._set_status(ERROR, str(exc))
         finally:
             if self._force_handle is not None:  # no timer may outlive the turn
@@ -252,7 +247,7 @@ class AgentController(QObject):
                 self._force_handle = None
             self._close_dialogs(deny=True)
             if not finished:
-                self.turn_finished.emit(ev.TurnFinished(reason="completed"))
+                self._finished(ev.TurnFinished(reason="completed"))
             if self.status not in (ERROR,):
                 self._set_status(IDLE)
             self._running_tools.clear()
@@ -284,35 +279,25 @@ class AgentController(QObject):
         return self.session is not None and self.session.retry_now()
 
     # ----- events ----------------------------------------------------------------------------
+    def _finished(self, event: Any) -> None:
+        """A TurnFinished the controller makes itself (the turn was cancelled, or ended without one)."""
+        self.agent_event.emit(event)
+        self.turn_finished.emit(event)
+
     def handle_event(self, event: Any) -> None:
-        """Dispatch one AgentEvent to the signals (public so tests and replays can feed events)."""
+        """One AgentEvent: to ``agent_event`` (the conversation), then the status, usage and typed signals (public so
+        tests and replays can feed events)."""
+        self.agent_event.emit(event)
         if isinstance(event, ev.TextDelta):
-            self._saw_text = True
             if self.status not in (WAITING, STOPPING):
                 self._set_status(STREAMING)
-            self.text_delta.emit(event.text)
-        elif isinstance(event, ev.ThinkingDelta):
-            self.thinking_delta.emit(event.text)
         elif isinstance(event, (ev.TurnStarted, ev.RequestStarted)):
-            self._saw_text = False
-            if isinstance(event, ev.RequestStarted):
-                self.request_started.emit(event.turn)
             if self.status != STOPPING:
                 self._set_status(THINKING)
-        elif isinstance(event, ev.AssistantMessage):
-            if not self._saw_text:  # non-streaming fallback: the text arrives whole
-                content = (event.message.get("message") or event.message).get("content") or []
-                for block in content if isinstance(content, list) else []:
-                    if isinstance(block, dict) and block.get("type") == "text" and block.get("text"):
-                        self.text_delta.emit(block["text"])
-                        self._saw_text = True
         elif isinstance(event, ev.ToolCallStarted):
             self._running_tools.add(event.tool_use_id)
-            self.tool_started.emit(event)
             if self.status not in (WAITING, STOPPING):
                 self._set_status(TOOL, event.name)
-        elif isinstance(event, ev.ToolCallProgress):
-            self.tool_progress.emit(event)
         elif isinstance(event, ev.ToolCallFinished):
             self._running_tools.discard(event.tool_use_id)
             self.tool_finished.emit(event)
@@ -333,15 +318,8 @@ class AgentController(QObject):
             self.usage_changed.emit(self.tokens, self.cost)
         elif isinstance(event, ev.RetryWaiting):
             self._set_status(RETRYING, event.error)
-            self.retry_waiting.emit(event)
-        elif isinstance(event, ev.StreamFallback):
-            self.notice.emit("fallback", self.tr("The stream broke; {0}").format(event.detail or event.action))
-        elif isinstance(event, ev.Compacted):
-            self.notice.emit("compacted",
-                             self.tr("Conversation compacted ({0} tokens before)").format(event.pre_tokens))
         elif isinstance(event, ev.ErrorEvent):
             self._last_error = event.message
-            self.error.emit(event)
             self._set_status(ERROR, event.message)
         elif isinstance(event, ev.TurnFinished):
             if event.cost_usd and not self.cost:

@@ -4,9 +4,10 @@ bar), ``banners`` (status bar, banners, MCP servers), ``folders`` (opening folde
 mode names and the bypass question), ``presenters`` (their decisions, without Qt).
 
 All agent work goes through ``AgentController``, and the engine only through ``desktop_agent.client``; this module
-wires the controller's signals to the views and keeps the window state (geometry, splitter sizes, last folder,
-recent folders) in QSettings. Async actions (opening a folder after the trust question, resuming a session) run as
-tasks on the qasync loop; dialogs are shown with ``open()``, never ``exec()``.
+wires the controller's signals to the views (each ``AgentEvent`` once to ``ConversationView.handle_event``, whose
+presenter renders it; the changes panel and the status bar from the rest) and keeps the window state (geometry,
+splitter sizes, last folder, recent folders) in QSettings. Async actions (opening a folder after the trust question,
+resuming a session) run as tasks on the qasync loop; dialogs are shown with ``open()``, never ``exec()``.
 """
 
 from __future__ import annotations
@@ -271,21 +272,11 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
     def _wire(self) -> None:
         c = self.controller
         c.user_prompt.connect(self.conversation.add_user)
-        c.text_delta.connect(self.conversation.append_text)
-        c.thinking_delta.connect(self.conversation.append_thinking)
-        c.request_started.connect(lambda _t: self.conversation.close_text())
-        c.tool_started.connect(lambda e: self.conversation.start_tool(e.tool_use_id, e.name, e.input))
-        c.tool_progress.connect(self._on_progress)
-        c.tool_finished.connect(self._on_tool_finished)
+        c.agent_event.connect(self.conversation.handle_event)  # every AgentEvent: the conversation presenter
+        c.tool_finished.connect(self._on_tool_finished)  # the changes panel (after the card)
         c.permission_requested.connect(self._on_permission_requested)
         c.permission_resolved.connect(self._on_permission_resolved)
-        c.error.connect(self._on_error)
         c.notice.connect(lambda kind, text: self.conversation.add_banner("notice", text))
-        c.retry_waiting.connect(lambda e: self.conversation.show_retry(e.attempt, e.max_attempts, e.delay_s, e.error))
-        # the request went through: the retry card says so
-        c.text_delta.connect(lambda _t: self.conversation.retry_card is not None and self.conversation.retry_over())
-        c.tool_started.connect(lambda _e: self.conversation.retry_card is not None and self.conversation.retry_over())
-        c.turn_finished.connect(lambda e: self.conversation.end_turn(e.reason, e.error))
         c.status_changed.connect(self._set_status_view)
         c.usage_changed.connect(self._on_usage)
         c.busy_changed.connect(self._on_busy)
@@ -410,36 +401,21 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
             self.conversation.stop_requested()
         self.controller.stop()
 
-    # ----- controller signals ------------------------------------------------------------------
-    # ----- controller signals ------------------------------------------------------------------
-    def _on_progress(self, event: Any) -> None:
-        card = self.conversation.cards.get(event.tool_use_id)
-        if card is not None and isinstance(event.data, (str, dict)):
-            card.set_progress(event.data)  # a running command: its output tail and elapsed time
-
+    # ----- controller signals: the changes panel (the conversation has rendered the event) -------
     def _on_tool_finished(self, e: Any) -> None:
-        self.conversation.finish_tool(e.tool_use_id, e.name, e.content, e.is_error, e.data)
         change = self.diff_panel.on_tool_finished(e.tool_use_id, e.name, e.is_error, e.data,
                                                   self.controller.turn_index, e.content)
         if change is not None:
             self.diff_panel.select_tool(e.tool_use_id, expand=False)
 
     def _on_permission_requested(self, request: Any) -> None:
-        self.conversation.tool_waiting(request.tool_use_id, request.tool_name, request.input)
         if self.diff_panel.on_permission_requested(request, self.controller.turn_index) is not None:
             self.diff_panel.select_tool(request.tool_use_id, expand=False)
             self.conversation.select_card(request.tool_use_id)
 
     def _on_permission_resolved(self, event: Any) -> None:
-        allowed = event.reply.behavior == "allow"
-        card = self.conversation.cards.get(event.tool_use_id)
-        if card is not None and card.state == card.WAITING:
-            self.conversation.tool_resumed(event.tool_use_id, allowed)
-        self.diff_panel.on_permission_resolved(event.tool_use_id, allowed, bool(event.reply.updated_input))
-        feedback = (event.reply.feedback or "").strip()
-        if not allowed and feedback:  # what the user told the agent, where the conversation shows it
-            name = card.name if card is not None else ""
-            self.conversation.add_feedback(self.tr("You denied {0} and told the agent:").format(name), feedback)
+        self.diff_panel.on_permission_resolved(event.tool_use_id, event.reply.behavior == "allow",
+                                               bool(event.reply.updated_input))
 
     def _on_usage(self, tokens: int, cost: float) -> None:
         self.usage_label.setText(self.tr("{0} tokens · ${1:.2f}").format(token_text(tokens), cost))

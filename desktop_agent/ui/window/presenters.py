@@ -1,5 +1,5 @@
 """What the window shows, decided without widgets (no Qt here; tested in tests/ui/window/): the sessions list's
-rows, which banner an error raises with which actions, the failed MCP servers, the find bar's position, the usage
+rows, whether a session failed for want of set-up, the failed MCP servers, the find bar's position, the usage
 figure and the status dot's colour. (The mode cycle and the bypass guard are ``ui.modes``.)
 
 The widgets (toolbar, sidebar, banners, find bar) translate and paint what these return.
@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Sequence
 
-BannerAction = Literal["retry", "retry-now", "retry-cancel", "settings", "tour", "servers", "restart"]
 DotColour = Literal["muted", "error", "accent", "added_fg"]
 
 # Status values (SPEC §1.6 plus the states the status bar shows); the controller sets them.
@@ -50,14 +49,6 @@ def session_rows(infos: Iterable[Any], current: str | None) -> list[SessionRow]:
         rows.append(SessionRow(info.session_id, title, time.strftime("%d %b %H:%M", time.localtime(info.mtime)),
                                info.message_count, info.session_id == current))
     return rows
-
-
-def error_actions(kind: str) -> list[BannerAction]:
-    """The buttons of an error banner: retry always; settings for what Settings can fix."""
-    actions: list[BannerAction] = ["retry"]
-    if kind in ("auth", "model", "model_not_found", "connection"):
-        actions.append("settings")
-    return actions
 
 
 def is_setup_error(type_name: str, text: str) -> bool:

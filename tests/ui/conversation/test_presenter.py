@@ -332,7 +332,9 @@ def test_keyed_banners_replace_each_other_and_unkeyed_ones_pile(p, sink):
 
 
 @pytest.mark.parametrize("kind,hrefs", [("server", ["retry"]), ("auth", ["retry", "settings"]),
-                                        ("connection", ["retry", "settings"]), ("executor", ["restart"])])
+                                        ("connection", ["retry", "settings"]), ("executor", ["restart"]),
+                                        ("model", ["retry", "settings"]), ("model_not_found", ["retry", "settings"]),
+                                        ("internal", ["retry"]), ("", ["retry"])])
 def test_error_events_offer_what_the_user_can_do(p, kind, hrefs):
     p.apply(ev.ErrorEvent(message="It broke.", kind=kind))
     banner = p.items[-1]

@@ -1,5 +1,6 @@
-"""The window's decisions without Qt (``ui.window.presenters``): sessions rows, error banner actions, failed MCP
-servers, the find bar's stepping, the usage figure and the status dot."""
+"""The window's decisions without Qt (``ui.window.presenters``): sessions rows, the set-up error, failed MCP
+servers, the find bar's stepping, the usage figure and the status dot. (An error event's banner actions are the
+conversation presenter's: tests/ui/conversation/test_presenter.py.)"""
 
 from __future__ import annotations
 
@@ -37,14 +38,6 @@ def test_session_rows_newest_first_without_empty_launches():
     assert rows[1].title == "first prompt"  # the first line only
     assert rows[2].title is None and rows[2].current and not rows[0].current  # "(new session)"
     assert rows[0].message_count == 2 and rows[0].when
-
-
-@pytest.mark.parametrize("kind, actions", [
-    ("auth", ["retry", "settings"]), ("model_not_found", ["retry", "settings"]), ("connection", ["retry", "settings"]),
-    ("internal", ["retry"]), ("", ["retry"]),
-])
-def test_error_actions(kind, actions):
-    assert p.error_actions(kind) == actions
 
 
 def test_setup_error():
