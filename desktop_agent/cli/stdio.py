@@ -152,6 +152,8 @@ class ControlChannel:
 class StdioPrompter:
     """``PermissionPrompter`` over the control protocol (``--permission-prompt-tool stdio``)."""
 
+    waits = True  # the host answers
+
     def __init__(self, channel: ControlChannel, on_interrupt: Callable[[], None] | None = None):
         self.channel = channel
         self.on_interrupt = on_interrupt

@@ -23,6 +23,8 @@ from desktop_agent.core.permission import PermissionReply, PermissionRequest
 class _BoardPrompter:
     """The engine's ``PermissionPrompter``: a ``Question`` on the board, answered by the front end."""
 
+    waits = True  # the front end's answer
+
     def __init__(self, board: QuestionBoard):
         self.board = board
 

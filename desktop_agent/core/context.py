@@ -1,7 +1,7 @@
 """The tool-use context: everything a tool call may read or change besides its input.
 
-Owns ``ToolUseContext`` (cwd, working dirs, permission context and the ``read_policy`` tools see of it, prompter,
-hooks, abort signal),
+Owns ``ToolUseContext`` (cwd, working dirs, permission state and the ``read_policy`` tools see of it, prompter,
+hooks, file history, abort signal; the seams typed by ``core.seams``),
 ``ReadFileState`` (what the model has seen of each file, bounded LRU, SPEC §3.5),
 ``AbortSignal`` and ``expand_path``.
 """
@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 if TYPE_CHECKING:  # pragma: no cover
+    from desktop_agent.core.events import AgentEvent
     from desktop_agent.core.permission import PermissionPrompter, ReadPolicy
     from desktop_agent.core.sandbox import CommandSandbox
+    from desktop_agent.core.seams import FileBackups, PermissionState, ToolHooks
     from desktop_agent.core.tool import Tool
 
 MAX_FILE_STATE_ENTRIES = 100
@@ -147,14 +149,14 @@ class ToolUseContext:
     working_dirs: list[str] = field(default_factory=list)
     read_file_state: ReadFileState = field(default_factory=ReadFileState)
     abort: AbortSignal = field(default_factory=AbortSignal)
-    # desktop_agent.permissions: a PermissionContext (mode, rules, trust); None decides as ``default`` mode
+    # permissions.context.PermissionContext (mode, rules, trust); None decides as ``default`` mode
     # with no rules (fail closed), never as bypass.
-    permission_context: Any = None
+    permission_context: PermissionState | None = None
     prompter: PermissionPrompter | None = None
-    # desktop_agent.permissions.hooks.HookRunner, or None for no hooks.
-    hooks: Any = None
-    # desktop_agent.session.history.FileHistory (backups before each write), or None.
-    file_history: Any = None
+    # permissions.hooks.HookRunner, or None for no hooks.
+    hooks: ToolHooks | None = None
+    # session.history.FileHistory (backups before each write), or None.
+    file_history: FileBackups | None = None
     session_id: str = ""
     transcript_path: str = ""
     # The tools sent to the model this turn (lookup searches these first).
@@ -162,7 +164,7 @@ class ToolUseContext:
     # Called with (tool_use_id, data) for UI-only progress; never reaches the model.
     on_progress: Callable[[str, Any], None] | None = None
     # Called with AgentEvents the permission flow produces (permission requested / resolved).
-    emit: Callable[[Any], None] | None = None
+    emit: Callable[[AgentEvent], None] | None = None
     # Answered tool_use_ids: a duplicate permission reply for one of these is ignored.
     answered_tool_use_ids: set[str] = field(default_factory=set)
     # How shells start (permissions.sandbox_launch.BubblewrapSandbox); None: as they are, unsandboxed (tests).

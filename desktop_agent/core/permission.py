@@ -198,6 +198,12 @@ class ReadPolicy(Protocol):
 
 
 class PermissionPrompter(Protocol):
-    """The second seam: how the engine asks a person. The GUI shows a modal dialog, the CLI a control_request."""
+    """The second seam: how the engine asks a person. The GUI shows a modal dialog, the CLI a control_request.
+
+    ``waits``: the prompter waits for a person's (or a host's) answer, so a ``permission_prompt`` Notification is
+    worth raising; a prompter that answers at once (``-p`` without a host) says False."""
+
+    @property
+    def waits(self) -> bool: ...
 
     async def ask(self, request: PermissionRequest) -> PermissionReply: ...

@@ -14,18 +14,24 @@ One object per session, stored on ``ToolUseContext.permission_context``. It hold
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Literal, cast
 
 from desktop_agent.permissions import settings as settings_mod
 from desktop_agent.util import dirs
 from desktop_agent.permissions.rules import CompiledRule, parse_rule, source_root_for, tool_name_matches
-from desktop_agent.core.permission import (PERMISSION_MODES, PermissionRule, PermissionUpdate, RuleBehavior,
-                                             RuleSource, RuleValue)
+from desktop_agent.core.permission import (PERMISSION_MODES, PermissionMode, PermissionRule, PermissionUpdate,
+                                             RuleBehavior, RuleSource, RuleValue)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from desktop_agent.core.context import ToolUseContext
 
 _FILE_DESTINATIONS = ("localSettings", "projectSettings", "userSettings")
 
 
 class PermissionContext:
+    """``core.seams.PermissionState`` (mode, working dirs, original cwd, ``ReadPolicy``) plus the rules, their
+    caches, trust and the settings the session was loaded with."""
+
     def __init__(
         self,
         cwd: str,
@@ -45,7 +51,7 @@ class PermissionContext:
     ):
         self.original_cwd = os.path.abspath(cwd)
         self.project_dir = os.path.abspath(project_dir or cwd)
-        self.mode = "default"
+        self.mode: PermissionMode = "default"
         self.disable_bypass = disable_bypass
         self.warnings: list[str] = list(warnings)
         self.set_mode(mode)
@@ -105,7 +111,7 @@ class PermissionContext:
         if mode == "bypassPermissions" and self.disable_bypass:
             self.warnings.append("bypassPermissions mode is disabled by your settings; using default mode.")
             mode = "default"
-        self.mode = mode
+        self.mode = cast(PermissionMode, mode)  # one of PERMISSION_MODES (checked above)
 
     # ------------------------------------------------------------------ dirs
     def _add_dir(self, d: str, into: list[str]) -> None:
@@ -181,7 +187,8 @@ class PermissionContext:
         return hit
 
     # ------------------------------------------------------------------ updates
-    def apply_updates(self, updates: Iterable[PermissionUpdate | dict[str, Any]], ctx: Any = None) -> None:
+    def apply_updates(self, updates: Iterable[PermissionUpdate | dict[str, Any]],
+                      ctx: ToolUseContext | None = None) -> None:
         for u in updates:
             if isinstance(u, dict):
                 u = PermissionUpdate.model_validate(u)
@@ -213,7 +220,7 @@ class PermissionContext:
                 gone = {os.path.normpath(os.path.abspath(d)) for d in u.directories}
                 self.session_dirs = [d for d in self.session_dirs if d not in gone]
                 self.additional_dirs = [d for d in self.additional_dirs if d not in gone]
-        if ctx is not None and hasattr(ctx, "working_dirs"):
+        if ctx is not None:
             for d in self.working_dirs:
                 if d not in ctx.working_dirs:
                     ctx.working_dirs.append(d)

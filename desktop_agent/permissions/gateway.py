@@ -93,8 +93,7 @@ async def can_use_tool(
         return PermissionDecision(behavior="deny", message=USER_DENIED_MESSAGE)
     if ctx.prompter is None:
         hooks = ctx.hooks
-        if hooks is not None and hasattr(hooks, "permission_request") and \
-                getattr(hooks, "has_hooks", lambda *a: True)("PermissionRequest", tool.name):
+        if hooks is not None and hooks.has_hooks("PermissionRequest", tool.name):
             hook_reply = await hooks.permission_request(tool.name, input_dict, decision.suggestions, ctx, tool_use_id)
             if hook_reply is not None:
                 if hook_reply.behavior == "allow":
@@ -156,11 +155,10 @@ async def can_use_tool(
 def _notify_waiting(ctx: ToolUseContext, tool_name: str) -> None:
     """Notification hooks (``permission_prompt``, App. B §B.5) when the prompter will wait for an answer; they run
     in the background. A prompter that answers at once (``waits`` false: ``-p`` without a host) notifies nobody."""
-    notify = getattr(ctx.hooks, "notify_soon", None)
-    if notify is not None and getattr(ctx.prompter, "waits", True):
+    if ctx.hooks is not None and ctx.prompter is not None and ctx.prompter.waits:
         from desktop_agent.permissions.hooks import PERMISSION_PROMPT_TITLE, permission_prompt_message
 
-        notify(permission_prompt_message(tool_name), ctx, "permission_prompt", PERMISSION_PROMPT_TITLE)
+        ctx.hooks.notify_soon(permission_prompt_message(tool_name), ctx, "permission_prompt", PERMISSION_PROMPT_TITLE)
 
 
 Answer = tuple[PermissionReply, str]  # the reply and who gave it: "user", "hook" or "cancel"
@@ -235,11 +233,9 @@ async def _race(ctx: ToolUseContext, request: PermissionRequest, tool_name: str,
     abort_task = asyncio.ensure_future(ctx.abort.wait())
     hook_task: asyncio.Future[Any] | None = None
     hooks = ctx.hooks
-    if hooks is not None and hasattr(hooks, "permission_request"):
-        has = getattr(hooks, "has_hooks", None)
-        if has is None or has("PermissionRequest", tool_name):
-            hook_task = asyncio.ensure_future(hooks.permission_request(
-                tool_name, input_dict, decision.suggestions, ctx, request.tool_use_id))
+    if hooks is not None and hooks.has_hooks("PermissionRequest", tool_name):
+        hook_task = asyncio.ensure_future(hooks.permission_request(
+            tool_name, input_dict, decision.suggestions, ctx, request.tool_use_id))
     ask_task.add_done_callback(from_prompter)
     if hook_task is not None:
         hook_task.add_done_callback(from_hook)

@@ -31,12 +31,20 @@ import os
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal, get_args
+
+from pydantic import BaseModel
+
+from desktop_agent.core.context import ToolUseContext
+from desktop_agent.core.permission import PermissionReply, PermissionUpdate
+from desktop_agent.core.seams import HookEvent
+
+if TYPE_CHECKING:  # pragma: no cover
+    from desktop_agent.permissions.context import PermissionContext
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_EFFORT = "high"  # the hook input's ``effort`` when the session sets none (App. B §B.5)
-HOOK_EVENTS = ("PreToolUse", "PostToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SessionStart",
-               "Notification", "SubagentStop", "PreCompact", "SessionEnd")
+HOOK_EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)
 # The reference's Notification texts (``notification_type`` is what matchers match).
 PERMISSION_PROMPT_TITLE = "Permission needed"
 IDLE_PROMPT_MESSAGE = "Claude is waiting for your input"
@@ -80,14 +88,6 @@ class HookEventOutcome:
     stop: bool = False
     stop_reason: str | None = None
     system_messages: list[str] = field(default_factory=list)
-
-
-class HookRunnerProtocol(Protocol):
-    async def pre_tool_use(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str, ctx: Any) -> PreToolUseOutcome: ...
-
-    async def post_tool_use(
-        self, tool_name: str, tool_input: dict[str, Any], tool_response: Any, tool_use_id: str, ctx: Any
-    ) -> PostToolUseOutcome: ...
 
 
 HookCallback = Callable[[dict[str, Any], str | None], Awaitable[dict[str, Any] | None]]
@@ -148,7 +148,8 @@ def _if_matches(if_rule: str | None, tool_name: str | None, tool_input: dict[str
 
 
 class HookRunner:
-    """Runs the hooks configured in settings (and registered callbacks) for each event."""
+    """Runs the hooks configured in settings (and registered callbacks) for each event (``core.seams.ToolHooks``
+    for the tool-call path)."""
 
     def __init__(self, config: Any = None, *, session_id: str = "", transcript_path: str = "",
                  env: dict[str, str] | None = None):
@@ -165,8 +166,8 @@ class HookRunner:
 
     # ------------------------------------------------------------------ configuration
     @classmethod
-    def from_permission_context(cls, pc: Any, **kw: Any) -> HookRunner:
-        return cls(getattr(pc, "hooks_config", None) or [], **kw)
+    def from_permission_context(cls, pc: PermissionContext, **kw: Any) -> HookRunner:
+        return cls(pc.hooks_config or [], **kw)
 
     def add_config(self, config: Any) -> None:
         """``config``: a settings ``hooks`` object, or ``HookMatcherConfig`` entries from settings.py."""
@@ -209,23 +210,22 @@ class HookRunner:
         return bool(self.matching(event, match_value))
 
     # ------------------------------------------------------------------ running
-    def _base_input(self, event: str, ctx: Any) -> dict[str, Any]:
+    def _base_input(self, event: str, ctx: ToolUseContext | None) -> dict[str, Any]:
         from desktop_agent.permissions.decide import current_mode
 
         mode = "default"
         try:
-            if getattr(ctx, "permission_context", None) is not None:
+            if ctx is not None and ctx.permission_context is not None:
                 mode = current_mode(ctx)
         except Exception:
             pass
-        extras = getattr(ctx, "extras", None)
-        extras = extras if isinstance(extras, dict) else {}
+        extras = ctx.extras if ctx is not None else {}
         effort = extras.get("effort")
         return {
-            "session_id": getattr(ctx, "session_id", "") or self.session_id,
+            "session_id": (ctx.session_id if ctx is not None else "") or self.session_id,
             "prompt_id": str(extras.get("prompt_id") or self._fallback_prompt_id),
-            "transcript_path": getattr(ctx, "transcript_path", "") or self.transcript_path,
-            "cwd": getattr(ctx, "cwd", os.getcwd()),
+            "transcript_path": (ctx.transcript_path if ctx is not None else "") or self.transcript_path,
+            "cwd": ctx.cwd if ctx is not None else os.getcwd(),
             "permission_mode": mode,
             "effort": dict(effort) if isinstance(effort, dict) else {"level": DEFAULT_EFFORT},
             "hook_event_name": event,
@@ -280,12 +280,12 @@ class HookRunner:
                 self.notices.append(f"{spec.event} hook [{spec.command}] printed invalid JSON")
         return result
 
-    async def _run_all(self, event: str, payload: dict[str, Any], ctx: Any, match_value: str | None = None,
+    async def _run_all(self, event: str, payload: dict[str, Any], ctx: ToolUseContext | None, match_value: str | None = None,
                        tool_input: dict[str, Any] | None = None, tool_use_id: str | None = None) -> list[HookResult]:
         specs = self.matching(event, match_value, tool_input)
         if not specs:
             return []
-        cwd = getattr(ctx, "cwd", None) or os.getcwd()
+        cwd = (ctx.cwd if ctx is not None else None) or os.getcwd()
         results = await asyncio.gather(*(self._run_one(s, payload, cwd, tool_use_id) for s in specs))
         for r in results:
             if r.exit_code is None:
@@ -296,7 +296,8 @@ class HookRunner:
         return list(results)
 
     # ------------------------------------------------------------------ events
-    async def pre_tool_use(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str, ctx: Any) -> PreToolUseOutcome:
+    async def pre_tool_use(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str,
+                           ctx: ToolUseContext | None) -> PreToolUseOutcome:
         payload = {**self._base_input("PreToolUse", ctx), "tool_name": tool_name, "tool_input": tool_input,
                    "tool_use_id": tool_use_id}
         results = await self._run_all("PreToolUse", payload, ctx, tool_name, tool_input, tool_use_id)
@@ -340,7 +341,7 @@ class HookRunner:
         return outcome
 
     async def post_tool_use(self, tool_name: str, tool_input: dict[str, Any], tool_response: Any, tool_use_id: str,
-                            ctx: Any) -> PostToolUseOutcome:
+                            ctx: ToolUseContext | None) -> PostToolUseOutcome:
         payload = {**self._base_input("PostToolUse", ctx), "tool_name": tool_name, "tool_input": tool_input,
                    "tool_response": _jsonable(tool_response), "tool_use_id": tool_use_id}
         results = await self._run_all("PostToolUse", payload, ctx, tool_name, tool_input, tool_use_id)
@@ -371,12 +372,11 @@ class HookRunner:
             outcome.additional_context = "\n".join(contexts)
         return outcome
 
-    async def permission_request(self, tool_name: str, tool_input: dict[str, Any], suggestions: list[Any],
-                                 ctx: Any, tool_use_id: str | None = None) -> Any | None:
+    async def permission_request(self, tool_name: str, tool_input: dict[str, Any],
+                                 suggestions: list[PermissionUpdate], ctx: ToolUseContext | None,
+                                 tool_use_id: str | None = None) -> PermissionReply | None:
         """PermissionRequest hooks: a ``PermissionReply`` when one decides, else None (exit 2 is not honoured)."""
-        from desktop_agent.core.permission import PermissionReply, PermissionUpdate
-
-        wire = [s.to_wire() if hasattr(s, "to_wire") else s for s in suggestions or []]
+        wire = [s.to_wire() for s in suggestions or []]
         payload = {**self._base_input("PermissionRequest", ctx), "tool_name": tool_name, "tool_input": tool_input,
                    "permission_suggestions": wire}
         if tool_use_id:
@@ -408,20 +408,20 @@ class HookRunner:
                                         updated_permissions=updates)
         return allow
 
-    async def user_prompt_submit(self, prompt: str, ctx: Any) -> HookEventOutcome:
+    async def user_prompt_submit(self, prompt: str, ctx: ToolUseContext | None) -> HookEventOutcome:
         payload = {**self._base_input("UserPromptSubmit", ctx), "prompt": prompt}
         return self._event_outcome(await self._run_all("UserPromptSubmit", payload, ctx), stdout_is_context=True)
 
-    async def stop(self, ctx: Any, stop_hook_active: bool = False) -> HookEventOutcome:
+    async def stop(self, ctx: ToolUseContext | None, stop_hook_active: bool = False) -> HookEventOutcome:
         payload = {**self._base_input("Stop", ctx), "stop_hook_active": stop_hook_active}
         return self._event_outcome(await self._run_all("Stop", payload, ctx))
 
-    async def session_start(self, source: str, ctx: Any) -> HookEventOutcome:
+    async def session_start(self, source: str, ctx: ToolUseContext | None) -> HookEventOutcome:
         payload = {**self._base_input("SessionStart", ctx), "source": source}
         return self._event_outcome(await self._run_all("SessionStart", payload, ctx, source),
                                    stdout_is_context=True)
 
-    async def notification(self, message: str, ctx: Any, notification_type: str = "",
+    async def notification(self, message: str, ctx: ToolUseContext | None, notification_type: str = "",
                            title: str | None = None) -> HookEventOutcome:
         """Notification (matcher: ``notification_type``); exit 2 blocks nothing."""
         payload = {**self._base_input("Notification", ctx), "message": message}
@@ -431,7 +431,7 @@ class HookRunner:
             payload["notification_type"] = notification_type
         return self._event_outcome(await self._run_all("Notification", payload, ctx, notification_type or None))
 
-    def notify_soon(self, message: str, ctx: Any, notification_type: str, title: str | None = None) -> None:
+    def notify_soon(self, message: str, ctx: ToolUseContext | None, notification_type: str, title: str | None = None) -> None:
         """Notification hooks in the background (a waiting dialog must not wait for them); ``drain`` awaits them.
         Nothing is started when no Notification hook matches."""
         if not self.matching("Notification", notification_type):
@@ -445,7 +445,7 @@ class HookRunner:
         if self._background:
             await asyncio.wait(set(self._background), timeout=timeout)
 
-    async def pre_compact(self, trigger: str, custom_instructions: str | None, ctx: Any) -> HookEventOutcome:
+    async def pre_compact(self, trigger: str, custom_instructions: str | None, ctx: ToolUseContext | None) -> HookEventOutcome:
         """PreCompact (matcher: ``manual``/``auto``): exit 2, ``decision: block`` or ``continue: false`` blocks
         the compaction (``block``; ``reason`` is the hook's stderr or reason)."""
         payload = {**self._base_input("PreCompact", ctx), "trigger": trigger,
@@ -456,7 +456,7 @@ class HookRunner:
             outcome.reason = outcome.reason or outcome.stop_reason
         return outcome
 
-    async def session_end(self, reason: str, ctx: Any) -> HookEventOutcome:
+    async def session_end(self, reason: str, ctx: ToolUseContext | None) -> HookEventOutcome:
         """SessionEnd (matcher: ``reason``: ``clear``, ``logout``, ``prompt_input_exit`` or ``other``); it cannot
         block the end."""
         payload = {**self._base_input("SessionEnd", ctx), "reason": reason}
@@ -511,7 +511,7 @@ def _jsonable(value: Any) -> Any:
         json.dumps(value)
         return value
     except (TypeError, ValueError):
-        if hasattr(value, "model_dump"):
+        if isinstance(value, BaseModel):
             try:
                 return value.model_dump(mode="json")
             except Exception:

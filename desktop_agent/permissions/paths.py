@@ -19,7 +19,9 @@ from typing import Any, TypedDict
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import wrap_error
+from desktop_agent.core.seams import PermissionState
 from desktop_agent.util.paths import is_inside
+from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import CombinedPathMatcher, CompiledRule, fold
 from desktop_agent.core.permission import (
     DecisionReason, PermissionDecision, PermissionMode, PermissionUpdate, RuleValue,
@@ -45,13 +47,14 @@ def paths_to_check(abs_path: str) -> list[str]:
     return [p] if real == p else [p, real]
 
 
-def working_dirs(ctx: Any) -> list[str]:
-    dirs = list(getattr(ctx, "working_dirs", None) or [])
-    pc = getattr(ctx, "permission_context", None)
-    for d in getattr(pc, "working_dirs", None) or []:
+def working_dirs(ctx: ToolUseContext) -> list[str]:
+    """The context's working dirs and the permission state's (grants made since), the cwd when there are none."""
+    dirs = list(ctx.working_dirs or [])
+    pc = ctx.permission_context
+    for d in (pc.working_dirs if pc is not None else None) or []:
         if d not in dirs:
             dirs.append(d)
-    if not dirs and getattr(ctx, "cwd", None):
+    if not dirs and ctx.cwd:
         dirs.append(ctx.cwd)
     return dirs
 
@@ -71,7 +74,7 @@ def _wd_forms_cached(dirs: tuple[str, ...]) -> list[str]:
     return out
 
 
-def in_working_dirs(path: str, ctx: Any, checked: list[str] | None = None) -> bool:
+def in_working_dirs(path: str, ctx: ToolUseContext, checked: list[str] | None = None) -> bool:
     """Inside a working dir, for the path as given *and* its symlink-resolved target.
     ``checked``: ``paths_to_check(path)`` when the caller already has it."""
     forms = _wd_forms(working_dirs(ctx))
@@ -98,7 +101,7 @@ def _under_claude_dir(abs_path: str) -> bool:
 
 
 # --------------------------------------------------------------------------- rule lookup
-def matching_path_rule(pc: Any, abs_path: str, op: str, behavior: str,
+def matching_path_rule(pc: PermissionState | None, abs_path: str, op: str, behavior: str,
                        sources: tuple[str, ...] | None = None, checked: list[str] | None = None,
                        is_dir: bool | None = None) -> CompiledRule | None:
     """The first ``behavior`` rule covering ``abs_path`` for ``op`` ("read" or "edit").
@@ -107,7 +110,7 @@ def matching_path_rule(pc: Any, abs_path: str, op: str, behavior: str,
     ask: Read ask for reads, Edit ask for edits. allow: Edit allow (and Read allow for reads) must cover
     the path *and* its target.
     """
-    if pc is None or not hasattr(pc, "content_rules"):
+    if not isinstance(pc, PermissionContext):  # no state, or a bare one without rules (decide.py)
         return None
     if behavior == "deny":
         names = ("Edit", "Read") if op == "edit" else ("Read",)
@@ -122,7 +125,7 @@ def matching_path_rule(pc: Any, abs_path: str, op: str, behavior: str,
                       if sources is None or r.rule.source in sources]
         return CombinedPathMatcher(candidates, pc.original_cwd, pc.home) if candidates else None
 
-    matcher = pc.cached(key, build) if hasattr(pc, "cached") else build()
+    matcher: CombinedPathMatcher | None = pc.cached(key, build)
     if matcher is None:
         return None
     paths = list(checked) if checked else paths_to_check(abs_path)
@@ -140,7 +143,7 @@ def matching_path_rule(pc: Any, abs_path: str, op: str, behavior: str,
     return first
 
 
-def read_deny_globs(search_root: str, pc: Any) -> list[str]:
+def read_deny_globs(search_root: str, pc: PermissionContext) -> list[str]:
     """ripgrep ``--glob`` exclusions (``!pattern``) for the Read deny rules of ``pc`` that apply under
     ``search_root``, so Grep never reads the content of a denied file. Best effort: a deny rule anchored *above*
     the search root is translated when its fixed prefix leads into the search root; callers should still drop
@@ -174,14 +177,20 @@ def _rule_reason(rule: CompiledRule) -> DecisionReason:
     return DecisionReason(type="rule", rule=rule.rule)
 
 
-def _mode(ctx: Any) -> PermissionMode:
-    return getattr(ctx.permission_context, "mode", "default")
+def _mode(ctx: ToolUseContext) -> PermissionMode:
+    pc = ctx.permission_context
+    return pc.mode if pc is not None else "default"
 
 
 # --------------------------------------------------------------------------- suggestions
-def _rel_rule_dir(abs_path: str, ctx: Any, pc: Any) -> str:
+def _original_cwd(ctx: ToolUseContext) -> str:
+    pc = ctx.permission_context
+    return (pc.original_cwd if pc is not None else None) or ctx.cwd
+
+
+def _rel_rule_dir(abs_path: str, ctx: ToolUseContext) -> str:
     """A narrow path pattern for a grant: the file's directory (``/src/**``), a root file, or ``//abs/dir/**``."""
-    cwd = getattr(pc, "original_cwd", None) or ctx.cwd
+    cwd = _original_cwd(ctx)
     directory = os.path.dirname(os.path.normpath(abs_path))
     if is_inside(abs_path, cwd):
         if os.path.normpath(directory) == os.path.normpath(cwd):
@@ -190,18 +199,16 @@ def _rel_rule_dir(abs_path: str, ctx: Any, pc: Any) -> str:
     return "/" + directory.rstrip("/") + "/**"
 
 
-def write_suggestions(abs_path: str, ctx: Any) -> list[PermissionUpdate]:
-    pc = ctx.permission_context
+def write_suggestions(abs_path: str, ctx: ToolUseContext) -> list[PermissionUpdate]:
     return [PermissionUpdate(type="addRules", behavior="allow", destination="session",
-                             rules=[RuleValue(tool_name="Edit", rule_content=_rel_rule_dir(abs_path, ctx, pc))])]
+                             rules=[RuleValue(tool_name="Edit", rule_content=_rel_rule_dir(abs_path, ctx))])]
 
 
-def read_suggestions(abs_path: str, ctx: Any) -> list[PermissionUpdate]:
-    pc = ctx.permission_context
+def read_suggestions(abs_path: str, ctx: ToolUseContext) -> list[PermissionUpdate]:
     target = abs_path if os.path.isdir(abs_path) else os.path.dirname(abs_path)
     content = "/" + os.path.normpath(target).rstrip("/") + "/**"
-    if is_inside(target, getattr(pc, "original_cwd", None) or ctx.cwd):
-        content = _rel_rule_dir(os.path.join(target, "x"), ctx, pc)
+    if is_inside(target, _original_cwd(ctx)):
+        content = _rel_rule_dir(os.path.join(target, "x"), ctx)
     return [PermissionUpdate(type="addRules", behavior="allow", destination="session",
                              rules=[RuleValue(tool_name="Read", rule_content=content)])]
 

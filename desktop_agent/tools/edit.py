@@ -24,7 +24,7 @@ from pydantic import Field
 
 from desktop_agent.core.context import FileStateEntry, ToolUseContext
 from desktop_agent.core.errors import ToolError
-from desktop_agent.core.tool import current_call
+from desktop_agent.core.tool import CallInfo, current_call
 from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.util import fileio
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
@@ -354,11 +354,11 @@ def rejected_note(data: dict[str, Any]) -> str:
                                          int(data.get("totalHunks") or len(ranges)))
 
 
-def rejected_fields(info: Any) -> dict[str, Any]:
+def rejected_fields(info: CallInfo | None) -> dict[str, Any]:
     """``rejectedHunks`` / ``totalHunks`` for a tool's result data, from the permission decision."""
-    decision = getattr(info, "decision", None)
-    ranges = getattr(decision, "rejected_hunks", None)
-    if not ranges:
+    decision = info.decision if info is not None else None
+    ranges = decision.rejected_hunks if decision is not None else None
+    if not ranges or decision is None:
         return {}
     return {"rejectedHunks": [[int(a), int(b)] for a, b in ranges],
             "totalHunks": int(decision.total_hunks or len(ranges))}

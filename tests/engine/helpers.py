@@ -75,6 +75,8 @@ def make_tools(tracker: Tracker, delay: float = 0.01) -> list[Any]:
 class FakePrompter:
     """Answers every ask with a fixed reply and records the requests."""
 
+    waits = True  # core.permission.PermissionPrompter
+
     def __init__(self, reply: PermissionReply | None = None, delay: float = 0.0):
         self.reply = reply or PermissionReply(behavior="allow")
         self.requests: list[PermissionRequest] = []

@@ -585,6 +585,15 @@ class StopHooks:
         self.calls.append(stop_hook_active)
         return self.outcomes.pop(0)
 
+    def has_hooks(self, event, match_value=None):  # core.seams.ToolHooks: no PermissionRequest hooks
+        return event == "Stop"
+
+    async def permission_request(self, *a, **k):
+        return None
+
+    def notify_soon(self, *a, **k):
+        pass
+
 
 @aio
 async def test_stop_hook_block_feeds_back_and_continues(tmp_path):

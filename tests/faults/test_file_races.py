@@ -36,6 +36,8 @@ EXTERNAL = "export const value = 1\nexport const other = 2\n// saved by the edit
 class EditorWhileAsking:
     """A prompter whose dialog stays open while 'the editor' rewrites the file, then the user allows."""
 
+    waits = True
+
     def __init__(self, path: str, same_tick: bool = False):
         self.path = path
         self.same_tick = same_tick

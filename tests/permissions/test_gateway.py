@@ -45,6 +45,8 @@ def test_close_cancels_an_unanswered_request() -> None:
 class SilentPrompter:
     """Never answers by itself: the test answers through ``gateway.pending``."""
 
+    waits = True
+
     def __init__(self) -> None:
         self.requests: list[PermissionRequest] = []
         self.cancelled = 0

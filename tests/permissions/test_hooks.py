@@ -44,6 +44,8 @@ def runner(event, matcher, *commands, timeout=None):
 
 
 class Prompter:
+    waits = True  # core.permission.PermissionPrompter: a person answers
+
     def __init__(self, reply=None, delay=0.0):
         self.reply = reply or PermissionReply(behavior="allow")
         self.delay = delay

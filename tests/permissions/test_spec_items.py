@@ -28,6 +28,8 @@ def env(tmp_path):
 
 
 class Prompter:
+    waits = True  # core.permission.PermissionPrompter: a person answers
+
     def __init__(self, reply=None, delay=0.0, reply_fn=None):
         self.reply = reply or PermissionReply(behavior="allow")
         self.reply_fn = reply_fn
@@ -282,6 +284,9 @@ class SlowHookRunner:
         await asyncio.sleep(self.delay)
         return self.reply
 
+    def notify_soon(self, message, ctx, notification_type, title=None):  # no Notification hooks
+        pass
+
     async def pre_tool_use(self, *a):
         from desktop_agent.permissions.hooks import PreToolUseOutcome
 
@@ -421,10 +426,11 @@ def test_mode_switch_mid_session(env):
 
 
 def test_bare_permission_context_object_is_tolerated(env):
-    """Front ends and older tests may pass an object with only ``mode``: no rules, modes still apply."""
+    """A bare permission state (``core.seams.PermissionState`` without rules): no rules, modes still apply."""
 
     class Bare:
         mode = "default"
+        working_dirs: list[str] = []
 
     prompter = Prompter(PermissionReply(behavior="deny"))
     ctx = make_ctx(env["ws"], prompter=prompter)

@@ -31,6 +31,8 @@ pytestmark = pytest.mark.skipif(not sandbox.probe().ok, reason=f"bubblewrap cann
 
 
 class Prompter:
+    waits = True  # core.permission.PermissionPrompter: a person answers
+
     def __init__(self, answer="deny"):
         self.answer = answer
         self.requests = []

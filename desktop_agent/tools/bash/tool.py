@@ -99,7 +99,7 @@ def _in_working_dirs(path: str, ctx: ToolUseContext) -> bool:
     """Inside the original cwd or an added directory (also those the permission context added)."""
     real = os.path.realpath(path)
     dirs = list(ctx.working_dirs)
-    for d in getattr(ctx.permission_context, "working_dirs", None) or []:
+    for d in ctx.permission_context.working_dirs if ctx.permission_context is not None else []:
         if d not in dirs:
             dirs.append(d)
     for d in dirs:

@@ -217,7 +217,7 @@ class ReadTool(Tool):
             blocks = [b for cell in file["cells"] for b in cell_blocks(cell)]
             content = blocks or EMPTY_FILE_NOTICE
         else:
-            rendered = getattr(data, "rendered", None)
+            rendered = data.rendered if isinstance(data, ReadData) else None  # a resumed result is a plain dict
             if file["numLines"] > 0:
                 content = rendered if rendered is not None else fileio.to_display(
                     add_line_numbers(file["content"], max(file["startLine"], 1)))
