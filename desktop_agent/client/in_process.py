@@ -18,6 +18,7 @@ from desktop_agent.client.base import Ack, ExecutorKind, Question, QuestionBoard
 from desktop_agent.client.local import LocalStore, discard_empty_transcript
 from desktop_agent.core.events import Compacted
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
+from desktop_agent.model.client import ModelClient
 
 
 class _BoardPrompter:
@@ -90,8 +91,9 @@ class InProcessSession:
 
     def retry_now(self) -> bool:
         """End the model client's current backoff wait early (the retry card's Retry now)."""
-        event = getattr(self.session.client, "retry_now", None)  # model clients without retries have none
-        if isinstance(event, asyncio.Event) and not event.is_set():
+        client: ModelClient = self.session.client
+        event = client.retry_now
+        if event is not None and not event.is_set():
             event.set()
             return True
         return False

@@ -9,6 +9,7 @@ Retries happen inside the client; it reports waits through ``on_retry``.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Protocol
 
@@ -67,4 +68,10 @@ class ModelClient(Protocol):
 
     async def create(self, request: ModelRequest, on_retry: RetryCallback | None = None) -> dict[str, Any]:
         """A whole message (the Messages API response body) without streaming."""
+        ...
+
+    @property
+    def retry_now(self) -> asyncio.Event | None:
+        """Set during a backoff wait between retries: ``set()`` ends the wait early (the retry card's Retry now);
+        None when no wait is under way (or the client never retries)."""
         ...

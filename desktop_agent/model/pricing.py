@@ -58,7 +58,7 @@ def cost_usd(model: str, usage: dict[str, Any]) -> float:
     price, _ = price_for(model)
 
     def n(key: str) -> int:
-        value = usage.get(key) if isinstance(usage, dict) else getattr(usage, key, 0)
+        value = usage.get(key)
         return int(value or 0)
 
     return (

@@ -122,6 +122,8 @@ class ScriptError(AssertionError):
 class ScriptedModelClient:
     """A ``ModelClient`` that answers from a script. ``requests`` records every request in order."""
 
+    retry_now: asyncio.Event | None = None  # it never retries, so never waits
+
     def __init__(self, steps: list[Reply], chunk_size: int = 0, model: str = "claude-scripted"):
         self.steps = list(steps)
         self.position = 0

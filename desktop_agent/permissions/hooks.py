@@ -194,7 +194,8 @@ class HookRunner:
         self.specs.append(HookSpec(event, matcher, callback=fn, timeout=timeout or DEFAULT_TIMEOUT_S,
                                    name=name or getattr(fn, "__name__", "callback")))
 
-    def matching(self, event: str, match_value: str | None = None, tool_input: dict[str, Any] | None = None) -> list[HookSpec]:
+    def matching(self, event: str, match_value: str | None = None,
+                 tool_input: dict[str, Any] | None = None) -> list[HookSpec]:
         out = []
         for s in self.specs:
             if s.event != event:
@@ -280,8 +281,9 @@ class HookRunner:
                 self.notices.append(f"{spec.event} hook [{spec.command}] printed invalid JSON")
         return result
 
-    async def _run_all(self, event: str, payload: dict[str, Any], ctx: ToolUseContext | None, match_value: str | None = None,
-                       tool_input: dict[str, Any] | None = None, tool_use_id: str | None = None) -> list[HookResult]:
+    async def _run_all(self, event: str, payload: dict[str, Any], ctx: ToolUseContext | None,
+                       match_value: str | None = None, tool_input: dict[str, Any] | None = None,
+                       tool_use_id: str | None = None) -> list[HookResult]:
         specs = self.matching(event, match_value, tool_input)
         if not specs:
             return []
@@ -431,7 +433,8 @@ class HookRunner:
             payload["notification_type"] = notification_type
         return self._event_outcome(await self._run_all("Notification", payload, ctx, notification_type or None))
 
-    def notify_soon(self, message: str, ctx: ToolUseContext | None, notification_type: str, title: str | None = None) -> None:
+    def notify_soon(self, message: str, ctx: ToolUseContext | None, notification_type: str,
+                    title: str | None = None) -> None:
         """Notification hooks in the background (a waiting dialog must not wait for them); ``drain`` awaits them.
         Nothing is started when no Notification hook matches."""
         if not self.matching("Notification", notification_type):
@@ -445,7 +448,8 @@ class HookRunner:
         if self._background:
             await asyncio.wait(set(self._background), timeout=timeout)
 
-    async def pre_compact(self, trigger: str, custom_instructions: str | None, ctx: ToolUseContext | None) -> HookEventOutcome:
+    async def pre_compact(self, trigger: str, custom_instructions: str | None,
+                          ctx: ToolUseContext | None) -> HookEventOutcome:
         """PreCompact (matcher: ``manual``/``auto``): exit 2, ``decision: block`` or ``continue: false`` blocks
         the compaction (``block``; ``reason`` is the hook's stderr or reason)."""
         payload = {**self._base_input("PreCompact", ctx), "trigger": trigger,

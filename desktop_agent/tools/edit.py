@@ -245,8 +245,8 @@ def _compute(original: str, old: str, new: str, replace_all: bool,
              shown_old: str | None = None) -> tuple[str, str, int, int]:
     """(actual old string, updated file, same-prefix length, same-suffix length).
 
-    Raises ToolError like validation would (quoting ``shown_old``, the model's own string). The two lengths are what is known to be unchanged at
-    the start and end of the file (a hint for the patch; 0 when unknown).
+    Raises ToolError like validation would (quoting ``shown_old``, the model's own string). The two lengths are
+    what is known to be unchanged at the start and end of the file (a hint for the patch; 0 when unknown).
     """
     if old == "":
         return "", apply_edit_to_file(original, "", new), 0, 0
@@ -470,5 +470,6 @@ class EditTool(Tool):
         return {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
 
 
-__all__ = ["EditTool", "EditInput", "proposed_file", "partial_edit_input", "edit_input_for_text", "find_actual_string", "preserve_quote_style", "apply_edit_to_file",
-           "normalize_quotes", "is_stale", "take_snapshot", "edit_critical_section"]
+__all__ = ["EditTool", "EditInput", "proposed_file", "partial_edit_input", "edit_input_for_text", "find_actual_string",
+           "preserve_quote_style", "apply_edit_to_file", "normalize_quotes", "is_stale", "take_snapshot",
+           "edit_critical_section"]
