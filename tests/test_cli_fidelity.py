@@ -260,3 +260,32 @@ def test_api_key_source(workdir, tmp_path, source):
         fake.assert_done()
     init = next(m for m in jsonl(proc.stdout) if m.get("subtype") == "init")
     assert init["apiKeySource"] == source
+
+
+def test_initialize_system_prompt_replaces_and_appends(workdir, tmp_path):
+    """``initialize`` with ``systemPrompt`` (a list of parts) and ``appendSystemPrompt``, as the SDKs send them:
+    the next model request's system text is the custom prompt plus the appended text (``set_system_prompt``)."""
+    with FakeAnthropic() as fake:
+        fake.script([reply(text("ok"))])
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "desktop_agent", "--output-format", "stream-json", "--verbose", "--input-format",
+             "stream-json"], cwd=workdir, env=env_for(fake, tmp_path / "h", "streaming"), stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        host = Host(proc, answer)
+        try:
+            host.send({"type": "control_request", "request_id": "req_1", "request": {
+                "subtype": "initialize", "systemPrompt": ["You are the release bot. ", "Be terse."],
+                "appendSystemPrompt": "Always sign with -- rb."}})
+            host.wait_for(lambda m: m.get("type") == "control_response")
+            host.send({"type": "user", "message": {"role": "user", "content": "hi"}, "parent_tool_use_id": None,
+                       "session_id": "default"})
+            host.wait_for(lambda m: m.get("type") == "result")
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(30)
+        fake.assert_done()
+    system = fake.requests[0].body["system"]
+    joined = "\n".join(b["text"] for b in system) if isinstance(system, list) else system
+    assert "You are the release bot. Be terse." in joined and "Always sign with -- rb." in joined
+    assert joined.index("release bot") < joined.index("sign with")

@@ -312,6 +312,14 @@ class AgentSession:
         self.system_prompt = None
         self._persist_permission_state()
 
+    def set_system_prompt(self, custom: str | None = None, append: str | None = None) -> None:
+        """Replace the custom system prompt and/or its appended text (None keeps that part); the system blocks are
+        rebuilt for the next request (the SDK's ``initialize`` carries them)."""
+        working_dirs, old_custom, old_append = self._prompt_args
+        self._prompt_args = (working_dirs, old_custom if custom is None else custom,
+                             old_append if append is None else append)
+        self.system_prompt = None
+
     async def system_prompt_blocks(self) -> list[dict[str, Any]]:
         if self.system_prompt is None:
             working_dirs, custom, append = self._prompt_args

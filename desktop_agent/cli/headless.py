@@ -143,10 +143,8 @@ class HeadlessRun:
         def text(value: Any) -> str:
             return "".join(str(v) for v in value) if isinstance(value, list) else str(value)
 
-        working_dirs, old_custom, old_append = self.session._prompt_args
-        self.session._prompt_args = (working_dirs, text(custom) if custom is not None else old_custom,
-                                     text(append) if append is not None else old_append)
-        self.session.system_prompt = None  # rebuilt for the next request
+        self.session.set_system_prompt(text(custom) if custom is not None else None,
+                                       text(append) if append is not None else None)
 
     def _on_entry(self, entry: dict[str, Any]) -> None:
         """A transcript entry the turn produced → an ``assistant`` / ``user`` / ``system`` line, in event order."""
