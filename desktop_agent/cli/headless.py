@@ -17,7 +17,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from desktop_agent import __version__
 from desktop_agent.cli.argv import Options, eprint
@@ -198,8 +198,9 @@ class HeadlessRun:
 
     async def run_turn(self, content: Any) -> ResultLine:
         from desktop_agent.core.events import (
-            AssistantBlock, AssistantMessage, Compacted, ErrorEvent, RetryWaiting, StreamEvent, ToolCallFinished,
-            ToolCallStarted, TurnFinished, UserMessage,
+            AssistantBlock, AssistantMessage, Compacted, ErrorEvent, PermissionRequested, PermissionResolved,
+            RequestStarted, RetryWaiting, StreamEvent, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished,
+            ToolCallProgress, ToolCallStarted, TurnFinished, TurnStarted, Usage, UserMessage,
         )
 
         s = self.session
@@ -217,32 +218,42 @@ class HeadlessRun:
         stream = s.submit(content)
         try:
             async for event in stream:
-                if isinstance(event, AssistantBlock):
-                    # One ``assistant`` line per finished block, written before the loop starts its call.
-                    self._line(AssistantLine(message=event.message, session_id=s.session_id, uuid=str(uuid.uuid4())))
-                elif isinstance(event, AssistantMessage):
-                    self._emitted.add(str(event.message.get("uuid")))  # its blocks went out one by one
-                elif isinstance(event, UserMessage):
-                    user_messages += 1
-                    self._on_entry(event.message)
-                elif isinstance(event, Compacted):
-                    self._line(self._compact_boundary("auto", event.pre_tokens))
-                elif isinstance(event, StreamEvent):
-                    self._line(StreamEventLine(event=event.event, session_id=s.session_id, uuid=str(uuid.uuid4())))
-                elif isinstance(event, ErrorEvent):
-                    errors.append(event.message)
-                    if self.opts.verbose:
-                        eprint(f"error: {event.message}")
-                elif isinstance(event, RetryWaiting) and self.opts.verbose:
-                    eprint(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt}/{event.max_attempts}): "
-                           f"{event.error}")
-                elif isinstance(event, ToolCallStarted):
-                    inputs[event.tool_use_id] = event.input
-                elif isinstance(event, ToolCallFinished) and event.denied:
-                    denials.append(PermissionDenial(tool_name=event.name, tool_use_id=event.tool_use_id,
-                                                    tool_input=inputs.get(event.tool_use_id, {})))
-                elif isinstance(event, TurnFinished):
-                    finished = event
+                match event:
+                    case AssistantBlock():
+                        # One ``assistant`` line per finished block, written before the loop starts its call.
+                        self._line(AssistantLine(message=event.message, session_id=s.session_id,
+                                                 uuid=str(uuid.uuid4())))
+                    case AssistantMessage():
+                        self._emitted.add(str(event.message.get("uuid")))  # its blocks went out one by one
+                    case UserMessage():
+                        user_messages += 1
+                        self._on_entry(event.message)
+                    case Compacted():
+                        self._line(self._compact_boundary("auto", event.pre_tokens))
+                    case StreamEvent():
+                        self._line(StreamEventLine(event=event.event, session_id=s.session_id,
+                                                   uuid=str(uuid.uuid4())))
+                    case ErrorEvent():
+                        errors.append(event.message)
+                        if self.opts.verbose:
+                            eprint(f"error: {event.message}")
+                    case RetryWaiting():
+                        if self.opts.verbose:
+                            eprint(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt}/{event.max_attempts}): "
+                                   f"{event.error}")
+                    case ToolCallStarted():
+                        inputs[event.tool_use_id] = event.input
+                    case ToolCallFinished():
+                        if event.denied:
+                            denials.append(PermissionDenial(tool_name=event.name, tool_use_id=event.tool_use_id,
+                                                            tool_input=inputs.get(event.tool_use_id, {})))
+                    case TurnFinished():
+                        finished = event
+                    case (TurnStarted() | RequestStarted() | TextDelta() | ThinkingDelta() | ToolCallProgress()
+                          | PermissionRequested() | PermissionResolved() | StreamFallback() | Usage()):
+                        pass  # not part of stream-json (deltas go out as stream_event lines when asked for)
+                    case _:
+                        assert_never(event)
         finally:
             if isinstance(stream, AsyncGenerator):  # end the turn's generator here, not at garbage collection
                 await stream.aclose()
