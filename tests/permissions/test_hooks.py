@@ -103,6 +103,7 @@ def test_exit_1_is_non_blocking(env):
     assert r.notices and "exit code 1" in r.notices[0]
 
 
+@pytest.mark.spec("73")
 def test_73_json_deny_reason_is_the_result(env):
     cmd = script(env, "deny.sh", 'cat >/dev/null; echo \'{"hookSpecificOutput":{"hookEventName":"PreToolUse",'
                                  '"permissionDecision":"deny","permissionDecisionReason":"Use the Makefile"}}\'')
@@ -113,6 +114,7 @@ def test_73_json_deny_reason_is_the_result(env):
     assert prompter.requests == [] and util.CALLS == []
 
 
+@pytest.mark.spec("74")
 def test_74_json_allow_with_deny_rule_still_denies(env):
     cmd = script(env, "allow.sh", 'cat >/dev/null; echo \'{"hookSpecificOutput":{"permissionDecision":"allow"}}\'')
     prompter = Prompter()
@@ -124,6 +126,7 @@ def test_74_json_allow_with_deny_rule_still_denies(env):
     assert not out.is_error and prompter.requests == []  # allowed by the hook without a dialog
 
 
+@pytest.mark.spec("75")
 def test_75_json_ask_prompts_even_when_allowed(env):
     cmd = script(env, "ask.sh", 'cat >/dev/null; echo \'{"hookSpecificOutput":{"permissionDecision":"ask",'
                                 '"permissionDecisionReason":"confirm please"}}\'')

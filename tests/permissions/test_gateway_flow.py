@@ -1,4 +1,4 @@
-"""SPEC §9 permission items 58, 60–79 (the flow parts with a fake prompter) and the App. A texts."""
+"""The permission flow through the gateway with a fake prompter (SPEC §9 items 58, 60–79, as spec markers) and the App. A texts."""
 
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ def decide(tool, inp, ctx):
 
 
 # ---------------------------------------------------------------------------------------- 58
+@pytest.mark.spec("58")
 def test_58_default_edit_inside_asks_with_suggestions(env):
     ctx = make_ctx(env["ws"])
     path = os.path.join(env["ws"], "app.ts")
@@ -68,6 +69,7 @@ def test_58_default_edit_inside_asks_with_suggestions(env):
     assert str(d.suggestions[0].rules[0]) == "Edit(/app.ts)"
 
 
+@pytest.mark.spec("58")
 def test_58_suggestion_for_subdir_is_the_directory(env):
     ctx = make_ctx(env["ws"])
     d = decide("Edit", {"file_path": os.path.join(env["ws"], "src", "a.py")}, ctx)
@@ -76,6 +78,7 @@ def test_58_suggestion_for_subdir_is_the_directory(env):
 
 
 # ---------------------------------------------------------------------------------------- 59/60/61
+@pytest.mark.spec("59", "60")
 def test_59_60_deny_from_ui(env):
     events = []
     prompter = Prompter(PermissionReply(behavior="deny"))
@@ -90,6 +93,7 @@ def test_59_60_deny_from_ui(env):
     assert [type(e) for e in events] == [PermissionRequested, PermissionResolved]
 
 
+@pytest.mark.spec("61")
 def test_61_allow_with_empty_updated_input_keeps_original(env):
     prompter = Prompter(PermissionReply(behavior="allow", updated_input={}))
     ctx = make_ctx(env["ws"], prompter=prompter)
@@ -99,6 +103,7 @@ def test_61_allow_with_empty_updated_input_keeps_original(env):
     assert util.CALLS == [f"Edit:{path}"]
 
 
+@pytest.mark.spec("61")
 def test_61_allow_with_updated_input_is_used_and_marked(env):
     path = os.path.join(env["ws"], "app.ts")
     prompter = Prompter(PermissionReply(behavior="allow", updated_input={"file_path": path, "old_string": "1",
@@ -117,6 +122,7 @@ def test_deny_feedback_reaches_the_model(env):
 
 
 # ---------------------------------------------------------------------------------------- 62
+@pytest.mark.spec("62")
 def test_62_allow_for_session_no_second_prompt(env):
     prompter = Prompter(reply_fn=lambda req: PermissionReply(behavior="allow", updated_permissions=req.suggestions))
     ctx = make_ctx(env["ws"], prompter=prompter)
@@ -127,6 +133,7 @@ def test_62_allow_for_session_no_second_prompt(env):
     assert len(util.CALLS) == 2
 
 
+@pytest.mark.spec("62")
 def test_62_bash_always_allow_written_to_local_settings_matches_next_time(env):
     from desktop_agent.permissions.context import PermissionContext
 
@@ -153,6 +160,7 @@ def test_62_bash_always_allow_written_to_local_settings_matches_next_time(env):
 
 
 # ---------------------------------------------------------------------------------------- 63
+@pytest.mark.spec("63")
 def test_63_duplicate_reply_one_result(env):
     prompter = Prompter(PermissionReply(behavior="allow"))
     events = []
@@ -167,6 +175,7 @@ def test_63_duplicate_reply_one_result(env):
 
 
 # ---------------------------------------------------------------------------------------- 64–72
+@pytest.mark.spec("64")
 def test_64_accept_edits(env):
     ctx = make_ctx(env["ws"], mode="acceptEdits")
     assert decide("Edit", {"file_path": os.path.join(env["ws"], "app.ts")}, ctx).behavior == "allow"
@@ -174,11 +183,13 @@ def test_64_accept_edits(env):
     assert d.behavior == "ask" and d.decision_reason.type == "workingDir"
 
 
+@pytest.mark.spec("65")
 def test_65_accept_edits_with_ask_rule(env):
     ctx = make_ctx(env["ws"], mode="acceptEdits", rules={"ask": ["Edit(app.ts)"]})
     assert decide("Edit", {"file_path": os.path.join(env["ws"], "app.ts")}, ctx).behavior == "ask"
 
 
+@pytest.mark.spec("66")
 def test_66_bypass_whole_tool_deny_text(env):
     prompter = Prompter()
     ctx = make_ctx(env["ws"], mode="bypassPermissions", rules={"deny": ["Edit"]}, prompter=prompter)
@@ -187,6 +198,7 @@ def test_66_bypass_whole_tool_deny_text(env):
     assert prompter.requests == []
 
 
+@pytest.mark.spec("66")
 def test_66_whole_tool_deny_removes_tool_and_lookup_text(env):
     ctx = make_ctx(env["ws"], rules={"deny": ["Edit"]})
     ctx.tools = filter_denied_tools(ctx.tools, ctx)
@@ -199,18 +211,21 @@ def test_66_whole_tool_deny_removes_tool_and_lookup_text(env):
     assert out.block["content"] == "<tool_use_error>Error: No such tool available: Frobnicate</tool_use_error>"
 
 
+@pytest.mark.spec("67")
 def test_67_bypass_protected_path_safety_check(env):
     ctx = make_ctx(env["ws"], mode="bypassPermissions")
     d = decide("Edit", {"file_path": os.path.join(env["ws"], ".git", "config")}, ctx)
     assert d.behavior == "ask" and d.decision_reason.type == "safetyCheck"
 
 
+@pytest.mark.spec("67")
 def test_67_sensitive_file_text_headless(env):
     ctx = make_ctx(env["ws"], mode="acceptEdits")
     out = run(run_tool_use(edit_block(".git/config"), ctx))
     assert out.block["content"] == "Claude requested permissions to edit .git/config which is a sensitive file."
 
 
+@pytest.mark.spec("68")
 def test_68_bypass_plain_allow(env):
     prompter = Prompter()
     ctx = make_ctx(env["ws"], mode="bypassPermissions", prompter=prompter)
@@ -218,6 +233,7 @@ def test_68_bypass_plain_allow(env):
     assert prompter.requests == []
 
 
+@pytest.mark.spec("69")
 def test_69_dont_ask_denies_without_request(env):
     events = []
     prompter = Prompter()
@@ -226,11 +242,13 @@ def test_69_dont_ask_denies_without_request(env):
     assert out.is_error and prompter.requests == [] and events == []
 
 
+@pytest.mark.spec("70")
 def test_70_whole_tool_allow(env):
     ctx = make_ctx(env["ws"], rules={"allow": ["Edit"]})
     assert decide("Edit", {"file_path": os.path.join(env["ws"], "app.ts")}, ctx).behavior == "allow"
 
 
+@pytest.mark.spec("71")
 def test_71_passthrough_asks(env):
     ctx = make_ctx(env["ws"])
     d = decide("WebFetch", {"url": "https://x.org"}, ctx)
@@ -238,6 +256,7 @@ def test_71_passthrough_asks(env):
     assert d.message == "Claude requested permissions to use WebFetch, but you haven't granted it yet."
 
 
+@pytest.mark.spec("72")
 def test_72_read(env):
     ctx = make_ctx(env["ws"])
     assert decide("Read", {"file_path": os.path.join(env["ws"], "app.ts")}, ctx).behavior == "allow"
@@ -298,6 +317,7 @@ class SlowHookRunner:
         return PostToolUseOutcome()
 
 
+@pytest.mark.spec("76")
 def test_76_permission_request_hook_wins_and_cancels_prompter(env):
     events = []
     prompter = Prompter(delay=5)
@@ -310,6 +330,7 @@ def test_76_permission_request_hook_wins_and_cancels_prompter(env):
     assert resolved[0].decided_by == "hook"
 
 
+@pytest.mark.spec("76")
 def test_76_prompter_wins_and_hook_is_ignored(env):
     prompter = Prompter(PermissionReply(behavior="deny"))
     hooks = SlowHookRunner(PermissionReply(behavior="allow"), 5)
@@ -318,6 +339,7 @@ def test_76_prompter_wins_and_hook_is_ignored(env):
     assert out.block["content"] == "User denied via UI"
 
 
+@pytest.mark.spec("76")
 def test_76_hook_without_opinion_leaves_the_prompter(env):
     prompter = Prompter(PermissionReply(behavior="allow"), delay=0.05)
     hooks = SlowHookRunner(None, 0.0)
@@ -326,6 +348,7 @@ def test_76_hook_without_opinion_leaves_the_prompter(env):
     assert prompter.cancelled == []
 
 
+@pytest.mark.spec("77")
 def test_77_interrupt_while_pending(env):
     prompter = Prompter(delay=5)
     ctx = make_ctx(env["ws"], prompter=prompter)
@@ -359,6 +382,7 @@ def _pre(decision, reason="because"):
                                    "permissionDecisionReason": reason}}
 
 
+@pytest.mark.spec("73")
 def test_73_hook_deny(env):
     prompter = Prompter()
     ctx = make_ctx(env["ws"], prompter=prompter, hooks=_runner_with(_pre("deny", "no edits today")),
@@ -368,6 +392,7 @@ def test_73_hook_deny(env):
     assert prompter.requests == [] and util.CALLS == []
 
 
+@pytest.mark.spec("74")
 def test_74_hook_allow_still_respects_ask_and_deny_rules(env):
     prompter = Prompter(PermissionReply(behavior="deny"))
     ctx = make_ctx(env["ws"], prompter=prompter, hooks=_runner_with(_pre("allow")), rules={"ask": ["Edit(app.ts)"]})
@@ -382,6 +407,7 @@ def test_74_hook_allow_still_respects_ask_and_deny_rules(env):
     assert not out.is_error and len(prompter.requests) == 1
 
 
+@pytest.mark.spec("74")
 def test_74_hook_allow_still_respects_safety_check(env):
     prompter = Prompter(PermissionReply(behavior="deny"))
     ctx = make_ctx(env["ws"], prompter=prompter, hooks=_runner_with(_pre("allow")))
@@ -389,6 +415,7 @@ def test_74_hook_allow_still_respects_safety_check(env):
     assert out.is_error and len(prompter.requests) == 1
 
 
+@pytest.mark.spec("75")
 def test_75_hook_ask_while_rules_allow(env):
     prompter = Prompter(PermissionReply(behavior="allow"))
     ctx = make_ctx(env["ws"], prompter=prompter, hooks=_runner_with(_pre("ask", "check this")),
@@ -399,6 +426,7 @@ def test_75_hook_ask_while_rules_allow(env):
 
 
 # ---------------------------------------------------------------------------------------- 78, 79
+@pytest.mark.spec("78")
 def test_78_bash_paths(env):
     ctx = make_ctx(env["ws"])
     assert bash_paths.check_path_constraints("ls ../another-project", ctx).behavior == "ask"
@@ -407,6 +435,7 @@ def test_78_bash_paths(env):
     assert d.behavior == "ask" and d.decision_reason.type == "workingDir"
 
 
+@pytest.mark.spec("79")
 def test_79_cd_then_write(env):
     ctx = make_ctx(env["ws"], mode="acceptEdits")
     assert bash_paths.check_path_constraints("cd sub && echo x > f.txt", ctx).behavior == "ask"
