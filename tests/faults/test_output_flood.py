@@ -25,6 +25,7 @@ CHILD = textwrap.dedent("""
     from desktop_agent.core.context import ToolUseContext
     from desktop_agent.engine.execution import run_tool_use
     from desktop_agent.permissions.context import PermissionContext
+    from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox
     from desktop_agent.tools.bash.tool import BashTool
 
     def hwm_kb():
@@ -35,7 +36,7 @@ CHILD = textwrap.dedent("""
 
     async def main(ws, commands):
         ctx = ToolUseContext(cwd=ws, permission_context=PermissionContext(ws, mode="bypassPermissions"),
-                             tools=[BashTool()])
+                             tools=[BashTool()], sandbox=BubblewrapSandbox())  # as app/build.py gives a session
         await run_tool_use({"id": "warm", "name": "Bash", "input": {"command": "echo warm"}}, ctx)
         out = {}
         for name, cmd in commands.items():
