@@ -112,7 +112,7 @@ class McpConnection:
                 while True:
                     listing = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
                     tools += [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listing.tools]
-                    cursor = getattr(listing, "next_cursor", None)
+                    cursor = listing.next_cursor
                     if not cursor:
                         break
                 self.tools, self._client, self.state, self.error = tools, client, "connected", None

@@ -192,6 +192,7 @@ class HookRunner:
     def register_callback(self, event: str, matcher: str | None, fn: HookCallback, *, timeout: float | None = None,
                           name: str = "") -> None:
         self.specs.append(HookSpec(event, matcher, callback=fn, timeout=timeout or DEFAULT_TIMEOUT_S,
+                                   # any callable (a functools.partial has no __name__)
                                    name=name or getattr(fn, "__name__", "callback")))
 
     def matching(self, event: str, match_value: str | None = None,
