@@ -19,12 +19,13 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import USER_DENIED_MESSAGE
+from desktop_agent.core.events import AgentEvent
 from desktop_agent.core.permission import (PermissionDecision, PermissionReply, PermissionRequest, PermissionTarget,
                                            PermissionUpdate, ToolFacts)
 from desktop_agent.core.tool import Tool, tool_facts
@@ -55,7 +56,7 @@ def decide_after_hook_for(tool: Tool, input: Any, ctx: ToolUseContext, hook_deci
     return decide_after_hook(ctx, facts, target, input, hook_decision, reason)
 
 
-def _emit(ctx: ToolUseContext, event: Any) -> None:
+def _emit(ctx: ToolUseContext, event: AgentEvent) -> None:
     if ctx.emit is not None:
         ctx.emit(event)
 
@@ -67,7 +68,7 @@ def session_scoped(suggestions: list[PermissionUpdate]) -> list[PermissionUpdate
     return [u.model_copy(update={"destination": "session"}) for u in suggestions]
 
 
-def apply_updates(ctx: ToolUseContext, updates: list[Any]) -> None:
+def apply_updates(ctx: ToolUseContext, updates: list[PermissionUpdate]) -> None:
     """Apply permission updates (rules, mode, dirs) to the session's permission context."""
     pc = ctx.permission_context
     if isinstance(pc, PermissionContext) and updates:
@@ -135,7 +136,7 @@ async def can_use_tool(
         return PermissionDecision(behavior="deny", message=USER_DENIED_MESSAGE)
     ctx.answered_tool_use_ids.add(tool_use_id)
     _emit(ctx, PermissionResolved(request_id=request.request_id, tool_use_id=tool_use_id, reply=reply,
-                                  decided_by=decided_by))  # type: ignore[arg-type]
+                                  decided_by=decided_by))
 
     if reply.behavior == "allow":
         apply_updates(ctx, reply.updated_permissions)
@@ -161,7 +162,8 @@ def _notify_waiting(ctx: ToolUseContext, tool_name: str) -> None:
         ctx.hooks.notify_soon(permission_prompt_message(tool_name), ctx, "permission_prompt", PERMISSION_PROMPT_TITLE)
 
 
-Answer = tuple[PermissionReply, str]  # the reply and who gave it: "user", "hook" or "cancel"
+DecidedBy = Literal["user", "hook", "cancel"]
+Answer = tuple[PermissionReply, DecidedBy]  # the reply and who gave it
 
 
 class PendingRequests:
@@ -179,7 +181,7 @@ class PendingRequests:
         self._futures[request_id] = future
         return future
 
-    def answer(self, request_id: str, reply: PermissionReply, decided_by: str = "user") -> bool:
+    def answer(self, request_id: str, reply: PermissionReply, decided_by: DecidedBy = "user") -> bool:
         """Resolve a waiting request; False when it is unknown or already answered (the answer is ignored)."""
         future = self._futures.get(request_id)
         if future is None or future.done():
