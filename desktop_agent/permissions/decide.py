@@ -123,6 +123,28 @@ def _generic_rule(pc: PermissionContext, behavior: str, tool: ToolFacts, target:
     return None
 
 
+def _rule_objection(pc: PermissionContext, tool: ToolFacts, target: PermissionTarget,
+                    input_dict: dict[str, Any]) -> PermissionDecision | None:
+    """A deny rule (whole tool, parameter or generic content), else an ask rule, that applies to this call."""
+    rule = pc.whole_tool_rule("deny", tool.name) or _generic_rule(pc, "deny", tool, target, input_dict)
+    if rule is not None:
+        return PermissionDecision(behavior="deny", message=f"Permission to use {tool.name} has been denied.",
+                                  decision_reason=_rule_reason(rule))
+    rule = pc.whole_tool_rule("ask", tool.name) or _generic_rule(pc, "ask", tool, target, input_dict)
+    if rule is not None:
+        return PermissionDecision(
+            behavior="ask", message=f"Claude requested permissions to use {tool.name}, but you haven't granted it yet.",
+            decision_reason=_rule_reason(rule), updated_input=input_dict)
+    return None
+
+
+def _ask_stands(decision: PermissionDecision) -> bool:
+    """An ask no mode or allow rule may turn into an allow: a safety check, or a content-level ask rule."""
+    dr = decision.decision_reason
+    return dr is not None and (dr.type == "safetyCheck"
+                               or (dr.type == "rule" and dr.rule is not None and dr.rule.behavior == "ask"))
+
+
 def _plan_mode_message(tool: ToolFacts, input_dict: dict[str, Any]) -> str:
     path = input_dict.get("file_path") or input_dict.get("notebook_path")
     if path:
@@ -140,29 +162,16 @@ def rule_based_permissions(ctx: ToolUseContext, tool: ToolFacts, target: Permiss
     pc = _state(ctx)
     if pc is None:
         return None
-    rule = pc.whole_tool_rule("deny", tool.name)
-    if rule is not None:
-        return PermissionDecision(behavior="deny", message=f"Permission to use {tool.name} has been denied.",
-                                  decision_reason=_rule_reason(rule))
-    rule = _generic_rule(pc, "deny", tool, target, input_dict)
-    if rule is not None:
-        return PermissionDecision(behavior="deny", message=f"Permission to use {tool.name} has been denied.",
-                                  decision_reason=_rule_reason(rule))
-    rule = pc.whole_tool_rule("ask", tool.name) or _generic_rule(pc, "ask", tool, target, input_dict)
-    if rule is not None:
-        return PermissionDecision(
-            behavior="ask", message=f"Claude requested permissions to use {tool.name}, but you haven't granted it yet.",
-            decision_reason=_rule_reason(rule), updated_input=input_dict)
+    objection = _rule_objection(pc, tool, target, input_dict)
+    if objection is not None:
+        return objection
     try:
         decision = target_decision(target, tool.name, input_dict, ctx)
     except Exception as exc:  # a broken check objects
         return check_failed(exc)
     if decision.behavior == "deny":
         return decision
-    if decision.behavior == "ask" and decision.decision_reason is not None and (
-            decision.decision_reason.type == "safetyCheck"
-            or (decision.decision_reason.type == "rule" and decision.decision_reason.rule is not None
-                and decision.decision_reason.rule.behavior == "ask")):
+    if decision.behavior == "ask" and _ask_stands(decision):
         return decision
     return None
 
@@ -172,18 +181,10 @@ def _inner(ctx: ToolUseContext, tool: ToolFacts, target: PermissionTarget,
     pc = _state(ctx)
     mode = current_mode(ctx)
     if pc is not None:
-        # 1a. whole-tool deny (and parameter / generic content deny rules)
-        rule = pc.whole_tool_rule("deny", tool.name) or _generic_rule(pc, "deny", tool, target, input_dict)
-        if rule is not None:
-            return PermissionDecision(behavior="deny", message=f"Permission to use {tool.name} has been denied.",
-                                      decision_reason=_rule_reason(rule))
-        # 1b. whole-tool ask (and parameter / generic content ask rules)
-        rule = pc.whole_tool_rule("ask", tool.name) or _generic_rule(pc, "ask", tool, target, input_dict)
-        if rule is not None:
-            return PermissionDecision(
-                behavior="ask",
-                message=f"Claude requested permissions to use {tool.name}, but you haven't granted it yet.",
-                decision_reason=_rule_reason(rule), updated_input=input_dict)
+        # 1a. whole-tool deny (and parameter / generic content deny rules); 1b. the same for ask rules
+        objection = _rule_objection(pc, tool, target, input_dict)
+        if objection is not None:
+            return objection
     # 1c. the target's own check
     try:
         decision = target_decision(target, tool.name, input_dict, ctx)
@@ -198,15 +199,9 @@ def _inner(ctx: ToolUseContext, tool: ToolFacts, target: PermissionTarget,
     if mode == "plan" and not tool.is_read_only:
         return PermissionDecision(behavior="deny", message=_plan_mode_message(tool, input_dict),
                                   decision_reason=DecisionReason(type="mode", mode="plan"))
-    if decision.behavior == "ask":
-        dr = decision.decision_reason
-        # 1e. tools requiring user interaction
-        if tool.requires_user_interaction:
-            return decision
-        # 1f. content-level ask rule; 1g. safety check
-        if dr is not None and (dr.type == "safetyCheck" or
-                               (dr.type == "rule" and dr.rule is not None and dr.rule.behavior == "ask")):
-            return decision
+    # 1e. tools requiring user interaction; 1f. content-level ask rule; 1g. safety check
+    if decision.behavior == "ask" and (tool.requires_user_interaction or _ask_stands(decision)):
+        return decision
     # 2a. bypass
     if mode == "bypassPermissions":
         return PermissionDecision(behavior="allow", updated_input=decision.updated_input,
