@@ -24,14 +24,6 @@ class Choice(AwaitableDialog[str]):
         return "no"
 
 
-@pytest.fixture
-def parent(qtbot):
-    """A shown window for the dialog (closing the app's last window would quit the loop)."""
-    win = QWidget()
-    qtbot.addWidget(win)
-    win.show()
-    return win
-
 
 def test_ask_returns_the_answer_once_and_decided_says_it_once(qtbot, qloop, parent):
     dlg = Choice(parent)

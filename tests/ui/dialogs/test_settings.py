@@ -7,19 +7,11 @@ import threading
 import time
 
 import pytest
-from PySide6.QtWidgets import QWidget
 
 from desktop_agent import config
 from desktop_agent.ui.dialogs import settings as settings_dialog
 from desktop_agent.ui.dialogs.settings import SettingsDialog
 
-
-@pytest.fixture
-def parent(qtbot):
-    win = QWidget()
-    qtbot.addWidget(win)
-    win.show()
-    return win
 
 
 def test_a_slow_keyring_does_not_hold_the_qt_thread(qtbot, monkeypatch):

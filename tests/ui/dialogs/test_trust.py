@@ -6,17 +6,9 @@ import asyncio
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QWidget
 
 from desktop_agent.ui.dialogs.trust import TrustDialog
 
-
-@pytest.fixture
-def parent(qtbot):
-    win = QWidget()
-    qtbot.addWidget(win)
-    win.show()
-    return win
 
 
 @pytest.mark.parametrize("how, expected", [("trust", "trust"), ("untrusted", "untrusted"), ("cancel", "cancel"),
