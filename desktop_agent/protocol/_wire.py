@@ -18,7 +18,8 @@ class ProtocolError(ValueError):
 
 
 class WireModel(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # Schemas are built on first use: a -p run touches a few of these models, and building all costs ~10 ms.
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     _keep_null: ClassVar[frozenset[str]] = frozenset()
 
