@@ -48,6 +48,8 @@ async def measure(kind: str, hold: float) -> dict:
     out: dict = {"executor": kind, "hold_s": hold, "withdrawn_after_s": None}
 
     class Holder:
+        waits = True
+
         async def ask(self, request):
             t0 = time.monotonic()
             try:

@@ -199,8 +199,12 @@ async def run_rg(
         os.close(wfd)
     assert proc.stderr is not None
 
+    def kill() -> None:
+        if proc.returncode is None:
+            proc.kill()
+
     def stop() -> None:  # from the reader thread, on the output cap
-        loop.call_soon_threadsafe(lambda: proc.returncode is None and proc.kill())
+        loop.call_soon_threadsafe(kill)
 
     reader = loop.run_in_executor(_readers(), _read_pipe, rfd, consumer, max_output_bytes, stop)
     err_task = asyncio.ensure_future(proc.stderr.read())

@@ -24,6 +24,7 @@ class ScriptedPrompter:
     """Answers each ask with the next entry: a reply, a function of the request, or ``HOLD``."""
 
     answers: list[Any] = field(default_factory=list)
+    waits: bool = True
     asked: list[PermissionRequest] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
     asked_event: asyncio.Event = field(default_factory=asyncio.Event)

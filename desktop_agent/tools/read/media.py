@@ -232,9 +232,9 @@ def extract_pdf_pages(data: bytes, path: str, pages: str | None, max_tokens: int
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             try:
-                opened = reader.decrypt("")
+                opened = bool(reader.decrypt(""))  # a PasswordType: 0 when the empty password does not open it
             except Exception:  # pypdf's DependencyError for AES without a crypto library, and others
-                opened = 0
+                opened = False
             if not opened:
                 raise ToolError(
                     f"Cannot read PDF {path}: it is encrypted with a password. Ask the user for a decrypted "
@@ -255,7 +255,7 @@ def extract_pdf_pages(data: bytes, path: str, pages: str | None, max_tokens: int
     else:
         parsed = parse_pdf_page_range(pages)
         assert parsed is not None and parsed[1] is not None  # validate_input checked it
-        first, last = parsed
+        first, last = parsed[0], parsed[1]
         if first > total:
             raise ToolError(
                 f'Page range "{pages}" is out of range: this PDF has {total} page{"" if total == 1 else "s"}.')

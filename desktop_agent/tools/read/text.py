@@ -103,6 +103,7 @@ def text_range_from_bytes(data: bytes, offset: int | None, limit: int | None, mt
     if after == -1:  # the range runs to the end of the file
         segment, count = data[first:], total - start
     else:
+        assert limit is not None  # after == -1 whenever limit is None
         segment, count = data[first:after - 1], limit
         if segment.endswith(b"\r"):
             segment = segment[:-1]  # the CR of the CRLF that ends the range

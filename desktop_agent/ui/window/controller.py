@@ -67,6 +67,8 @@ USER_DENIED = "User denied via UI"
 class AgentController(QObject):
     """Owns the session and the running turn; the views only listen to its signals."""
 
+    waits = True  # as a PermissionPrompter: an ask waits for the person (Notification hooks fire)
+
     status_changed = Signal(str, str)  # status, detail (tool name, error text…)
     busy_changed = Signal(bool)
     user_prompt = Signal(str)
