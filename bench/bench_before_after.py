@@ -3,7 +3,7 @@
 Issue 15's bar: the CLI's wall time and peak memory within 5 % of before, the window's first paint within 10 %.
 Measured here, alternating the two trees run by run so a busy box slows both alike:
 1. the CLI session of ``bench_cli_vs_reference.py`` (10 model turns, 30 tool calls against the fake Anthropic
-   server, files checked after each run): wall time and peak RSS of the process tree;
+   server, files checked after each run): wall time, CPU time and peak RSS of the process tree;
 2. ``--version`` cold start (interpreter + import of the entry point);
 3. the window's cold start to the first painted frame (empty window, offscreen; ``DESKTOP_AGENT_EXIT_AFTER_PAINT``).
 
@@ -97,7 +97,7 @@ def main() -> int:
     homes = {a.name: work / f"home-{i}" for i, a in enumerate(agents)}
     for h in homes.values():
         h.mkdir()
-    samples: dict[str, dict[str, list[float]]] = {a.name: {"wall": [], "rss": [], "version": [], "paint": []}
+    samples: dict[str, dict[str, list[float]]] = {a.name: {"wall": [], "cpu": [], "rss": [], "version": [], "paint": []}
                                                   for a in agents}
     try:
         for a in agents:  # warm-up: page cache, bytecode, first-run files
@@ -113,6 +113,7 @@ def main() -> int:
                     print(f"run {i + 1} {a.name}: PROBLEMS {r['problems']}")
                 else:
                     s["wall"].append(r["wall"])
+                    s["cpu"].append(r["cpu"])
                     s["rss"].append(r["peak_tree"] / 2**20)
                 s["version"].append(cli_bench.version_run(a, fake, homes[a.name], work))
                 s["paint"].append(first_paint(a.tree, homes[a.name]))
@@ -130,6 +131,8 @@ def main() -> int:
     if ours["wall"] and base["wall"]:
         items.append(result("CLI session wall, 10 turns / 30 tools (this tree vs baseline)", ours["wall"],
                             baseline=base["wall"], target=WALL_TARGET, kind="ratio"))
+        items.append(result("CLI session CPU time user+sys (this tree vs baseline; less load-sensitive than wall)",
+                            ours["cpu"], baseline=base["cpu"], target=WALL_TARGET, kind="ratio"))
         items.append(result("CLI session peak RSS, process tree (this tree vs baseline)", ours["rss"],
                             baseline=base["rss"], unit="MB", target=MEM_TARGET, kind="ratio"))
     items.append(result("CLI --version cold start (this tree vs baseline)", ours["version"],

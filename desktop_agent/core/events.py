@@ -1,7 +1,7 @@
 """``AgentEvent``: the first seam. Everything the engine tells a front end is one of these.
 
 A pydantic discriminated union on ``type``, so the GUI controller, the CLI's stream-json writer and
-the tests consume the same objects (``AgentEventAdapter.validate_python`` parses one back).
+the tests consume the same objects (``pydantic.TypeAdapter(AgentEvent)`` parses one back).
 Progress events are UI-only: they never reach the model or the transcript.
 """
 
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
 
 
 class _Event(BaseModel):
-    pass
+    # Validators are built on first use: the window imports these before its first paint (~10 ms otherwise).
+    model_config = ConfigDict(defer_build=True)
 
 
 class TurnStarted(_Event):
@@ -185,4 +186,3 @@ AgentEvent = Annotated[
     ],
     Field(discriminator="type"),
 ]
-AgentEventAdapter: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
