@@ -306,11 +306,6 @@ def sort_by_mtime(paths: list[str], cwd: str, newest_first: bool = True, deny: D
     return collector.ordered()
 
 
-def sort_newest_first(paths: list[str], cwd: str) -> list[str]:
-    """Newest modification first, ties by path (blocking: run in a thread)."""
-    return sort_by_mtime(paths, cwd)
-
-
 def deny_exclude_args(ctx: ToolUseContext, rg_cwd: str) -> list[str]:
     """``--glob !…`` arguments for the Read deny rules, relative to the directory rg runs in (rg matches
     globs against the paths it prints, relative to its cwd). Only an efficiency: ``DenyFilter`` is the
