@@ -14,50 +14,7 @@ import time
 from PySide6.QtCore import QPoint, QSettings, Qt
 
 from tests.fakes.anthropic_server import reply, text, tool_use
-
-READ = lambda path, id="toolu_read": reply(tool_use("Read", {"file_path": str(path)}, id=id))  # noqa: E731
-
-
-def edit(path, old, new, id="toolu_edit"):
-    return reply(text("Changing it."), tool_use("Edit", {"file_path": str(path), "old_string": old, "new_string": new},
-                                                 id=id))
-
-
-async def wait_for(cond, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
-
-
-async def open_and_send(qtbot, win, folder, prompt):
-    assert await win.open_folder(str(folder))
-    assert win.prompt.hasFocus() or win.focusWidget() is win.prompt
-    qtbot.keyClicks(win.prompt, prompt)
-    qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
-    assert win.prompt.toPlainText() == ""
-    return win.controller._task
-
-
-async def wait_dialog(win):
-    return await wait_for(lambda: win.controller.current_dialog if win.controller.current_dialog is not None
-                          and win.controller.current_dialog.isVisible() else None, what="permission dialog")
-
-
-def tool_results(fake, n):
-    """tool_result blocks in the n-th request's last user message."""
-    last = fake.request_messages(n)[-1]
-    return [b for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
-
-
-def result_text(block):
-    content = block.get("content")
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content)
-    return str(content)
+from tests.ui.flow import READ, edit, open_and_send, result_text, tool_results, wait_dialog, wait_for
 
 
 def test_allow_writes_file_and_shows_hunk(qtbot, qloop, fake, make_window, workdir):

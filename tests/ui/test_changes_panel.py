@@ -26,17 +26,7 @@ from desktop_agent.ui.changes.panel import APPLIED, REVERTED, DiffPanel
 from desktop_agent.ui.dialogs.permission import PermissionDialog
 from desktop_agent.ui.dialogs.revert import RevertDialog
 from tests.fakes.anthropic_server import reply, text, tool_use
-from tests.ui.test_app_flow import (  # noqa: F401
-    READ, open_and_send, result_text, tool_results, wait_dialog, wait_for,
-)
-
-ORIGINAL = "".join(f"line {i}\n" for i in range(1, 61))
-CHANGED = (5, 17, 29, 41, 53)
-
-
-def changed_text(keep=CHANGED) -> str:
-    return "".join(f"line {i} changed\n" if i in keep else f"line {i}\n" for i in range(1, 61))
-
+from tests.ui.flow import CHANGED, ORIGINAL, READ, changed_text, open_and_send, wait_dialog, wait_for
 
 def panel_at(qtbot, cwd) -> DiffPanel:
     panel = DiffPanel()

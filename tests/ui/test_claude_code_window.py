@@ -24,7 +24,7 @@ from PySide6.QtCore import QSettings, Qt
 
 import tests.fakes.anthropic_server as fa
 from desktop_agent.ui.window.main_window import MainWindow
-from tests.ui.test_app_flow import open_and_send, result_text, wait_dialog, wait_for
+from tests.ui.flow import open_and_send, result_text, wait_dialog, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHED = Path(os.path.expanduser("~/.cache/desktop-agent-bench/reference/node_modules/.bin/claude"))

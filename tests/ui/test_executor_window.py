@@ -20,18 +20,20 @@ from desktop_agent.session.resume import load_conversation_for_resume
 from desktop_agent.session.store import read_transcript
 from desktop_agent.ui.window.main_window import MainWindow
 from tests.faults.util import api_pairing_problems
-from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
-from tests.ui.test_app_flow import READ, edit, open_and_send, result_text, tool_results, wait_dialog, wait_for
+from tests.fakes.anthropic_server import reply, text, tool_use
+from tests.ui.flow import (
+    ORIGINAL, READ, changed_text, edit, open_and_send, result_text, tool_results, wait_dialog, wait_for,
+)
 
 EXECUTORS = ["inprocess", "process"]
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    with FakeAnthropic(chunk_size=5) as server:
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-        yield server
+def fake(fake, monkeypatch):
+    """The conftest's fake API, also reachable by an executor child through its environment."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+    return fake
 
 
 def transcript_messages(win) -> list[dict]:
@@ -219,20 +221,12 @@ def test_resume_replays_history_and_continues(qtbot, qloop, fake, make_window, w
     fake.assert_done()
 
 
-ORIGINAL = "".join(f"line {i}\n" for i in range(1, 61))
-CHANGED = (5, 17, 29, 41, 53)
-
-
-def _changed_text(keep=CHANGED) -> str:
-    return "".join(f"line {i} changed\n" if i in keep else f"line {i}\n" for i in range(1, 61))
-
-
 @pytest.mark.parametrize("executor", EXECUTORS)
 def test_per_hunk_partial_allow_writes_only_accepted_hunks(qtbot, qloop, fake, make_window, workdir, executor):
     path = workdir / "lines.txt"
     path.write_text(ORIGINAL)
     fake.script([READ(path), reply(text("Five changes."), tool_use("Write", {"file_path": str(path),
-                                                                            "content": _changed_text()}, id="toolu_w")),
+                                                                            "content": changed_text()}, id="toolu_w")),
                  reply(text("Understood."))])
     win = make_window(executor)
 
@@ -250,7 +244,7 @@ def test_per_hunk_partial_allow_writes_only_accepted_hunks(qtbot, qloop, fake, m
         await asyncio.wait_for(task, 20)
 
     qloop.run_until_complete(scenario())
-    assert path.read_text() == _changed_text(keep=(5, 29, 53))
+    assert path.read_text() == changed_text(keep=(5, 29, 53))
     msg = result_text(tool_results(fake, 2)[0])
     assert "The user rejected 2 of 5 hunks (lines 14\u201320, 38\u201344)" in msg
     change = win.diff_panel.changes[0]

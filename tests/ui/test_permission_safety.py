@@ -19,9 +19,7 @@ from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.util.diff import structured_patch
 from desktop_agent.ui.dialogs.permission import PermissionDialog
 from tests.fakes.anthropic_server import reply, text, tool_use
-from tests.ui.test_app_flow import (  # noqa: F401
-    READ, open_and_send, result_text, tool_results, wait_dialog, wait_for,
-)
+from tests.ui.flow import ORIGINAL, READ, changed_text, open_and_send, result_text, tool_results, wait_dialog
 from tests.ui.test_widgets import edit_request
 
 
@@ -184,23 +182,15 @@ def test_hunk_navigator_and_totals_on_allow(qtbot):
 
 # ----- end to end: reject 2 of 5 hunks ---------------------------------------------------------------
 
-ORIGINAL = "".join(f"line {i}\n" for i in range(1, 61))
-CHANGED = (5, 17, 29, 41, 53)
-
-
-def _changed_text(keep=CHANGED) -> str:
-    return "".join(f"line {i} changed\n" if i in keep else f"line {i}\n" for i in range(1, 61))
-
-
 @pytest.mark.parametrize("tool", ["Write", "Edit"])
 def test_reject_two_of_five_hunks_writes_only_the_other_three(qtbot, qloop, fake, make_window, workdir, tool):
     path = workdir / "lines.txt"
     path.write_text(ORIGINAL)
     if tool == "Write":
-        inp = {"file_path": str(path), "content": _changed_text()}
+        inp = {"file_path": str(path), "content": changed_text()}
     else:  # one Edit spanning the five changes
         inp = {"file_path": str(path), "old_string": ORIGINAL[ORIGINAL.index("line 5\n"):ORIGINAL.index("line 54")],
-               "new_string": _changed_text()[_changed_text().index("line 5 "):_changed_text().index("line 54")]}
+               "new_string": changed_text()[changed_text().index("line 5 "):changed_text().index("line 54")]}
     fake.script([READ(path), reply(text("Five changes."), tool_use(tool, inp, id="toolu_w")),
                  reply(text("Understood."))])
     win = make_window()
@@ -220,7 +210,7 @@ def test_reject_two_of_five_hunks_writes_only_the_other_three(qtbot, qloop, fake
         await asyncio.wait_for(task, 10)
 
     qloop.run_until_complete(scenario())
-    assert path.read_text() == _changed_text(keep=(5, 29, 53))
+    assert path.read_text() == changed_text(keep=(5, 29, 53))
     msg = result_text(tool_results(fake, 2)[0])
     assert msg == (f"The file {path} has been updated successfully.  The user modified your proposed changes "
                    "before accepting them. . The user rejected 2 of 5 hunks (lines 14\u201320, 38\u201344); "

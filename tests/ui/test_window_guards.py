@@ -13,16 +13,7 @@ from PySide6.QtCore import Qt
 
 from desktop_agent.ui.modes import BYPASS
 from tests.fakes.anthropic_server import reply, text
-
-
-async def wait_for(cond, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
+from tests.ui.flow import wait_for
 
 
 def _box(win_or_dlg):

@@ -1,0 +1,65 @@
+"""The steps the end-to-end UI tests share: scripted model replies (``READ``, ``edit``), waiting on the qasync loop
+(``wait_for``, ``wait_dialog``), typing a prompt into the real window (``open_and_send``), reading what the model was
+sent back (``tool_results``, ``result_text``), and the 60-line file with five changed lines the per-hunk tests use
+(``ORIGINAL``, ``CHANGED``, ``changed_text``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from PySide6.QtCore import Qt
+
+from tests.fakes.anthropic_server import reply, text, tool_use
+
+READ = lambda path, id="toolu_read": reply(tool_use("Read", {"file_path": str(path)}, id=id))  # noqa: E731
+
+
+def edit(path, old, new, id="toolu_edit"):
+    return reply(text("Changing it."), tool_use("Edit", {"file_path": str(path), "old_string": old, "new_string": new},
+                                                 id=id))
+
+
+async def wait_for(cond, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+async def open_and_send(qtbot, win, folder, prompt):
+    assert await win.open_folder(str(folder))
+    assert win.prompt.hasFocus() or win.focusWidget() is win.prompt
+    qtbot.keyClicks(win.prompt, prompt)
+    qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+    assert win.prompt.toPlainText() == ""
+    return win.controller._task
+
+
+async def wait_dialog(win, timeout=10.0):
+    return await wait_for(lambda: win.controller.current_dialog if win.controller.current_dialog is not None
+                          and win.controller.current_dialog.isVisible() else None, timeout, "permission dialog")
+
+
+def tool_results(fake, n):
+    """tool_result blocks in the n-th request's last user message."""
+    last = fake.request_messages(n)[-1]
+    return [b for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def result_text(block):
+    content = block.get("content")
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content)
+    return str(content)
+
+
+ORIGINAL = "".join(f"line {i}\n" for i in range(1, 61))
+CHANGED = (5, 17, 29, 41, 53)
+
+
+def changed_text(keep=CHANGED) -> str:
+    return "".join(f"line {i} changed\n" if i in keep else f"line {i}\n" for i in range(1, 61))
