@@ -220,20 +220,27 @@ def _real(path: str) -> str | None:
     return real if os.path.exists(real) else None
 
 
+def _dot_git(d: str) -> str | None:
+    """The git dir of a work tree ``d``: its ``.git`` directory, or where a ``.git`` file's ``gitdir:`` points
+    (worktrees, submodules); None when ``d`` has neither."""
+    dot = os.path.join(d, ".git")
+    if os.path.isdir(dot):
+        return dot
+    if not os.path.isfile(dot):
+        return None
+    try:
+        with open(dot, encoding="utf-8", errors="replace") as fh:
+            line = fh.read(4096).strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    return os.path.normpath(os.path.join(d, line[len("gitdir:"):].strip()))
+
+
 def _git_protected(wd: str) -> list[str]:
     """``.git/hooks`` and ``.git/config`` of a working directory's repository (worktrees: the common dir's)."""
-    dot = os.path.join(wd, ".git")
-    gitdir: str | None = None
-    if os.path.isdir(dot):
-        gitdir = dot
-    elif os.path.isfile(dot):
-        try:
-            with open(dot, encoding="utf-8", errors="replace") as fh:
-                line = fh.read(4096).strip()
-        except OSError:
-            line = ""
-        if line.startswith("gitdir:"):
-            gitdir = os.path.normpath(os.path.join(wd, line[len("gitdir:"):].strip()))
+    gitdir = _dot_git(wd)
     if gitdir is None or not os.path.isdir(gitdir):
         return []
     dirs = [gitdir]
@@ -345,17 +352,9 @@ def _git_dir_of(path: str, roots: list[str]) -> tuple[str, str] | None:
     """(work tree, git dir) of the repository holding ``path``, searched up to a working directory."""
     d = path if os.path.isdir(path) else os.path.dirname(path)
     while True:
-        dot = os.path.join(d, ".git")
-        if os.path.isdir(dot):
-            return d, dot
-        if os.path.isfile(dot):
-            try:
-                with open(dot, encoding="utf-8", errors="replace") as fh:
-                    line = fh.read(4096).strip()
-            except OSError:
-                line = ""
-            if line.startswith("gitdir:"):
-                return d, os.path.normpath(os.path.join(d, line[len("gitdir:"):].strip()))
+        gitdir = _dot_git(d)
+        if gitdir is not None:
+            return d, gitdir
         if any(d == r for r in roots) or os.path.dirname(d) == d or not any(_inside(d, r) for r in roots):
             return None
         d = os.path.dirname(d)

@@ -94,6 +94,17 @@ def test_edit_deny_git_and_claude_dirs_are_read_only(ws):
                                                str(ws / ".claude")])  # /etc is read-only anyway
 
 
+def test_a_worktree_git_file_protects_the_real_git_dir(ws):
+    real = ws / "gitdirs" / "real.git"  # inside the writable dir (outside it everything is read-only anyway)
+    (real / "hooks").mkdir(parents=True)
+    (real / "config").write_text("[core]\n")
+    (ws / ".git").write_text(f"gitdir: {os.path.relpath(real, ws)}\n")
+    assert sandbox_policy._dot_git(str(ws)) == str(real)
+    assert sorted(build(ws).read_only) == sorted([str(real / "hooks"), str(real / "config")])
+    (ws / ".git").write_text("not a gitdir line\n")
+    assert sandbox_policy._dot_git(str(ws)) is None and build(ws).read_only == []
+
+
 def test_settings_block_and_trust(tmp_path):
     proj = tmp_path / "p"
     (proj / ".claude").mkdir(parents=True)
