@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import json
 import time
-from typing import Any
 
 from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPen, QPixmap
@@ -263,11 +262,6 @@ class ToolCard(_Expandable):
             self.refresh_body()
         self.column.child_changed(self)
         self.update()
-
-    def set_progress(self, data: Any) -> None:
-        """A progress event: a running command's output so far (``bash_progress``) or a message."""
-        self.item.take_progress(data, time.monotonic())
-        self.sync()
 
     def elapsed_text(self) -> str:
         return self.item.elapsed_text(time.monotonic())

@@ -55,7 +55,7 @@ def test_the_live_bash_card_shows_its_tail_then_folds_it(view):
     assert card.tail == ["two", "three", "four"] and card.height() > HEADER_H
     assert card.elapsed_text() == "3 s"
     card.grab()  # paints header and tail
-    card.set_progress({"output": "five\n"})  # the window's direct call works the same
+    feed(view, ev.ToolCallProgress(tool_use_id="b", data={"output": "five\n"}))
     assert card.tail == ["five"]
     feed(view, ev.ToolCallFinished(tool_use_id="b", name="Bash", content="five\n"))
     assert card.state == ToolCard.DONE and card.height() == HEADER_H
