@@ -7,11 +7,11 @@ the window closes. The real window, engine and clients; the fake API servers ove
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import stat
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,23 +19,13 @@ from PySide6.QtCore import Qt
 
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.fakes.openai_server import FakeOpenAI
+from tests.ui import flow
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-async def wait_for(cond, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
-
-
-async def dialog(win):
-    return await wait_for(lambda: win.controller.current_dialog if win.controller.current_dialog is not None
-                          and win.controller.current_dialog.isVisible() else None, what="permission dialog")
+wait_for = functools.partial(flow.wait_for, timeout=20.0)  # these flows are given 20 s, not 10
+dialog = functools.partial(flow.wait_dialog, timeout=20.0)
 
 
 async def send(qtbot, win, prompt):
