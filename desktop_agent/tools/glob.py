@@ -110,7 +110,7 @@ class GlobTool(Tool):
             return ToolResult(data={"filenames": [], "numFiles": 0, "truncated": False})
         # Read deny rules: rg skips what the globs can express; the filter drops everything they cover.
         deny = DenyFilter.for_search(ctx, directory)
-        deny_globs = deny_exclude_args(ctx, directory) if deny is not None else []
+        deny_globs = deny_exclude_args(ctx, directory)
         args = ["--no-config", "--no-messages", "--files", "--hidden"]
         if not respect_gitignore():
             args.append("--no-ignore")

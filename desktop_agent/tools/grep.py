@@ -187,6 +187,12 @@ class _CountCollector:
         return [self.by_path[p] for p in self.files.ordered()]
 
 
+_NO_RESULTS: dict[str, dict[str, Any]] = {
+    "content": {"mode": "content", "numFiles": 0, "filenames": [], "content": "", "numLines": 0},
+    "count": {"mode": "count", "numFiles": 0, "filenames": [], "content": "", "numMatches": 0},
+    "files_with_matches": {"mode": "files_with_matches", "numFiles": 0, "filenames": []},
+}
+
 # Below this many results the final ordering is done inline; above it, on a worker thread.
 _INLINE_SORT_MAX = 2000
 
@@ -264,10 +270,10 @@ class GrepTool(Tool):
         if input.type:
             args += ["--type", input.type]
         args += _glob_args(input.glob)
-        # Read deny rules: rg skips the files the globs express (later globs take precedence over the
-        # user's); rg matches globs against paths relative to its cwd, so only for a search inside it.
-        if is_inside(self._search_path(input, ctx), ctx.cwd):
-            args += deny_exclude_args(ctx, ctx.cwd)
+        # Read deny rules: rg skips names holding a newline, and the files the rules' globs express (later
+        # globs take precedence over the user's; rg matches globs against paths relative to its cwd, so those
+        # only for a search inside it).
+        args += deny_exclude_args(ctx, ctx.cwd, rule_globs=is_inside(self._search_path(input, ctx), ctx.cwd))
         args += ["--regexp", input.pattern]
         target = split_rel(self._search_path(input, ctx), ctx.cwd)
         if target:
@@ -296,6 +302,10 @@ class GrepTool(Tool):
             consumer = collector.feed
         elif deny is not None and deny.denied(self._search_path(input, ctx)):
             return ToolResult(data={"mode": "content", "numFiles": 0, "filenames": [], "content": "", "numLines": 0})
+        if deny is not None and "\n" in split_rel(self._search_path(input, ctx), cwd) \
+                and os.path.isdir(self._search_path(input, ctx)):
+            # every path rg prints would hold the newline and reach the filter in pieces: nothing is shown
+            return ToolResult(data=dict(_NO_RESULTS[mode]))
         result = await run_rg(args, cwd, consumer=consumer)
         if result.returncode not in (0, 1) and not result.output_bytes and result.diagnostic:
             raise RipgrepError(result.diagnostic)

@@ -306,14 +306,22 @@ def sort_by_mtime(paths: list[str], cwd: str, newest_first: bool = True, deny: D
     return collector.ordered()
 
 
-def deny_exclude_args(ctx: ToolUseContext, rg_cwd: str) -> list[str]:
-    """``--glob !…`` arguments for the Read deny rules, relative to the directory rg runs in (rg matches
-    globs against the paths it prints, relative to its cwd). Only an efficiency: ``DenyFilter`` is the
-    guarantee. A glob without a slash would match at any depth in rg (``!.env`` hides ``sub/.env`` too),
-    so it is anchored with a leading ``/``."""
+# rg prints one path per line: a name holding a newline would reach ``DenyFilter`` in pieces (``secrets/a`` and
+# ``b``), none of them the denied path. While a Read deny rule exists such names are not searched at all.
+NEWLINE_NAME_EXCLUDE = ["--glob", "!*\n*"]
+
+
+def deny_exclude_args(ctx: ToolUseContext, rg_cwd: str, rule_globs: bool = True) -> list[str]:
+    """``--glob !…`` arguments while Read deny rules exist: ``NEWLINE_NAME_EXCLUDE`` (part of the guarantee),
+    then (``rule_globs``) the rules' own globs, relative to the directory rg runs in (rg matches globs against
+    the paths it prints, relative to its cwd) — only an efficiency: ``DenyFilter`` is the guarantee. A glob
+    without a slash would match at any depth in rg (``!.env`` hides ``sub/.env`` too), so it is anchored with
+    a leading ``/``."""
     policy = ctx.read_policy
-    args: list[str] = []
-    for glob in policy.read_deny_globs(rg_cwd) if policy is not None else []:
+    if policy is None or not policy.has_read_denies():
+        return []
+    args: list[str] = list(NEWLINE_NAME_EXCLUDE)
+    for glob in policy.read_deny_globs(rg_cwd) if rule_globs else []:
         body = glob[1:]
         if "/" not in body.rstrip("/"):
             body = "/" + body

@@ -237,3 +237,28 @@ def test_deny_filter_unit(tree):
     for path in ("app.py", "sub/.env", ".envrc", str(outside / "fine.txt"), "notes.md"):
         assert not f.denied(path), path
     assert DenyFilter.for_search(context(ws, []), str(ws)) is None  # no Read deny rule: no filter at all
+
+
+@pytest.mark.parametrize("out_mode", ["content", "files_with_matches", "count"])
+def test_a_newline_in_a_name_cannot_split_a_denied_path(tmp_path, out_mode):
+    """Adversarial: rg prints one path per line, so ``secrets/a\\nb`` once reached the filter as ``secrets/a``
+    and ``b`` (neither denied) and its line was shown, in a search outside the cwd (no rule globs there) or
+    under a search root whose own name holds a newline. The canary text must never come back."""
+    ws, extra = tmp_path / "ws", tmp_path / "extra"
+    ws.mkdir()
+    (extra / "secrets").mkdir(parents=True)
+    (extra / "secrets" / "a\nb").write_text("CANARY_9f3=1\n")
+    (extra / "top\ndir" / "secrets").mkdir(parents=True)
+    (extra / "top\ndir" / "secrets" / "k").write_text("CANARY_9f3=2\n")
+    (extra / "fine.txt").write_text("CANARY_9f3=fine\n")
+    rules = [f"Read(/{extra}/secrets/**)", f"Read(/{extra}/top\ndir/secrets/**)"]
+    for mode in ("default", "bypassPermissions"):
+        ctx = context(ws, rules, mode, extra_dirs=(str(extra),))
+        for path in (str(extra), str(extra / "top\ndir")):
+            text = call(ctx, "Grep", {"pattern": "CANARY_9f3", "path": path, "output_mode": out_mode})["content"]
+            assert "=1" not in text and "=2" not in text and "a\nb" not in text and "\nb" not in text, (path, text)
+        listed = call(ctx, "Glob", {"pattern": "**/*", "path": str(extra)})["content"]
+        assert "a\nb" not in listed and "\nb" not in listed and "/k" not in listed, listed
+    ctx = context(ws, rules, extra_dirs=(str(extra),))
+    text = call(ctx, "Grep", {"pattern": "CANARY_9f3", "path": str(extra), "output_mode": "content"})["content"]
+    assert "=fine" in text  # what no rule covers is still found
