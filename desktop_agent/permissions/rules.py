@@ -342,11 +342,6 @@ def generic_content_matches(content: str, value: str) -> bool:
     return re.match(regex, value, re.S) is not None
 
 
-def describe_rule(rule: PermissionRule) -> str:
-    where = f" in {rule.source_path}" if rule.source_path else f" ({rule.source})"
-    return f"{rule.value}{where}"
-
-
 Matcher = Callable[[str], bool]
 
 
