@@ -249,8 +249,3 @@ async def build_system_prompt(
         if memory:
             blocks.append({"type": "text", "text": memory})
     return blocks
-
-
-def build_system_prompt_sync(cwd: str, **kw: Any) -> list[dict[str, Any]]:
-    """For callers without a running loop (CLI start-up, scripts)."""
-    return asyncio.run(build_system_prompt(cwd, **kw))

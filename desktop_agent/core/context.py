@@ -33,11 +33,6 @@ def expand_path(path: str, cwd: str) -> str:
     return os.path.normpath(p)
 
 
-def mtime_ms(path: str) -> int:
-    """A file's modification time in whole milliseconds, the unit of readFileState timestamps."""
-    return os.stat(path).st_mtime_ns // 1_000_000
-
-
 @dataclass
 class FileStateEntry:
     content: str

@@ -26,7 +26,6 @@ from typing import Any, Literal
 from desktop_agent.util import dirs
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 @dataclass

@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -37,7 +36,6 @@ MESSAGE_TYPES = ("user", "assistant", "attachment", "system")
 NEVER_LOGGED = ("progress",)
 MAX_SANITIZED_LENGTH = 200
 LARGE_TRANSCRIPT_BYTES = 5 * 1024 * 1024
-MAX_RAW_READ_BYTES = 50 * 1024 * 1024
 PERMISSION_STATE = "permission-state"
 
 
@@ -56,10 +54,6 @@ def project_dir(cwd: str) -> Path:
 
 def transcript_path_for(cwd: str, session_id: str) -> Path:
     return project_dir(cwd) / f"{session_id}.jsonl"
-
-
-def is_message_entry(entry: dict[str, Any]) -> bool:
-    return entry.get("type") in MESSAGE_TYPES and bool(entry.get("uuid"))
 
 
 def is_compact_boundary(entry: dict[str, Any]) -> bool:
@@ -383,7 +377,3 @@ def find_session(session_id: str, cwd: str) -> Path | None:
     except OSError:
         pass
     return None
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
