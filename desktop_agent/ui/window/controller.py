@@ -20,18 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Protocol, runtime_checkable
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication, QWidget
 
+from desktop_agent.core import events as ev
+from desktop_agent.core.permission import PermissionReply, PermissionRequest
 from desktop_agent.ui.window.presenters import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING
 
-if TYPE_CHECKING:  # the engine's pydantic types load on first use, after the window has painted
+if TYPE_CHECKING:
     from desktop_agent.client import EngineClient, ExecutorKind, SessionHandle
-    from desktop_agent.core.permission import PermissionReply, PermissionRequest
 
 
 @runtime_checkable
@@ -40,22 +39,6 @@ class ExecutorHandle(Protocol):
 
     pid: int | None
     on_exit: Callable[[str], None] | None
-
-
-class _LazyEvents:
-    def __getattr__(self, name: str) -> Any:
-        from desktop_agent.core import events
-
-        return getattr(events, name)
-
-
-ev: Any = _LazyEvents()
-
-
-def _reply(**kw: Any) -> Any:
-    from desktop_agent.core.permission import PermissionReply
-
-    return PermissionReply(**kw)
 
 
 log = logging.getLogger(__name__)
@@ -360,7 +343,7 @@ class AgentController(QObject):
     def _close_dialogs(self, deny: bool) -> None:
         for future in list(self._pending.values()):
             if not future.done():
-                future.set_result(_reply(behavior="deny", message=USER_DENIED, interrupt=True))
+                future.set_result(PermissionReply(behavior="deny", message=USER_DENIED, interrupt=True))
         if self.current_dialog is not None:
             self.current_dialog.close_silently()
             self.current_dialog = None
