@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from desktop_agent.core.context import ReadFileState, ToolUseContext
 from desktop_agent.core.messages import normalize_for_api, system_entry, user_entry
+from desktop_agent.core.seams import HookEvent
 from desktop_agent.model.client import ModelClient, ModelRequest
 from desktop_agent.session.store import is_compact_boundary
 
@@ -175,7 +176,7 @@ class HookVerdict(Protocol):
 class CompactHooks(Protocol):
     """What compaction asks of the session's hook runner (``permissions.hooks.HookRunner``)."""
 
-    def has_hooks(self, event: str, match_value: str | None = None) -> bool: ...
+    def has_hooks(self, event: HookEvent, match_value: str | None = None) -> bool: ...
     async def pre_compact(self, trigger: str, custom_instructions: str | None, ctx: Any) -> HookVerdict: ...
     async def session_start(self, source: str, ctx: Any) -> HookVerdict: ...
 

@@ -3,8 +3,8 @@
 Owns ``FileHistory(data_dir, session_id)`` (``data_dir``: ``util.dirs.data_dir()`` unless given):
 ``backup(abs_path)`` copies the current bytes (and mode) to ``<data_dir>/file-history/<session_id>/`` before
 a write, ``list()`` returns the backups in order, ``restore()`` puts a version back (or deletes a file that did
-not exist before), so a later rewind can undo the session's edits. An append-only ``index.jsonl`` records every backup; a missing
-file is recorded too (``existed: false``), without a copy.
+not exist before), so a later rewind can undo the session's edits. An append-only ``index.jsonl`` records every
+backup; a missing file is recorded too (``existed: false``), without a copy.
 """
 
 from __future__ import annotations
