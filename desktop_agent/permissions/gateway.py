@@ -25,12 +25,13 @@ from pydantic import BaseModel
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import USER_DENIED_MESSAGE
-from desktop_agent.core.events import AgentEvent
+from desktop_agent.core.events import AgentEvent, PermissionRequested, PermissionResolved
 from desktop_agent.core.permission import (PermissionDecision, PermissionReply, PermissionRequest, PermissionTarget,
                                            PermissionUpdate, ToolFacts)
 from desktop_agent.core.tool import Tool, tool_facts
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.decide import check_failed, decide, decide_after_hook
+from desktop_agent.permissions.hooks import PERMISSION_PROMPT_TITLE, permission_prompt_message
 
 
 def _declared(tool: Tool, input: Any, ctx: ToolUseContext) -> tuple[ToolFacts, PermissionTarget]:
@@ -82,8 +83,6 @@ async def can_use_tool(
     tool_use_id: str,
     force_decision: PermissionDecision | None = None,
 ) -> PermissionDecision:
-    from desktop_agent.core.events import PermissionRequested, PermissionResolved
-
     decision = force_decision or decide_for(tool, input, ctx)
     if decision.behavior != "ask":
         return decision
@@ -157,8 +156,6 @@ def _notify_waiting(ctx: ToolUseContext, tool_name: str) -> None:
     """Notification hooks (``permission_prompt``, App. B §B.5) when the prompter will wait for an answer; they run
     in the background. A prompter that answers at once (``waits`` false: ``-p`` without a host) notifies nobody."""
     if ctx.hooks is not None and ctx.prompter is not None and ctx.prompter.waits:
-        from desktop_agent.permissions.hooks import PERMISSION_PROMPT_TITLE, permission_prompt_message
-
         ctx.hooks.notify_soon(permission_prompt_message(tool_name), ctx, "permission_prompt", PERMISSION_PROMPT_TITLE)
 
 
