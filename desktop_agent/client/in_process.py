@@ -175,10 +175,3 @@ class InProcessClient(LocalStore):
 
         session = await in_thread(build)
         return InProcessSession(session, board)
-
-    @staticmethod
-    def prewarm() -> None:
-        """Import the engine on a worker thread (a window does this at start-up)."""
-        from desktop_agent.client.local import prewarm
-
-        prewarm()

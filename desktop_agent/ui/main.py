@@ -185,10 +185,10 @@ def main(options: WindowOptions) -> int:
         mode = launch_mode(options, prefs)
         if mode != window.permission_mode:  # the window starts in Settings' default (never bypass unasked)
             window.request_mode(mode)  # bypassPermissions: its question first, over the window
-    from desktop_agent.ui.window.main_window import prewarm_engine
-
     if not (options.folder or options.demo):  # opening a folder imports the engine anyway: do not compete
-        QTimer.singleShot(300, prewarm_engine)
+        from desktop_agent.client.local import prewarm  # the engine and the API client, on a worker thread
+
+        QTimer.singleShot(300, prewarm)
 
     if not options.demo:
         folder = options.folder or window.last_folder()

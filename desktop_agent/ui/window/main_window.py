@@ -51,13 +51,6 @@ def _loop_running() -> bool:
         return False
 
 
-def prewarm_engine() -> None:
-    """Import the engine and the API client on a worker thread, so opening a folder does not wait."""
-    from desktop_agent.client.local import prewarm
-
-    prewarm()
-
-
 class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
     """The product window. ``client_factory`` (tests) builds the model client of an in-process session."""
 
