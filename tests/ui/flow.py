@@ -1,12 +1,13 @@
 """The steps the end-to-end UI tests share: scripted model replies (``READ``, ``edit``), waiting on the qasync loop
 (``wait_for``, ``wait_dialog``), typing a prompt into the real window (``open_and_send``), reading what the model was
-sent back (``tool_results``, ``result_text``), and the 60-line file with five changed lines the per-hunk tests use
-(``ORIGINAL``, ``CHANGED``, ``changed_text``)."""
+sent back (``tool_results``, ``result_text``), the 60-line file with five changed lines the per-hunk tests use
+(``ORIGINAL``, ``CHANGED``, ``changed_text``), and a transcript of n Read rounds to replay (``transcript_entries``)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from PySide6.QtCore import Qt
 
@@ -63,3 +64,16 @@ CHANGED = (5, 17, 29, 41, 53)
 
 def changed_text(keep=CHANGED) -> str:
     return "".join(f"line {i} changed\n" if i in keep else f"line {i}\n" for i in range(1, 61))
+
+
+def transcript_entries(n: int) -> list[dict[str, Any]]:
+    """A transcript of ``n`` rounds: a prompt ``q<i>``, the reply ``a<i>`` with a Read ``t<i>``, its result."""
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        out.append({"type": "user", "message": {"role": "user", "content": f"q{i}"}})
+        out.append({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": f"a{i}"}, {"type": "tool_use", "id": f"t{i}", "name": "Read",
+                                                 "input": {"file_path": "/w/x"}}]}})
+        out.append({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{i}", "content": "1\tx"}]}})
+    return out

@@ -22,6 +22,7 @@ from desktop_agent.ui.conversation.markdown import MarkdownBlock, _stable_bounda
 from desktop_agent.ui.conversation.view import ConversationView
 from desktop_agent.ui.changes.panel import DiffPanel
 from desktop_agent.ui.dialogs.permission import PermissionDialog, hunks_from_texts
+from tests.ui.flow import transcript_entries
 
 PATCH = [{"oldStart": 1, "oldLines": 1, "newStart": 1, "newLines": 1,
           "lines": ["-export const value = 1", "+export const value = 2"]}]
@@ -102,15 +103,7 @@ def test_replay_shows_newest_and_offers_more(qtbot):
     view = ConversationView()
     qtbot.addWidget(view)
     view.resize(600, 400)
-    entries = []
-    for i in range(100):
-        entries.append({"type": "user", "message": {"role": "user", "content": f"q{i}"}})
-        entries.append({"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": f"a{i}"}, {"type": "tool_use", "id": f"t{i}", "name": "Read",
-                                                 "input": {"file_path": "/x"}}]}})
-        entries.append({"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"t{i}", "content": "1\tx"}]}})
-    ops = view.history_ops(entries)
+    ops = view.history_ops(transcript_entries(100))
     view.replay(ops, limit=30)
     assert len(view.cards) <= 10 and "t99" in view.cards and view.cards["t99"].state == "done"
     assert "earlier items" in view.text_content()

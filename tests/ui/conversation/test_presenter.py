@@ -14,6 +14,7 @@ from desktop_agent.ui.conversation.presenter import (
     BannerItem, ConversationPresenter, RetryItem, TextItem, ThinkingItem, ToolItem, UserItem, history_ops,
 )
 from desktop_agent.ui.conversation.summary import key_argument, rel_path, result_text, short_summary
+from tests.ui.flow import transcript_entries
 
 
 class Clock:
@@ -388,18 +389,6 @@ def test_a_turn_in_order(p, sink):
 
 
 # ----- history ------------------------------------------------------------------------------------
-def _entries(n: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for i in range(n):
-        out.append({"type": "user", "message": {"role": "user", "content": f"q{i}"}})
-        out.append({"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": f"a{i}"}, {"type": "tool_use", "id": f"t{i}", "name": "Read",
-                                                 "input": {"file_path": "/w/x"}}]}})
-        out.append({"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"t{i}", "content": "1\tx"}]}})
-    return out
-
-
 def test_history_ops_from_transcript_entries():
     entries: list[dict[str, Any]] = [
         {"type": "user", "isMeta": True, "message": {"content": "<system reminder>"}},
@@ -418,7 +407,7 @@ def test_history_ops_from_transcript_entries():
 
 
 def test_replay_shows_the_newest_and_offers_more(p, sink):
-    ops = history_ops(_entries(100))
+    ops = history_ops(transcript_entries(100))
     more = p.replay(ops, limit=30)
     assert sink.calls[0] == ("cleared", "", None)
     assert more is not None and more.actions == [("history:230", "Show more")]
