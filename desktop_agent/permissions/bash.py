@@ -22,8 +22,8 @@ from desktop_agent.permissions import sandbox
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.bash_paths import (REQUIRES_APPROVAL, findings_decision, path_candidates,
                                                   path_findings, unverifiable_decision, unverifiable_sentence)
-from desktop_agent.permissions.paths import in_working_dirs, matching_path_rule
-from desktop_agent.permissions.rules import CombinedBashMatcher, bash_pattern_matches
+from desktop_agent.permissions.paths import in_working_dirs, matching_path_rule, write_suggestions
+from desktop_agent.permissions.rules import CombinedBashMatcher, bash_pattern_matches, parse_rule
 from desktop_agent.shell.analysis import analyze
 from desktop_agent.shell.parse import SimpleCommand, fallback_parts
 from desktop_agent.shell.readonly import is_read_only_command, parts_for_approval, simple_command_read_only
@@ -222,8 +222,6 @@ def _decide(command: str, input: dict[str, Any], ctx: ToolUseContext, pc: Permis
                    matching_path_rule(pc, p, "edit", "allow") is not None for p in cands):
                 continue
             ok = False
-            from desktop_agent.permissions.paths import write_suggestions
-
             redirect_suggestions.extend(write_suggestions(cands[0], ctx))
         if not ok:
             unapproved.append(part)
@@ -259,7 +257,5 @@ def _suggest(parts: list[SimpleCommand], command: str) -> list[PermissionUpdate]
     rules = rules[:5]
     if not rules:
         return []
-    from desktop_agent.permissions.rules import parse_rule
-
     return [PermissionUpdate(type="addRules", behavior="allow", destination="localSettings",
                              rules=[parse_rule(r) for r in rules])]
