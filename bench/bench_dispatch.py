@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench._common import report, result  # noqa: E402
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.engine.execution import run_tool_use  # noqa: E402
+from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.core.tool import ToolInput, ToolResult, build_tool  # noqa: E402
 
 
@@ -24,7 +25,8 @@ class EchoInput(ToolInput):
 
 
 def main() -> None:
-    tool = build_tool("Echo", EchoInput, description="echo", call=lambda self, i, c: ToolResult(i.text))
+    tool = build_tool("Echo", EchoInput, description="echo", call=lambda self, i, c: ToolResult(i.text),
+                      permission_target=lambda self, i, c: PermissionTarget(kind="none"))  # measured: dispatch only
     ctx = ToolUseContext(cwd=tempfile.gettempdir(), tools=[tool])
     block = {"type": "tool_use", "id": "toolu_1", "name": "Echo", "input": {"text": "hi"}}
     n = 10_000

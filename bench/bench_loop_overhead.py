@@ -29,6 +29,7 @@ from desktop_agent.core.events import TurnFinished  # noqa: E402
 from desktop_agent.engine.loop import QueryParams, query  # noqa: E402
 from desktop_agent.core.messages import user_entry  # noqa: E402
 from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use  # noqa: E402
+from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.core.tool import ToolInput, ToolResult, build_tool  # noqa: E402
 
 TARGET_MS = 5.0
@@ -43,7 +44,8 @@ def noop_tool():
         return ToolResult(data="1\tok")
 
     return build_tool("Read", NoopInput, call=call, is_concurrency_safe=lambda s, i: True,
-                      is_read_only=lambda s, i: True, description="No-op read.")
+                      is_read_only=lambda s, i: True, description="No-op read.",
+                      permission_target=lambda s, i, c: PermissionTarget(kind="none"))
 
 
 def script(turns: int) -> list:

@@ -4,8 +4,9 @@ A tool answers the same questions in the same order: input model (pydantic, ``ex
 description (``prompts/<name>.md`` beside it), ``validate_input``, ``permission_target`` (what the call
 touches, declared: ``permissions.decide`` rules on it without calling the tool back), ``call``,
 ``map_result_to_block``, and the scheduling flags. Defaults are the cautious ones: not
-concurrency-safe, not read-only, a target of kind ``none`` (allowed unless the rules and modes the
-permission layer applies around it object), interrupt behaviour ``block``. ``tool_facts`` is what the
+concurrency-safe, not read-only, a target of kind ``generic`` (the policy knows nothing of it, so it asks unless
+a rule or the mode allows; a tool opts in to ``none``, "touches nothing the policy guards"), interrupt behaviour
+``block``. ``tool_facts`` is what the
 permission layer knows of the tool itself for one call.
 
 Input no input model should ever see — nested more than ``MAX_INPUT_DEPTH`` levels, a NUL in a path
@@ -183,8 +184,9 @@ class Tool:
 
     def permission_target(self, input: Any, ctx: ToolUseContext) -> PermissionTarget:
         """What this call touches (synchronous, no I/O beyond resolving the path): read/write a path, run a
-        command, an action the policy knows nothing about (``generic``), or nothing it guards (``none``)."""
-        return PermissionTarget(kind="none", summary=_safe_summary(self, input))
+        command, an action the policy knows nothing about (``generic``, the default: it asks), or nothing it guards
+        (``none``, which a tool must declare)."""
+        return PermissionTarget(kind="generic", summary=_safe_summary(self, input))
 
     async def call(self, input: Any, ctx: ToolUseContext) -> ToolResult:  # pragma: no cover - abstract
         raise NotImplementedError(f"{self.name}.call")

@@ -10,7 +10,7 @@ from pydantic import Field
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.events import TurnFinished
 from desktop_agent.engine.loop import QueryParams, query
-from desktop_agent.core.permission import PermissionReply, PermissionRequest
+from desktop_agent.core.permission import PermissionReply, PermissionRequest, PermissionTarget
 from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 
 
@@ -58,14 +58,13 @@ def make_tools(tracker: Tracker, delay: float = 0.01) -> list[Any]:
 
     def target(self, input, ctx):
         tracker.permission_checked.append(self.name)
-        from desktop_agent.core.permission import PermissionTarget
-
         return PermissionTarget(kind="none", summary=input.file_path)
 
     read = build_tool("Read", PathInput, call=slow_call, validate_input=validate, permission_target=target,
                       is_concurrency_safe=lambda self, i: True, is_read_only=lambda self, i: True,
                       description="Read a file", max_result_size_chars=float("inf"))
-    grep = build_tool("Grep", PatternInput, call=slow_call, is_concurrency_safe=lambda self, i: True,
+    grep = build_tool("Grep", PatternInput, call=slow_call, permission_target=touches_nothing,
+                      is_concurrency_safe=lambda self, i: True,
                       is_read_only=lambda self, i: True, description="Search", max_result_size_chars=20_000)
     edit = build_tool("Edit", EditLikeInput, call=slow_call, validate_input=validate, permission_target=target,
                       description="Edit a file", aliases=("str_replace",), deprecated_aliases=("EditFile",))
@@ -121,3 +120,8 @@ class TurnRun:
 
     def of(self, cls: type) -> list[Any]:
         return [e for e in self.events if isinstance(e, cls)]
+
+
+def touches_nothing(self: Any, input: Any, ctx: Any) -> PermissionTarget:
+    """A test tool's declaration that it touches nothing the policy guards (the default, ``generic``, asks)."""
+    return PermissionTarget(kind="none", summary="")

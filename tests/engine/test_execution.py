@@ -13,7 +13,7 @@ from desktop_agent.core.events import PermissionRequested
 from desktop_agent.core.permission import PermissionReply, PermissionTarget
 from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 
-from .helpers import FakePrompter, PathInput, Tracker, ctx_with, make_tools, tool_use
+from .helpers import FakePrompter, PathInput, Tracker, ctx_with, make_tools, tool_use, touches_nothing
 
 
 def run(coro):
@@ -189,10 +189,13 @@ def test_build_tool_defaults(tmp_path):
     assert tool.is_read_only(None) is False
     assert tool.interrupt_behavior() == "block"
     target = tool.permission_target(ToolInput(), ctx)
-    assert target.kind == "none"
+    assert target.kind == "generic"  # fail closed: a tool that declares nothing is one the policy knows nothing of
     from desktop_agent.permissions.decide import target_decision
 
-    assert target_decision(target, tool.name, {}, ctx).behavior == "allow"
+    assert target_decision(target, tool.name, {}, ctx).behavior == "passthrough"  # → ask, unless a rule/mode allows
+    opted_in = build_tool("Plain", ToolInput, description="p", permission_target=touches_nothing,
+                          call=lambda self, i, c: ToolResult("x"))
+    assert target_decision(opted_in.permission_target(ToolInput(), ctx), opted_in.name, {}, ctx).behavior == "allow"
 
 
 def test_result_over_cap_is_persisted_with_preview(tmp_path):

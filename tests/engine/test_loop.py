@@ -27,7 +27,7 @@ from desktop_agent.core.tool import ToolResult, build_tool
 
 from tests.model.aio import aio
 
-from .helpers import EditLikeInput, FakePrompter, PathInput, Tracker, TurnRun, make_tools
+from .helpers import EditLikeInput, FakePrompter, PathInput, Tracker, TurnRun, make_tools, touches_nothing
 
 SYSTEM = [{"type": "text", "text": "You are a test agent."}]
 
@@ -214,7 +214,7 @@ async def test_item10_abort_during_tools_non_streaming(tmp_path):
         await asyncio.sleep(0.01)
         return ToolResult(data="finished anyway")
 
-    slow = build_tool("Slow", PathInput, call=abort_then_run, description="slow")
+    slow = build_tool("Slow", PathInput, permission_target=touches_nothing, call=abort_then_run, description="slow")
     ctx.tools = ctx.tools + [slow]
     client = ScriptedModelClient([
         reply(tool_use("Slow", {"file_path": "x"}, id="S"), tool_use("Edit", {
@@ -294,7 +294,7 @@ async def test_edit_running_at_abort_reports_its_real_result(tmp_path):
         target.write_text(input.new_string)
         return ToolResult(data=f"The file {input.file_path} has been updated successfully.")
 
-    edit = build_tool("Edit", EditLikeInput, call=write, description="edit")
+    edit = build_tool("Edit", EditLikeInput, permission_target=touches_nothing, call=write, description="edit")
     ctx.tools = [edit]
     client = ScriptedModelClient([
         reply(tool_use("Edit", {"file_path": "f.txt", "old_string": "a", "new_string": "b"}, id="E"),

@@ -12,7 +12,7 @@ from desktop_agent.engine.scheduler import Scheduler, TrackedTool
 from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 from tests.model.aio import aio
 
-from .helpers import EditLikeInput, PathInput, tool_use
+from .helpers import EditLikeInput, PathInput, tool_use, touches_nothing
 
 
 class CmdInput(ToolInput):
@@ -40,9 +40,9 @@ class Gate:
                 raise RuntimeError(f"{key} failed")
             return ToolResult(data=f"{tool.name} {key} done")
 
-        read = build_tool("Read", PathInput, call=call, is_concurrency_safe=lambda s, i: True,
+        read = build_tool("Read", PathInput, permission_target=touches_nothing, call=call, is_concurrency_safe=lambda s, i: True,
                           is_read_only=lambda s, i: True, description="r")
-        edit = build_tool("Edit", EditLikeInput, call=call, description="e")
+        edit = build_tool("Edit", EditLikeInput, permission_target=touches_nothing, call=call, description="e")
         return [read, edit]
 
 
@@ -161,7 +161,7 @@ async def test_cancel_behaviour_tool_is_cancelled_on_abort(tmp_path):
             raise
         return ToolResult(data="never")
 
-    sleeper = build_tool("Sleeper", PathInput, call=forever, interrupt_behavior=lambda s: "cancel", description="s")
+    sleeper = build_tool("Sleeper", PathInput, permission_target=touches_nothing, call=forever, interrupt_behavior=lambda s: "cancel", description="s")
     ctx = ToolUseContext(cwd=str(tmp_path), tools=[sleeper])
     ex = Scheduler(ctx)
     ex.add_tool(tool_use("Sleeper", {"file_path": "x"}, "S"))
@@ -199,7 +199,7 @@ def bash_tools(log: list[str]) -> list[Any]:
             return ToolResult(data="killed")
         return ToolResult(data=f"ran {input.command}")
 
-    bash = build_tool("Bash", CmdInput, call=call, is_concurrency_safe=lambda s, i: True,
+    bash = build_tool("Bash", CmdInput, permission_target=touches_nothing, call=call, is_concurrency_safe=lambda s, i: True,
                       is_read_only=lambda s, i: True, description="b")
     return [bash]
 
@@ -294,8 +294,8 @@ async def test_context_modifier_applied_only_for_unsafe_tools(tmp_path):
     async def call(tool, input, ctx):
         return ToolResult(data="ok", context_modifier=modifier)
 
-    safe = build_tool("Read", PathInput, call=call, is_concurrency_safe=lambda s, i: True, description="r")
-    unsafe = build_tool("Edit", EditLikeInput, call=call, description="e")
+    safe = build_tool("Read", PathInput, permission_target=touches_nothing, call=call, is_concurrency_safe=lambda s, i: True, description="r")
+    unsafe = build_tool("Edit", EditLikeInput, permission_target=touches_nothing, call=call, description="e")
     ctx = ToolUseContext(cwd=str(tmp_path), tools=[safe, unsafe])
     ex = Scheduler(ctx)
     ex.add_tool(read("a", "A"))
@@ -311,7 +311,7 @@ async def test_progress_and_started_events_delivered_before_result(tmp_path):
         await asyncio.sleep(0)
         return ToolResult(data="ok")
 
-    t = build_tool("Read", PathInput, call=call, is_concurrency_safe=lambda s, i: True, description="r")
+    t = build_tool("Read", PathInput, permission_target=touches_nothing, call=call, is_concurrency_safe=lambda s, i: True, description="r")
     ex = Scheduler(ToolUseContext(cwd=str(tmp_path), tools=[t]))
     ex.add_tool(read("a", "P"))
     items = [i async for i in ex.get_remaining_results()]

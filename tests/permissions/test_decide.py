@@ -206,3 +206,34 @@ def test_a_broken_target_is_a_deny(env: dict[str, str]) -> None:
         decision = decide(ctx, ToolFacts(name="Read", is_read_only=True), PermissionTarget(kind="read"), {})
         assert decision.behavior == "deny", mode
         assert decision.message is not None and decision.message.startswith("Permission check failed:"), mode
+
+
+@pytest.mark.parametrize("mode,expected", [("default", "deny"), ("acceptEdits", "deny"), ("dontAsk", "deny"),
+                                           ("plan", "deny"), ("bypassPermissions", "allow")])
+def test_a_tool_that_declares_nothing_is_asked_about_not_allowed(tmp_path, mode, expected):
+    """Fail closed: a tool with no ``permission_target`` (a new tool that forgot it) is ``generic`` — the policy
+    knows nothing of it, so it asks (denied headless, with no prompter) in every mode but bypass; its call, which
+    writes a canary, never runs unasked. A tool opts in to ``none`` explicitly (BashOutput, KillShell)."""
+    import asyncio
+
+    from desktop_agent.core.context import ToolUseContext
+    from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
+    from desktop_agent.engine.execution import run_tool_use
+    from desktop_agent.permissions.context import PermissionContext
+    from desktop_agent.tools.bash.background import BashOutputTool, KillShellTool
+
+    canary = tmp_path / "canary"
+
+    def call(self, input, ctx):
+        canary.write_text("ran")
+        return ToolResult("done")
+
+    tool = build_tool("Deploy", ToolInput, description="deploys", call=call)
+    ws = str(tmp_path)
+    ctx = ToolUseContext(cwd=ws, permission_context=PermissionContext(ws, mode=mode), tools=[tool])
+    out = asyncio.run(run_tool_use({"type": "tool_use", "id": "t1", "name": "Deploy", "input": {}}, ctx))
+    assert (not out.is_error) == (expected == "allow")
+    assert canary.exists() == (expected == "allow")
+    for opted_in in (BashOutputTool(), KillShellTool()):
+        model = opted_in.input_model.model_construct(bash_id="b1", shell_id="b1")
+        assert opted_in.permission_target(model, ctx).kind == "none"

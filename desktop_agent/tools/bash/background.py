@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
+from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.tools.bash import process
 from desktop_agent.tools.bash.output import cap_output, clean_output
@@ -125,6 +126,10 @@ class BashOutputTool(Tool):
         value = input.get("bash_id") if isinstance(input, dict) else None
         return value if isinstance(value, str) else ""
 
+    def permission_target(self, input: BashOutputInput, ctx: ToolUseContext) -> PermissionTarget:
+        # Reads the output of a shell this session started (its command was decided then): nothing new is touched.
+        return PermissionTarget(kind="none", summary=input.bash_id)
+
     async def validate_input(self, input: BashOutputInput, ctx: ToolUseContext) -> ValidationResult:
         if input.bash_id not in background_shells(ctx):
             return ValidationResult.fail(f"No shell found with ID: {input.bash_id}", 1)
@@ -183,6 +188,10 @@ class KillShellTool(Tool):
     def summary(self, input: dict[str, Any]) -> str:
         value = input.get("shell_id") if isinstance(input, dict) else None
         return value if isinstance(value, str) else ""
+
+    def permission_target(self, input: KillShellInput, ctx: ToolUseContext) -> PermissionTarget:
+        # Stops a shell this session started (validate_input refuses any other): nothing the policy guards.
+        return PermissionTarget(kind="none", summary=input.shell_id)
 
     async def validate_input(self, input: KillShellInput, ctx: ToolUseContext) -> ValidationResult:
         shell = background_shells(ctx).get(input.shell_id)
