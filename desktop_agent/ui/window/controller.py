@@ -20,17 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication, QWidget
 
+from desktop_agent.client import EngineClient, ExecutorKind, SessionHandle, SessionOptions, make_client
 from desktop_agent.core import events as ev
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
+from desktop_agent.ui.dialogs.permission import PermissionDialog
 from desktop_agent.ui.window.presenters import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING
-
-if TYPE_CHECKING:
-    from desktop_agent.client import EngineClient, ExecutorKind, SessionHandle
 
 
 @runtime_checkable
@@ -91,8 +90,6 @@ class AgentController(QObject):
         """The client of the current (or last) session; an in-process one until a session opens elsewhere. It
         also answers the folder questions (sessions, transcripts, trust, the sandbox)."""
         if self._client is None:
-            from desktop_agent.client import make_client
-
             self._client = make_client("inprocess")
         return self._client
 
@@ -102,8 +99,6 @@ class AgentController(QObject):
         loop (``inprocess``, built on a worker thread so the window keeps painting) or an executor process
         (``process``, ``claude``). ``kwargs`` are ``SessionOptions`` fields; the rest (a model ``client`` for the
         tour and tests) go to the in-process engine only (an object cannot cross to a child process)."""
-        from desktop_agent.client import SessionOptions, make_client
-
         known = set(SessionOptions.__dataclass_fields__) - {"prompter", "engine_kwargs"}
         options = SessionOptions(prompter=self, idle_notification=True,
                                  **{k: v for k, v in kwargs.items() if k in known})
@@ -319,8 +314,6 @@ class AgentController(QObject):
     # ----- PermissionPrompter ----------------------------------------------------------------
     async def ask(self, request: PermissionRequest) -> PermissionReply:
         """Open the modal dialog (``open()``) and await its reply (the dialog's own Future, answered once)."""
-        from desktop_agent.ui.dialogs.permission import PermissionDialog
-
         previous = (self.status, self.status_detail)
         self._set_status(WAITING, request.tool_name)
         dialog = PermissionDialog(request, parent=self.window)
