@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QCoreApplication, Signal
 from PySide6.QtWidgets import QFileDialog
 
+from desktop_agent.client import EXECUTOR_KINDS, ExecutorKind, SessionHandle
+from desktop_agent.client.local import transcript_usage
 from desktop_agent.ui.modes import BYPASS, default_mode_setting, settled_mode
 from desktop_agent.ui.window.presenters import home, session_rows
 
-if TYPE_CHECKING:  # the client (and the engine's types) load when a folder opens, after the window painted
+if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QStatusBar
 
-    from desktop_agent.client import ExecutorKind, SessionHandle
     from desktop_agent.ui.changes.panel import DiffPanel
     from desktop_agent.ui.conversation.view import ConversationView
     from desktop_agent.ui.dialogs.trust import TrustDialog
@@ -205,8 +206,6 @@ class FoldersMixin:
             except Exception:
                 log.exception("could not read the executor setting")
                 kind = kind or "inprocess"
-        from desktop_agent.client import EXECUTOR_KINDS
-
         if kind not in EXECUTOR_KINDS:
             kind = "inprocess"
         return kind, path or None  # type: ignore[return-value]  # checked against EXECUTOR_KINDS
@@ -283,8 +282,6 @@ class FoldersMixin:
         ops = self.conversation.history_ops(entries)
         self.conversation.replay(ops)
         turns = self._rebuild_changes(ops)
-        from desktop_agent.client.local import transcript_usage
-
         try:
             tokens, cost = transcript_usage(entries)
         except Exception:

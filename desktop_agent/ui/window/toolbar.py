@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication, QSize, Qt
 from PySide6.QtWidgets import QComboBox, QLabel, QMessageBox, QSizePolicy, QToolBar, QToolButton, QWidget
 
+from desktop_agent.client.local import suggested_models  # the model names, without the engine
 from desktop_agent.ui.mode_labels import MODES, bypass_badge_text, confirm_bypass, mode_label
 from desktop_agent.ui.modes import BYPASS, next_mode
 
@@ -39,8 +40,6 @@ class ToolbarMixin:
         def addToolBar(self, area: Qt.ToolBarArea, toolbar: QToolBar) -> None: ...  # noqa: N802 - QMainWindow's
 
     def _build_toolbar(self) -> None:
-        from desktop_agent.client.local import suggested_models  # the model names, without the engine
-
         self.toolbar = QToolBar(translate("MainWindow", "Main toolbar"))
         self.toolbar.setObjectName("mainToolbar")
         self.toolbar.setMovable(False)
