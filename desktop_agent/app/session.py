@@ -22,10 +22,9 @@ a part that cannot be built is a ``ConfigError`` or ``SessionError`` before any 
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import time
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import Any, AsyncIterator, Awaitable, Protocol, Sequence, TypeVar, runtime_checkable
 
 from desktop_agent.app import build, workspace
 from desktop_agent.app.build import ConfigError
@@ -50,8 +49,6 @@ from desktop_agent.session import compact as compact_mod
 from desktop_agent.session.resume import ResumedConversation, history_for_display
 from desktop_agent.session.store import SessionInfo, TranscriptStore, list_sessions, read_transcript
 from desktop_agent.tools.bash.background import kill_background_shells
-
-log = logging.getLogger(__name__)
 
 INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
 INTERRUPTED = "[Request interrupted by user]"
@@ -107,7 +104,6 @@ class AgentSession:
         self.last_prompt_uuid: str | None = None
         self._running = False
         self._turn_abort: AbortSignal | None = None
-        self._listeners: list[Callable[[dict[str, Any]], None]] = []
         # Seconds the session may sit idle after a turn before an ``idle_prompt`` Notification (App. B §B.5);
         # None: never (the CLI). The window sets IDLE_NOTIFICATION_S.
         self.idle_notification_s: float | None = None
@@ -221,10 +217,6 @@ class AgentSession:
         return self.cost.cost_usd
 
     @property
-    def total_usage(self) -> dict[str, int]:
-        return dict(self.cost.usage)
-
-    @property
     def running(self) -> bool:
         return self._running
 
@@ -235,10 +227,6 @@ class AgentSession:
     @staticmethod
     def list_sessions(cwd: str | os.PathLike[str]) -> list[SessionInfo]:
         return list_sessions(os.fspath(cwd))
-
-    def add_message_listener(self, fn: Callable[[dict[str, Any]], None]) -> None:
-        """Called with each entry as it is recorded (the UI may mirror the transcript)."""
-        self._listeners.append(fn)
 
     # ---------------------------------------------------------------------------------- permissions
 
@@ -265,13 +253,8 @@ class AgentSession:
             self._turn_abort.abort("user_interrupted")
 
     def record(self, entry: dict[str, Any]) -> None:
-        """Append ``entry`` to the transcript and tell the message listeners."""
+        """Append ``entry`` to the transcript."""
         self.store.record(entry)
-        for fn in list(self._listeners):
-            try:
-                fn(entry)
-            except Exception:  # pragma: no cover - a listener must not break persistence
-                log.exception("message listener failed")
 
     def _on_message(self, entry: dict[str, Any]) -> None:
         """The loop's persistence hook: every new entry, in order, as it appears."""

@@ -99,7 +99,6 @@ class AbortSignal:
         self._event = asyncio.Event()
         self.reason: str | None = None
         self._children: list[AbortSignal] = []
-        self._callbacks: list[Callable[[], None]] = []
         if parent is not None:
             parent._children.append(self)
             if parent.aborted:
@@ -114,19 +113,8 @@ class AbortSignal:
             return
         self.reason = reason
         self._event.set()
-        for cb in list(self._callbacks):
-            try:
-                cb()
-            except Exception:  # pragma: no cover - callbacks must not break abort
-                pass
         for child in self._children:
             child.abort(reason)
-
-    def on_abort(self, cb: Callable[[], None]) -> None:
-        if self.aborted:
-            cb()
-        else:
-            self._callbacks.append(cb)
 
     async def wait(self) -> None:
         await self._event.wait()

@@ -405,10 +405,6 @@ class Scheduler:
             if tracked.task is not None and not tracked.task.done():
                 tracked.task.cancel()
 
-    @property
-    def pending_count(self) -> int:
-        return sum(1 for t in self.tools if t.status != "yielded")
-
 
 # ------------------------------------------------------------------------------------------ batch façade
 class ToolRunner:
