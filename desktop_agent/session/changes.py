@@ -12,9 +12,10 @@ enter its message table) and which is no chain participant, so ``--resume`` of o
 
 The model is told once: ``ChangeNotes`` holds the records not told yet (thread-safe: the panel records from a
 worker thread); the session's next user turn takes them as one note (``change_note``, wrapped in
-``<system-reminder>`` as hook context is), an ``isMeta`` user entry written just before the prompt (so the request's last user message starts with it) that
-names the records it told under ``changeRecords``. On resume ``pending_change_records`` gives back the records no
-such entry names: a revert made and the window closed before the next message is still told.
+``<system-reminder>`` as hook context is), an ``isMeta`` user entry written just before the prompt (so the
+request's last user message starts with it) that names the records it told under ``changeRecords``. On resume
+``pending_change_records`` gives back the records no such entry names: a revert made and the window closed before
+the next message is still told.
 
 A malformed record (a hand-edited transcript) is skipped: ``is_change_record`` fails closed.
 """
@@ -104,7 +105,8 @@ def describe(record: dict[str, Any], cwd: str | None = None) -> str:
     if outcome == "deleted":
         return f"The user reverted your {tool} that created {path} ({which}): the file was deleted."
     if outcome == "reapplied":
-        return f"The user re-applied your {tool} of {path} ({which}) after reverting it: the file holds that change again."
+        return (f"The user re-applied your {tool} of {path} ({which}) after reverting it: "
+                "the file holds that change again.")
     return f"The user re-applied your {tool} that created {path} ({which}) after reverting it: the file exists again."
 
 

@@ -1,6 +1,7 @@
-"""Reverts and redos as transcript facts (issue 21, item 4): the ``change-revert`` line (``TranscriptStore.record_change``),
-which the chain and the reference's loader skip; reading the records back after a resume (``session.changes``), which
-of them the model was told about, and the note's text; malformed records fail closed."""
+"""Reverts and redos as transcript facts (issue 21, item 4): the ``change-revert`` line
+(``TranscriptStore.record_change``), which the chain and the reference's loader skip; reading the records back
+after a resume (``session.changes``), which of them the model was told about, and the note's text; malformed
+records fail closed."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def test_a_revert_is_its_own_line_outside_the_chain(workdir):
 
 def test_only_records_no_user_entry_names_are_pending():
     told, untold = revert_record(tid="toolu_1"), revert_record(tid="toolu_2", action="redo", outcome="reapplied")
-    note = user_entry("<system-reminder>…</system-reminder>", isMeta=True, **{CHANGE_RECORDS_TOLD: [told["recordId"]]})
+    note = user_entry("<system-reminder>…</system-reminder>", isMeta=True,
+                      **{CHANGE_RECORDS_TOLD: [told["recordId"]]})
     entries = [user_entry("q"), told, note, untold]
     assert [r["recordId"] for r in change_records(entries)] == [told["recordId"], untold["recordId"]]
     assert [r["recordId"] for r in pending_change_records(entries)] == [untold["recordId"]]

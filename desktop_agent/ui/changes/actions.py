@@ -142,17 +142,19 @@ def _encode(text: str, encoding: str, ending: str) -> bytes:
     return fileio.encode_text(text, encoding)
 
 
-def _read(path: str, name: str, verb: str) -> tuple[bytes, os.stat_result]:
+def _read(path: str, name: str, redo: bool = False) -> tuple[bytes, os.stat_result]:
     """The file's bytes and status, or ``RevertRefused`` saying why there is nothing to work on."""
     try:
         with open(path, "rb") as fh:
             return fh.read(), os.fstat(fh.fileno())
     except FileNotFoundError:
-        raise RevertRefused(QCoreApplication.translate(
-            "ChangeActions", "{0} no longer exists; nothing was {1}.").format(name, verb)) from None
+        text = QCoreApplication.translate("ChangeActions", "{0} no longer exists; nothing was re-applied.") \
+            if redo else QCoreApplication.translate("ChangeActions", "{0} no longer exists; nothing was reverted.")
+        raise RevertRefused(text.format(name)) from None
     except IsADirectoryError:
-        raise RevertRefused(QCoreApplication.translate(
-            "ChangeActions", "{0} is a directory now; nothing was {1}.").format(name, verb)) from None
+        text = QCoreApplication.translate("ChangeActions", "{0} is a directory now; nothing was re-applied.") \
+            if redo else QCoreApplication.translate("ChangeActions", "{0} is a directory now; nothing was reverted.")
+        raise RevertRefused(text.format(name)) from None
 
 
 def revert_file(plan: RevertPlan) -> Undone:
@@ -160,7 +162,7 @@ def revert_file(plan: RevertPlan) -> Undone:
     ``RevertRefused`` when the file is not as the change left it (nothing is written then)."""
     name = os.path.basename(plan.path)
     with fileio.path_lock(plan.path):
-        data, st = _read(plan.path, name, QCoreApplication.translate("ChangeActions", "reverted"))
+        data, st = _read(plan.path, name)
         text, encoding = fileio.decode_bytes(data)
         ending = fileio.detect_line_ending(text)
         current = fileio.normalize_newlines(text)
@@ -247,7 +249,7 @@ def redo_file(plan: RevertPlan, record: dict[str, Any]) -> Undone:
                                      "nothing was re-applied.").format(name))
             before: str | None = None
         else:
-            data, _ = _read(plan.path, name, QCoreApplication.translate("ChangeActions", "re-applied"))
+            data, _ = _read(plan.path, name, redo=True)
             before = _sha(data)
             if before != record.get("hashAfter"):
                 raise RevertRefused(QCoreApplication.translate(

@@ -304,7 +304,8 @@ class DiffPanel(QWidget):
 
     def _start(self, change: Change, plan: RevertPlan, action: str) -> None:
         change.busy = True
-        self._set_note(change, self.tr("Reverting…") if action == "revert" else self.tr("Re-applying…"), error=False)
+        busy = self.tr("Reverting…") if action == "revert" else self.tr("Re-applying…")
+        self._set_note(change, busy, error=False)
         task = asyncio.ensure_future(self._run(change, plan, action))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
