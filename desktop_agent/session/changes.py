@@ -91,8 +91,11 @@ def _shown_path(path: str, cwd: str | None) -> str:
 
 def describe(record: dict[str, Any], cwd: str | None = None) -> str:
     """One record as the model is told it."""
-    path = _shown_path(str(record["filePath"]), cwd)
+    # one line per record, whatever the path holds (a file name can contain a line break)
+    path = _shown_path(str(record["filePath"]), cwd).replace("\r", "\\r").replace("\n", "\\n")
     tool = str(record.get("tool") or "change")
+    if tool not in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
+        tool = "change"
     added, removed = int(record["added"]), int(record["removed"])
     lines = f"+{added} -{removed} lines" if removed else f"+{added} lines"
     ranges = _ranges(record)

@@ -103,3 +103,32 @@ def test_a_blocked_prompt_keeps_the_note_for_the_next(workdir):
     note, prompt = _last_user(client, 0)
     assert "reverted your Edit of app.ts" in note["text"] and prompt["text"] == "go"
     s.close()
+
+
+def test_our_cli_resumes_such_a_transcript_and_tells_the_model(workdir):
+    """The record and the note keep the transcript valid for ``--resume`` of the real CLI (a child process), and the
+    CLI's session tells a revert the window recorded before it closed — once."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.fakes.anthropic_server import FakeAnthropic
+
+    s = AgentSession.create(str(workdir), client=ScriptedModelClient([reply(text("one"))]))
+    asyncio.run(s.run("first"))
+    _from_a_thread(s, _record(workdir / "app.ts"))
+    s.close()
+    root = Path(__file__).resolve().parents[2]
+    with FakeAnthropic() as fake:
+        fake.script([reply(text("two")), reply(text("three"))])
+        env = {**os.environ, "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": fake.base_url,
+               "PYTHONPATH": str(root), "CLAUDE_CODE_MAX_RETRIES": "0"}
+        for prompt in ("second", "third"):
+            out = subprocess.run([sys.executable, "-m", "desktop_agent", "-p", "--resume", s.session_id, prompt],
+                                 cwd=workdir, env=env, capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+        first, second = fake.request_messages(0)[-1]["content"], fake.request_messages(1)[-1]["content"]
+    assert [b["type"] for b in first] == ["text", "text"] and first[1]["text"] == "second"
+    assert first[0]["text"].startswith("<system-reminder>") and "reverted your Edit of app.ts" in first[0]["text"]
+    assert [b["text"] for b in second] == ["third"]
