@@ -8,7 +8,9 @@ a part that cannot be built is a ``ConfigError`` or ``SessionError`` before any 
 1. auto-compaction first, when the conversation is over the §5.5 threshold (``app.compaction``);
 2. SessionStart (once) and UserPromptSubmit hooks: a blocked prompt ends the turn ``prompt_blocked``
    without a model call; hook context becomes an ``isMeta`` message after the prompt;
-3. the user entry is written to the JSONL **before** the model is called;
+3. the user entry is written to the JSONL **before** the model is called, preceded by the note of the reverts and
+   redos made in the changes panel since the last turn (``session.changes``: an ``isMeta`` ``<system-reminder>``
+   entry, so the request's last user message starts with it; told once, and still told after a resume);
 4. the query loop runs with a fresh ``AbortSignal`` (``interrupt()`` fires it), and every new entry
    it produces is appended to ``messages`` and the transcript through ``on_message``; its
    ``before_request`` hook is the compaction policy, so auto-compaction also happens between the requests
@@ -36,7 +38,8 @@ from desktop_agent.config import AppSettings, resolve_model
 from desktop_agent.core.abort import cancel_and_wait, until_aborted
 from desktop_agent.core.context import AbortSignal, ToolUseContext
 from desktop_agent.core.events import AgentEvent, Compacted, ErrorEvent, TurnFinished, UserMessage
-from desktop_agent.core.messages import new_uuid, text_of, tool_result_ids, user_entry
+from desktop_agent.core.messages import CHANGE_RECORD, CHANGE_RECORDS_TOLD, new_uuid, text_of, tool_result_ids, \
+    user_entry
 from desktop_agent.core.permission import PERMISSION_MODES, PermissionPrompter
 from desktop_agent.core.tool import Tool
 from desktop_agent.engine.loop import QueryParams, query
@@ -46,6 +49,7 @@ from desktop_agent.model.pricing import CostTracker
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.hooks import HookRunner
 from desktop_agent.session import compact as compact_mod
+from desktop_agent.session.changes import ChangeNotes
 from desktop_agent.session.resume import ResumedConversation, history_for_display
 from desktop_agent.session.store import SessionInfo, TranscriptStore, list_sessions, read_transcript
 from desktop_agent.tools.bash.background import kill_background_shells
@@ -108,6 +112,7 @@ class AgentSession:
         # None: never (the CLI). The window sets IDLE_NOTIFICATION_S.
         self.idle_notification_s: float | None = None
         self.lifecycle = SessionHooks(self)
+        self.change_notes = ChangeNotes()  # reverts/redos the model is told about with the next prompt
 
     # ---------------------------------------------------------------------------------- creation
 
@@ -168,6 +173,7 @@ class AgentSession:
         self.resumed = resumed is not None
         if resumed is not None:
             self.messages = resumed.messages
+            self.change_notes = ChangeNotes(resumed.pending_changes)
             # 2. permissions (mode and session grants restored on resume; an explicit mode wins), and
             # a model picked during the session (an explicit --model wins)
             state = resumed.permission_state
@@ -253,8 +259,24 @@ class AgentSession:
             self._turn_abort.abort("user_interrupted")
 
     def record(self, entry: dict[str, Any]) -> None:
-        """Append ``entry`` to the transcript."""
+        """Append ``entry`` to the transcript. A front end's ``change-revert`` record (any thread) is also told to
+        the model with the next prompt, even if writing it failed (the error is raised after)."""
+        if entry.get("type") == CHANGE_RECORD:
+            self.change_notes.add(entry)
+            self.store.record_change(entry)
+            return
         self.store.record(entry)
+
+    def _meta_note(self, text: str, **extra: Any) -> dict[str, Any]:
+        """A ``<system-reminder>`` note for the model as an ``isMeta`` user entry, in the conversation and the file."""
+        meta = user_entry([{"type": "text", "text": f"<system-reminder>\n{text}\n</system-reminder>"}], isMeta=True,
+                          **extra)
+        self.messages.append(meta)
+        try:
+            self.record(meta)
+        except OSError:
+            pass
+        return meta
 
     def _on_message(self, entry: dict[str, Any]) -> None:
         """The loop's persistence hook: every new entry, in order, as it appears."""
@@ -349,7 +371,10 @@ class AgentSession:
                                    duration_ms=(time.perf_counter() - t0) * 1000)
                 return
 
-            # 3. the user's input is on disk before the model is called
+            # 3. the user's input is on disk before the model is called, after the note of the panel's reverts
+            told = self.change_notes.take(self.cwd)
+            if told is not None:
+                self._meta_note(told[0], **{CHANGE_RECORDS_TOLD: told[1]})
             entry = user_entry(prompt, **entry_extra)
             self.last_prompt_uuid = entry["uuid"]
             self.messages.append(entry)
@@ -358,13 +383,7 @@ class AgentSession:
             except OSError as exc:  # disk full, permissions: the user sees it; the turn still runs
                 yield ErrorEvent(message=f"Could not save the transcript: {exc}", kind="internal")
             for text in contexts:  # hook context rides along as a meta message after the prompt
-                meta = user_entry([{"type": "text", "text": f"<system-reminder>\n{text}\n</system-reminder>"}],
-                                  isMeta=True)
-                self.messages.append(meta)
-                try:
-                    self.record(meta)
-                except OSError:
-                    pass
+                self._meta_note(text)
             self._persist_permission_state()
 
             # 4. the loop; mid-turn compaction happens in its before_request hook

@@ -44,6 +44,18 @@ def system_entry(subtype: str, content: str = "", **extra: Any) -> dict[str, Any
     return {"type": "system", "subtype": subtype, "uuid": new_uuid(), "timestamp": _now_iso(), "content": content, **extra}
 
 
+# A change the person undid or re-applied in the changes panel (our own line type: the reference's loader reads only
+# user/assistant/attachment/system entries, so it skips it; ``session.changes`` reads it back). A user entry that
+# told the model about such records names their ``recordId``s under ``CHANGE_RECORDS_TOLD``.
+CHANGE_RECORD = "change-revert"
+CHANGE_RECORDS_TOLD = "changeRecords"
+
+
+def change_record_entry(action: str, **fields: Any) -> dict[str, Any]:
+    """A ``change-revert`` line: ``action`` ``revert`` or ``redo``, plus the change's fields (``session.changes``)."""
+    return {"type": CHANGE_RECORD, "recordId": new_uuid(), "action": action, "timestamp": _now_iso(), **fields}
+
+
 def tool_result_block(tool_use_id: str, content: Any, is_error: bool = False) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
     if is_error:

@@ -8,8 +8,11 @@
    interrupted turn gets the ``isMeta`` user message ``Continue from where you left off.``; a
    trailing user message gets a synthetic assistant message so the sequence stays valid for the API.
 
+4. The change records no user entry has told the model about yet (``session.changes``) come back as
+   ``pending_changes``: the next turn tells them.
+
 ``history_for_display`` is the desktop's view: file order, no cut at boundaries, synthetic and meta
-entries hidden.
+entries hidden; the change records are kept (the changes panel marks reverted changes from them).
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from desktop_agent.core.messages import assistant_entry, tool_result_ids, tool_use_blocks, user_entry
+from desktop_agent.core.messages import CHANGE_RECORD, assistant_entry, tool_result_ids, tool_use_blocks, user_entry
+from desktop_agent.session.changes import pending_change_records
 from desktop_agent.session.store import MESSAGE_TYPES, is_compact_boundary, latest_permission_state
 
 CONTINUE_MESSAGE = "Continue from where you left off."
@@ -36,6 +40,8 @@ class ResumedConversation:
     permission_state: dict[str, Any] | None = None
     # The uuid of the last chain message already in the file (the next record's parent).
     chain_tip: str | None = None
+    # Reverts and redos of the changes panel the model was not told about yet (``session.changes``).
+    pending_changes: list[dict[str, Any]] = field(default_factory=list)
 
 
 def build_chain(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -128,10 +134,13 @@ def load_conversation_for_resume(entries: list[dict[str, Any]]) -> ResumedConver
     result = clean_interrupted(chain)
     result.permission_state = latest_permission_state(entries)
     result.chain_tip = chain[-1]["uuid"] if chain else None
+    result.pending_changes = pending_change_records(entries)
     return result
 
 
 def is_hidden_in_history(entry: dict[str, Any]) -> bool:
+    if entry.get("type") == CHANGE_RECORD:
+        return False
     if entry.get("type") not in ("user", "assistant", "system"):
         return True
     if entry.get("isMeta") or entry.get("isSynthetic") or entry.get("isEphemeral"):

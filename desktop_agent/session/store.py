@@ -9,7 +9,10 @@ every line; ``record`` skips UUIDs already in the file (re-recording is harmless
 entry to the last chain participant through ``parentUuid`` (a compact boundary keeps ``null``).
 ``progress`` entries and entries marked ``isEphemeral`` (post-compact file attachments) are never
 written. ``permission-state`` lines (our own type) carry the session's permission mode and grants,
-so a resumed session gets them back.
+so a resumed session gets them back; ``change-revert`` lines (our own type, ``record_change``, read by
+``session.changes``) record a revert or redo made in the changes panel. Neither is a chain participant, and
+the reference's loader skips both (SPEC §5.3). Appending is serialised by a lock: the panel records from a
+worker thread while a turn may be writing.
 
 Reading never crashes on a bad line: a corrupt or half-written line is skipped with a warning.
 """
@@ -21,6 +24,7 @@ import json
 import logging
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -28,7 +32,7 @@ from typing import Any, Iterable
 from desktop_agent import __version__
 from desktop_agent.util.dirs import projects_dir
 from desktop_agent.util.input_guard import clip_depth
-from desktop_agent.core.messages import _now_iso, new_uuid, text_of
+from desktop_agent.core.messages import CHANGE_RECORD, CHANGE_RECORDS_TOLD, _now_iso, new_uuid, text_of
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +97,8 @@ def read_transcript(path: Path | str, *, full: bool = False) -> list[dict[str, A
     """All parseable entries of a transcript in file order (bad lines skipped with a warning).
 
     For files above 5 MB (unless ``full``) the bytes before the last compact boundary are skipped,
-    except the latest ``permission-state`` line, which is kept.
+    except the latest ``permission-state`` line and the change records with the entries that told the model
+    about them (``session.changes``), which are kept.
     """
     path = Path(path)
     try:
@@ -114,7 +119,23 @@ def read_transcript(path: Path | str, *, full: bool = False) -> list[dict[str, A
         line_start = data.rfind(b"\n", 0, state_at) + 1
         line_end = data.find(b"\n", state_at)
         head = _parse_lines(data[line_start:line_end if line_end >= 0 else len(data)], path)
+    head += _parse_lines(b"\n".join(_lines_with(data[:start], (b'"type":"' + CHANGE_RECORD.encode() + b'"',
+                                                             b'"' + CHANGE_RECORDS_TOLD.encode() + b'":'))), path)
     return head + _parse_lines(data[start:], path)
+
+
+def _lines_with(data: bytes, markers: tuple[bytes, ...]) -> list[bytes]:
+    """The lines of ``data`` holding one of ``markers`` (found by a byte search, not line by line)."""
+    out: list[tuple[int, bytes]] = []
+    for marker in markers:
+        at = data.find(marker)
+        while at >= 0:
+            line_start = data.rfind(b"\n", 0, at) + 1
+            line_end = data.find(b"\n", at)
+            line_end = len(data) if line_end < 0 else line_end
+            out.append((line_start, data[line_start:line_end]))
+            at = data.find(marker, line_end)
+    return [line for _, line in sorted(dict(out).items())]
 
 
 def latest_permission_state(entries: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
@@ -140,6 +161,7 @@ class TranscriptStore:
         self._last_uuid: str | None = None
         self._fh: Any = None
         self._last_permission_state: str | None = None
+        self._lock = threading.Lock()  # one line at a time, whatever thread appends it
 
     # -------------------------------------------------------------------------------------- opening
 
@@ -206,6 +228,10 @@ class TranscriptStore:
         return self._fh
 
     def _append_raw(self, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self._append_locked(obj)
+
+    def _append_locked(self, obj: dict[str, Any]) -> None:
         fh = self._open()
         try:
             text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
@@ -262,6 +288,14 @@ class TranscriptStore:
         self._append_raw({"type": PERMISSION_STATE, "sessionId": self.session_id, "timestamp": _now_iso(), **state})
         return True
 
+    def record_change(self, entry: dict[str, Any]) -> None:
+        """Append a ``change-revert`` line (a revert or redo of the changes panel); any thread."""
+        if entry.get("type") != CHANGE_RECORD:
+            raise ValueError(f"not a {CHANGE_RECORD} entry")
+        entry.setdefault("sessionId", self.session_id)
+        entry.setdefault("timestamp", _now_iso())
+        self._append_raw(entry)
+
     def note_permission_state(self, state: dict[str, Any]) -> None:
         """Remember a restored state so an unchanged one is not written again."""
         self._last_permission_state = json.dumps(state, sort_keys=True, default=str)
@@ -276,10 +310,11 @@ class TranscriptStore:
                 pass
 
     def close(self) -> None:
-        if self._fh is not None:
-            self.sync()
-            self._fh.close()
-            self._fh = None
+        with self._lock:
+            if self._fh is not None:
+                self.sync()
+                self._fh.close()
+                self._fh = None
 
 
 # ------------------------------------------------------------------------------------ session lists

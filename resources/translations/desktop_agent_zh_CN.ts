@@ -70,12 +70,36 @@
         <translation>会话记录中没有此更改之前的文件内容。</translation>
     </message>
     <message>
+        <source>{0} no longer exists; nothing was re-applied.</source>
+        <translation>{0} 已不存在；未重新应用任何内容。</translation>
+    </message>
+    <message>
         <source>{0} no longer exists; nothing was reverted.</source>
         <translation>{0} 已不存在；未撤销任何内容。</translation>
     </message>
     <message>
+        <source>{0} is a directory now; nothing was re-applied.</source>
+        <translation>{0} 现在是一个目录；未重新应用任何内容。</translation>
+    </message>
+    <message>
         <source>{0} is a directory now; nothing was reverted.</source>
         <translation>{0} 现在是一个目录；未撤销任何内容。</translation>
+    </message>
+    <message>
+        <source>The transcript&apos;s record of the revert is incomplete; nothing was re-applied.</source>
+        <translation>会话记录中的撤销记录不完整；未重新应用任何内容。</translation>
+    </message>
+    <message>
+        <source>{0} exists again since the revert (by you or a later change); nothing was re-applied.</source>
+        <translation>{0} 在撤销之后又被创建（由你或之后的更改）；未重新应用任何内容。</translation>
+    </message>
+    <message>
+        <source>{0} changed since the revert (by you or a later change); nothing was re-applied.</source>
+        <translation>{0} 在撤销之后又被修改过（由你或之后的更改）；未重新应用任何内容。</translation>
+    </message>
+    <message>
+        <source>What this change wrote to {0} cannot be rebuilt from the transcript; nothing was re-applied.</source>
+        <translation>无法从会话记录重建此更改写入 {0} 的内容；未重新应用任何内容。</translation>
     </message>
 </context>
 <context>
@@ -107,6 +131,10 @@
     <message>
         <source>Revert…</source>
         <translation>撤销…</translation>
+    </message>
+    <message>
+        <source>Redo…</source>
+        <translation>重做…</translation>
     </message>
     <message>
         <source>The whole change</source>
@@ -239,12 +267,24 @@
         <translation>正在撤销…</translation>
     </message>
     <message>
+        <source>Re-applying…</source>
+        <translation>正在重新应用…</translation>
+    </message>
+    <message>
         <source>Not reverted: {0}</source>
         <translation>未撤销：{0}</translation>
     </message>
     <message>
+        <source>Not re-applied: {0}</source>
+        <translation>未重新应用：{0}</translation>
+    </message>
+    <message>
         <source>Could not revert: {0}</source>
         <translation>无法撤销：{0}</translation>
+    </message>
+    <message>
+        <source>Could not re-apply: {0}</source>
+        <translation>无法重新应用：{0}</translation>
     </message>
     <message>
         <source>Deleted the file this change created.</source>
@@ -253,6 +293,14 @@
     <message>
         <source>Reverted: the file is as it was before this change.</source>
         <translation>已撤销：文件已恢复为此更改之前的状态。</translation>
+    </message>
+    <message>
+        <source>Re-applied: the file holds this change again.</source>
+        <translation>已重新应用：文件再次包含此更改。</translation>
+    </message>
+    <message>
+        <source>The agent is told with your next message.</source>
+        <translation>你的下一条消息会告知智能体。</translation>
     </message>
     <message>
         <source>(It could not be recorded in the transcript.)</source>
@@ -325,6 +373,10 @@
     <message>
         <source>Revert…</source>
         <translation>撤销…</translation>
+    </message>
+    <message>
+        <source>Redo…</source>
+        <translation>重做…</translation>
     </message>
     <message>
         <source>(no textual change)</source>
@@ -592,10 +644,6 @@
 in this folder</source>
         <translation>此文件夹中
 没有更早的会话</translation>
-    </message>
-    <message>
-        <source>(empty)</source>
-        <translation>（空）</translation>
     </message>
     <message>
         <source>Still opening the folder — one moment…</source>
@@ -1064,8 +1112,20 @@ in this folder</source>
 <context>
     <name>RevertDialog</name>
     <message>
+        <source>Re-apply the change to {0}?</source>
+        <translation>重新应用对 {0} 的更改？</translation>
+    </message>
+    <message>
         <source>Revert the change to {0}?</source>
         <translation>撤销对 {0} 的更改？</translation>
+    </message>
+    <message>
+        <source>This creates {0} again, as this change wrote it.</source>
+        <translation>这会按此更改写入的内容重新创建 {0}。</translation>
+    </message>
+    <message>
+        <source>This writes this change into {0} again (+{1} −{2}).</source>
+        <translation>这会把此更改再次写入 {0}（+{1} −{2}）。</translation>
     </message>
     <message>
         <source>This deletes {0}, which this change created.</source>
@@ -1074,6 +1134,10 @@ in this folder</source>
     <message>
         <source>This writes {0} back as it was before this change (+{1} −{2} undone).</source>
         <translation>这会把 {0} 写回此更改之前的状态（撤销 +{1} −{2}）。</translation>
+    </message>
+    <message>
+        <source>If the file changed since the revert, nothing is written and you are told why.</source>
+        <translation>如果文件在撤销之后被修改过，则不会写入任何内容，并告诉你原因。</translation>
     </message>
     <message>
         <source>If the file changed since, nothing is written and you are told why.</source>
@@ -1086,6 +1150,10 @@ in this folder</source>
     <message>
         <source>&amp;Revert</source>
         <translation>撤销(&amp;R)</translation>
+    </message>
+    <message>
+        <source>Re&amp;do</source>
+        <translation>重做(&amp;D)</translation>
     </message>
 </context>
 <context>

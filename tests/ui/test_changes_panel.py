@@ -8,6 +8,7 @@ recorded in the transcript and resumable). End to end through the window against
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 
@@ -235,8 +236,13 @@ def test_revert_restores_bytes_encoding_and_line_endings_and_is_recorded(qtbot, 
     assert change.status == REVERTED and "reverted" in panel.text_content()
     assert "Revert…" not in panel.text_content()
     [entry] = recorded
-    assert entry["type"] == "system" and entry["subtype"] == "change_reverted"
-    assert entry["filePath"] == str(path) and entry["toolUseId"] == "toolu_e"
+    assert entry["type"] == "change-revert" and entry["action"] == "revert" and entry["outcome"] == "restored"
+    assert entry["filePath"] == str(path) and entry["toolUseId"] == "toolu_e" and entry["tool"] == "Edit"
+    assert (entry["added"], entry["removed"]) == (1, 1) and entry["ranges"] == [[1, 3]]
+    assert entry["hashBefore"] == "sha256:" + hashlib.sha256(after.encode("utf-8")).hexdigest()
+    assert entry["hashAfter"] == "sha256:" + hashlib.sha256(before.encode("utf-8")).hexdigest()
+    assert (entry["encoding"], entry["lineEnding"]) == ("utf-8-sig", "CRLF")
+    assert "Redo…" in panel.text_content()  # in Revert's place
 
 
 def test_revert_refuses_when_the_file_changed_since(qtbot, qloop, tmp_path):
@@ -319,6 +325,8 @@ def test_partly_allowed_change_then_revert_then_resume(qtbot, qloop, fake, make_
         assert await win.open_folder(str(workdir), resume=state["sid"])
         resumed = win.diff_panel.changes
         assert len(resumed) == 1 and resumed[0].rejected and "2 of 5 hunks rejected" in win.diff_panel.text_content()
+        assert resumed[0].status == REVERTED and "Redo…" in win.diff_panel.text_content()
+        assert "Revert…" not in win.diff_panel.text_content()
         assert win.controller.session.session_id == state["sid"]
         qtbot.keyClicks(win.prompt, "Are you there?")  # into the resumed session
         qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
@@ -327,14 +335,18 @@ def test_partly_allowed_change_then_revert_then_resume(qtbot, qloop, fake, make_
     qloop.run_until_complete(scenario())
     assert path.read_text() == ORIGINAL
     entries = read_transcript(state["transcript"], full=True)
-    reverted = [e for e in entries if e.get("subtype") == "change_reverted"]
-    assert len(reverted) == 1 and reverted[0]["filePath"] == str(path) and reverted[0]["parentUuid"]
-    # The resumed request went out well-formed: the system entry is not sent, roles alternate.
+    reverted = [e for e in entries if e.get("type") == "change-revert"]
+    assert len(reverted) == 1 and reverted[0]["filePath"] == str(path) and "parentUuid" not in reverted[0]
+    # The resumed request went out well-formed (the record is not sent, roles alternate), and its last user
+    # message starts with the note naming the revert.
     last = fake.request_messages(3)
     assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
-    assert "change_reverted" not in json.dumps(last)
+    assert "change-revert" not in json.dumps(last)
+    note, prompt = last[-1]["content"]
+    assert note["text"].startswith("<system-reminder>") and "reverted your Write of lines.txt" in note["text"]
+    assert prompt["text"] == "Are you there?"
     chain = load_conversation_for_resume(entries).messages
-    assert any(e.get("subtype") == "change_reverted" for e in chain)
+    assert not any(e.get("type") == "change-revert" for e in chain)
     assert [m["role"] for m in normalize_for_api(chain)][-1] == "assistant"
     fake.assert_done()
 

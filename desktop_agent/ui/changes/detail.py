@@ -55,7 +55,7 @@ class ChangeDetail(QWidget):
     """Header (back, the file, its counts and status), the navigator and actions, the whole diff."""
 
     back = Signal()
-    action = Signal(str)  # "open", "copy", "revert"
+    action = Signal(str)  # "open", "copy", "revert", "redo"
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -93,13 +93,14 @@ class ChangeDetail(QWidget):
         nav.addStretch(1)
         self.buttons: dict[str, QToolButton] = {}
         for key, text in (("open", self.tr("Open in editor")), ("copy", self.tr("Copy patch")),
-                          ("revert", self.tr("Revert\u2026"))):
+                          ("revert", self.tr("Revert\u2026")), ("redo", self.tr("Redo\u2026"))):
             b = QToolButton()
             b.setText(text)
             b.setAutoRaise(True)
             b.clicked.connect(lambda _=False, k=key: self.action.emit(k))
             self.buttons[key] = b
             nav.addWidget(b)
+        self.buttons["redo"].setVisible(False)  # in Revert's place on a reverted change
         root.addLayout(nav)
         self.view = ReviewedDiffView()
         self.view.setObjectName("changeDiffView")
@@ -112,20 +113,23 @@ class ChangeDetail(QWidget):
         root.addWidget(self.view, 1)
 
     def show_change(self, change_id: int, title_html: str, hunks: list[dict[str, Any]], file_path: str,
-                    accepted: list[bool] | None, can_revert: bool) -> None:
+                    accepted: list[bool] | None, can_revert: bool, can_redo: bool = False) -> None:
         same = change_id == self.change_id and self.view.hunks is hunks
         self.change_id = change_id
-        self.title.setText(title_html)
-        self.buttons["revert"].setEnabled(can_revert)
+        self.set_title(title_html, can_revert, can_redo)
         self.buttons["open"].setEnabled(os.path.exists(file_path))
         if not same:
             self.view.show_change(hunks, file_path, is_dark(self), accepted)
         self._update_label()
         self.view.setFocus()
 
-    def set_title(self, title_html: str, can_revert: bool) -> None:
+    def set_title(self, title_html: str, can_revert: bool, can_redo: bool = False) -> None:
+        """The header, and Revert — or, on a reverted change that can be re-applied, Redo in its place."""
         self.title.setText(title_html)
+        self.buttons["revert"].setVisible(not can_redo)
         self.buttons["revert"].setEnabled(can_revert)
+        self.buttons["redo"].setVisible(can_redo)
+        self.buttons["redo"].setEnabled(can_redo)
 
     def _update_label(self) -> None:
         v = self.view

@@ -7,14 +7,20 @@ A change comes from a tool's structured patch — from ``PermissionRequested`` b
 the written patch); a denied proposal stays as *rejected*, a reverted one as *reverted*. A partly
 allowed change keeps the proposed patch and the original line ranges of the result's ``rejectedHunks``
 of ``totalHunks``, so ``Change.review()`` can mark each proposed hunk accepted or rejected.
+
+A revert or redo is a fact of the transcript (a ``change-revert`` line, ``session.changes``): after a resume
+``apply_records`` replays them in file order, so a reverted change shows *reverted* again and keeps the record its
+Redo needs (``Change.undo``). A record that names no change of the log, or another file, is ignored.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from desktop_agent.core.messages import CHANGE_RECORD
 from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.ui import highlight
 from desktop_agent.util.diff import hunk_old_range
@@ -50,7 +56,8 @@ class Change:
     total_hunks: int | None = None
     data: dict[str, Any] | None = None  # the tool's result data (revert, copy)
     new_file: bool = False
-    busy: bool = False  # a revert is running
+    busy: bool = False  # a revert or redo is running
+    undo: dict[str, Any] | None = None  # the record of the revert that made it *reverted* (what Redo checks)
 
     def review(self) -> tuple[list[dict[str, Any]], list[bool] | None]:
         """The hunks to show and, for a partly allowed change, which were accepted: the proposed
@@ -195,6 +202,30 @@ class ChangeLog:
         self.changes.append(change)
         self.by_tool[tool_use_id] = change
         return change
+
+    def apply_record(self, record: dict[str, Any], cwd: str | None = None) -> Change | None:
+        """A revert or redo from the transcript: the change it names becomes *reverted* (keeping the record for
+        Redo) or *applied* again. None (nothing changed) for a record of no change here, or of another file."""
+        if not isinstance(record, dict) or record.get("type") != CHANGE_RECORD:
+            return None
+        change = self.by_tool.get(str(record.get("toolUseId")))
+        path = record.get("filePath")
+        if change is None or not isinstance(path, str) or change.status not in (APPLIED, REVERTED):
+            return None
+        mine = change.file_path if os.path.isabs(change.file_path) or not cwd else os.path.join(cwd, change.file_path)
+        if os.path.normpath(mine) != os.path.normpath(path):
+            return None
+        if record.get("action") == "revert":
+            change.status, change.undo = REVERTED, record
+        elif record.get("action") == "redo":
+            change.status, change.undo = APPLIED, None
+        else:
+            return None
+        return change
+
+    def apply_records(self, entries: list[dict[str, Any]], cwd: str | None = None) -> int:
+        """Replay every change record of ``entries`` in order; returns how many applied."""
+        return sum(1 for e in entries if self.apply_record(e, cwd) is not None)
 
     def clear(self) -> None:
         self.changes.clear()

@@ -15,10 +15,12 @@ the proposed patch from the request, each hunk marked accepted or "rejected: not
 through, muted), matched by the original line ranges of the tool result's ``rejectedHunks`` of
 ``totalHunks``; after a resume (no request) the written hunks and a line naming the rejected ranges.
 
-Actions per change (``actions``): open in editor, copy patch (unified diff text), revert this
-change (its own focus-safe confirmation, ``dialogs.revert``; the file I/O on a worker thread through
-``asyncio.to_thread``; refused when the file changed since; recorded in the transcript as a
-``system`` entry of subtype ``change_reverted`` through the session's recorder). Selecting a change
+Actions per change (``actions``): open in editor, copy patch, revert this change, and on a reverted one
+Redo (re-apply it) instead of Revert. Both have their own focus-safe confirmation (``dialogs.revert``), are
+refused with a sentence when the file is not as they expect (nothing written), and run their file I/O and
+their transcript record (a ``change-revert`` line through the session's recorder, which also has the model
+told with the next prompt) on a worker thread (``util.threads.in_thread``): nothing of it on the Qt thread.
+After a resume ``apply_records`` marks the changes the transcript's records reverted. Selecting a change
 tells the conversation which card to show.
 """
 
@@ -39,8 +41,8 @@ from PySide6.QtWidgets import (
 from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.ui import highlight
 from desktop_agent.ui.changes.actions import (
-    RevertPlan, RevertRefused, absolute_path, open_in_editor, revert_blocker, revert_file, revert_plan,
-    reverted_entry, unified_patch,
+    RevertPlan, RevertRefused, Undone, absolute_path, change_record, open_in_editor, redo_file, revert_blocker,
+    revert_file, revert_plan, unified_patch,
 )
 from desktop_agent.ui.changes.detail import ChangeDetail
 from desktop_agent.ui.changes.log import APPLIED, FAILED, PENDING, REJECTED, REVERTED, Change, ChangeLog
@@ -49,6 +51,7 @@ from desktop_agent.ui.conversation.summary import rel_path
 from desktop_agent.ui.highlight import PlainSpacesCopy, is_dark, mono_font
 from desktop_agent.ui.dialogs.revert import RevertDialog
 from desktop_agent.util.diff import format_line_ranges
+from desktop_agent.util.threads import in_thread
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,7 @@ class DiffPanel(QWidget):
 
     change_selected = Signal(str)  # tool_use_id
     change_reverted = Signal(str)  # tool_use_id, once the file is written back
+    change_redone = Signal(str)  # tool_use_id, once a reverted change is re-applied
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -69,8 +73,8 @@ class DiffPanel(QWidget):
         self.cwd: str | None = None
         self.log = ChangeLog()
         self.selected_id: int | None = None
-        # Where a revert is recorded: called with the transcript entry (the window sets it to its
-        # session's). None: a revert cannot be recorded, and the note says so.
+        # Where a revert or redo is recorded: called on a worker thread with the transcript entry (the window
+        # sets it to its session's). None: it cannot be recorded, and the note says so.
         self.recorder: Callable[[dict[str, Any]], Any] | None = None
         self.revert_dialog: RevertDialog | None = None
         self._tasks: set[asyncio.Future] = set()
@@ -138,6 +142,13 @@ class DiffPanel(QWidget):
             self.render()
         return change
 
+    def apply_records(self, entries: list[dict[str, Any]]) -> int:
+        """A resumed transcript's reverts and redos (``change-revert`` lines), replayed onto the log."""
+        n = self.log.apply_records(entries, self.cwd)
+        if n:
+            self.render()
+        return n
+
     def clear(self) -> None:
         self.log.clear()
         self._waiting.clear()
@@ -187,7 +198,7 @@ class DiffPanel(QWidget):
             self.selected_id = change.id
             self.open_change(change)
             self.change_selected.emit(change.tool_use_id)
-        elif verb in ("open", "copy", "revert"):
+        elif verb in ("open", "copy", "revert", "redo"):
             self.run_action(change, verb)
 
     # ----- the change page ("show all") ---------------------------------------------------------
@@ -196,7 +207,7 @@ class DiffPanel(QWidget):
         hunks, accepted = change.review()
         self.pages.setCurrentWidget(self.detail)
         self.detail.show_change(change.id, self._detail_title(change), hunks,
-                                self._abs(change), accepted, self._can_revert(change))
+                                self._abs(change), accepted, self._can_revert(change), self._can_redo(change))
 
     def show_list(self) -> None:
         if self.pages.currentWidget() is not self.view:
@@ -234,6 +245,10 @@ class DiffPanel(QWidget):
     def _can_revert(self, change: Change) -> bool:
         return change.status == APPLIED and not change.busy and revert_blocker(change.tool, change.data) is None
 
+    def _can_redo(self, change: Change) -> bool:
+        return change.status == REVERTED and change.undo is not None and not change.busy \
+            and revert_blocker(change.tool, change.data) is None
+
     def patch_text(self, change: Change) -> str:
         """The change as unified-diff text: what was written (or, pending, what is proposed)."""
         return unified_patch(change.hunks, rel_path(change.file_path, self.cwd), change.new_file)
@@ -249,6 +264,8 @@ class DiffPanel(QWidget):
                 f"{self.patch_text(change).count(chr(10)):,}"), error=False)
         elif verb == "revert":
             self.ask_revert(change)
+        elif verb == "redo":
+            self.ask_redo(change)
 
     def _set_note(self, change: Change, text: str, error: bool = True) -> None:
         change.note, change.note_is_error = text, error
@@ -257,59 +274,84 @@ class DiffPanel(QWidget):
     def _refresh(self, change: Change) -> None:
         self.render()
         if self.showing_detail() is change:
-            self.detail.set_title(self._detail_title(change), self._can_revert(change))
+            self.detail.set_title(self._detail_title(change), self._can_revert(change), self._can_redo(change))
 
     def ask_revert(self, change: Change) -> RevertDialog | None:
         """The confirmation; Revert then writes the original back on a worker thread."""
-        if change.status != APPLIED or change.busy:
+        if not self._can_revert(change):
             return None
+        return self._confirm(change, "revert")
+
+    def ask_redo(self, change: Change) -> RevertDialog | None:
+        """The confirmation; Redo then re-applies the reverted change on a worker thread."""
+        if not self._can_redo(change):
+            return None
+        return self._confirm(change, "redo")
+
+    def _confirm(self, change: Change, action: str) -> RevertDialog | None:
         plan = self._plan(change)
         if not isinstance(plan, RevertPlan):
             self._set_note(change, plan)
             return None
         added, removed = change.counts
         dlg = RevertDialog(os.path.basename(change.file_path), added, removed, plan.original is None,
-                           self.window())
-        dlg.decided.connect(lambda yes: self._start_revert(change, plan) if yes else None)
+                           self.window(), redo=action == "redo")
+        dlg.decided.connect(lambda yes: self._start(change, plan, action) if yes else None)
         dlg.finished.connect(dlg.deleteLater)
         self.revert_dialog = dlg
         dlg.open()
         return dlg
 
-    def _start_revert(self, change: Change, plan: RevertPlan) -> None:
+    def _start(self, change: Change, plan: RevertPlan, action: str) -> None:
         change.busy = True
-        self._set_note(change, self.tr("Reverting…"), error=False)
-        task = asyncio.ensure_future(self._revert(change, plan))
+        busy = self.tr("Reverting…") if action == "revert" else self.tr("Re-applying…")
+        self._set_note(change, busy, error=False)
+        task = asyncio.ensure_future(self._run(change, plan, action))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _revert(self, change: Change, plan: RevertPlan) -> None:
+    async def _run(self, change: Change, plan: RevertPlan, action: str) -> None:
+        """The file I/O and the record, on a worker thread; then the change's new state, here."""
+        recorder, undo, counts, hunks = self.recorder, change.undo, change.counts, change.hunks
+
+        def work() -> tuple[Undone, dict[str, Any], bool]:
+            done = revert_file(plan) if action == "revert" else redo_file(plan, undo or {})
+            entry = change_record(action, change.tool, change.tool_use_id, plan.path, counts, hunks, done)
+            try:
+                if recorder is None:
+                    raise RuntimeError("no session to record the change in")
+                recorder(entry)
+                return done, entry, True
+            except Exception:  # the file is written either way; say the record is missing
+                log.exception("could not record the %s", action)
+                return done, entry, False
+
+        not_done = self.tr("Not reverted: {0}") if action == "revert" else self.tr("Not re-applied: {0}")
+        failed = self.tr("Could not revert: {0}") if action == "revert" else self.tr("Could not re-apply: {0}")
         try:
-            outcome = await asyncio.to_thread(revert_file, plan)
+            done, entry, recorded = await in_thread(work)
         except RevertRefused as exc:
             change.busy = False
-            self._set_note(change, self.tr("Not reverted: {0}").format(str(exc)))
+            self._set_note(change, not_done.format(str(exc)))
             return
         except OSError as exc:
             change.busy = False
-            self._set_note(change, self.tr("Could not revert: {0}").format(exc.strerror or str(exc)))
+            self._set_note(change, failed.format(exc.strerror or str(exc)))
             return
         change.busy = False
-        change.status = REVERTED
-        note = self.tr("Deleted the file this change created.") if outcome == "deleted" else \
-            self.tr("Reverted: the file is as it was before this change.")
-        try:
-            self._record(reverted_entry(change.file_path, change.tool_use_id, outcome))
-        except Exception:  # the file is reverted either way; say the record is missing
-            log.exception("could not record the revert")
+        if action == "revert":
+            change.status, change.undo = REVERTED, entry
+            note = self.tr("Deleted the file this change created.") if done.outcome == "deleted" else \
+                self.tr("Reverted: the file is as it was before this change.")
+        else:
+            change.status, change.undo = APPLIED, None
+            note = self.tr("Re-applied: the file holds this change again.")
+        if recorded:
+            note += " " + self.tr("The agent is told with your next message.")
+        else:
             note += " " + self.tr("(It could not be recorded in the transcript.)")
         self._set_note(change, note, error=False)
-        self.change_reverted.emit(change.tool_use_id)
-
-    def _record(self, entry: dict[str, Any]) -> None:
-        if self.recorder is None:
-            raise RuntimeError("no session to record the revert in")
-        self.recorder(entry)
+        (self.change_reverted if action == "revert" else self.change_redone).emit(change.tool_use_id)
 
     # ----- rendering ---------------------------------------------------------------------------
     def render(self) -> None:
@@ -383,6 +425,8 @@ class DiffPanel(QWidget):
             links.append(f"<a href='copy:{change.id}' style='{style}'>" + html.escape(self.tr("Copy patch")) + "</a>")
         if self._can_revert(change):
             links.append(f"<a href='revert:{change.id}' style='{style}'>" + html.escape(self.tr("Revert…")) + "</a>")
+        elif self._can_redo(change):
+            links.append(f"<a href='redo:{change.id}' style='{style}'>" + html.escape(self.tr("Redo…")) + "</a>")
         if not links:
             return ""
         return (f"<p style='margin:2px 8px 4px 8px; font-size:small'>"

@@ -1,5 +1,5 @@
-"""The confirmation before the changes panel reverts a change: what will happen, in one sentence,
-and two buttons — Cancel (Escape) and Revert.
+"""The confirmation before the changes panel reverts a change (or, ``redo=True``, re-applies one it reverted):
+what will happen, in one sentence, and two buttons — Cancel (Escape) and Revert (Redo).
 
 The permission dialog's focus-safe rules: no button is default or reacts to Enter; Revert never
 reacts to Space; after the dialog appears, and each time it is activated again, both buttons are
@@ -23,21 +23,30 @@ from desktop_agent.ui.dialogs.permission import PermissionDialog
 class RevertDialog(SafetyDelay, AwaitableDialog[bool]):
     safety_delay_ms: int | None = None  # None: the permission dialog's delay
 
-    def __init__(self, name: str, added: int, removed: int, new_file: bool, parent: QWidget | None = None):
+    def __init__(self, name: str, added: int, removed: int, new_file: bool, parent: QWidget | None = None,
+                 redo: bool = False):
         super().__init__(parent)
         self._init_delay()
         self.setObjectName("revertDialog")
-        self.setWindowTitle(self.tr("Revert the change to {0}?").format(name))
+        self.redo = redo
+        self.setWindowTitle(self.tr("Re-apply the change to {0}?").format(name) if redo else
+                            self.tr("Revert the change to {0}?").format(name))
         self.setAccessibleName(self.windowTitle())
         root = QVBoxLayout(self)
         root.setContentsMargins(16, 16, 16, 16)
         root.setSpacing(8)
-        if new_file:
+        if redo and new_file:
+            what = self.tr("This creates {0} again, as this change wrote it.").format(name)
+        elif redo:
+            what = self.tr("This writes this change into {0} again (+{1} \u2212{2}).").format(
+                name, f"{added:,}", f"{removed:,}")
+        elif new_file:
             what = self.tr("This deletes {0}, which this change created.").format(name)
         else:
             what = self.tr("This writes {0} back as it was before this change (+{1} \u2212{2} undone).").format(
                 name, f"{added:,}", f"{removed:,}")
-        safe = self.tr("If the file changed since, nothing is written and you are told why.")
+        safe = self.tr("If the file changed since the revert, nothing is written and you are told why.") if redo \
+            else self.tr("If the file changed since, nothing is written and you are told why.")
         self.message = QLabel(f"<b>{html.escape(what)}</b><br/>{html.escape(safe)}")
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -47,7 +56,8 @@ class RevertDialog(SafetyDelay, AwaitableDialog[bool]):
         buttons.addStretch(1)
         self.cancel_button = GuardButton(self.tr("&Cancel  Esc"), self.is_ready)
         self.cancel_button.clicked.connect(lambda: self._guarded(self.reject))
-        self.revert_button = GuardButton(self.tr("&Revert"), self.is_ready, no_space=True)
+        self.revert_button = GuardButton(self.tr("Re&do") if redo else self.tr("&Revert"), self.is_ready,
+                                         no_space=True)
         self.revert_button.setObjectName("revertButton")
         self.revert_button.clicked.connect(lambda: self._guarded(self._revert))
         for b in (self.cancel_button, self.revert_button):

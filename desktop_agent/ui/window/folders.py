@@ -272,7 +272,7 @@ class FoldersMixin:
     def replay_history(self, session: SessionHandle | None = None, entries: list[dict[str, Any]] | None = None) -> None:
         """Render a resumed transcript: prompts, text, tool cards with their results and +/− summaries
         (the newest part), and the changes panel rebuilt from the structured patches of every Edit and
-        Write (``toolUseResult``); remembers its tokens, cost and turns for the status bar."""
+        Write (``toolUseResult``) and the reverts and redos recorded since; remembers its tokens, cost and turns for the status bar."""
         if entries is None:
             try:
                 entries = session.history() if session is not None else []
@@ -282,6 +282,7 @@ class FoldersMixin:
         ops = self.conversation.history_ops(entries)
         self.conversation.replay(ops)
         turns = self._rebuild_changes(ops)
+        self.diff_panel.apply_records(entries)  # the reverts and redos the transcript records
         try:
             tokens, cost = transcript_usage(entries)
         except Exception:

@@ -279,7 +279,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         c.session_changed.connect(lambda _s: self.refresh_servers())
         self.prompt.submitted.connect(self.send)
         self.mode_combo.currentIndexChanged.connect(self._on_mode_changed)
-        self.diff_panel.recorder = self._record_entry  # a revert, in the session's transcript
+        self.diff_panel.recorder = self._record_entry  # a revert or redo, in the transcript (a worker thread)
         self.conversation.card_selected.connect(self.diff_panel.select_tool)
         self.conversation.banner_action.connect(self._on_banner_action)
         self.diff_panel.change_selected.connect(lambda tid: self.conversation.select_card(tid, scroll=True))
