@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.util import fileio
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.util.diff import apply_hunks, rejected_hunks_sentence, split_lines_keepends, structured_patch
-from desktop_agent.tools.read.files import DENIED_MESSAGE, file_not_found_message
+from desktop_agent.tools.read.files import DENIED_MESSAGE, file_not_found_message, special_file_message
 
 MAX_EDIT_FILE_SIZE = 1024 * 1024 * 1024  # 1 GiB
 
@@ -153,6 +154,7 @@ class Snapshot:
     encoding: str = "utf-8"
     line_ending: str = "LF"
     mtime: int = 0
+    special: str = ""  # a FIFO, socket or device: why it is refused (never opened)
 
 
 def take_snapshot(abs_path: str, read: bool = True) -> Snapshot:
@@ -160,8 +162,10 @@ def take_snapshot(abs_path: str, read: bool = True) -> Snapshot:
         st = os.stat(abs_path)
     except (FileNotFoundError, NotADirectoryError):
         return Snapshot(False)
-    if os.path.isdir(abs_path):
+    if stat.S_ISDIR(st.st_mode):
         return Snapshot(True, is_dir=True)
+    if not stat.S_ISREG(st.st_mode):  # opening a FIFO waits for a writer; a device never ends
+        return Snapshot(True, special=special_file_message(abs_path, st.st_mode))
     if not read:
         return Snapshot(True, size=st.st_size, mtime=st.st_mtime_ns // 1_000_000)
     text, encoding, ending, mtime = fileio.read_text_file_with_mtime(abs_path)
@@ -272,6 +276,8 @@ def edit_critical_section(abs_path: str, input: EditInput, entry: FileStateEntry
         snap = take_snapshot(abs_path)
         if snap.is_dir:
             raise ToolError(directory_message(abs_path))
+        if snap.special:
+            raise ToolError(snap.special)
         if snap.exists:
             if old == "" and snap.text.strip() == "":
                 # Filling an empty file needs no (fresh) Read, as in validation check 5: an older view of the
@@ -392,6 +398,8 @@ class EditTool(Tool):
             return ValidationResult.fail(file_not_found_message(abs_path, ctx.cwd), 4)
         if head.is_dir:
             return ValidationResult.fail(directory_message(abs_path), 4)
+        if head.special:
+            return ValidationResult.fail(head.special, 4)
         snap = await asyncio.to_thread(take_snapshot, abs_path) if head.size > 256 * 1024 else take_snapshot(abs_path)
         # 5
         if old == "":

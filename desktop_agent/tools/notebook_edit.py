@@ -168,6 +168,8 @@ class NotebookEditTool(Tool):
         if os.path.splitext(abs_path)[1] != fileio.NOTEBOOK_EXTENSION:
             return ValidationResult.fail(NOT_NOTEBOOK_MESSAGE, 2)
         snap = await asyncio.to_thread(take_snapshot, abs_path)
+        if snap.special:
+            return ValidationResult.fail(snap.special, 1)
         if not snap.exists or snap.is_dir:
             return ValidationResult.fail(MISSING_MESSAGE, 1)
         entry = ctx.read_file_state.get(abs_path)
@@ -208,6 +210,8 @@ class NotebookEditTool(Tool):
         def critical() -> tuple[str, dict[str, Any], int]:
             with fileio.path_lock(abs_path):
                 snap = take_snapshot(abs_path)
+                if snap.special:
+                    raise ToolError(snap.special)
                 if not snap.exists or is_stale(entry, snap):
                     raise ToolError(UNEXPECTEDLY_MODIFIED_MESSAGE)
                 text, facts = edit_notebook(snap.text, input)

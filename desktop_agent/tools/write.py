@@ -66,6 +66,8 @@ def write_critical_section(abs_path: str, content: str, entry: Any) -> WriteOutc
         snap = take_snapshot(abs_path)
         if snap.is_dir:
             raise ToolError(directory_message(abs_path))
+        if snap.special:
+            raise ToolError(snap.special)
         if snap.exists and (entry is None or not is_full_read(entry) or is_stale(entry, snap)):
             raise ToolError(UNEXPECTEDLY_MODIFIED_MESSAGE)
         text = fileio.normalize_newlines(content)
@@ -100,6 +102,8 @@ class WriteTool(Tool):
             return ValidationResult.ok()
         if head.is_dir:
             return ValidationResult.fail(directory_message(abs_path), 2)
+        if head.special:
+            return ValidationResult.fail(head.special, 2)
         entry = ctx.read_file_state.get(abs_path)
         # Replacing a whole file needs a view of the whole file: a range read does not count (B.1).
         if entry is None or not is_full_read(entry):
