@@ -19,7 +19,7 @@ import asyncio
 import os
 import stat
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import Field
 
@@ -218,6 +218,20 @@ async def prepare_write(abs_path: str, ctx: ToolUseContext) -> None:
         await asyncio.to_thread(ctx.file_history.backup, abs_path)
 
 
+WriteGuard = Callable[[str], None]
+
+
+def write_guard(ctx: ToolUseContext) -> WriteGuard:
+    """Checked inside the critical section, before the file is read and again before it is written: the path as
+    it resolves *now* (a name swapped for a symlink since the decision), its identity and its real folders must
+    not be denied for edits. Raises the denied message."""
+    def guard(abs_path: str) -> None:
+        target = os.path.realpath(abs_path)
+        if ctx.path_denied(target, "edit") or (target != abs_path and ctx.path_denied(abs_path, "edit")):
+            raise ToolError(DENIED_MESSAGE)
+    return guard
+
+
 def _lf(text: str) -> str:
     return fileio.normalize_newlines(text)
 
@@ -269,10 +283,13 @@ def _compute(original: str, old: str, new: str, replace_all: bool,
     return actual, apply_edit_to_file(original, actual, new_actual, replace_all), 0, 0
 
 
-def edit_critical_section(abs_path: str, input: EditInput, entry: FileStateEntry | None) -> EditOutcome:
+def edit_critical_section(abs_path: str, input: EditInput, entry: FileStateEntry | None,
+                          guard: WriteGuard | None = None) -> EditOutcome:
     """Re-read, re-check, recompute, patch, write — synchronously, under the path's lock."""
     old, new = _lf(input.old_string), _lf(input.new_string)
     with fileio.path_lock(abs_path):
+        if guard is not None:
+            guard(abs_path)
         snap = take_snapshot(abs_path)
         if snap.is_dir:
             raise ToolError(directory_message(abs_path))
@@ -294,6 +311,8 @@ def edit_critical_section(abs_path: str, input: EditInput, entry: FileStateEntry
         if snap.exists and updated == snap.text and old != new:
             raise ToolError("String not found in file. Failed to apply edit.")
         patch = structured_patch(snap.text, updated, same_prefix=same_prefix, same_suffix=same_suffix)
+        if guard is not None:
+            guard(abs_path)
         mtime = fileio.write_text_atomic(abs_path, updated, snap.encoding, snap.line_ending)
         return EditOutcome(snap.text, updated, actual, patch, mtime)
 
@@ -450,7 +469,7 @@ class EditTool(Tool):
         await prepare_write(abs_path, ctx)
         entry = ctx.read_file_state.get(abs_path)
         try:
-            outcome = await asyncio.to_thread(edit_critical_section, abs_path, input, entry)
+            outcome = await asyncio.to_thread(edit_critical_section, abs_path, input, entry, write_guard(ctx))
         except ToolError as exc:
             if exc.message == UNEXPECTEDLY_MODIFIED_MESSAGE:
                 forget_stale_view(entry)
@@ -480,4 +499,4 @@ class EditTool(Tool):
 
 __all__ = ["EditTool", "EditInput", "proposed_file", "partial_edit_input", "edit_input_for_text", "find_actual_string",
            "preserve_quote_style", "apply_edit_to_file", "normalize_quotes", "is_stale", "take_snapshot",
-           "edit_critical_section"]
+           "edit_critical_section", "write_guard"]
