@@ -19,6 +19,7 @@ from desktop_agent.core.tool import Tool
 from desktop_agent.mcp.client import McpManager
 from desktop_agent.mcp.config import load_server_configs
 from desktop_agent.model.anthropic_client import AnthropicClient
+from desktop_agent.permissions import identity
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.hooks import HookRunner
 from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox
@@ -61,9 +62,12 @@ def make_client(settings: AppSettings, provider: str | None = None) -> Anthropic
 
 def load_permission_context(cwd: str, *, allowed: Sequence[str], disallowed: Sequence[str], settings_arg: str | None,
                             mode: str | None, add_dirs: Sequence[str], trusted: bool | None) -> PermissionContext:
-    """Rules, mode and trust from the settings files and the command line (a bad ``--settings`` raises here)."""
-    return PermissionContext.load(cwd, cli_allowed=list(allowed), cli_disallowed=list(disallowed),
-                                  settings_arg=settings_arg, mode=mode, add_dirs=list(add_dirs), trusted=trusted)
+    """Rules, mode and trust from the settings files and the command line (a bad ``--settings`` raises here).
+    The deny rules are bound to their files at once (``identity.capture``), before any command can rename them."""
+    pc = PermissionContext.load(cwd, cli_allowed=list(allowed), cli_disallowed=list(disallowed),
+                                settings_arg=settings_arg, mode=mode, add_dirs=list(add_dirs), trusted=trusted)
+    identity.capture(pc)
+    return pc
 
 
 def make_hooks(permission_context: PermissionContext) -> HookRunner:

@@ -171,6 +171,11 @@ class ToolUseContext:
         policy = self.read_policy
         return policy is not None and policy.path_denied(abs_path, operation)
 
+    def opened_denied(self, fd: int, operation: Literal["read", "edit"]) -> bool:
+        """The file open on ``fd`` is a denied one (see ``ReadPolicy.opened_denied``)."""
+        policy = self.read_policy
+        return policy is not None and policy.opened_denied(fd, operation)
+
     @property
     def original_cwd(self) -> str:
         return self.working_dirs[0]

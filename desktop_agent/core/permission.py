@@ -188,6 +188,11 @@ class ReadPolicy(Protocol):
         """A deny rule covers the path (or one of the ``checked`` forms) for the operation."""
         ...
 
+    def opened_denied(self, fd: int, operation: Literal["read", "edit"]) -> bool:
+        """The file open on ``fd`` is denied for the operation: by its identity, a folder it really lies in, or
+        a rule on the path it really has (checked on what was opened, not on the name asked for)."""
+        ...
+
     def has_read_denies(self) -> bool:
         """At least one Read deny rule exists (a search needs no filter otherwise)."""
         ...

@@ -10,8 +10,10 @@ decision (ask → prompter), 5. ``call`` (any exception becomes an ``is_error`` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -97,12 +99,8 @@ def _cap_result(block: dict[str, Any], tool: Any, ctx: ToolUseContext, tool_use_
     content = block.get("content")
     if not isinstance(content, str) or limit == float("inf") or len(content) <= limit:
         return block
-    directory = os.path.join(tempfile.gettempdir(), "desktop-agent-tool-results", ctx.session_id or "session")
-    path = os.path.join(directory, f"{tool_use_id}.txt")
     try:
-        os.makedirs(directory, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(content)
+        path = _save_full_output(content, ctx.session_id or "session", tool_use_id)
         where = f"Full output saved to: {path}"
     except OSError:
         where = "The full output could not be saved"
@@ -113,6 +111,28 @@ def _cap_result(block: dict[str, Any], tool: Any, ctx: ToolUseContext, tool_use_
         f"Preview (first 2000 characters):\n{preview}\n...\n</persisted-output>"
     )
     return block
+
+
+def _save_full_output(content: str, session_id: str, tool_use_id: str) -> str:
+    """Write an oversized result where only this user can read it: ``$TMPDIR/desktop-agent-tool-results-<uid>``
+    (0700, ours, not a symlink — another local user could have made the name first), the file created new
+    (``O_EXCL``, 0600). Raises OSError when the place is not safe."""
+    base = os.path.join(tempfile.gettempdir(), f"desktop-agent-tool-results-{os.getuid()}")
+    for directory in (base, os.path.join(base, os.path.basename(session_id) or "session")):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(directory)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise PermissionError(f"{directory} is not a private directory of this user")
+    path = os.path.join(base, os.path.basename(session_id) or "session", f"{os.path.basename(tool_use_id)}.txt")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(content)
+    return path
 
 
 async def run_tool_use(block: dict[str, Any], ctx: ToolUseContext) -> ToolUseOutcome:

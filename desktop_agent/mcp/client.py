@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import tempfile
+from collections.abc import AsyncIterator
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -58,6 +60,7 @@ class McpConnection:
     def __init__(self, cfg: McpServerConfig):
         self.cfg = cfg
         self.state: State = "failed" if cfg.error else "pending"
+        self.unreadable = ""  # why the last message from the server could not be read
         self.error: str | None = cfg.error
         self.tools: list[dict[str, Any]] = []
         self.restarts = 0
@@ -89,6 +92,9 @@ class McpConnection:
         return "\n".join(lines[-5:])[-800:]
 
     def _transport(self) -> Any:
+        return _readable_only(self, self._raw_transport())
+
+    def _raw_transport(self) -> Any:
         if self.cfg.transport == "http":
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
@@ -130,6 +136,8 @@ class McpConnection:
 
     def _fail(self, exc: BaseException | None) -> None:
         detail = _describe(exc) if exc is not None else "the server exited"
+        if self.unreadable:
+            detail = f"it sent a message that could not be read ({self.unreadable})"
         tail = self._stderr_tail()
         self.state = "failed"
         self.error = f"{detail}\n{tail}".strip() if tail and tail not in detail else detail
@@ -145,6 +153,7 @@ class McpConnection:
             self._ready.clear()
             self._stop.clear()
             self.state = "connecting"
+            self.unreadable = ""
             self._task = asyncio.ensure_future(self._run())
             timeout = _ms_env("MCP_TIMEOUT", 30_000)
             try:
@@ -202,6 +211,40 @@ class McpConnection:
             with contextlib.suppress(OSError):
                 self._errlog.close()
             self._errlog = None
+
+
+@contextlib.asynccontextmanager
+async def _readable_only(conn: McpConnection, transport: Any) -> AsyncIterator[Any]:
+    """The transport's streams, except that the first message the SDK could not parse (not JSON, nested past
+    the parser's limit, not JSON-RPC) ends the connection: the SDK would only log it, and the call waiting
+    for that answer would wait until MCP_TOOL_TIMEOUT. Closing the read side makes every pending call fail
+    at once ("Connection closed"), so the model gets an error tool_result naming the reason."""
+    import anyio
+
+    # The SDK logs each unparsable line with its traceback on stderr; the reason reaches the model and the
+    # Servers view through ``unreadable`` instead.
+    logging.getLogger("mcp.client.stdio").setLevel(logging.CRITICAL)
+    async with transport as (read, write):
+        send, recv = anyio.create_memory_object_stream[Any](0)
+
+        async def forward() -> None:
+            async with send:
+                async for item in read:
+                    if isinstance(item, Exception):
+                        conn.unreadable = _clip(_describe(item), 300)
+                        return
+                    await send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forward)
+            try:
+                yield recv, write
+            finally:
+                tg.cancel_scope.cancel()
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _describe(exc: BaseException) -> str:
@@ -319,7 +362,34 @@ class McpTool(Tool):
         return ToolResult(await self.conn.call(self.remote_name, _dump(input)))
 
     def map_result_to_block(self, data: Any, tool_use_id: str) -> dict[str, Any]:
-        return {"type": "tool_result", "tool_use_id": tool_use_id, **map_call_result(data)}
+        mapped = map_call_result(data)
+        limit = max_output_tokens()
+        tokens = estimate_tokens(mapped["content"])
+        if tokens > limit:  # the reference's cap and sentence: the model is told to ask for less
+            mapped = {"content": f"MCP tool \"{self.name}\" response ({tokens} tokens) exceeds maximum allowed tokens "
+                                 f"({limit}). Please use pagination, filtering, or limit parameters to reduce the "
+                                 "response size.", "is_error": True}
+        return {"type": "tool_result", "tool_use_id": tool_use_id, **mapped}
+
+
+def max_output_tokens() -> int:
+    """``MAX_MCP_OUTPUT_TOKENS`` (the reference's variable), default 25,000."""
+    try:
+        return max(1, int(os.environ.get("MAX_MCP_OUTPUT_TOKENS") or 25_000))
+    except ValueError:
+        return 25_000
+
+
+def estimate_tokens(content: Any) -> int:
+    """About four characters a token, over the text blocks (images are priced by their pixels, not their bytes,
+    and the API bounds their size itself)."""
+    if isinstance(content, str):
+        return (len(content) + 3) // 4
+    total = 0
+    for block in content or []:
+        if block.get("type") == "text":
+            total += len(block.get("text", ""))
+    return (total + 3) // 4
 
 
 def _dump(input: Any) -> dict[str, Any]:

@@ -59,6 +59,11 @@ def normalize_name(name: str) -> str:
 
 def parse_entry(name: str, raw: Any, source: str) -> McpServerConfig:
     cfg = McpServerConfig(name=normalize_name(name), source=source)
+    if "__" in cfg.name:
+        cfg.error = (f"the MCP server name {name!r} in {source} contains \"__\" (or characters that become \"__\"): "
+                     f"its tools would be named mcp__{cfg.name}__<tool>, which rules cannot tell apart from another "
+                     "server's; rename the server")
+        return cfg
     if not isinstance(raw, dict):
         cfg.error = f"the entry for {name!r} in {source} must be an object"
         return cfg

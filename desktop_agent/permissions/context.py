@@ -233,6 +233,12 @@ class PermissionContext:
 
         return matching_path_rule(self, abs_path, operation, "deny", checked=checked, is_dir=is_dir) is not None
 
+    def opened_denied(self, fd: int, operation: Literal["read", "edit"]) -> bool:
+        """``core.permission.ReadPolicy``: the file actually opened is a denied one (``paths.opened_denied``)."""
+        from desktop_agent.permissions.paths import opened_denied
+
+        return opened_denied(self, fd, operation)
+
     def has_read_denies(self) -> bool:
         return bool(self.content_rules("deny", "Read"))
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from functools import lru_cache
 from typing import Any, TypedDict
 
@@ -22,6 +23,7 @@ from desktop_agent.core.errors import wrap_error
 from desktop_agent.core.seams import PermissionState
 from desktop_agent.util.paths import is_inside
 from desktop_agent.permissions.context import PermissionContext
+from desktop_agent.permissions.identity import denied_by_identity, denied_folder_of, identities, multi_link
 from desktop_agent.permissions.rules import CombinedPathMatcher, CompiledRule, fold
 from desktop_agent.core.permission import (
     DecisionReason, PermissionDecision, PermissionMode, PermissionUpdate, RuleValue,
@@ -103,10 +105,11 @@ def _under_claude_dir(abs_path: str) -> bool:
 # --------------------------------------------------------------------------- rule lookup
 def matching_path_rule(pc: PermissionState | None, abs_path: str, op: str, behavior: str,
                        sources: tuple[str, ...] | None = None, checked: list[str] | None = None,
-                       is_dir: bool | None = None) -> CompiledRule | None:
+                       is_dir: bool | None = None, identity: bool = True) -> CompiledRule | None:
     """The first ``behavior`` rule covering ``abs_path`` for ``op`` ("read" or "edit").
 
-    deny: Read deny rules (and Edit deny rules for edits) fire on the path *or* its target.
+    deny: Read deny rules (and Edit deny rules for edits) fire on the path *or* its target, and (``identity``)
+    on a file or folder that is a denied one under another name (``permissions.identity``).
     ask: Read ask for reads, Edit ask for edits. allow: Edit allow (and Read allow for reads) must cover
     the path *and* its target.
     """
@@ -133,7 +136,10 @@ def matching_path_rule(pc: PermissionState | None, abs_path: str, op: str, behav
         dir_forms = [p.rstrip("/") + "/" for p in paths]
         paths = paths + dir_forms if behavior in ("deny", "ask") else dir_forms
     if behavior in ("deny", "ask"):
-        return matcher.first_match(paths, [fold(p) for p in paths])
+        hit = matcher.first_match(paths, [fold(p) for p in paths])
+        if hit is None and identity and behavior == "deny" and sources is None:
+            hit = denied_by_identity(pc, abs_path, op)
+        return hit
     first: CompiledRule | None = None
     for p in paths:  # allow: the link and its target must both be covered
         hit = matcher.first_match([p], [p])
@@ -141,6 +147,26 @@ def matching_path_rule(pc: PermissionState | None, abs_path: str, op: str, behav
             return None
         first = first or hit
     return first
+
+
+def opened_denied(pc: PermissionContext, fd: int, operation: str) -> bool:
+    """The file actually opened (``fd``) is denied: by its identity, by a folder it really lies in, or by a
+    rule on the path it really has (``/proc/self/fd``) — a name swapped for a symlink between the check and
+    the open is caught here."""
+    st = os.fstat(fd)
+    ids = identities(pc)
+    if ids.lookup((st.st_dev, st.st_ino), operation) is not None:
+        return True
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return bool(ids.by_identity)  # cannot tell where it is: refuse only when there is something to refuse
+    if not real.startswith("/"):
+        return False  # a pipe or an anonymous file: nothing a rule names
+    if matching_path_rule(pc, real, operation, "deny", checked=[real], is_dir=stat.S_ISDIR(st.st_mode),
+                          identity=False) is not None:
+        return True
+    return denied_folder_of(ids, real, operation) is not None
 
 
 def read_deny_globs(search_root: str, pc: PermissionContext) -> list[str]:
@@ -257,7 +283,8 @@ def check_write_permission_for_tool(tool_name: str, abs_path: str, input: dict[s
         return PermissionDecision(behavior="ask", message=ask_message, updated_input=input,
                                   decision_reason=_rule_reason(rule), blocked_path=abs_path,
                                   suggestions=write_suggestions(abs_path, ctx))
-    inside = in_working_dirs(abs_path, ctx, checked)
+    # a file with other names (hard links) is not "inside": its other names may be anywhere
+    inside = in_working_dirs(abs_path, ctx, checked) and not multi_link(abs_path)
     # 6. acceptEdits inside the working dirs
     if inside and _mode(ctx) == "acceptEdits":
         return PermissionDecision(behavior="allow", updated_input=input,
@@ -293,7 +320,7 @@ def check_read_permission_for_tool(tool_name: str, abs_path: str, input: dict[st
         return PermissionDecision(behavior="ask", message=message, updated_input=input,
                                   decision_reason=_rule_reason(rule), blocked_path=abs_path,
                                   suggestions=read_suggestions(abs_path, ctx))
-    if in_working_dirs(abs_path, ctx, checked):
+    if in_working_dirs(abs_path, ctx, checked) and not multi_link(abs_path):  # other names may be anywhere
         return PermissionDecision(behavior="allow", updated_input=input,
                                   decision_reason=DecisionReason(type="workingDir",
                                                                  reason="inside the working directory"))

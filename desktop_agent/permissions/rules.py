@@ -84,9 +84,23 @@ def split_rule_list(values: list[str] | str | None) -> list[str]:
 
 
 # --------------------------------------------------------------------------- tool names
+def mcp_rule_name(rule_tool: str) -> str:
+    """An ``mcp__<server>[__<tool>]`` rule with the server and tool named as the tools are: each character
+    outside ``A-Za-z0-9_-`` (and ``*``) becomes ``_``, so ``mcp__my.fs`` — the server as configured — names
+    the tools ``mcp__my_fs__…`` it really has."""
+    if not rule_tool.startswith("mcp__"):
+        return rule_tool
+    server, sep, tool = rule_tool[5:].partition("__")
+    return "mcp__" + _MCP_UNSAFE.sub("_", server) + sep + _MCP_UNSAFE.sub("_", tool)
+
+
+_MCP_UNSAFE = re.compile(r"[^A-Za-z0-9_*-]")
+
+
 def tool_name_matches(rule_tool: str, tool_name: str, behavior: str) -> bool:
     """Exact names; ``mcp__server`` covers its tools; globs (``*``, ``mcp__*``) for deny/ask, and for
-    allow only after a literal ``mcp__<server>__``."""
+    allow only after a literal ``mcp__<server>__``. MCP names are compared as normalised (``mcp_rule_name``)."""
+    rule_tool = mcp_rule_name(rule_tool)
     if rule_tool == tool_name:
         return True
     if rule_tool.startswith("mcp__") and "*" not in rule_tool and rule_tool.count("__") == 1:

@@ -33,6 +33,9 @@ PROJECT_SOURCES = ("projectSettings", "localSettings")
 _RESTRICTIVE_MODES = ("default", "plan", "dontAsk")
 
 
+_MCP_RULE_RE = re.compile(r"^mcp__[^\s()]+$")
+
+
 def managed_dir() -> str:
     return os.environ.get("DESKTOP_AGENT_MANAGED_SETTINGS_DIR", MANAGED_DIR_DEFAULT)
 
@@ -239,7 +242,8 @@ def rule_problem(text: str, *, tool_name_only: bool = False) -> str | None:
             return "empty parentheses: give a pattern, or use the tool name alone"
     else:
         name = t
-    if not _TOOL_NAME_RE.match(name):
+    # An MCP rule may name the server as configured (``mcp__my.fs``): matching normalises it (rules.mcp_rule_name).
+    if not _TOOL_NAME_RE.match(name) and not (name.startswith("mcp__") and _MCP_RULE_RE.match(name)):
         return "a tool name has only letters, digits, '_', '-' and '*'"
     if name.startswith("mcp__"):
         return "MCP rules take no pattern in parentheses" if content is not None else None

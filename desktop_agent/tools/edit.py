@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import Field
 
@@ -29,7 +30,7 @@ from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.util import fileio
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.util.diff import apply_hunks, rejected_hunks_sentence, split_lines_keepends, structured_patch
-from desktop_agent.tools.read.files import DENIED_MESSAGE, file_not_found_message
+from desktop_agent.tools.read.files import DENIED_MESSAGE, file_not_found_message, special_file_message
 
 MAX_EDIT_FILE_SIZE = 1024 * 1024 * 1024  # 1 GiB
 
@@ -153,6 +154,7 @@ class Snapshot:
     encoding: str = "utf-8"
     line_ending: str = "LF"
     mtime: int = 0
+    special: str = ""  # a FIFO, socket or device: why it is refused (never opened)
 
 
 def take_snapshot(abs_path: str, read: bool = True) -> Snapshot:
@@ -160,8 +162,10 @@ def take_snapshot(abs_path: str, read: bool = True) -> Snapshot:
         st = os.stat(abs_path)
     except (FileNotFoundError, NotADirectoryError):
         return Snapshot(False)
-    if os.path.isdir(abs_path):
+    if stat.S_ISDIR(st.st_mode):
         return Snapshot(True, is_dir=True)
+    if not stat.S_ISREG(st.st_mode):  # opening a FIFO waits for a writer; a device never ends
+        return Snapshot(True, special=special_file_message(abs_path, st.st_mode))
     if not read:
         return Snapshot(True, size=st.st_size, mtime=st.st_mtime_ns // 1_000_000)
     text, encoding, ending, mtime = fileio.read_text_file_with_mtime(abs_path)
@@ -212,6 +216,20 @@ async def prepare_write(abs_path: str, ctx: ToolUseContext) -> None:
         await asyncio.to_thread(os.makedirs, parent, exist_ok=True)
     if ctx.file_history is not None:
         await asyncio.to_thread(ctx.file_history.backup, abs_path)
+
+
+WriteGuard = Callable[[str], None]
+
+
+def write_guard(ctx: ToolUseContext) -> WriteGuard:
+    """Checked inside the critical section, before the file is read and again before it is written: the path as
+    it resolves *now* (a name swapped for a symlink since the decision), its identity and its real folders must
+    not be denied for edits. Raises the denied message."""
+    def guard(abs_path: str) -> None:
+        target = os.path.realpath(abs_path)
+        if ctx.path_denied(target, "edit") or (target != abs_path and ctx.path_denied(abs_path, "edit")):
+            raise ToolError(DENIED_MESSAGE)
+    return guard
 
 
 def _lf(text: str) -> str:
@@ -265,13 +283,18 @@ def _compute(original: str, old: str, new: str, replace_all: bool,
     return actual, apply_edit_to_file(original, actual, new_actual, replace_all), 0, 0
 
 
-def edit_critical_section(abs_path: str, input: EditInput, entry: FileStateEntry | None) -> EditOutcome:
+def edit_critical_section(abs_path: str, input: EditInput, entry: FileStateEntry | None,
+                          guard: WriteGuard | None = None) -> EditOutcome:
     """Re-read, re-check, recompute, patch, write — synchronously, under the path's lock."""
     old, new = _lf(input.old_string), _lf(input.new_string)
     with fileio.path_lock(abs_path):
+        if guard is not None:
+            guard(abs_path)
         snap = take_snapshot(abs_path)
         if snap.is_dir:
             raise ToolError(directory_message(abs_path))
+        if snap.special:
+            raise ToolError(snap.special)
         if snap.exists:
             if old == "" and snap.text.strip() == "":
                 # Filling an empty file needs no (fresh) Read, as in validation check 5: an older view of the
@@ -288,6 +311,8 @@ def edit_critical_section(abs_path: str, input: EditInput, entry: FileStateEntry
         if snap.exists and updated == snap.text and old != new:
             raise ToolError("String not found in file. Failed to apply edit.")
         patch = structured_patch(snap.text, updated, same_prefix=same_prefix, same_suffix=same_suffix)
+        if guard is not None:
+            guard(abs_path)
         mtime = fileio.write_text_atomic(abs_path, updated, snap.encoding, snap.line_ending)
         return EditOutcome(snap.text, updated, actual, patch, mtime)
 
@@ -392,6 +417,8 @@ class EditTool(Tool):
             return ValidationResult.fail(file_not_found_message(abs_path, ctx.cwd), 4)
         if head.is_dir:
             return ValidationResult.fail(directory_message(abs_path), 4)
+        if head.special:
+            return ValidationResult.fail(head.special, 4)
         snap = await asyncio.to_thread(take_snapshot, abs_path) if head.size > 256 * 1024 else take_snapshot(abs_path)
         # 5
         if old == "":
@@ -442,7 +469,7 @@ class EditTool(Tool):
         await prepare_write(abs_path, ctx)
         entry = ctx.read_file_state.get(abs_path)
         try:
-            outcome = await asyncio.to_thread(edit_critical_section, abs_path, input, entry)
+            outcome = await asyncio.to_thread(edit_critical_section, abs_path, input, entry, write_guard(ctx))
         except ToolError as exc:
             if exc.message == UNEXPECTEDLY_MODIFIED_MESSAGE:
                 forget_stale_view(entry)
@@ -472,4 +499,4 @@ class EditTool(Tool):
 
 __all__ = ["EditTool", "EditInput", "proposed_file", "partial_edit_input", "edit_input_for_text", "find_actual_string",
            "preserve_quote_style", "apply_edit_to_file", "normalize_quotes", "is_stale", "take_snapshot",
-           "edit_critical_section"]
+           "edit_critical_section", "write_guard"]

@@ -33,7 +33,7 @@ from desktop_agent.util import fileio
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.tools.edit import (
     MODIFIED_SINCE_READ_MESSAGE, NOT_READ_MESSAGE, UNEXPECTEDLY_MODIFIED_MESSAGE, forget_stale_view, is_stale,
-    prepare_write, take_snapshot, written_state,
+    prepare_write, take_snapshot, write_guard, written_state,
 )
 from desktop_agent.util.diff import structured_patch
 from desktop_agent.tools.read.files import DENIED_MESSAGE
@@ -168,6 +168,8 @@ class NotebookEditTool(Tool):
         if os.path.splitext(abs_path)[1] != fileio.NOTEBOOK_EXTENSION:
             return ValidationResult.fail(NOT_NOTEBOOK_MESSAGE, 2)
         snap = await asyncio.to_thread(take_snapshot, abs_path)
+        if snap.special:
+            return ValidationResult.fail(snap.special, 1)
         if not snap.exists or snap.is_dir:
             return ValidationResult.fail(MISSING_MESSAGE, 1)
         entry = ctx.read_file_state.get(abs_path)
@@ -205,12 +207,18 @@ class NotebookEditTool(Tool):
         await prepare_write(abs_path, ctx)
         entry = ctx.read_file_state.get(abs_path)
 
+        guard = write_guard(ctx)
+
         def critical() -> tuple[str, dict[str, Any], int]:
             with fileio.path_lock(abs_path):
+                guard(abs_path)
                 snap = take_snapshot(abs_path)
+                if snap.special:
+                    raise ToolError(snap.special)
                 if not snap.exists or is_stale(entry, snap):
                     raise ToolError(UNEXPECTEDLY_MODIFIED_MESSAGE)
                 text, facts = edit_notebook(snap.text, input)
+                guard(abs_path)
                 mtime = fileio.write_text_atomic(abs_path, text, snap.encoding, snap.line_ending)
                 return text, facts, mtime
 

@@ -35,7 +35,9 @@ from desktop_agent.tools.edit import (
     prepare_write,
     rejected_fields,
     rejected_note,
+    WriteGuard,
     take_snapshot,
+    write_guard,
     written_state,
 )
 from desktop_agent.util.diff import apply_hunks, structured_patch
@@ -56,20 +58,26 @@ class WriteOutcome:
     mtime: int
 
 
-def write_critical_section(abs_path: str, content: str, entry: Any) -> WriteOutcome:
+def write_critical_section(abs_path: str, content: str, entry: Any, guard: WriteGuard | None = None) -> WriteOutcome:
     """Re-read, re-check, patch, write — synchronously, under the path's lock.
 
     A file that exists now must have been read and be unchanged since (a file that appeared after
     validation fails too). A file deleted meanwhile is simply created again.
     """
     with fileio.path_lock(abs_path):
+        if guard is not None:
+            guard(abs_path)
         snap = take_snapshot(abs_path)
         if snap.is_dir:
             raise ToolError(directory_message(abs_path))
+        if snap.special:
+            raise ToolError(snap.special)
         if snap.exists and (entry is None or not is_full_read(entry) or is_stale(entry, snap)):
             raise ToolError(UNEXPECTEDLY_MODIFIED_MESSAGE)
         text = fileio.normalize_newlines(content)
         patch = structured_patch(snap.text, text)
+        if guard is not None:
+            guard(abs_path)
         if snap.exists:
             mtime = fileio.write_text_atomic(abs_path, content, snap.encoding, snap.line_ending)
         else:
@@ -100,6 +108,8 @@ class WriteTool(Tool):
             return ValidationResult.ok()
         if head.is_dir:
             return ValidationResult.fail(directory_message(abs_path), 2)
+        if head.special:
+            return ValidationResult.fail(head.special, 2)
         entry = ctx.read_file_state.get(abs_path)
         # Replacing a whole file needs a view of the whole file: a range read does not count (B.1).
         if entry is None or not is_full_read(entry):
@@ -126,7 +136,7 @@ class WriteTool(Tool):
         await prepare_write(abs_path, ctx)
         entry = ctx.read_file_state.get(abs_path)
         try:
-            outcome = await asyncio.to_thread(write_critical_section, abs_path, input.content, entry)
+            outcome = await asyncio.to_thread(write_critical_section, abs_path, input.content, entry, write_guard(ctx))
         except ToolError as exc:
             if exc.message == UNEXPECTEDLY_MODIFIED_MESSAGE:
                 forget_stale_view(entry)

@@ -132,9 +132,30 @@ def to_display(text: str) -> str:
         return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
 
 
+class NotRegularFileError(OSError):
+    """The path is a FIFO, socket or device (or a directory): refused without reading (it could block or never end)."""
+
+
+def open_regular_fd(path: str) -> int:
+    """An O_RDONLY descriptor of ``path`` if it is a regular file. Opened with O_NONBLOCK — a FIFO that a race
+    put in place of the file does not wait for a writer — then ``fstat`` on what was actually opened; anything
+    but a regular file is closed again and refused (``NotRegularFileError``). For a regular file O_NONBLOCK
+    changes nothing."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(21 if stat.S_ISDIR(mode) else 22, "not a regular file", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_text_file_with_mtime(path: str) -> tuple[str, Encoding, LineEnding, int]:
-    """``(text with LF line endings, encoding, line ending, mtime in ms)``, mtime taken from the same open file."""
-    with open(path, "rb") as fh:
+    """``(text with LF line endings, encoding, line ending, mtime in ms)``, mtime taken from the same open file,
+    which must be a regular file (``open_regular_fd``)."""
+    with os.fdopen(open_regular_fd(path), "rb") as fh:
         data = fh.read()
         mtime = os.fstat(fh.fileno()).st_mtime_ns // 1_000_000
     text, encoding = decode_bytes(data)
@@ -174,7 +195,7 @@ _NOT_CONTROL = bytes(b for b in range(256) if b not in _CONTROL)
 
 def sniff_binary_file(path: str, size: int = 8192) -> bool:
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(open_regular_fd(path), "rb") as fh:
             return looks_binary(fh.read(size))
     except OSError:
         return False

@@ -9,7 +9,7 @@ import os
 import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 from desktop_agent.core.errors import ToolError
 
@@ -98,7 +98,19 @@ def special_file_message(abs_path: str, mode: int) -> str:
             "never end).")
 
 
-def open_regular(path: str) -> Any:
+Guard = Callable[[int], None]  # called with the descriptor of what was opened; raises to refuse it
+
+
+def opened_guard(ctx: Any, operation: str = "read") -> Guard:
+    """A guard refusing a file whose identity, real folder or real path a deny rule covers (``ctx.opened_denied``):
+    the check made on the name before the call is made again on what was actually opened."""
+    def guard(fd: int) -> None:
+        if ctx.opened_denied(fd, operation):
+            raise ToolError(DENIED_MESSAGE)
+    return guard
+
+
+def open_regular(path: str, guard: Guard | None = None) -> Any:
     """``open(path, "rb")`` for a regular file only. Opened with O_NONBLOCK (opening a FIFO that a race put
     in place of the file does not wait for a writer), then ``fstat``: anything but a regular file is
     closed again and refused. For a regular file O_NONBLOCK changes nothing."""
@@ -110,6 +122,8 @@ def open_regular(path: str) -> Any:
             raise IsADirectoryError(21, "Is a directory", path)
         if not stat.S_ISREG(st.st_mode):
             raise ToolError(special_file_message(path, st.st_mode))
+        if guard is not None:
+            guard(fd)
     except BaseException:
         os.close(fd)
         raise

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from desktop_agent.core.errors import ToolError
-from desktop_agent.tools.read.files import open_regular, run_cpu, run_io
+from desktop_agent.tools.read.files import Guard, open_regular, run_cpu, run_io
 from desktop_agent.tools.read.text import estimate_tokens, max_output_tokens
 from desktop_agent.util import fileio
 
@@ -62,7 +62,7 @@ def _image_media_type(data: bytes, ext: str) -> str:
             ".webp": "image/webp"}.get(ext, "image/png")
 
 
-def read_image(path: str) -> dict[str, Any]:
+def read_image(path: str, guard: Guard | None = None) -> dict[str, Any]:
     """An image as base64 within the API's limits (worker thread).
 
     With Pillow (a dependency) the image is decoded in full, so a corrupt or truncated file is an error
@@ -70,7 +70,7 @@ def read_image(path: str) -> dict[str, Any]:
     ≤ ``MAX_IMAGE_RAW_BYTES``, a format the API takes) is sent byte for byte, any other is downscaled
     and re-encoded (``fit_image``). Without Pillow the bytes go as they are if they are small enough.
     """
-    with open_regular(path) as fh:
+    with open_regular(path, guard) as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > MAX_IMAGE_FILE_BYTES:
             raise ToolError(
@@ -207,9 +207,9 @@ def image_metadata_text(dims: dict[str, int] | None) -> str | None:
 # ---------------------------------------------------------------- PDFs (pypdf)
 
 
-def read_pdf_bytes(path: str) -> bytes:
+def read_pdf_bytes(path: str, guard: Guard | None = None) -> bytes:
     """The PDF's bytes (I/O thread), refusing one over ``PDF_MAX_FILE_BYTES``."""
-    with open_regular(path) as fh:
+    with open_regular(path, guard) as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > PDF_MAX_FILE_BYTES:
             raise ToolError(
@@ -275,7 +275,7 @@ def extract_pdf_pages(data: bytes, path: str, pages: str | None, max_tokens: int
     return {"type": "pdf", "file": {"filePath": path, "pages": out, "totalPages": total}}
 
 
-async def read_pdf(path: str, pages: str | None) -> dict[str, Any]:
+async def read_pdf(path: str, pages: str | None, guard: Guard | None = None) -> dict[str, Any]:
     """Read a PDF off the event loop: bytes on the I/O pool, pypdf (pure Python) on the CPU thread."""
-    data = await run_io(read_pdf_bytes, path)
+    data = await run_io(read_pdf_bytes, path, guard)
     return await run_cpu(extract_pdf_pages, data, path, pages, max_output_tokens())

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from desktop_agent.core.errors import ToolError
-from desktop_agent.tools.read.files import open_regular
+from desktop_agent.tools.read.files import Guard, open_regular
 from desktop_agent.util import fileio
 
 MAX_FILE_SIZE_BYTES = int(0.25 * 1024 * 1024)  # whole-file reads (no limit)
@@ -59,7 +59,7 @@ class TextRange:
     rendered: str | None = None  # the numbered text for the model (built in the worker thread)
 
 
-def read_text_range(path: str, offset: int | None, limit: int | None) -> TextRange:
+def read_text_range(path: str, offset: int | None, limit: int | None, guard: Guard | None = None) -> TextRange:
     """Read lines ``[offset, offset+limit)`` (1-based; offset 0 means 1) of a text file.
 
     UTF-8 files are cut into lines as bytes and only the wanted range is decoded; a range of a very
@@ -67,7 +67,7 @@ def read_text_range(path: str, offset: int | None, limit: int | None) -> TextRan
     numbered output shows it; an empty file has 0 lines.
     """
     start = 0 if not offset else offset - 1
-    with open_regular(path) as fh:
+    with open_regular(path, guard) as fh:
         st = os.fstat(fh.fileno())
         if limit is not None and st.st_size > STREAM_THRESHOLD_BYTES:
             head = fh.read(3)
@@ -173,11 +173,11 @@ def finish_text(rng: TextRange, offset: int | None, max_tokens: int) -> TextRang
 
 
 def load_text(path: str, offset: int | None, limit: int | None, max_tokens: int,
-              sniff_ext: str | None = None) -> TextRange:
+              sniff_ext: str | None = None, guard: Guard | None = None) -> TextRange:
     """A whole text Read in one call: binary sniffing (with ``sniff_ext``), range, token cap, numbering."""
     if sniff_ext is not None and fileio.sniff_binary_file(path):
         raise ToolError(binary_message(sniff_ext))
-    return finish_text(read_text_range(path, offset, limit), offset, max_tokens)
+    return finish_text(read_text_range(path, offset, limit, guard), offset, max_tokens)
 
 
 def _stream_range(fh: Any, start: int, limit: int, st: os.stat_result) -> TextRange:

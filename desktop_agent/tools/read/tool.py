@@ -31,8 +31,8 @@ from desktop_agent.core.context import FileStateEntry, ToolUseContext
 from desktop_agent.core.errors import ToolError
 from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
-from desktop_agent.tools.read.files import (BLOCKED_DEVICE_PATHS, DENIED_MESSAGE, open_regular, run_cpu, run_io,
-                                            special_file_message, stat_regular_file)
+from desktop_agent.tools.read.files import (BLOCKED_DEVICE_PATHS, DENIED_MESSAGE, Guard, open_regular, opened_guard,
+                                            run_cpu, run_io, special_file_message, stat_regular_file)
 from desktop_agent.tools.read.media import (PDF_MAX_PAGES_PER_READ, image_metadata_text, parse_pdf_page_range,
                                             read_image, read_pdf)
 from desktop_agent.tools.read.notebook import cell_blocks, read_notebook
@@ -68,13 +68,13 @@ def _stat_or_none(abs_path: str) -> os.stat_result | None:
         return None
 
 
-def _image_job(abs_path: str, cwd: str) -> dict[str, Any]:
+def _image_job(abs_path: str, cwd: str, guard: Guard) -> dict[str, Any]:
     stat_regular_file(abs_path, cwd)
-    return read_image(abs_path)
+    return read_image(abs_path, guard)
 
 
 def _io_job(abs_path: str, cwd: str, offset: int | None, limit: int | None, max_tokens: int,
-            entry: FileStateEntry | None) -> tuple[str, Any]:
+            entry: FileStateEntry | None, guard: Guard) -> tuple[str, Any]:
     """Stage 1: checks and the raw bytes. ``("file_unchanged", None)``, ``("bytes", (data, mtime, size))``,
     or ``("text", TextRange)`` for a range of a very large file (streamed here, line by line)."""
     st = stat_regular_file(abs_path, cwd)
@@ -89,8 +89,9 @@ def _io_job(abs_path: str, cwd: str, offset: int | None, limit: int | None, max_
             f"File content ({fileio.format_file_size(st.st_size)}) exceeds maximum allowed size "
             f"({fileio.format_file_size(MAX_FILE_SIZE_BYTES)}). {SIZE_TAIL}", wrap=False)
     if limit is not None and st.st_size > STREAM_THRESHOLD_BYTES:
-        return "text", load_text(abs_path, offset, limit, max_tokens, sniff_ext=fileio.extension(abs_path))
-    with open_regular(abs_path) as fh:
+        return "text", load_text(abs_path, offset, limit, max_tokens, sniff_ext=fileio.extension(abs_path),
+                                 guard=guard)
+    with open_regular(abs_path, guard) as fh:
         data = fh.read()
         st = os.fstat(fh.fileno())
     return "bytes", (data, st.st_mtime_ns // 1_000_000, st.st_size)
@@ -164,16 +165,18 @@ class ReadTool(Tool):
     async def call(self, input: ReadInput, ctx: ToolUseContext) -> ToolResult:
         abs_path = ctx.expand(input.file_path)
         ext = fileio.extension(abs_path)
+        guard = opened_guard(ctx)  # what is opened is checked again: a name swapped since the decision is caught
         if ext in fileio.IMAGE_EXTENSIONS:
-            return ToolResult(await run_io(_image_job, abs_path, ctx.cwd))
+            return ToolResult(await run_io(_image_job, abs_path, ctx.cwd, guard))
         if ext == fileio.PDF_EXTENSION:
             await run_io(stat_regular_file, abs_path, ctx.cwd)
-            return ToolResult(await read_pdf(abs_path, input.pages))
+            return ToolResult(await read_pdf(abs_path, input.pages, guard))
 
         offset = input.offset if input.offset is not None else 1
         limit = input.limit
         entry = ctx.read_file_state.get(abs_path)
-        kind, payload = await run_io(_io_job, abs_path, ctx.cwd, input.offset, limit, max_output_tokens(), entry)
+        kind, payload = await run_io(_io_job, abs_path, ctx.cwd, input.offset, limit, max_output_tokens(), entry,
+                                     guard)
         if kind == "bytes":
             data_bytes, mtime, size = payload
             kind, payload = await run_cpu(_cpu_job, data_bytes, mtime, size, ext, input.offset, limit,
