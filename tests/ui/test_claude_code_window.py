@@ -13,7 +13,9 @@ running Bash and the executor stays up. Claude Code's side calls (titles and the
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -23,8 +25,10 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 import tests.fakes.anthropic_server as fa
+from desktop_agent.config import AppSettings
 from desktop_agent.ui.window.main_window import MainWindow
-from tests.ui.flow import open_and_send, result_text, wait_dialog, wait_for
+from desktop_agent.util.diff import rejected_hunks_sentence
+from tests.ui.flow import ORIGINAL, changed_text, open_and_send, result_text, wait_dialog, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHED = Path(os.path.expanduser("~/.cache/desktop-agent-bench/reference/node_modules/.bin/claude"))
@@ -203,5 +207,189 @@ def test_claude_code_stop_during_a_tool(qtbot, qloop, fake, claude_bin, workdir,
     assert "Still here." in win.conversation.text_content()
     time.sleep(0.5)
     assert not marker.exists()
+    fake.assert_done()
+    qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
+
+
+# ----- issue 21: Claude Code as the executor tells the truth ---------------------------------------------------
+SETTINGS_MODEL = "claude-settings-model-21"
+TOOLBAR_MODEL = "claude-toolbar-model-21"
+
+
+def claude_window(qtbot, tmp_path, claude_bin, **session_kwargs) -> MainWindow:
+    settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    win = MainWindow(settings=settings, executor="claude", executor_path=claude_bin, session_kwargs=session_kwargs)
+    qtbot.addWidget(win)
+    win.show()
+    return win
+
+
+def text_of_request(record: fa.RecordedRequest) -> str:
+    """Everything the model is sent after its last reply (tool results, additional context, reminders)."""
+    messages = record.messages
+    last_assistant = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    return json.dumps(messages[last_assistant + 1:], ensure_ascii=False)
+
+
+@pytest.mark.timeout(300)
+def test_claude_code_rejected_hunks_reach_the_model_and_the_panel(qtbot, qloop, fake, claude_bin, workdir, tmp_path):
+    """Reject 2 of 5 hunks: the file holds the 3 accepted, the model's next request carries our Edit tool's own
+    rejection sentence (PostToolUse ``additionalContext`` from our hook callback), the panel marks them ✗, and
+    every main-loop request goes out with the model chosen in Settings (``--model``)."""
+    AppSettings(model=SETTINGS_MODEL).save()
+    path = workdir / "lines.txt"
+    path.write_text(ORIGINAL)
+    old = "".join(f"line {i}\n" for i in range(5, 54))
+    new = "".join(f"line {i} changed\n" if i in (5, 17, 29, 41, 53) else f"line {i}\n" for i in range(5, 54))
+    fake.script([fa.reply(fa.tool_use("Read", {"file_path": str(path)}, id="toolu_read")),
+                 edit(path, old, new, "toolu_five"),
+                 fa.reply(fa.text("Understood: three of five."))])
+    win = claude_window(qtbot, tmp_path, claude_bin)
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Change five lines")
+        dlg = await wait_dialog(win, 60)
+        view = dlg.diff_view
+        assert dlg.per_hunk and dlg.request.computed_here and len(view.hunks) == 5
+        qtbot.keyClick(view, Qt.Key.Key_BracketRight)
+        qtbot.keyClick(view, Qt.Key.Key_X)
+        view.go_to(3)
+        qtbot.keyClick(view, Qt.Key.Key_X)
+        assert dlg.allow_button.text().replace("&", "").startswith("Allow 3 of 5 hunks")
+        qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+        await asyncio.wait_for(task, 60)
+
+    qloop.run_until_complete(scenario())
+    assert path.read_text() == changed_text(keep=(5, 29, 53))
+    sentence = rejected_hunks_sentence([(14, 20), (38, 44)], 5)
+    assert sentence == "The user rejected 2 of 5 hunks (lines 14\u201320, 38\u201344); those parts were NOT written."
+    after_edit = text_of_request(fake.main[2])
+    assert sentence in after_edit, after_edit
+    assert {r.body.get("model") for r in fake.main} == {SETTINGS_MODEL}
+    assert win.controller.session.model == SETTINGS_MODEL
+    change = win.diff_panel.changes[0]
+    assert change.status == "applied" and change.rejected == [(14, 20), (38, 44)] and change.total_hunks == 5
+    hunks, accepted = change.review()
+    assert accepted == [True, False, True, False, True]
+    panel = win.diff_panel.text_content()
+    assert panel.count("\u2717") >= 2 and "rejected: not written" in panel
+    assert "Understood: three of five." in win.conversation.text_content()
+    fake.assert_done()
+    qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
+
+
+@pytest.mark.timeout(300)
+def test_claude_code_allow_for_session_adds_only_this_files_rule(qtbot, qloop, fake, claude_bin, workdir, tmp_path):
+    """Claude Code suggests ``setMode acceptEdits``; "Allow for session" adds ``Edit(//<this file>)`` only: a second
+    Edit of the same file is not asked, an Edit of another file is, and the mode stays default. The mode switch is
+    a separate button."""
+    app_ts, other = workdir / "app.ts", workdir / "other.ts"
+    app_ts.write_text("a = 1\nb = 1\n")
+    other.write_text("c = 1\n")
+    fake.script([fa.reply(fa.tool_use("Read", {"file_path": str(app_ts)}, id="toolu_r1")),
+                 edit(app_ts, "a = 1", "a = 2", "toolu_e1"),
+                 edit(app_ts, "b = 1", "b = 2", "toolu_e2"),
+                 fa.reply(fa.tool_use("Read", {"file_path": str(other)}, id="toolu_r2")),
+                 edit(other, "c = 1", "c = 2", "toolu_e3"),
+                 fa.reply(fa.text("Left other.ts alone."))])
+    win = claude_window(qtbot, tmp_path, claude_bin)
+    opened: list = []
+    win.controller.dialog_opened.connect(opened.append)
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Change a and b, then c")
+        dlg = await wait_dialog(win, 60)
+        rule = f"Edit(/{app_ts})"
+        assert dlg.session_rules == [rule]
+        assert dlg.rule_label.text() == f"Allow for session adds: {rule}"
+        assert "acceptEdits" not in dlg.rule_label.text()
+        assert dlg.allow_mode_button is not None and "acceptEdits" in dlg.allow_mode_button.text()
+        qtbot.mouseClick(dlg.allow_session_button, Qt.MouseButton.LeftButton)
+        dlg2 = await wait_for(lambda: win.controller.current_dialog if len(opened) == 2 else None, 60,
+                              "the dialog for other.ts")
+        assert dlg2.request.input["file_path"] == str(other)
+        assert win.controller.session.permission_mode == "default"
+        qtbot.mouseClick(dlg2.deny_button, Qt.MouseButton.LeftButton)
+        await asyncio.wait_for(task, 60)
+
+    qloop.run_until_complete(scenario())
+    assert app_ts.read_text() == "a = 2\nb = 2\n" and other.read_text() == "c = 1\n"
+    assert len(opened) == 2  # the second Edit of app.ts ran under the session rule, unasked
+    assert not last_tool_result(fake.main[3]).get("is_error")
+    assert last_tool_result(fake.main[5]).get("is_error")
+    assert win.controller.session.permission_mode == "default"
+    assert win.mode_combo.currentData() == "default"
+    fake.assert_done()
+    qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
+
+
+@pytest.mark.timeout(300)
+def test_claude_code_toolbar_model_switch_mid_session(qtbot, qloop, fake, claude_bin, workdir, tmp_path):
+    """The toolbar's model box sends ``set_model``: the next request goes out with the new model, same process."""
+    AppSettings(model=SETTINGS_MODEL).save()
+    fake.script([fa.reply(fa.text("First.")), fa.reply(fa.text("Second."))])
+    win = claude_window(qtbot, tmp_path, claude_bin)
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "hello")
+        await asyncio.wait_for(task, 60)
+        pid = win.controller.session.pid
+        win.model_combo.setFocus()
+        win.model_combo.lineEdit().selectAll()
+        qtbot.keyClicks(win.model_combo.lineEdit(), TOOLBAR_MODEL)
+        qtbot.keyClick(win.model_combo.lineEdit(), Qt.Key.Key_Return)
+        assert await win.controller.session.set_model(TOOLBAR_MODEL)  # the executor's control_response
+        qtbot.keyClicks(win.prompt, "again")
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+        await asyncio.wait_for(win.controller._task, 60)
+        return pid
+
+    pid = qloop.run_until_complete(scenario())
+    assert [r.body.get("model") for r in fake.main] == [SETTINGS_MODEL, TOOLBAR_MODEL]
+    assert win.controller.session.pid == pid and win.controller.session.model == TOOLBAR_MODEL
+    fake.assert_done()
+    qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
+
+
+@pytest.mark.timeout(300)
+def test_claude_code_sessions_in_the_sidebar_and_resumed_by_id(qtbot, qloop, fake, claude_bin, workdir, tmp_path):
+    """Claude Code's sessions of the folder (its ``projects/<slug>/*.jsonl``) are listed in the sidebar; activating
+    one resumes it by id (``--resume``): its transcript on screen and in the next request."""
+    fake.script([fa.reply(fa.text("Noted the first.")), fa.reply(fa.text("Noted the second.")),
+                 fa.reply(fa.text("Back in the first."))])
+    win = claude_window(qtbot, tmp_path, claude_bin)
+
+    def rows() -> list[tuple[str, str]]:
+        items = [win.sessions.item(i) for i in range(win.sessions.count())]
+        return [(it.text(), str(it.data(Qt.ItemDataRole.UserRole) or "")) for it in items]
+
+    async def scenario():
+        await asyncio.wait_for(await open_and_send(qtbot, win, workdir, "first session prompt"), 60)
+        first = win.controller.session.session_id
+        slug_dir = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / re.sub(r"[^a-zA-Z0-9]", "-", str(workdir))
+        assert (slug_dir / f"{first}.jsonl").exists(), sorted(p.name for p in slug_dir.parent.iterdir())
+        await asyncio.wait_for(await open_and_send(qtbot, win, workdir, "second session prompt"), 60)
+        second = win.controller.session.session_id
+        assert second != first
+        await wait_for(lambda: {sid for _, sid in rows()} >= {first, second}, 10, "both sessions listed")
+        listed = dict((sid, text) for text, sid in rows())
+        assert "first session prompt" in listed[first] and listed[second].startswith("\u25cf second session prompt")
+        item = next(win.sessions.item(i) for i in range(win.sessions.count())
+                    if win.sessions.item(i).data(Qt.ItemDataRole.UserRole) == first)
+        win.sessions.itemActivated.emit(item)
+        await asyncio.wait_for(win.open_task, 60)
+        assert win.controller.session.session_id == first
+        assert "you: first session prompt" in win.conversation.text_content()
+        assert "second session prompt" not in win.conversation.text_content()
+        qtbot.keyClicks(win.prompt, "back again")
+        qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
+        await asyncio.wait_for(win.controller._task, 60)
+        return first
+
+    first = qloop.run_until_complete(scenario())
+    assert "first session prompt" in json.dumps(fake.main[2].messages)
+    assert "second session prompt" not in json.dumps(fake.main[2].messages)
+    assert "Back in the first." in win.conversation.text_content()
+    assert win.controller.session.session_id == first
     fake.assert_done()
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))

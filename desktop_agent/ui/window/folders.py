@@ -58,6 +58,8 @@ class FoldersMixin:
     executor_path_override: str | None
     _had_session: bool
     _history_stats: tuple[int, float, int] | None
+    _sessions_listing: int
+    sessions_task: asyncio.Task[None] | None
     folder_opened: Signal
     history_shown: Signal
 
@@ -183,7 +185,9 @@ class FoldersMixin:
         if resume and self._history_stats is not None:  # totals and turn numbers continue from the transcript
             tokens, cost, turns = self._history_stats
             self.controller.set_usage_base(tokens, cost, turns)
-        self._refresh_sessions(current=session.session_id)
+        listing = self._refresh_sessions(current=session.session_id)
+        if listing is not None:
+            await listing
         self._add_recent(folder)
         self._update_title()
         self.save_state()
@@ -254,15 +258,27 @@ class FoldersMixin:
         else:
             self.choose_folder()
 
-    def _refresh_sessions(self, current: str | None = None) -> None:
-        self.sessions_pane.clear()
-        if not self.folder:
-            return
-        try:
-            infos = self.controller.client.list_sessions(self.folder)
-        except Exception:
-            infos = []
-        self.sessions_pane.show_rows(session_rows(infos, current))
+    def _refresh_sessions(self, current: str | None = None) -> asyncio.Task | None:
+        """List the folder's sessions again: read on a worker thread (never on the Qt thread; Claude Code's are
+        its own files), and only the latest listing is shown."""
+        folder, client = self.folder, self.controller.client
+        self._sessions_listing = getattr(self, "_sessions_listing", 0) + 1
+        if not folder:
+            self.sessions_pane.clear()
+            return None
+        listing = self._sessions_listing
+
+        async def go() -> None:
+            try:
+                infos = await asyncio.to_thread(client.list_sessions, folder)
+            except Exception:
+                log.exception("could not list the sessions of %s", folder)
+                infos = []
+            if listing == self._sessions_listing and self.folder == folder:
+                self.sessions_pane.show_rows(session_rows(infos, current))
+
+        self.sessions_task = asyncio.ensure_future(go())
+        return self.sessions_task
 
     def _on_session_activated(self, sid: str) -> None:
         current = self.controller.session
