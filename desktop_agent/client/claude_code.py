@@ -92,10 +92,11 @@ def _rule_path(path: str, cwd: str) -> str | None:
 
 def narrow_suggestions(request: PermissionRequest) -> PermissionRequest:
     """The request with "Allow for session" narrowed to this call: Claude Code's own rule and directory suggestions
-    kept (for the session, not a settings file), a ``setMode`` moved after them (offered only as its own choice); a file tool asked with nothing but a
-    mode switch gets the rule for its one file, ``Edit(//<path>)`` for the session."""
+    kept (for the session, not a settings file), a ``setMode`` moved after them (offered only as its own choice);
+    a file tool asked with nothing but a mode switch gets the rule for its one file, ``Edit(//<path>)``."""
     narrow = [u.model_copy(update={"destination": "session"}) for u in request.suggestions if u.type != "setMode"]
-    modes = [u for u in request.suggestions if u.type == "setMode"]
+    # bypassPermissions is entered only through its own confirmation, never from a permission request
+    modes = [u for u in request.suggestions if u.type == "setMode" and u.mode != "bypassPermissions"]
     path = request.input.get("file_path") or request.input.get("notebook_path")
     rule = _rule_path(path, request.cwd) if isinstance(path, str) and path else None
     if not narrow and request.tool_name in EDIT_TOOLS and rule is not None:

@@ -106,6 +106,8 @@ def test_allow_for_session_is_narrowed_to_this_call(tmp_path):
     assert [u.to_wire() for u in bash.suggestions] == [{
         "type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}], "behavior": "allow",
         "destination": "session"}]  # the session, never a settings file
+    bypass = PermissionUpdate(type="setMode", mode="bypassPermissions", destination="session")
+    assert claude_code.narrow_suggestions(ask("Bash", {"command": "x"}, [bypass])).suggestions == []  # never here
     for name in ("a*.ts", "[ab].ts", "x(1).ts", "a?.ts"):  # a rule for it could match other files: none offered
         assert claude_code.narrow_suggestions(ask("Write", {"file_path": name}, [mode])).suggestions == [mode]
 

@@ -393,3 +393,34 @@ def test_claude_code_sessions_in_the_sidebar_and_resumed_by_id(qtbot, qloop, fak
     assert win.controller.session.session_id == first
     fake.assert_done()
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
+
+
+@pytest.mark.timeout(300)
+def test_claude_code_mode_switch_only_when_picked(qtbot, qloop, fake, claude_bin, workdir, tmp_path):
+    """The mode switch Claude Code suggests is its own button: picked, the session is in acceptEdits (the toolbar
+    says so) and the Edit of another file runs unasked."""
+    app_ts, other = workdir / "app.ts", workdir / "other.ts"
+    app_ts.write_text("a = 1\n")
+    other.write_text("c = 1\n")
+    fake.script([fa.reply(fa.tool_use("Read", {"file_path": str(app_ts)}, id="toolu_r1")),
+                 edit(app_ts, "a = 1", "a = 2", "toolu_e1"),
+                 fa.reply(fa.tool_use("Read", {"file_path": str(other)}, id="toolu_r2")),
+                 edit(other, "c = 1", "c = 2", "toolu_e2"),
+                 fa.reply(fa.text("Both changed."))])
+    win = claude_window(qtbot, tmp_path, claude_bin)
+    opened: list = []
+    win.controller.dialog_opened.connect(opened.append)
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Change a and c")
+        dlg = await wait_dialog(win, 60)
+        assert dlg.allow_mode_button.text() == "Allow, then acceptEdits for the session"
+        qtbot.mouseClick(dlg.allow_mode_button, Qt.MouseButton.LeftButton)
+        await asyncio.wait_for(task, 60)
+
+    qloop.run_until_complete(scenario())
+    assert app_ts.read_text() == "a = 2\n" and other.read_text() == "c = 2\n"
+    assert len(opened) == 1
+    assert win.controller.session.permission_mode == "acceptEdits" and win.mode_combo.currentData() == "acceptEdits"
+    fake.assert_done()
+    qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))

@@ -145,7 +145,7 @@ class FoldersMixin:
         self.diff_panel.cwd = folder
         replayed = False
         if resume:  # show the transcript first (fast), while the session is built
-            entries = self.controller.client.history(folder, resume)
+            entries = await asyncio.to_thread(self.controller.client.history, folder, resume)  # not on the Qt thread
             if entries is not None:
                 self.replay_history(entries=entries)
                 replayed = True
@@ -267,6 +267,10 @@ class FoldersMixin:
             self.sessions_pane.clear()
             return None
         listing = self._sessions_listing
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # Qt events handled with the loop stopped (a window closing): nothing to list for
+            return None
 
         async def go() -> None:
             try:

@@ -409,6 +409,11 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
     def _on_permission_resolved(self, event: Any) -> None:
         self.diff_panel.on_permission_resolved(event.tool_use_id, event.reply.behavior == "allow",
                                                bool(event.reply.updated_input))
+        for update in event.reply.updated_permissions:  # the person picked a mode switch in the dialog: show it
+            if update.type == "setMode" and update.mode and update.mode != "bypassPermissions" \
+                    and update.destination == "session":
+                self.permission_mode = update.mode
+                self._select_mode(update.mode)
 
     def _on_usage(self, tokens: int, cost: float) -> None:
         self.usage_label.setText(self.tr("{0} tokens · ${1:.2f}").format(token_text(tokens), cost))
