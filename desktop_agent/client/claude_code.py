@@ -10,7 +10,8 @@ hunks, the "Allow for session" it is offered, the model from Settings, and its o
   only the rule for this one call (``Edit(//<file>)``, or its own ``addRules``/``addDirectories``); a ``setMode``
   stays in the request as a separate choice the person must pick (the dialog's menu), never the default.
 - ``settings_model``: the model chosen in Settings (``--model`` at spawn when the session names none).
-- ``list_sessions`` / ``transcript_path`` / ``history``: its sessions of a folder, from
+- ``list_sessions`` / ``transcript_path`` / ``history``: its sessions of a folder (a transcript's
+  ``hook_additional_context`` attachments with our sentence give its results their ``rejectedHunks`` back), from
   ``$CLAUDE_CONFIG_DIR`` (else ``~/.claude``) ``/projects/<slug>/*.jsonl``, the slug as Claude Code computes it
   (every non-alphanumeric character a ``-``; over 200 characters cut, with a hash we do not reproduce, so the
   cut prefix is matched and each file's recorded ``cwd`` decides). Blocking file reads: callers run them off
@@ -202,8 +203,59 @@ def transcript_path(session_id: str, folder: str | None = None) -> str:
     return found[0] if found else ""
 
 
+_SENTENCE = re.compile(r"The user rejected (\d+) of (\d+) hunks \(lines? ([0-9\u2013, ]+)\); those parts were NOT written\.")
+
+
+def parse_rejection(text: str) -> tuple[list[tuple[int, int]], int] | None:
+    """The ranges and total of our rejected-hunks sentence, exactly as ``rejected_hunks_sentence`` wrote it; None
+    for any other text."""
+    m = _SENTENCE.fullmatch(text.strip())
+    if m is None:
+        return None
+    ranges: list[tuple[int, int]] = []
+    for part in m.group(3).split(", "):
+        a, _, b = part.partition("\u2013")
+        if not a.isdigit() or (b and not b.isdigit()):
+            return None
+        ranges.append((int(a), int(b or a)))
+    total = int(m.group(2))
+    if rejected_hunks_sentence(ranges, total) != text.strip():
+        return None
+    return ranges, total
+
+
+def with_rejections(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Claude Code's transcript with our PostToolUse context (its ``hook_additional_context`` attachments) folded
+    back into each tool result's data as ``rejectedHunks``/``totalHunks``: after a resume the changes panel says
+    which hunks were rejected, as it does for our own executor."""
+    found: dict[str, tuple[list[tuple[int, int]], int]] = {}
+    for e in entries:
+        att = e.get("attachment") if e.get("type") == "attachment" else None
+        if not isinstance(att, dict) or att.get("type") != "hook_additional_context" \
+                or att.get("hookEvent") != "PostToolUse" or not isinstance(att.get("toolUseID"), str):
+            continue
+        for text in att.get("content") or []:
+            parsed = parse_rejection(text) if isinstance(text, str) else None
+            if parsed is not None:
+                found[att["toolUseID"]] = parsed
+    if not found:
+        return entries
+    out: list[dict[str, Any]] = []
+    for e in entries:
+        content = (e.get("message") or {}).get("content") if isinstance(e.get("message"), dict) else None
+        ids = [b.get("tool_use_id") for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
+            if isinstance(content, list) else []
+        data = e.get("toolUseResult")
+        if len(ids) == 1 and ids[0] in found and isinstance(data, dict):
+            ranges, total = found[ids[0]]
+            e = {**e, "toolUseResult": {**data, "rejectedHunks": [[a, b] for a, b in ranges], "totalHunks": total}}
+        out.append(e)
+    return out
+
+
 def history(folder: str | os.PathLike[str] | None, session_id: str) -> list[dict[str, Any]] | None:
-    """A Claude Code session's transcript for display; None when there is none or it cannot be read."""
+    """A Claude Code session's transcript for display (with the rejected hunks our hook told its model); None when
+    there is none or it cannot be read."""
     path = transcript_path(session_id, os.fspath(folder) if folder is not None else None)
     if not path:
         return None
@@ -211,11 +263,12 @@ def history(folder: str | os.PathLike[str] | None, session_id: str) -> list[dict
         from desktop_agent.session.resume import history_for_display
         from desktop_agent.session.store import read_transcript
 
-        return history_for_display(read_transcript(path, full=True))
+        return history_for_display(with_rejections(read_transcript(path, full=True)))
     except Exception:  # a format this version cannot read: no history on screen, the session still resumes
         log.exception("could not read Claude Code's transcript %s", path)
         return None
 
 
 __all__ = ["EDIT_TOOLS", "POST_EDIT_HOOKS", "POST_EDIT_HOOK_ID", "Rejections", "folder_slug", "history",
-           "list_sessions", "narrow_suggestions", "projects_root", "settings_model", "transcript_path"]
+           "list_sessions", "narrow_suggestions", "parse_rejection", "projects_root", "settings_model",
+           "transcript_path", "with_rejections"]

@@ -169,3 +169,28 @@ def test_a_long_folder_is_found_by_the_cut_slug_and_its_cwd(tmp_path):
     other = tmp_path / ("x" * 120) / ("y" * 121)
     _transcript(root / f"{slug[:200]}-9zz" / "66666666-ffff.jsonl", str(other), "another long one", 2000)
     assert [s.session_id for s in claude_code.list_sessions(folder)] == ["55555555-eeee"]
+
+
+def test_only_our_exact_sentence_is_read_back_from_its_transcript():
+    for ranges, total in ([(14, 20), (38, 44)], 5), ([(9, 9)], 2), ([(1, 3), (7, 7), (20, 25)], 9):
+        assert claude_code.parse_rejection(rejected_hunks_sentence(ranges, total)) == (ranges, total)
+    for text in ("The user rejected 2 of 5 hunks (lines 14\u201320); those parts were NOT written.",  # count mismatch
+                 "The user rejected 1 of 5 hunks (line 14\u201320); those parts were NOT written.",
+                 "rejected", ""):
+        assert claude_code.parse_rejection(text) is None
+    sentence = rejected_hunks_sentence([(3, 4)], 2)
+    entries = [
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_x", "content": "updated"}]},
+         "toolUseResult": {"filePath": "/w/a.ts", "structuredPatch": []}},
+        {"type": "attachment", "attachment": {"type": "hook_additional_context", "content": [sentence],
+                                              "hookName": "PostToolUse:Edit", "toolUseID": "toolu_x",
+                                              "hookEvent": "PostToolUse"}},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_y", "content": "updated"}]},
+         "toolUseResult": {"filePath": "/w/b.ts"}},
+    ]
+    out = claude_code.with_rejections(entries)
+    assert out[0]["toolUseResult"] == {"filePath": "/w/a.ts", "structuredPatch": [], "rejectedHunks": [[3, 4]],
+                                       "totalHunks": 2}
+    assert out[2] == entries[2] and "rejectedHunks" not in entries[0]["toolUseResult"]  # the input is not changed

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -274,6 +275,16 @@ def test_claude_code_rejected_hunks_reach_the_model_and_the_panel(qtbot, qloop, 
     panel = win.diff_panel.text_content()
     assert panel.count("\u2717") >= 2 and "rejected: not written" in panel
     assert "Understood: three of five." in win.conversation.text_content()
+    # resumed (Claude Code's transcript: our hook's context is an attachment there): the panel still says so
+    session = win.controller.session
+
+    async def resume():
+        assert await win.open_folder(str(workdir), resume=session.session_id)
+
+    qloop.run_until_complete(resume())
+    [change] = win.diff_panel.changes
+    assert change.status == "applied" and change.rejected == [(14, 20), (38, 44)] and change.total_hunks == 5
+    assert "2 of 5 hunks rejected" in win.diff_panel.text_content()
     fake.assert_done()
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
 
@@ -352,9 +363,20 @@ def test_claude_code_toolbar_model_switch_mid_session(qtbot, qloop, fake, claude
 
 
 @pytest.mark.timeout(300)
-def test_claude_code_sessions_in_the_sidebar_and_resumed_by_id(qtbot, qloop, fake, claude_bin, workdir, tmp_path):
-    """Claude Code's sessions of the folder (its ``projects/<slug>/*.jsonl``) are listed in the sidebar; activating
-    one resumes it by id (``--resume``): its transcript on screen and in the next request."""
+def test_claude_code_sessions_in_the_sidebar_and_resumed_by_id(qtbot, qloop, fake, claude_bin, workdir, tmp_path,
+                                                              monkeypatch):
+    """Claude Code's sessions of the folder (its ``projects/<slug>/*.jsonl``) are listed in the sidebar, read on a
+    worker thread; activating one resumes it by id (``--resume``): its transcript on screen and in the next request."""
+    from desktop_agent.client import subprocess as client_subprocess
+
+    listed_on: list[bool] = []
+    real_list = client_subprocess.SubprocessClient.list_sessions
+
+    def list_sessions(self, folder):
+        listed_on.append(threading.current_thread() is threading.main_thread())
+        return real_list(self, folder)
+
+    monkeypatch.setattr(client_subprocess.SubprocessClient, "list_sessions", list_sessions)
     fake.script([fa.reply(fa.text("Noted the first.")), fa.reply(fa.text("Noted the second.")),
                  fa.reply(fa.text("Back in the first."))])
     win = claude_window(qtbot, tmp_path, claude_bin)
@@ -387,6 +409,7 @@ def test_claude_code_sessions_in_the_sidebar_and_resumed_by_id(qtbot, qloop, fak
         return first
 
     first = qloop.run_until_complete(scenario())
+    assert listed_on and not any(listed_on)  # never on the Qt thread
     assert "first session prompt" in json.dumps(fake.main[2].messages)
     assert "second session prompt" not in json.dumps(fake.main[2].messages)
     assert "Back in the first." in win.conversation.text_content()
