@@ -447,3 +447,42 @@ def test_claude_code_mode_switch_only_when_picked(qtbot, qloop, fake, claude_bin
     assert win.controller.session.permission_mode == "acceptEdits" and win.mode_combo.currentData() == "acceptEdits"
     fake.assert_done()
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
+
+
+def test_the_mode_switch_button_is_as_guarded_as_allow(qtbot, monkeypatch, tmp_path):
+    """The dialog alone: the mode switch (Claude Code's ``setMode`` suggestion, after narrowing) is inert within the
+    safety delay, never pressed by Space or Enter, and gives only the mode update; "Allow for session" only the
+    file's rule."""
+    from desktop_agent.client.claude_code import narrow_suggestions
+    from desktop_agent.core.permission import PermissionRequest, PermissionUpdate
+    from desktop_agent.ui.dialogs.permission import PermissionDialog
+
+    monkeypatch.setattr(PermissionDialog, "safety_delay_ms", 700)
+    target = tmp_path / "app.ts"
+    target.write_text("a = 1\n")
+    request = narrow_suggestions(PermissionRequest(
+        tool_name="Edit", tool_use_id="t", cwd=str(tmp_path),
+        input={"file_path": str(target), "old_string": "a = 1", "new_string": "a = 2"},
+        suggestions=[PermissionUpdate(type="setMode", mode="acceptEdits", destination="session")]))
+    replies: list = []
+    for pick in ("mode", "session"):
+        dlg = PermissionDialog(request)
+        qtbot.addWidget(dlg)
+        dlg.decided.connect(replies.append)
+        dlg.open()
+        qtbot.waitUntil(dlg.isActiveWindow)
+        assert not dlg.allow_mode_button.hasFocus() and not dlg.allow_mode_button.isDefault()
+        qtbot.mouseClick(dlg.allow_mode_button, Qt.MouseButton.LeftButton)  # within the delay: nothing
+        dlg.allow_mode_button.setFocus()
+        qtbot.keyClick(dlg.allow_mode_button, Qt.Key.Key_Space)
+        assert replies == [] if pick == "mode" else len(replies) == 1
+        qtbot.waitUntil(dlg.is_ready, timeout=2000)
+        qtbot.keyClick(dlg.allow_mode_button, Qt.Key.Key_Space)  # Space never presses it
+        assert len(replies) == (0 if pick == "mode" else 1)
+        button = dlg.allow_mode_button if pick == "mode" else dlg.allow_session_button
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    mode_reply, session_reply = replies
+    assert [u.to_wire() for u in mode_reply.updated_permissions] == [
+        {"type": "setMode", "mode": "acceptEdits", "destination": "session"}]
+    assert [str(r) for u in session_reply.updated_permissions for r in u.rules or []] == [f"Edit(/{target})"]
+    assert all(u.type == "addRules" for u in session_reply.updated_permissions)
