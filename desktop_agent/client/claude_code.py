@@ -92,10 +92,13 @@ def _rule_path(path: str, cwd: str) -> str | None:
 
 
 def narrow_suggestions(request: PermissionRequest) -> PermissionRequest:
-    """The request with "Allow for session" narrowed to this call: Claude Code's own rule and directory suggestions
-    kept (for the session, not a settings file), a ``setMode`` moved after them (offered only as its own choice);
-    a file tool asked with nothing but a mode switch gets the rule for its one file, ``Edit(//<path>)``."""
+    """The request with "Allow for session" narrowed to this call: Claude Code's own rules kept (for the session,
+    not a settings file), its directory suggestion only when it has no rule (a Read outside the folder), a
+    ``setMode`` moved after them (offered only as its own choice); a file tool asked with nothing but a mode
+    switch gets the rule for its one file, ``Edit(//<path>)``."""
     narrow = [u.model_copy(update={"destination": "session"}) for u in request.suggestions if u.type != "setMode"]
+    if any(u.type == "addRules" for u in narrow):  # the call's rule; a directory (its Bash adds the cwd) only alone
+        narrow = [u for u in narrow if u.type == "addRules"]
     # bypassPermissions is entered only through its own confirmation, never from a permission request
     modes = [u for u in request.suggestions if u.type == "setMode" and u.mode != "bypassPermissions"]
     path = request.input.get("file_path") or request.input.get("notebook_path")

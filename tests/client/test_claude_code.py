@@ -102,10 +102,15 @@ def test_allow_for_session_is_narrowed_to_this_call(tmp_path):
     assert edit.suggestions[0].destination == "session" and edit.suggestions[1] == mode
     bash_rule = PermissionUpdate(type="addRules", behavior="allow", destination="localSettings",
                                  rules=[RuleValue(tool_name="Bash", rule_content="npm test:*")])
-    bash = claude_code.narrow_suggestions(ask("Bash", {"command": "npm test"}, [bash_rule]))
+    folder_dir = PermissionUpdate(type="addDirectories", directories=[str(tmp_path)], destination="session")
+    bash = claude_code.narrow_suggestions(ask("Bash", {"command": "npm test"}, [bash_rule, folder_dir]))
     assert [u.to_wire() for u in bash.suggestions] == [{
         "type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test:*"}], "behavior": "allow",
         "destination": "session"}]  # the session, never a settings file
+    outside = PermissionUpdate(type="addDirectories", directories=["/srv/data"], destination="localSettings")
+    read = claude_code.narrow_suggestions(ask("Read", {"file_path": "/srv/data/x"}, [outside, mode]))
+    assert [u.to_wire() for u in read.suggestions] == [
+        {"type": "addDirectories", "directories": ["/srv/data"], "destination": "session"}, mode.to_wire()]
     bypass = PermissionUpdate(type="setMode", mode="bypassPermissions", destination="session")
     assert claude_code.narrow_suggestions(ask("Bash", {"command": "x"}, [bypass])).suggestions == []  # never here
     for name in ("a*.ts", "[ab].ts", "x(1).ts", "a?.ts"):  # a rule for it could match other files: none offered

@@ -486,3 +486,34 @@ def test_the_mode_switch_button_is_as_guarded_as_allow(qtbot, monkeypatch, tmp_p
         {"type": "setMode", "mode": "acceptEdits", "destination": "session"}]
     assert [str(r) for u in session_reply.updated_permissions for r in u.rules or []] == [f"Edit(/{target})"]
     assert all(u.type == "addRules" for u in session_reply.updated_permissions)
+
+
+@pytest.mark.timeout(300)
+def test_claude_code_allow_for_session_on_bash_adds_its_rule_for_the_session(qtbot, qloop, fake, claude_bin, workdir,
+                                                                              tmp_path):
+    """A Bash ask: "Allow for session" names Claude Code's own rule for the command, for the session (no settings
+    file is written), and nothing else; the same command again is not asked; the mode stays default."""
+    fake.script([fa.reply(fa.tool_use("Bash", {"command": "touch marker-1.txt"}, id="toolu_b1")),
+                 fa.reply(fa.tool_use("Bash", {"command": "touch marker-1.txt"}, id="toolu_b2")),
+                 fa.reply(fa.text("Touched twice."))])
+    win = claude_window(qtbot, tmp_path, claude_bin)
+    opened: list = []
+    win.controller.dialog_opened.connect(opened.append)
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "touch it twice")
+        dlg = await wait_dialog(win, 60)
+        # Claude Code suggests the exact command, its folder as a directory and setMode acceptEdits: only the rule
+        assert [u.to_wire() for u in dlg.session_updates] == [{
+            "type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "touch marker-1.txt"}],
+            "behavior": "allow", "destination": "session"}]
+        assert dlg.rule_label.text() == "Allow for session adds: Bash(touch marker-1.txt)"
+        qtbot.mouseClick(dlg.allow_session_button, Qt.MouseButton.LeftButton)
+        await asyncio.wait_for(task, 60)
+
+    qloop.run_until_complete(scenario())
+    assert (workdir / "marker-1.txt").exists() and len(opened) == 1
+    assert win.controller.session.permission_mode == "default"
+    assert not (workdir / ".claude" / "settings.local.json").exists()
+    fake.assert_done()
+    qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
