@@ -517,3 +517,32 @@ def test_claude_code_allow_for_session_on_bash_adds_its_rule_for_the_session(qtb
     assert not (workdir / ".claude" / "settings.local.json").exists()
     fake.assert_done()
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
+
+
+@pytest.mark.timeout(300)
+def test_claude_code_settings_model_saved_during_a_turn_is_sent_with_set_model(qtbot, qloop, fake, claude_bin,
+                                                                               workdir, tmp_path):
+    """Settings saved with another model while a turn runs (a Bash): ``set_model`` to the running executor, so the
+    request after the Bash goes out with it (idle, saving opens a new session with ``--model``)."""
+    AppSettings(model=SETTINGS_MODEL).save()
+    fake.script([fa.reply(fa.tool_use("Bash", {"command": "sleep 2"}, id="toolu_sleep")),
+                 fa.reply(fa.text("Slept."))])
+    win = claude_window(qtbot, tmp_path, claude_bin, permission_mode="bypassPermissions")
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "sleep a bit")
+        pid = win.controller.session.pid
+        card = await wait_for(lambda: win.conversation.cards.get("toolu_sleep"), timeout=60, what="Bash card")
+        await wait_for(lambda: card.state == "running", what="running Bash")
+        dlg = win.show_settings()
+        dlg.model_combo.setCurrentText(TOOLBAR_MODEL)
+        dlg._save()
+        assert win.model_combo.currentText() == TOOLBAR_MODEL
+        await asyncio.wait_for(task, 60)
+        return pid
+
+    pid = qloop.run_until_complete(scenario())
+    assert [r.body.get("model") for r in fake.main] == [SETTINGS_MODEL, TOOLBAR_MODEL]
+    assert win.controller.session.pid == pid and AppSettings.load().model == TOOLBAR_MODEL
+    fake.assert_done()
+    qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
