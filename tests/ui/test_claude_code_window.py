@@ -8,6 +8,11 @@ computed here (and says so); Allow writes the file (Claude Code's own Edit), Den
 model gets the message; the changes panel is fed from each tool result's ``tool_use_result`` (its
 ``structuredPatch``); resume (Claude Code's session id) shows its transcript and continues; Stop interrupts a
 running Bash and the executor stays up. Claude Code's side calls (titles and the like: requests without tools) get a short text.
+
+Issue 21 (the executor tells the truth): rejected hunks reach its model through our PostToolUse hook callback and
+the panel marks them (also after a resume); every request carries the model from Settings (``--model``), the
+toolbar's (``set_model``) or Settings' saved during a turn; "Allow for session" adds only the call's rule, the
+mode switch is its own guarded button; its sessions are listed in the sidebar (off the Qt thread) and resumed by id.
 """
 
 from __future__ import annotations
@@ -414,8 +419,23 @@ def test_claude_code_sessions_in_the_sidebar_and_resumed_by_id(qtbot, qloop, fak
     assert "second session prompt" not in json.dumps(fake.main[2].messages)
     assert "Back in the first." in win.conversation.text_content()
     assert win.controller.session.session_id == first
-    fake.assert_done()
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
+
+    # a new window whose first session resumes it (``--resume`` at launch): its transcript read through the handle
+    (tmp_path / "again").mkdir()
+    fresh = claude_window(qtbot, tmp_path / "again", claude_bin)
+
+    async def relaunch():
+        assert await fresh.open_folder(str(workdir), resume=first)
+        assert fresh.controller.session.session_id == first and fresh.controller.session.executor == "claude"
+
+    qloop.run_until_complete(relaunch())
+    conv = fresh.conversation.text_content()
+    assert "you: first session prompt" in conv and "Back in the first." in conv
+    assert any(sid == first for sid in (fresh.sessions.item(i).data(Qt.ItemDataRole.UserRole)
+                                        for i in range(fresh.sessions.count())))
+    fake.assert_done()
+    qloop.run_until_complete(fresh.controller.end_session("prompt_input_exit", timeout=15))
 
 
 @pytest.mark.timeout(300)

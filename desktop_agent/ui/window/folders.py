@@ -178,8 +178,13 @@ class FoldersMixin:
             self.controller.set_permission_mode(mode)
         self.permission_mode = mode
         self._select_mode(mode)
-        if resume and not replayed:
-            self.replay_history(session)
+        if resume and not replayed:  # the transcript only this session's executor knows (Claude Code's own)
+            try:
+                entries = await asyncio.to_thread(session.history)
+            except Exception:
+                log.exception("could not read the session's transcript")
+                entries = []
+            self.replay_history(entries=entries)
         elif not resume:
             self._show_empty()
         if resume and self._history_stats is not None:  # totals and turn numbers continue from the transcript
