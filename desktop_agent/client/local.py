@@ -4,8 +4,8 @@ shell sandbox can start (``permissions.sandbox``), the suggested model names, an
 
 ``LocalStore`` is the part of ``EngineClient`` every client shares (``InProcessClient`` and ``SubprocessClient``
 inherit it): our executor process writes the same JSONL store and honours the same trust store. For Claude Code
-(``--executor claude``) ``list_sessions`` still lists our store's sessions of the folder (as the window always
-did): Claude Code's own sessions are not listed, though ``SessionHandle.history()`` reads its transcript.
+(``--executor claude``) the subprocess client answers ``list_sessions`` and ``history`` from Claude Code's own
+``projects/`` folder instead (``client.claude_code``).
 """
 
 from __future__ import annotations

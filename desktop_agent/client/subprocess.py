@@ -8,7 +8,9 @@ model and the rules) and spoken to with ``desktop_agent.protocol``. Its stdout l
 reply a ``control_response`` (allow with the input to run and the session permission updates, deny with the
 message); a ``control_cancel_request`` withdraws the question (the front end's ask is cancelled, its dialog
 closes). When Claude Code sends no patch, it is computed here from the input and the file on disk with the
-Edit tool's own code and marked ``computed_here``.
+Edit tool's own code and marked ``computed_here``. Claude Code only (``client.claude_code``): PostToolUse hook
+callbacks registered in ``initialize`` tell its model the rejected hunks; "Allow for session" is narrowed to
+this call's rule; the model from Settings is passed; its sessions are listed from its ``projects/`` folder.
 
 Isolation: stdout EOF means the executor is gone. The running turn then gets an ``ErrorEvent`` naming the
 process and its exit status and a ``TurnFinished``; a pending question is withdrawn and resolved as a deny.
@@ -28,18 +30,20 @@ from typing import Any, AsyncIterator, Literal, Sequence
 from desktop_agent.client.base import (
     Ack, ClientError, ExecutorDied, ExecutorKind, Question, QuestionBoard, SessionOptions, describe_exit,
 )
-from desktop_agent.client.local import LocalStore, discard_empty_transcript
+from desktop_agent.client import claude_code
+from desktop_agent.client.local import LocalStore, SessionSummary, discard_empty_transcript
 from desktop_agent.client.lines import LineTranslator, reply_body, request_from_wire, with_computed_patch
 from desktop_agent.client.in_process import in_thread
-from desktop_agent.core.events import Compacted, ErrorEvent, PermissionRequested, PermissionResolved, TurnFinished
+from desktop_agent.core.events import (
+    Compacted, ErrorEvent, PermissionRequested, PermissionResolved, ToolCallFinished, TurnFinished,
+)
 from desktop_agent.core.permission import PERMISSION_MODES, PermissionReply
 from desktop_agent.protocol import ProtocolError, stream_json
 from desktop_agent.protocol.control import (
-    CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse, InitializeRequest, InterruptRequest,
-    SetModelRequest, SetPermissionModeRequest,
+    CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse, HookCallbackRequest, InitializeRequest,
+    InterruptRequest, SetModelRequest, SetPermissionModeRequest,
 )
 from desktop_agent.protocol.stream_json import ResultLine, UserLine
-from desktop_agent.util import dirs
 
 Flavor = Literal["ours", "claude"]
 STDERR_TAIL = 8192
@@ -54,15 +58,6 @@ def our_cli() -> list[str]:
 def find_claude() -> str | None:
     """Claude Code's ``claude`` on PATH, when installed."""
     return shutil.which("claude")
-
-
-def claude_transcript(session_id: str) -> str:
-    """Claude Code's transcript of ``session_id`` (found by its file name under ``projects/``), or ""."""
-    import glob
-
-    found = glob.glob(os.path.join(glob.escape(dirs.claude_config_dir()), "projects", "*",
-                                   glob.escape(session_id) + ".jsonl"))
-    return found[0] if found else ""
 
 
 def executor_argv(flavor: Flavor, options: SessionOptions, *, session_id: str | None, resume: str | None) -> list[str]:
@@ -117,9 +112,22 @@ class SubprocessClient(LocalStore):
     async def open(self, folder: str | os.PathLike[str], options: SessionOptions) -> SubprocessSession:
         if options.script is not None:
             raise ClientError(f"the scripted {options.script} runs in process only")
+        if self.flavor == "claude" and not options.model:  # Claude Code does not read our Settings: say it
+            options.model = await in_thread(claude_code.settings_model)
         session = SubprocessSession(self, os.path.abspath(os.fspath(folder)), options)
         await session.start(resume=options.resume)
         return session
+
+    def list_sessions(self, folder: str | os.PathLike[str]) -> list[SessionSummary]:
+        """Our store's sessions of the folder, or Claude Code's own (its ``projects/`` folder)."""
+        if self.flavor == "claude":
+            return claude_code.list_sessions(folder)
+        return super().list_sessions(folder)
+
+    def history(self, folder: str | os.PathLike[str], session_id: str) -> list[dict[str, Any]] | None:
+        if self.flavor == "claude":
+            return claude_code.history(folder, session_id)
+        return super().history(folder, session_id)
 
 
 class _Turn:
@@ -157,6 +165,7 @@ class SubprocessSession:
         self._resolved: set[str] = set()
         self._turn: _Turn | None = None
         self._translator = LineTranslator(cwd)
+        self._rejections = claude_code.Rejections()  # Claude Code: told through our PostToolUse hook
         self._interrupted = False
         self._started_once = False
         self.on_exit: Any = None  # called with exit_message when the executor dies with no turn running
@@ -197,8 +206,10 @@ class SubprocessSession:
 
     def history(self) -> list[dict[str, Any]]:
         """The transcript for display: our executor's JSONL, or Claude Code's own
-        (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, ``projects/*/<session_id>.jsonl``: the same entry shapes)."""
-        path = self.transcript_path if self.client.flavor == "ours" else claude_transcript(self._session_id)
+        (``$CLAUDE_CONFIG_DIR`` or ``~/.claude``, ``projects/<slug>/<session_id>.jsonl``: the same entry shapes)."""
+        if self.client.flavor == "claude":
+            return claude_code.history(self._cwd, self._session_id) or []
+        path = self.transcript_path
         if not path:
             return []
         from desktop_agent.session.resume import history_for_display
@@ -231,7 +242,9 @@ class SubprocessSession:
         self._tasks = [asyncio.ensure_future(self._read_stdout(self.proc)),
                        asyncio.ensure_future(self._read_stderr(self.proc))]
         try:
-            response = await asyncio.wait_for(self._control(InitializeRequest()), self.client.startup_timeout_s)
+            hooks = claude_code.POST_EDIT_HOOKS if self.client.flavor == "claude" else None
+            response = await asyncio.wait_for(self._control(InitializeRequest(hooks=hooks)),
+                                              self.client.startup_timeout_s)
         except asyncio.TimeoutError:
             await self._kill()
             raise ClientError(f"{self.client.name} did not answer initialize within "
@@ -413,6 +426,10 @@ class SubprocessSession:
             self._mode = line.permission_mode
         finished = isinstance(line, ResultLine)
         for event in self._translator.translate(line, interrupted=self._interrupted):
+            if isinstance(event, ToolCallFinished):
+                fields = self._rejections.result_fields(event.tool_use_id, event.is_error)
+                if fields:  # what our own Edit/Write put in their data: the changes panel marks those hunks ✗
+                    event = event.model_copy(update={"data": {**(event.data or {}), **fields}})
             self._emit(event)
         if finished and self._turn is not None:
             self._turn.finished.set()
@@ -423,13 +440,24 @@ class SubprocessSession:
         if isinstance(request, CanUseToolRequest):
             self._asks[message.request_id] = asyncio.ensure_future(self._ask(message.request_id, request))
             return
-        # hook_callback (we register none) and anything else: an error reply, never a hang
+        if isinstance(request, HookCallbackRequest):
+            try:
+                output = self._rejections.hook_output(request.callback_id, request.input, request.tool_use_id)
+            except KeyError:
+                output = None
+            if output is not None:
+                with contextlib.suppress(ExecutorDied):
+                    self._write(ControlResponse.success(message.request_id, output))
+                return
+        # an unknown hook callback and anything else: an error reply, never a hang
         with contextlib.suppress(ExecutorDied):
             self._write(ControlResponse.failure(message.request_id, f"unsupported control request: "
                                                                     f"{request.subtype}"))
 
     async def _ask(self, request_id: str, wire: CanUseToolRequest) -> None:
         request = request_from_wire(request_id, wire, self._cwd)
+        if self.client.flavor == "claude":  # "Allow for session" adds the rule for this call, not a mode
+            request = claude_code.narrow_suggestions(request)
         try:
             if request.structured_patch is None:
                 request = await in_thread(lambda: with_computed_patch(request))
@@ -447,6 +475,11 @@ class SubprocessSession:
         self._resolved.add(request_id)
         if reply.behavior == "deny":
             self._translator.denied.add(wire.tool_use_id)
+        else:
+            self._rejections.record(wire.tool_use_id, reply.rejected_hunks, reply.total_hunks)
+            for update in reply.updated_permissions:  # the person picked the mode switch itself
+                if update.type == "setMode" and update.mode and update.destination == "session":
+                    self._mode = update.mode
         try:
             self._write(ControlResponse.success(request_id, reply_body(reply, request.input).to_wire()))
         except ExecutorDied:

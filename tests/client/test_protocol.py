@@ -118,14 +118,18 @@ async def test_claude_code_executor_gets_a_computed_patch(tmp_path, monkeypatch)
     monkeypatch.setenv("FAKE_CLAUDE_ARGV", str(tmp_path / "argv.json"))
     client = SubprocessClient([sys.executable, str(HERE / "fake_claude.py")], flavor="claude")
     assert client.kind == "claude"
-    prompter = ScriptedPrompter([lambda r: PermissionReply(behavior="allow", updated_permissions=list(r.suggestions))])
+    prompter = ScriptedPrompter([lambda r: PermissionReply(behavior="allow", updated_permissions=r.suggestions[:1])])
     handle = await client.open(str(ws), SessionOptions(prompter=prompter))
     events = [e async for e in handle.submit(str(target))]
     await handle.close()
     [asked] = prompter.asked
     assert asked.computed_here and asked.original_file == "export const value = 1\n"
     assert asked.structured_patch[0]["lines"] == ["-export const value = 1", "+export const value = 2"]
-    assert asked.suggestions[0].mode == "acceptEdits"
+    # "Allow for session" is this file's rule; Claude Code's mode switch stays, last, as a choice of its own
+    assert [u.to_wire() for u in asked.suggestions] == [
+        {"type": "addRules", "rules": [{"toolName": "Edit", "ruleContent": f"/{target}"}], "behavior": "allow",
+         "destination": "session"},
+        {"type": "setMode", "mode": "acceptEdits", "destination": "session"}]
     assert target.read_text() == "export const value = 2\n"
     assert handle.model == "claude-fake" and handle.transcript_path == ""
     started = next(e for e in events if isinstance(e, ToolCallStarted))

@@ -254,14 +254,28 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         self.deny_button = GuardButton(self.tr("&Deny  Esc"), self.is_ready)
         self.deny_button.setObjectName("denyButton")
         self.deny_button.clicked.connect(lambda: self._guarded(self.reject))
-        self.session_rules = [describe_update(u) for u in request.suggestions]
+        # "Allow for session" adds the narrow rules; a mode switch is only ever its own explicit choice
+        self.session_updates = [u for u in request.suggestions if u.type != "setMode"]
+        self.mode_updates = [u for u in request.suggestions if u.type == "setMode" and u.mode]
+        self.session_rules = [describe_update(u) for u in self.session_updates]
         self.allow_session_button = GuardButton(self.tr("Allow for &session"), self.is_ready, no_space=True)
-        self.allow_session_button.setEnabled(bool(request.suggestions))
+        self.allow_session_button.setEnabled(bool(self.session_updates))
         self.allow_session_button.clicked.connect(lambda: self._guarded(self._allow_session))
+        self.allow_mode_button: GuardButton | None = None
+        if self.mode_updates:  # no mnemonic: switching the whole session takes a deliberate click
+            self.allow_mode_button = GuardButton(
+                self.tr("Allow, then {0} for the session").format(self.mode_updates[0].mode), self.is_ready,
+                no_space=True)
+            self.allow_mode_button.setObjectName("allowModeButton")
+            self.allow_mode_button.setToolTip(self.tr("Allow this call and switch the whole session to {0}").format(
+                "; ".join(describe_update(u) for u in self.mode_updates)))
+            self.allow_mode_button.clicked.connect(lambda: self._guarded(self._allow_mode))
         self.allow_button = GuardButton(self.tr("&Allow  ⏎"), self.is_ready, no_space=True)
         self.allow_button.setObjectName("allowButton")
         self.allow_button.clicked.connect(lambda: self._guarded(self._allow))
-        for b in (self.deny_button, self.allow_session_button, self.allow_button):
+        for b in (self.deny_button, self.allow_mode_button, self.allow_session_button, self.allow_button):
+            if b is None:
+                continue
             b.setMinimumHeight(32)
             buttons.addWidget(b)
         root.addLayout(buttons)
@@ -359,7 +373,9 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
             text = self.tr("&Allow")
         self.allow_button.setText(text + "  \u23ce")
         self.allow_button.setEnabled(taken > 0)
-        self.allow_session_button.setEnabled(bool(self.request.suggestions) and taken > 0)
+        self.allow_session_button.setEnabled(bool(self.session_updates) and taken > 0)
+        if self.allow_mode_button is not None:
+            self.allow_mode_button.setEnabled(taken > 0)
         self.allow_button.setToolTip(self.tr("Every hunk is rejected: nothing would be written. Deny instead.")
                                      if taken == 0 else "")
 
@@ -460,7 +476,12 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
     def _allow_session(self) -> None:
         if not self.allow_session_button.isEnabled():
             return
-        self._resolve(self._allow_reply(updated_permissions=list(self.request.suggestions)), True)
+        self._resolve(self._allow_reply(updated_permissions=list(self.session_updates)), True)
+
+    def _allow_mode(self) -> None:
+        if self.allow_mode_button is None or not self.allow_mode_button.isEnabled():
+            return
+        self._resolve(self._allow_reply(updated_permissions=list(self.mode_updates)), True)
 
     def accept(self) -> None:
         self._guarded(self._allow)

@@ -58,6 +58,8 @@ class FoldersMixin:
     executor_path_override: str | None
     _had_session: bool
     _history_stats: tuple[int, float, int] | None
+    _sessions_listing: int
+    sessions_task: asyncio.Task[None] | None
     folder_opened: Signal
     history_shown: Signal
 
@@ -143,7 +145,7 @@ class FoldersMixin:
         self.diff_panel.cwd = folder
         replayed = False
         if resume:  # show the transcript first (fast), while the session is built
-            entries = self.controller.client.history(folder, resume)
+            entries = await asyncio.to_thread(self.controller.client.history, folder, resume)  # not on the Qt thread
             if entries is not None:
                 self.replay_history(entries=entries)
                 replayed = True
@@ -176,14 +178,21 @@ class FoldersMixin:
             self.controller.set_permission_mode(mode)
         self.permission_mode = mode
         self._select_mode(mode)
-        if resume and not replayed:
-            self.replay_history(session)
+        if resume and not replayed:  # the transcript only this session's executor knows (Claude Code's own)
+            try:
+                entries = await asyncio.to_thread(session.history)
+            except Exception:
+                log.exception("could not read the session's transcript")
+                entries = []
+            self.replay_history(entries=entries)
         elif not resume:
             self._show_empty()
         if resume and self._history_stats is not None:  # totals and turn numbers continue from the transcript
             tokens, cost, turns = self._history_stats
             self.controller.set_usage_base(tokens, cost, turns)
-        self._refresh_sessions(current=session.session_id)
+        listing = self._refresh_sessions(current=session.session_id)
+        if listing is not None:
+            await listing
         self._add_recent(folder)
         self._update_title()
         self.save_state()
@@ -254,15 +263,31 @@ class FoldersMixin:
         else:
             self.choose_folder()
 
-    def _refresh_sessions(self, current: str | None = None) -> None:
-        self.sessions_pane.clear()
-        if not self.folder:
-            return
+    def _refresh_sessions(self, current: str | None = None) -> asyncio.Task | None:
+        """List the folder's sessions again: read on a worker thread (never on the Qt thread; Claude Code's are
+        its own files), and only the latest listing is shown."""
+        folder, client = self.folder, self.controller.client
+        self._sessions_listing = getattr(self, "_sessions_listing", 0) + 1
+        if not folder:
+            self.sessions_pane.clear()
+            return None
+        listing = self._sessions_listing
         try:
-            infos = self.controller.client.list_sessions(self.folder)
-        except Exception:
-            infos = []
-        self.sessions_pane.show_rows(session_rows(infos, current))
+            asyncio.get_running_loop()
+        except RuntimeError:  # Qt events handled with the loop stopped (a window closing): nothing to list for
+            return None
+
+        async def go() -> None:
+            try:
+                infos = await asyncio.to_thread(client.list_sessions, folder)
+            except Exception:
+                log.exception("could not list the sessions of %s", folder)
+                infos = []
+            if listing == self._sessions_listing and self.folder == folder:
+                self.sessions_pane.show_rows(session_rows(infos, current))
+
+        self.sessions_task = asyncio.ensure_future(go())
+        return self.sessions_task
 
     def _on_session_activated(self, sid: str) -> None:
         current = self.controller.session

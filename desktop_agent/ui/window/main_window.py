@@ -81,6 +81,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.permission_mode = "default"  # the mode in force (bypass only after its confirmation)
         self.bypass_box: QMessageBox | None = None
         self._saved_default_mode: str | None = None
+        self._saved_model = ""  # the Settings model when Settings opened
         self.wanted_folder: str | None = None  # the folder asked for whose session could not open yet
         self._history_stats: tuple[int, float, int] | None = None
         self.servers_view: Any = None  # the MCP Servers view, built when first shown
@@ -409,6 +410,11 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
     def _on_permission_resolved(self, event: Any) -> None:
         self.diff_panel.on_permission_resolved(event.tool_use_id, event.reply.behavior == "allow",
                                                bool(event.reply.updated_input))
+        for update in event.reply.updated_permissions:  # the person picked a mode switch in the dialog: show it
+            if update.type == "setMode" and update.mode and update.mode != "bypassPermissions" \
+                    and update.destination == "session":
+                self.permission_mode = update.mode
+                self._select_mode(update.mode)
 
     def _on_usage(self, tokens: int, cost: float) -> None:
         self.usage_label.setText(self.tr("{0} tokens · ${1:.2f}").format(token_text(tokens), cost))
@@ -444,6 +450,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
 
         dlg = SettingsDialog(self, first_run=first_run)
         self._saved_default_mode = dlg.model_mode()
+        self._saved_model = dlg.settings.model or ""
         dlg.tour_requested.connect(self.start_tour)
         dlg.saved.connect(self._on_settings_saved)
         self.settings_dialog = dlg
@@ -457,6 +464,11 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         if default and default != self._saved_default_mode:  # a new default applies here too (confirmed there)
             self._saved_default_mode = default
             self._apply_mode(default)
+        model = (dlg.settings.model or "") if dlg is not None else ""
+        if model and model != self._saved_model and self.controller.busy:  # idle: the new session below takes it
+            self._saved_model = model
+            self.controller.set_model(model)  # the running session's next request (an executor: set_model)
+            self.show_model(model, enabled=True)
         folder = self.folder or self.wanted_folder
         if folder and not self.controller.busy and not self.demo:
             self.open_folder_soon(folder)  # e.g. first run: the folder from the command line, now with a key
