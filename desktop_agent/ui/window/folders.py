@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from desktop_agent.client import EXECUTOR_KINDS, ExecutorKind, SessionHandle
 from desktop_agent.client.local import transcript_usage
+from desktop_agent.ui.dialogs.stop_turn import StopTurnDialog
 from desktop_agent.ui.modes import BYPASS, default_mode_setting, settled_mode
 from desktop_agent.ui.window.presenters import home, session_rows
 
@@ -49,6 +50,7 @@ class FoldersMixin:
     open_task: asyncio.Task[bool] | None
     restart_task: asyncio.Task[None] | None
     trust_box: TrustDialog | None
+    stop_question: StopTurnDialog | None  # "Stop the running turn?" while it is open
     folder_dialog: QFileDialog
     permission_mode: str
     session_kwargs: dict[str, Any]
@@ -70,6 +72,8 @@ class FoldersMixin:
         def _add_recent(self, folder: str) -> None: ...
         def _update_title(self, waiting: bool | None = None) -> None: ...
         def save_state(self) -> None: ...
+        def stop_turn(self) -> None: ...
+        def doing_text(self) -> str: ...
         def last_folder(self) -> str | None: ...
         def isVisible(self) -> bool: ...  # noqa: N802 - QWidget's
 
@@ -113,9 +117,9 @@ class FoldersMixin:
         """Open ``folder``: the one-time trust question if its settings grant rules or run hooks, then
         a new (or resumed) session. Returns False when the user cancelled or the session failed."""
         folder = os.path.abspath(folder)
+        if not await self.stop_running_turn(folder, resume):
+            return False  # Cancel: the turn runs on, nothing changed
         self.wanted_folder = folder
-        if self.controller.busy:
-            self.controller.stop()
         trusted = await self._ask_trust(folder)
         if trusted is None:
             return False
@@ -189,6 +193,44 @@ class FoldersMixin:
         self.save_state()
         self.prompt.setFocus()
         self.folder_opened.emit(folder)
+        return True
+
+    async def stop_running_turn(self, folder: str, resume: str | None = None) -> bool:
+        """Before anything replaces the session while a turn runs: "Stop the running turn?" (``StopTurnDialog``,
+        queued with the permission questions). True when nothing runs (any more) or the person chose Stop —
+        the turn is then stopped as Stop does and awaited; False (Cancel) leaves everything as it was."""
+        controller = self.controller
+        turn = controller.turn
+        if turn is None:
+            return True
+        if self.stop_question is not None:
+            return False  # already asking (a second Ctrl+N while the question is open)
+        session = controller.session
+        if resume:
+            then = translate("MainWindow", "the other session opens")
+        elif folder != self.folder:
+            then = translate("MainWindow", "{0} opens").format(home(folder))
+        else:
+            then = translate("MainWindow", "a new session starts")
+        dialog = StopTurnDialog(self.sessions_pane.current_title() or controller.last_prompt,
+                                home(self.folder or folder), self.doing_text(), then, self)  # type: ignore[arg-type]
+        key = (str(getattr(session, "session_id", "") or ""), "stop-turn")
+        question = asyncio.ensure_future(controller.questions.ask(key, lambda: dialog))
+        self.stop_question = dialog
+        try:
+            await asyncio.wait({question, turn}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.stop_question = None
+            if not question.done():
+                question.cancel()  # the turn ended by itself: the question is moot, its dialog closes
+                await asyncio.wait({question})
+        if question.cancelled():
+            return True  # nothing runs any more
+        if not question.result():
+            return False
+        if controller.turn is turn:
+            self.stop_turn()
+            await asyncio.wait({turn}, timeout=6.0)  # the controller cancels it after 3 s at the latest
         return True
 
     def executor_choice(self) -> tuple[ExecutorKind, str | None]:
