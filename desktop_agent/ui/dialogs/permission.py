@@ -296,6 +296,7 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
     def set_waiting(self, n: int) -> None:
         """How many more questions wait behind this one (0: the label hides)."""
         self.waiting_label.setText(self.tr("%n more waiting", "", n) if n > 0 else "")
+        self.waiting_label.setStyleSheet(f"color: {highlight.colors(is_dark(self)).accent}; font-weight: 600;")
         self.waiting_label.setVisible(n > 0)
 
     # ----- content ---------------------------------------------------------------------------

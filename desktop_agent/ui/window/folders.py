@@ -2,6 +2,10 @@
 through ``controller.open_session``), where sessions run (``--executor``, else Settings), Restart session, New
 Session, the sessions list (``EngineClient.list_sessions``), SessionEnd before another session replaces this one,
 and replaying a resumed transcript into the conversation and the changes panel. A mixin of ``MainWindow``.
+
+Nothing replaces a session while its turn runs without asking: New Session, another folder, another session from
+the sidebar or a recent folder all pass through ``open_folder``, which first asks "Stop the running turn?"
+(``stop_running_turn``); Cancel changes nothing, Stop stops the turn as the Stop button does and waits for it.
 """
 
 from __future__ import annotations
@@ -110,6 +114,8 @@ class FoldersMixin:
         dlg.open()
 
     def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task:
+        if self.stop_question is not None and self.open_task is not None and not self.open_task.done():
+            return self.open_task  # "Stop the running turn?" is open: that answer decides first
         self.open_task = asyncio.ensure_future(self.open_folder(folder, **kwargs))
         return self.open_task
 

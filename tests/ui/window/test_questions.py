@@ -1,8 +1,9 @@
 """One dialog at a time (issue 21 item 2): the window's ``PromptQueue`` against the real engine, the real window and
 the fake Anthropic server. Two Reads outside the folder in one assistant message run concurrently and both ask:
 exactly one dialog is visible and says "1 more waiting"; answering it shows the other; each tool_result the model
-gets next is the answer given to its own call. Stop with both waiting denies both and leaves no dialog. A question
-the engine withdraws leaves the queue (unit tests on the queue itself, with real dialogs).
+gets next is the answer given to its own call. Stop with both waiting denies both and leaves no dialog. Both with the
+engine in this process and in an executor process (its questions cross the stdio protocol). A question the engine
+withdraws leaves the queue (unit tests on the queue itself, with real dialogs).
 """
 
 from __future__ import annotations
@@ -19,6 +20,16 @@ from desktop_agent.ui.window.questions import PromptQueue
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.ui.flow import open_and_send, result_text, tool_results, wait_dialog, wait_for
 
+EXECUTORS = ["inprocess", "process"]
+
+
+@pytest.fixture
+def fake(fake, monkeypatch):
+    """The conftest's fake API, also reachable by an executor child through its environment."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+    return fake
+
 
 def _two_reads(outside):
     a, b = outside / "a.txt", outside / "b.txt"
@@ -32,23 +43,26 @@ def _visible_permission_dialogs():
     return [w for w in QApplication.topLevelWidgets() if isinstance(w, PermissionDialog) and w.isVisible()]
 
 
-def test_two_concurrent_asks_show_one_dialog_then_the_next(qtbot, qloop, fake, make_window, workdir, tmp_path):
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_two_concurrent_asks_show_one_dialog_then_the_next(qtbot, qloop, fake, make_window, workdir, tmp_path,
+                                                           executor):
     outside = tmp_path / "outside"
     outside.mkdir()
     a, b, both = _two_reads(outside)
     fake.script([both, reply(text("Read one, the other was denied."))])
-    win = make_window()
+    win = make_window(executor)
     opened = []
     win.controller.dialog_opened.connect(opened.append)
 
     async def scenario():
         task = await open_and_send(qtbot, win, workdir, "Read the two files")
-        first = await wait_dialog(win)
+        first = await wait_dialog(win, 20)
         await wait_for(lambda: len(win.controller.questions) == 2, what="the second question queued")
         await asyncio.sleep(0.2)  # the second ask stays queued: still one dialog
         assert _visible_permission_dialogs() == [first]
         assert first.waiting_label.isVisible() and first.waiting_label.text() == "1 more waiting"
-        assert first.request.tool_use_id == "toolu_a"
+        # the two Reads run concurrently: either may ask first
+        assert first.request.tool_use_id in ("toolu_a", "toolu_b")
         sid = win.controller.session.session_id
         assert [k[0] for k in win.controller.questions.keys()] == [sid, sid]
         assert win.controller.status == "waiting"
@@ -57,38 +71,42 @@ def test_two_concurrent_asks_show_one_dialog_then_the_next(qtbot, qloop, fake, m
                                 and win.controller.current_dialog is not first
                                 and win.controller.current_dialog.isVisible() else None, what="second dialog")
         assert not first.isVisible() and _visible_permission_dialogs() == [second]
-        assert second.request.tool_use_id == "toolu_b"
+        assert {first.request.tool_use_id, second.request.tool_use_id} == {"toolu_a", "toolu_b"}
         assert not second.waiting_label.isVisible()  # nothing behind it
         assert not task.done()
         qtbot.keyClicks(second.feedback, "not that one")
         qtbot.mouseClick(second.deny_button, Qt.MouseButton.LeftButton)
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, 20)
+        return first.request.tool_use_id, second.request.tool_use_id
 
-    qloop.run_until_complete(scenario())
-    assert [d.request.tool_use_id for d in opened] == ["toolu_a", "toolu_b"]
+    allowed, denied = qloop.run_until_complete(scenario())
+    assert [d.request.tool_use_id for d in opened] == [allowed, denied]
+    secrets = {"toolu_a": "alpha secret", "toolu_b": "beta secret"}
     results = {r["tool_use_id"]: r for r in tool_results(fake, 1)}
     assert set(results) == {"toolu_a", "toolu_b"}
-    assert not results["toolu_a"].get("is_error") and "alpha secret" in result_text(results["toolu_a"])
-    assert results["toolu_b"]["is_error"] and "User denied via UI" in result_text(results["toolu_b"])
-    assert "not that one" in result_text(results["toolu_b"]) and "beta secret" not in result_text(results["toolu_b"])
+    assert not results[allowed].get("is_error") and secrets[allowed] in result_text(results[allowed])
+    assert results[denied]["is_error"] and "User denied via UI" in result_text(results[denied])
+    assert "not that one" in result_text(results[denied]) and secrets[denied] not in result_text(results[denied])
     assert not _visible_permission_dialogs() and len(win.controller.questions) == 0
     assert win.controller.status == "idle" and win.controller.current_dialog is None
     fake.assert_done()
 
 
-def test_stop_with_two_waiting_denies_both_and_leaves_no_dialog(qtbot, qloop, fake, make_window, workdir, tmp_path):
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_stop_with_two_waiting_denies_both_and_leaves_no_dialog(qtbot, qloop, fake, make_window, workdir, tmp_path,
+                                                                executor):
     outside = tmp_path / "outside"
     outside.mkdir()
     a, b, both = _two_reads(outside)
-    fake.script([both, reply(text("Stopped."))])
-    win = make_window()
+    fake.script([both])
+    win = make_window(executor)
 
     async def scenario():
         task = await open_and_send(qtbot, win, workdir, "Read the two files")
-        first = await wait_dialog(win)
+        first = await wait_dialog(win, 20)
         await wait_for(lambda: len(win.controller.questions) == 2, what="the second question queued")
         win.stop()  # the toolbar's Stop (the interrupt path every stop takes)
-        await asyncio.wait_for(task, 8)
+        await asyncio.wait_for(task, 15)
         await asyncio.sleep(0.1)  # a deferred "show the next" would open now
         return first
 

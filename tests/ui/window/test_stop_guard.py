@@ -57,6 +57,12 @@ def test_ctrl_n_while_running_asks_and_cancel_keeps_the_turn(qtbot, qloop, fake,
         assert "Run the slow script" in body and "running Bash" in body and "a new session starts" in body
         assert dlg.cancel_button.isDefault() and not dlg.stop_button.isDefault()
         assert QApplication.focusWidget() is dlg.cancel_button or dlg.focusWidget() is dlg.cancel_button
+        opening = win.open_task
+        assert win.new_session() is None and win.open_task is opening  # a second Ctrl+N asks nothing more
+        win._on_session_activated("another-id")
+        await asyncio.sleep(0.05)
+        assert win.open_task is opening and win.stop_question is dlg
+        assert [w for w in QApplication.topLevelWidgets() if isinstance(w, StopTurnDialog) and w.isVisible()] == [dlg]
         for key in (Qt.Key.Key_Return, Qt.Key.Key_Space):  # a stray key lands on Cancel, never on Stop
             qtbot.keyClick(dlg.focusWidget() or dlg, key)
             await asyncio.sleep(0.05)
