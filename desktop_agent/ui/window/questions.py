@@ -9,21 +9,25 @@ ended) leaves the queue; when it is the one showing, its dialog closes silently 
 question: deny) and closes the dialog, so no question is left unanswered and the engine never hangs.
 
 The dialog of a question is built only when it is shown (a focus-safe dialog decides then whether the
-window is active). The next one is shown on the next pass of the loop, after the answered dialog has
-closed, so two modal dialogs are never open together.
+window is active). The next one is shown after the answered dialog has closed — so two modal dialogs are never
+open together — and once the focus has come back to a window of ours (0.3 s at most).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QApplication
 
 from desktop_agent.ui.dialogs.base import AwaitableDialog
 
 Key = tuple[str, str]  # (session_id, request_id)
+SETTLE_S = 0.3  # the longest wait for the focus to come back to a window after a dialog closed
+SETTLE_POLL_MS = 10
 
 
 @dataclass(eq=False)
@@ -46,6 +50,7 @@ class PromptQueue(QObject):
         self._questions: dict[Key, _Question] = {}
         self._current: _Question | None = None
         self._next_scheduled = False
+        self._settle_until = 0.0
 
     def __len__(self) -> int:
         return len(self._questions)
@@ -115,9 +120,17 @@ class PromptQueue(QObject):
     def _schedule_next(self) -> None:
         if self._questions and not self._next_scheduled:
             self._next_scheduled = True
+            self._settle_until = time.monotonic() + SETTLE_S
             QTimer.singleShot(0, self._show_next)
 
     def _show_next(self) -> None:
+        """Show the oldest question once the focus has settled: a window manager gives the focus back to the
+        main window a few milliseconds after the answered dialog closes; built before that, the next dialog would
+        take the window for inactive (no activation, a taskbar alert and a notification)."""
+        active = QApplication.activeWindow()
+        if (active is None or not active.isVisible()) and time.monotonic() < self._settle_until:
+            QTimer.singleShot(SETTLE_POLL_MS, self._show_next)
+            return
         self._next_scheduled = False
         if self._current is None and self._questions:
             self._show(next(iter(self._questions.values())))
