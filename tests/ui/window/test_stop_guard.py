@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
+from desktop_agent.ui.dialogs.permission import PermissionDialog
 from desktop_agent.ui.dialogs.stop_turn import StopTurnDialog
 from tests.fakes.anthropic_server import reply, text, tool_use
-from tests.ui.flow import open_and_send, wait_for
+from tests.ui.flow import READ, open_and_send, wait_dialog, wait_for
 
 CTRL = Qt.KeyboardModifier.ControlModifier
 
@@ -177,4 +179,47 @@ def test_the_question_closes_when_the_turn_ends_by_itself(qtbot, qloop, fake, ma
     old = qloop.run_until_complete(scenario())
     assert win.folder == str(other) and win.controller.session is not old
     assert "Interrupted" not in "\n".join(str(getattr(i, "text", "")) for i in win.conversation.presenter.items)
+    fake.assert_done()
+
+
+@pytest.mark.parametrize("answer", ["cancel", "stop"])
+def test_a_permission_question_waits_behind_the_stop_question(qtbot, qloop, fake, make_window, workdir, answer):
+    app_ts = workdir / "app.ts"
+    slow = reply(text("Let me think about the change before making it. " * 4),
+                 tool_use("Edit", {"file_path": str(app_ts), "old_string": "value = 1", "new_string": "value = 2"},
+                          id="toolu_ask"), delay=0.03)
+    fake.script([READ(app_ts), slow] + ([reply(text("Fine, left alone."))] if answer == "cancel" else []))
+    win = make_window()
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Look around")
+        old = win.controller.session
+        await wait_for(lambda: win.controller.status == "streaming", what="the reply streaming")
+        qtbot.keyClick(win.prompt, Qt.Key.Key_N, CTRL)
+        stop_dlg = await _question(win)
+        assert "writing its reply" in stop_dlg.message.text()
+        await wait_for(lambda: len(win.controller.questions) == 2, 15, "the Bash question queued behind it")
+        await asyncio.sleep(0.2)
+        assert win.controller.current_dialog is None and stop_dlg.isVisible()  # one dialog: the stop question
+        assert not [w for w in QApplication.topLevelWidgets() if isinstance(w, PermissionDialog) and w.isVisible()]
+        if answer == "cancel":
+            qtbot.mouseClick(stop_dlg.cancel_button, Qt.MouseButton.LeftButton)
+            dlg = await wait_dialog(win)
+            assert dlg.request.tool_use_id == "toolu_ask" and not dlg.waiting_label.isVisible()
+            qtbot.mouseClick(dlg.deny_button, Qt.MouseButton.LeftButton)
+            await asyncio.wait_for(task, 10)
+            assert win.controller.session is old and not await asyncio.wait_for(win.open_task, 5)
+        else:
+            qtbot.mouseClick(stop_dlg.stop_button, Qt.MouseButton.LeftButton)
+            assert await asyncio.wait_for(win.open_task, 15)
+            assert task.done() and win.controller.session is not old
+            await asyncio.sleep(0.4)  # nothing else opens
+            assert win.controller.current_dialog is None and len(win.controller.questions) == 0
+        return old.session_id
+
+    old_id = qloop.run_until_complete(scenario())
+    entries = win.controller.client.history(str(workdir), old_id)
+    uses, results = _results(entries)
+    assert uses == results == ["toolu_read", "toolu_ask"]  # the Edit answered exactly once (deny), in both cases
+    assert app_ts.read_text() == "export const value = 1"
     fake.assert_done()
