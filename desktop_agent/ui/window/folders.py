@@ -22,7 +22,7 @@ from desktop_agent.client import EXECUTOR_KINDS, ExecutorKind, SessionHandle
 from desktop_agent.client.local import transcript_usage
 from desktop_agent.ui.dialogs.stop_turn import StopTurnDialog
 from desktop_agent.ui.modes import BYPASS, default_mode_setting, settled_mode
-from desktop_agent.ui.window.presenters import home, session_rows
+from desktop_agent.ui.window.presenters import STOPPING, home, session_rows
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
@@ -211,6 +211,9 @@ class FoldersMixin:
             return True
         if self.stop_question is not None:
             return False  # already asking (a second Ctrl+N while the question is open)
+        if controller.status == STOPPING:  # the person pressed Stop already: only wait for the turn to end
+            await asyncio.wait({turn}, timeout=6.0)
+            return True
         session = controller.session
         if resume:
             then = translate("MainWindow", "the other session opens")

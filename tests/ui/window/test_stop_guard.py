@@ -223,3 +223,22 @@ def test_a_permission_question_waits_behind_the_stop_question(qtbot, qloop, fake
     assert uses == results == ["toolu_read", "toolu_ask"]  # the Edit answered exactly once (deny), in both cases
     assert app_ts.read_text() == "export const value = 1"
     fake.assert_done()
+
+
+def test_new_session_right_after_stop_asks_nothing(qtbot, qloop, fake, make_window, workdir):
+    fake.script([_bash("sleep 8")])
+    win = make_window(permission_mode="bypassPermissions")
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "Sleep")
+        old = win.controller.session
+        await wait_for(lambda: win.controller.status == "tool", what="running the tool")
+        win.stop()  # the person stopped it; the turn is winding down
+        opening = win.open_folder_soon(str(workdir))
+        await asyncio.sleep(0)
+        assert win.stop_question is None
+        assert await asyncio.wait_for(opening, 15)
+        assert task.done() and win.controller.session is not old
+
+    qloop.run_until_complete(scenario())
+    fake.assert_done()
