@@ -235,6 +235,9 @@ class FoldersMixin:
                 await asyncio.wait({question})
         if question.cancelled():
             return True  # nothing runs any more
+        if question.exception() is not None:  # the question could not be asked: nothing is stopped
+            log.error("the stop question failed", exc_info=question.exception())
+            return False
         if not question.result():
             return False
         if controller.turn is turn:
