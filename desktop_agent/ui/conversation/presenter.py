@@ -477,6 +477,8 @@ class ConversationPresenter:
                                    .format(start),
                                    [(f"history:{limit + 200}", self.translate("ConversationView", "Show more"))])
         names: dict[str, str] = {}
+        last_batch: list[ToolItem] = []  # the calls of the last assistant message: an interrupt cut them short
+        previous = ""
         for op in ops[start:]:
             kind = op[0]
             if kind == "user":
@@ -485,12 +487,20 @@ class ConversationPresenter:
                 self.text(op[1])
             elif kind == "tool":
                 self.close_text()
+                if previous != "tool":
+                    last_batch = []
                 names[op[1]] = op[2]
-                self.start_tool(op[1], op[2], op[3])
+                last_batch.append(self.start_tool(op[1], op[2], op[3]))
             elif kind == "result" and op[1] in self.cards:
                 self.finish_tool(op[1], names.get(op[1], ""), op[2], op[3], op[4] if len(op) > 4 else None)
             elif kind == "notice":
+                for card in last_batch:  # as live after Stop: a call the interrupt ended reads "stopped"
+                    if card.state == "error":
+                        self._set(card, "cancelled", self.translate("ConversationView", "stopped"))
+                        self.sink.item_changed(card)
+                last_batch = []
                 self.add_banner("interrupted", self.translate("ConversationView", "Interrupted by you."))
+            previous = kind
         self.close_text()
         for card in list(self.running):  # a call without a result (crash, kill): not running any more
             self._set(card, "cancelled", self.translate("ConversationView", "no result"))

@@ -116,6 +116,10 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         self.cwd_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         head.addWidget(self.cwd_label, 0, Qt.AlignmentFlag.AlignTop)
         root.addLayout(head)
+        self.waiting_label = QLabel()  # "2 more waiting": the window's other queued questions (set_waiting)
+        self.waiting_label.setObjectName("waitingLabel")
+        self.waiting_label.setVisible(False)
+        root.addWidget(self.waiting_label)
 
         reason = self._reason(request)
         self.reason_label = QLabel(self.tr("Why: {0}").format(reason) if reason else "")
@@ -302,6 +306,12 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         # Every key typed into the dialog before it is ready goes nowhere.
         for w in [self, *self.findChildren(QWidget)]:
             w.installEventFilter(self)
+
+    def set_waiting(self, n: int) -> None:
+        """How many more questions wait behind this one (0: the label hides)."""
+        self.waiting_label.setText(self.tr("%n more waiting", "", n) if n > 0 else "")
+        self.waiting_label.setStyleSheet(f"color: {highlight.colors(is_dark(self)).accent}; font-weight: 600;")
+        self.waiting_label.setVisible(n > 0)
 
     # ----- content ---------------------------------------------------------------------------
     def _reason(self, request: PermissionRequest) -> str:

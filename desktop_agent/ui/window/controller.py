@@ -4,9 +4,10 @@ It runs each turn as an asyncio task on the qasync loop, consumes the ``AgentEve
 re-emits each event once on ``agent_event`` (the window connects it to ``ConversationView.handle_event``: the
 conversation presenter renders every event, including the ones the controller makes itself on cancel, crash or
 executor death), plus the few the changes panel follows as typed signals. It tracks the status (idle, thinking,
-running a tool, waiting for approval, error), tokens and cost, and implements ``PermissionPrompter``: ``ask()`` opens
-the modal ``PermissionDialog`` with ``open()`` and awaits a Future — never a nested ``exec()`` loop.
-Interrupting the turn closes an open dialog as a deny.
+running a tool, waiting for approval, error), tokens and cost, and implements ``PermissionPrompter``: ``ask()`` queues
+the question in ``questions`` (``PromptQueue``, keyed by ``(session_id, request_id)``): one modal
+``PermissionDialog`` at a time, opened with ``open()`` and awaited — never a nested ``exec()`` loop — the others
+waiting ("1 more waiting"). Interrupting the turn answers every queued question with a deny and closes the dialog.
 
 The session is a ``client.SessionHandle``: the engine on this loop (``client.in_process``, the default) or, for
 ``open_session(executor="process" | "claude")``, an executor process (``client.subprocess``) — the window reaches
@@ -30,6 +31,7 @@ from desktop_agent.core import events as ev
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
 from desktop_agent.ui.dialogs.permission import PermissionDialog
 from desktop_agent.ui.window.presenters import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING
+from desktop_agent.ui.window.questions import PromptQueue
 
 
 @runtime_checkable
@@ -76,10 +78,14 @@ class AgentController(QObject):
         self.cost = 0.0
         self.base_tokens, self.base_cost = 0, 0.0  # a resumed session's usage before this window
         self.turn_index = 0
-        self.current_dialog: Any = None
+        self.last_prompt = ""  # the prompt of the running (or last) turn
+        self.current_dialog: PermissionDialog | None = None  # the permission dialog showing now
         self.notifier: Callable[[str, str], None] | None = None
         self._task: asyncio.Task | None = None
-        self._pending: dict[str, asyncio.Future] = {}
+        self.questions = PromptQueue(self)  # the window's questions, one dialog at a time
+        self.questions.shown.connect(self._dialog_shown)
+        self.questions.changed.connect(self._questions_changed)
+        self._asking = 0  # permission questions this controller is waiting on
         self._running_tools: set[str] = set()
         self._last_error: str = ""
         self._force_handle: asyncio.TimerHandle | None = None
@@ -183,6 +189,11 @@ class AgentController(QObject):
     def busy(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    @property
+    def turn(self) -> asyncio.Task | None:
+        """The running turn's task (None when idle)."""
+        return self._task if self.busy else None
+
     def set_permission_mode(self, mode: str) -> None:
         if self.session is not None:
             self.session.set_permission_mode(mode)
@@ -199,6 +210,7 @@ class AgentController(QObject):
         if not prompt or self.session is None or self.busy:
             return None
         self.turn_index += 1
+        self.last_prompt = prompt
         self.user_prompt.emit(prompt)
         self._task = asyncio.ensure_future(self._run_turn(prompt))
         self.busy_changed.emit(True)
@@ -225,7 +237,7 @@ class AgentController(QObject):
             if self._force_handle is not None:  # no timer may outlive the turn
                 self._force_handle.cancel()
                 self._force_handle = None
-            self._close_dialogs(deny=True)
+            self._deny_questions()
             if not finished:
                 self._finished(ev.TurnFinished(reason="completed"))
             if self.status not in (ERROR,):
@@ -238,7 +250,7 @@ class AgentController(QObject):
         if not self.busy:
             return
         self._set_status(STOPPING)
-        self._close_dialogs(deny=True)
+        self._deny_questions()
         if self.session is not None:
             try:
                 self.session.interrupt()
@@ -313,33 +325,36 @@ class AgentController(QObject):
 
     # ----- PermissionPrompter ----------------------------------------------------------------
     async def ask(self, request: PermissionRequest) -> PermissionReply:
-        """Open the modal dialog (``open()``) and await its reply (the dialog's own Future, answered once)."""
-        previous = (self.status, self.status_detail)
-        self._set_status(WAITING, request.tool_name)
-        dialog = PermissionDialog(request, parent=self.window)
-        future = dialog.answer()
-        self._pending[request.request_id] = future
-        self.current_dialog = dialog
-        dialog.open()
-        self.dialog_opened.emit(dialog)
-        self._announce(request)
+        """Queue the question (``questions``): its dialog opens when no other shows; the reply is its answer.
+        Cancelled (withdrawn by the engine), it leaves the queue and its dialog, if showing, closes."""
+        if self.status != WAITING:
+            self._set_status(WAITING, request.tool_name)
+        session_id = str(getattr(self.session, "session_id", "") or "")
+        self._asking += 1
         try:
-            return await future
+            return await self.questions.ask(
+                (session_id, request.request_id), lambda: PermissionDialog(request, parent=self.window),
+                stop_value=PermissionReply(behavior="deny", message=USER_DENIED, interrupt=True))
         finally:
-            self._pending.pop(request.request_id, None)
-            if self.current_dialog is dialog:
-                self.current_dialog = None
-            dialog.close_silently()
-            if self.status == WAITING:
-                self._set_status(TOOL if previous[0] == TOOL else THINKING, request.tool_name)
+            self._asking -= 1
+            if not self._asking and self.status == WAITING:
+                self._set_status(TOOL if self._running_tools else THINKING, request.tool_name)
 
-    def _close_dialogs(self, deny: bool) -> None:
-        for future in list(self._pending.values()):
-            if not future.done():
-                future.set_result(PermissionReply(behavior="deny", message=USER_DENIED, interrupt=True))
-        if self.current_dialog is not None:
-            self.current_dialog.close_silently()
-            self.current_dialog = None
+    def _dialog_shown(self, dialog: Any) -> None:
+        if not isinstance(dialog, PermissionDialog):
+            return
+        self.current_dialog = dialog
+        self._set_status(WAITING, dialog.request.tool_name)
+        self.dialog_opened.emit(dialog)
+        self._announce(dialog.request)
+
+    def _questions_changed(self, _count: int) -> None:
+        if self.current_dialog is not None and self.questions.dialog is not self.current_dialog:
+            self.current_dialog = None  # answered or withdrawn; the next one is announced by ``_dialog_shown``
+
+    def _deny_questions(self) -> None:
+        """Every queued permission question answered deny (interrupt); the dialog closes."""
+        self.questions.stop_all()
 
     def _announce(self, request: PermissionRequest) -> None:
         """When the window is not active: a taskbar alert and a desktop notification."""

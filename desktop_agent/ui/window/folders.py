@@ -2,6 +2,10 @@
 through ``controller.open_session``), where sessions run (``--executor``, else Settings), Restart session, New
 Session, the sessions list (``EngineClient.list_sessions``), SessionEnd before another session replaces this one,
 and replaying a resumed transcript into the conversation and the changes panel. A mixin of ``MainWindow``.
+
+Nothing replaces a session while its turn runs without asking: New Session, another folder, another session from
+the sidebar or a recent folder all pass through ``open_folder``, which first asks "Stop the running turn?"
+(``stop_running_turn``); Cancel changes nothing, Stop stops the turn as the Stop button does and waits for it.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from PySide6.QtWidgets import QFileDialog
 
 from desktop_agent.client import EXECUTOR_KINDS, ExecutorKind, SessionHandle
 from desktop_agent.client.local import transcript_usage
+from desktop_agent.ui.dialogs.stop_turn import StopTurnDialog
 from desktop_agent.ui.modes import BYPASS, default_mode_setting, settled_mode
-from desktop_agent.ui.window.presenters import home, session_rows
+from desktop_agent.ui.window.presenters import STOPPING, home, session_rows
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
@@ -49,6 +54,7 @@ class FoldersMixin:
     open_task: asyncio.Task[bool] | None
     restart_task: asyncio.Task[None] | None
     trust_box: TrustDialog | None
+    stop_question: StopTurnDialog | None  # "Stop the running turn?" while it is open
     folder_dialog: QFileDialog
     permission_mode: str
     session_kwargs: dict[str, Any]
@@ -72,6 +78,8 @@ class FoldersMixin:
         def _add_recent(self, folder: str) -> None: ...
         def _update_title(self, waiting: bool | None = None) -> None: ...
         def save_state(self) -> None: ...
+        def stop_turn(self) -> None: ...
+        def doing_text(self) -> str: ...
         def last_folder(self) -> str | None: ...
         def isVisible(self) -> bool: ...  # noqa: N802 - QWidget's
 
@@ -108,6 +116,8 @@ class FoldersMixin:
         dlg.open()
 
     def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task:
+        if self.stop_question is not None and self.open_task is not None and not self.open_task.done():
+            return self.open_task  # "Stop the running turn?" is open: that answer decides first
         self.open_task = asyncio.ensure_future(self.open_folder(folder, **kwargs))
         return self.open_task
 
@@ -115,9 +125,9 @@ class FoldersMixin:
         """Open ``folder``: the one-time trust question if its settings grant rules or run hooks, then
         a new (or resumed) session. Returns False when the user cancelled or the session failed."""
         folder = os.path.abspath(folder)
+        if not await self.stop_running_turn(folder, resume):
+            return False  # Cancel: the turn runs on, nothing changed
         self.wanted_folder = folder
-        if self.controller.busy:
-            self.controller.stop()
         trusted = await self._ask_trust(folder)
         if trusted is None:
             return False
@@ -198,6 +208,50 @@ class FoldersMixin:
         self.save_state()
         self.prompt.setFocus()
         self.folder_opened.emit(folder)
+        return True
+
+    async def stop_running_turn(self, folder: str, resume: str | None = None) -> bool:
+        """Before anything replaces the session while a turn runs: "Stop the running turn?" (``StopTurnDialog``,
+        queued with the permission questions). True when nothing runs (any more) or the person chose Stop —
+        the turn is then stopped as Stop does and awaited; False (Cancel) leaves everything as it was."""
+        controller = self.controller
+        turn = controller.turn
+        if turn is None:
+            return True
+        if self.stop_question is not None:
+            return False  # already asking (a second Ctrl+N while the question is open)
+        if controller.status == STOPPING:  # the person pressed Stop already: only wait for the turn to end
+            await asyncio.wait({turn}, timeout=6.0)
+            return True
+        session = controller.session
+        if resume:
+            then = translate("MainWindow", "the other session opens")
+        elif folder != self.folder:
+            then = translate("MainWindow", "{0} opens").format(home(folder))
+        else:
+            then = translate("MainWindow", "a new session starts")
+        dialog = StopTurnDialog(self.sessions_pane.current_title() or controller.last_prompt,
+                                home(self.folder or folder), self.doing_text(), then, self)  # type: ignore[arg-type]
+        key = (str(getattr(session, "session_id", "") or ""), "stop-turn")
+        question = asyncio.ensure_future(controller.questions.ask(key, lambda: dialog))
+        self.stop_question = dialog
+        try:
+            await asyncio.wait({question, turn}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.stop_question = None
+            if not question.done():
+                question.cancel()  # the turn ended by itself: the question is moot, its dialog closes
+                await asyncio.wait({question})
+        if question.cancelled():
+            return True  # nothing runs any more
+        if question.exception() is not None:  # the question could not be asked: nothing is stopped
+            log.error("the stop question failed", exc_info=question.exception())
+            return False
+        if not question.result():
+            return False
+        if controller.turn is turn:
+            self.stop_turn()
+            await asyncio.wait({turn}, timeout=6.0)  # the controller cancels it after 3 s at the latest
         return True
 
     def executor_choice(self) -> tuple[ExecutorKind, str | None]:

@@ -34,7 +34,7 @@ from desktop_agent.ui.window.find import FindBar
 from desktop_agent.ui.window.folders import FoldersMixin
 from desktop_agent.ui.mode_labels import MODES, mode_label
 from desktop_agent.ui.modes import BYPASS, default_mode_setting
-from desktop_agent.ui.window.presenters import home, token_text
+from desktop_agent.ui.window.presenters import RETRYING, STOPPING, STREAMING, TOOL, WAITING, home, token_text
 from desktop_agent.ui.window.prompt import PromptEdit
 from desktop_agent.ui.window.sidebar import SessionsPane
 from desktop_agent.ui.window.toolbar import ToolbarMixin
@@ -75,6 +75,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.open_task: asyncio.Task | None = None
         self.restart_task: asyncio.Task | None = None  # "Restart session" (an executor process)
         self.trust_box: QMessageBox | None = None
+        self.stop_question: Any = None  # "Stop the running turn?" while it is open (folders.stop_running_turn)
         self.settings_dialog: Any = None
         self.tray: QSystemTrayIcon | None = None
         self._model_name = ""
@@ -391,9 +392,25 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         if self.find_edit.hasFocus():
             self.close_find()
             return
+        self.stop_turn()
+
+    def stop_turn(self) -> None:
+        """Interrupt the running turn: the conversation marks what was cut short as stopped, not failed."""
         if self.controller.busy:
             self.conversation.stop_requested()
         self.controller.stop()
+
+    def doing_text(self) -> str:
+        """What the agent is doing now, as the end of "Right now it is …" (the stop question)."""
+        status, detail = self.controller.status, self.controller.status_detail
+        if status == TOOL and detail:
+            return self.tr("running {0}").format(detail)
+        return {
+            TOOL: self.tr("running a tool"), STREAMING: self.tr("writing its reply"),
+            WAITING: self.tr("waiting for your approval of {0}").format(detail) if detail
+            else self.tr("waiting for your approval"),
+            RETRYING: self.tr("waiting to retry a request"), STOPPING: self.tr("stopping"),
+        }.get(status, self.tr("thinking"))
 
     # ----- controller signals: the changes panel (the conversation has rendered the event) -------
     def _on_tool_finished(self, e: Any) -> None:

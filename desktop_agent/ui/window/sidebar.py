@@ -38,10 +38,18 @@ class SessionsPane(QWidget):
 
     def clear(self) -> None:
         self.list.clear()
+        self._current_title = None
+
+    _current_title: str | None = None
+
+    def current_title(self) -> str | None:
+        """The title of the row marked current (the session's first prompt), if it has one."""
+        return self._current_title
 
     def show_rows(self, rows: list[SessionRow]) -> None:
         """The rows of an open folder (a hint when there are none)."""
         self.list.clear()
+        self._current_title = next((r.title for r in rows if r.current), None)
         if not rows:
             hint = QListWidgetItem(translate("MainWindow", "No earlier sessions\nin this folder"))
             hint.setFlags(Qt.ItemFlag.NoItemFlags)

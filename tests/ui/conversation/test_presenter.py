@@ -425,6 +425,24 @@ def test_replay_marks_calls_without_a_result_and_interruptions(p):
     assert p.items[-1].text == "Interrupted by you." and not p.running
 
 
+def test_replay_reads_calls_an_interrupt_cut_short_as_stopped_not_failed(p, sink):
+    """Issue 21 item 5: a stopped Bash call's result is an error whose first line is its output; replayed, it
+    read as a red failure ("first line"). Cut short by the interrupt that follows it, it reads "stopped"; a
+    genuine failure of an earlier call stays an error."""
+    stopped = "first line\nsecond\n<error>Command was aborted before completion</error>"
+    ops = [("user", "q"), ("tool", "t0", "Bash", {"command": "false"}), ("result", "t0", "boom", True, None),
+           ("text", "Trying again."),
+           ("tool", "t1", "Bash", {"command": "long"}), ("tool", "t2", "Read", {"file_path": "/w/a"}),
+           ("result", "t1", stopped, True, {"interrupted": True}), ("result", "t2", "1\tx", False, None),
+           ("notice", "[Request interrupted by user for tool use]")]
+    p.replay(ops)
+    assert (p.cards["t0"].state, p.cards["t0"].summary) == ("error", "boom")
+    assert (p.cards["t1"].state, p.cards["t1"].summary) == ("cancelled", "stopped")
+    assert p.cards["t1"].result == stopped  # the output stays in the card's body
+    assert p.cards["t2"].state == "done"
+    assert ("changed", "ToolItem", p.cards["t1"]) in sink.calls
+
+
 def test_clear_forgets_everything(p, sink):
     p.start_tool("t1", "Read", {})
     p.add_banner("error", "x", key="k")
