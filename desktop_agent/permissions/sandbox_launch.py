@@ -24,7 +24,8 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.paths import working_dirs
 from desktop_agent.permissions.sandbox import probe, sandbox_status, warn_once
-from desktop_agent.permissions.sandbox_policy import SandboxPolicy, build_policy, private_tmpdir
+from desktop_agent.permissions.sandbox_policy import (SandboxPolicy, add_command_stubs, add_socket_policy,
+                                                      build_policy, private_tmpdir)
 from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_sandbox_settings
 from desktop_agent.util.git_env import git_safety_env
 
@@ -70,6 +71,8 @@ def plan_launch(argv: list[str], cwd: str, env: dict[str, str], ctx: ToolUseCont
             or is_excluded_command(command, settings):
         return LaunchPlan(list(argv), env, False)
     policy = build_policy(pc, working_dirs(ctx), tmpdir=tmp, settings=settings)
+    add_socket_policy(policy, env, cwd=cwd, shell=argv[0] if argv else "")
+    add_command_stubs(policy, pc, env, argv[0] if argv else "/bin/sh")
     bwrap = probe().bwrap or "bwrap"
     chdir = ["--chdir", cwd] if os.path.isdir(cwd) else []
     return LaunchPlan([bwrap, *policy.bwrap_args(), *chdir, "--", *argv], env, True, policy)

@@ -45,6 +45,8 @@ from typing import Any, Iterable
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import PathPattern
 from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_sandbox_settings
+from desktop_agent.permissions.sandbox_sockets import SocketPolicy, socket_args, socket_policy
+from desktop_agent.permissions.sandbox_stubs import stub_args, stub_binds, stub_dir
 from desktop_agent.util.git_env import git_safety_env
 
 WALK_BUDGET = 20_000
@@ -85,9 +87,13 @@ class SandboxPolicy:
     network: bool = False
     tmpdir: str = ""
     notes: list[str] = field(default_factory=list)
+    sockets: SocketPolicy | None = None  # private /tmp, /run...; host sockets masked (add_socket_policy)
+    stubs: list[tuple[str, str]] = field(default_factory=list)  # (stub, binary) (add_command_stubs)
 
     def bwrap_args(self) -> list[str]:
         args = base_flags(self.network)
+        if self.sockets is not None:
+            args += socket_args(self.sockets, "pre")
         for p in self.writable:
             args += ["--bind", p, p]
         for p in self.read_only:
@@ -96,6 +102,11 @@ class SandboxPolicy:
             args += ["--ro-bind", "/dev/null", p]
         for p in self.masked_dirs:
             args += ["--tmpfs", p, "--remount-ro", p]
+        if self.sockets is not None:
+            args += socket_args(self.sockets, "post")
+        args += stub_args(self.stubs)
+        if self.sockets is not None:
+            args += socket_args(self.sockets, "seal")
         return args
 
 
@@ -394,3 +405,30 @@ def _repos_tracking(masked: list[str], roots: list[str]) -> list[str]:
         if real and real not in out and any(_inside(real, r) for r in roots) and _tracked(work_tree, git_dir, path):
             out.append(real)
     return out
+
+
+# --------------------------------------------------------------------------------------------------- sockets, stubs
+
+
+def add_socket_policy(policy: SandboxPolicy, env: dict[str, str], *, cwd: str = "", shell: str = "") -> SandboxPolicy:
+    """No host Unix socket inside (``sandbox_sockets``): private /tmp, /run, $XDG_RUNTIME_DIR, /var/tmp with the
+    working dirs and TMPDIR bound back, $HOME, the PATH dirs, the cwd and the shell kept visible read-only, every
+    other visible host socket masked. The egress proxy's socket goes in with ``sandbox_sockets.bind_socket``."""
+    keep = [p for p in (env.get("HOME") or "", cwd, shell, *(env.get("PATH") or "").split(os.pathsep))
+            if p.startswith("/")]
+    policy.sockets = socket_policy(env, shown=list(policy.writable), keep_visible=keep, network=policy.network)
+    return policy
+
+
+def add_command_stubs(policy: SandboxPolicy, pc: PermissionContext | None, env: dict[str, str],
+                      shell: str) -> SandboxPolicy:
+    """Every binary of every program a ``Bash(...)`` deny rule names replaced by a refusing stub
+    (``sandbox_stubs``). The stub directory is made read-only inside should it lie in a writable dir."""
+    binds, notes = stub_binds(pc, env.get("PATH") or os.defpath, shell)
+    policy.stubs = binds
+    policy.notes += notes
+    if binds:
+        sdir = stub_dir()
+        if any(_inside(sdir, w) for w in policy.writable) and sdir not in policy.read_only:
+            policy.read_only.append(sdir)
+    return policy
