@@ -119,9 +119,12 @@ def test_control_without_the_rule_runs_it(scenario, stub_runs):
 
 
 def test_the_stub_names_the_rule(stub_runs):
-    """Where the analysis let it through (it was off), the program that refused says which rule stopped it."""
+    """Where the command ran, the program that refused says which rule stopped it. With the analysis on, script
+    files are judged one way: `sh plant.sh` runs like `python3 plant.py` (the stub holds), in bypass."""
     for scenario, rule in (("R-python-file@bypass@no-analysis", "Bash(rm:*)"),
-                           ("R-exact-rule@bypass@no-analysis", "Bash(rm)")):
+                           ("R-exact-rule@bypass@no-analysis", "Bash(rm)"),
+                           ("R-python-file@bypass", "Bash(rm:*)"), ("R-sh-file@bypass", "Bash(rm:*)"),
+                           ("R-make-file@bypass", "Bash(rm:*)")):
         run, case = stub_runs[scenario]
         text = harness.excerpt(run, case, limit=4000)
         assert f"rm is denied by the permission rule {rule}" in text, text
