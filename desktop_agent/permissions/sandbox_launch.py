@@ -2,7 +2,9 @@
 active, the private TMPDIR, git neutralised in untrusted folders) and ``BubblewrapSandbox``, the
 ``core.sandbox.CommandSandbox`` the app sets on the tool-use context (``tools.bash`` spawns every shell through it).
 ``sandbox.excludedCommands`` run outside the sandbox, but only a plain command line (no shell metacharacters at
-all) whose first words are an entry.
+all) whose first words are an entry. Every sandboxed shell also gets the socket policy and the command stubs
+(``sandbox_policy.add_socket_policy`` / ``add_command_stubs``); ``command_rules_held`` tells the Bash decision
+when those stubs hold every deny rule (then a script file is judged as the command it is).
 
 Git in untrusted folders (``git_safety_env``): repository config can start programs. The shell gets
 ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n`` overrides (command scope: they win over

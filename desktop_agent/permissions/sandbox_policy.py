@@ -27,6 +27,14 @@ The policy (``build_policy``):
   Bash tool created (``start_new_session``), so ``killpg`` on timeout/Stop reaches every process, and the
   PID namespace takes down whatever is left when its first process exits. (``--new-session`` would protect
   against TIOCSTI on a controlling terminal; the shell has none: it is a session leader's child with stdin
+  /dev/null.)
+- host sockets (``add_socket_policy``, ``sandbox_sockets``): private ``/tmp``, ``/run``, ``/var/tmp``,
+  ``$XDG_RUNTIME_DIR`` bound first, what must stay visible bound back, every other visible host socket masked;
+  the egress proxy's socket goes in through ``sandbox_sockets.bind_socket``.
+- command deny rules (``add_command_stubs``, ``sandbox_stubs``): every binary of a program a ``Bash(...)`` deny
+  rule names is covered by a refusing stub, bound after every other mount.
+Mount order in ``bwrap_args``: ``/``, the private dirs and their read-only re-binds, the working dirs, read-only
+paths, masks, socket masks and bound sockets, stubs, then the private dirs sealed read-only.
 """
 
 from __future__ import annotations
@@ -416,7 +424,11 @@ def add_socket_policy(policy: SandboxPolicy, env: dict[str, str], *, cwd: str = 
     other visible host socket masked. The egress proxy's socket goes in with ``sandbox_sockets.bind_socket``."""
     keep = [p for p in (env.get("HOME") or "", cwd, shell, *(env.get("PATH") or "").split(os.pathsep))
             if p.startswith("/")]
-    policy.sockets = socket_policy(env, shown=list(policy.writable), keep_visible=keep, network=policy.network)
+    sp = socket_policy(env, shown=list(policy.writable), keep_visible=keep, network=policy.network)
+    # a socket under a masked (empty, read-only) dir is gone already; a mount there could not even be made
+    sp.masked = [m for m in sp.masked if not any(_inside(m, d) for d in policy.masked_dirs)
+                 and m not in policy.masked_files]
+    policy.sockets = sp
     return policy
 
 
@@ -425,7 +437,8 @@ def add_command_stubs(policy: SandboxPolicy, pc: PermissionContext | None, env: 
     """Every binary of every program a ``Bash(...)`` deny rule names replaced by a refusing stub
     (``sandbox_stubs``). The stub directory is made read-only inside should it lie in a writable dir."""
     binds, notes = stub_binds(pc, env.get("PATH") or os.defpath, shell)
-    policy.stubs = binds
+    policy.stubs = [(src, dst) for src, dst in binds if not any(_inside(dst, d) for d in policy.masked_dirs)
+                    and dst not in policy.masked_files]  # a masked binary does not run at all
     policy.notes += notes
     if binds:
         sdir = stub_dir()

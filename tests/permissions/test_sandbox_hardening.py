@@ -169,3 +169,21 @@ def test_inside_the_stub_refuses_by_every_name(ws, tmp_path):
                                  "victim; cp /bin/rm $TMPDIR/r && $TMPDIR/r victim; ls victim")
     assert "rc=126" in out.stdout and "rm is denied by the permission rule Bash(rm:*)" in out.stderr
     assert (ws / "victim").exists() and "victim" in out.stdout
+
+
+@needs_bwrap
+def test_a_socket_or_binary_under_a_read_denied_dir_does_not_break_the_start(ws, tmp_path):
+    (ws / "secrets").mkdir()
+    s = _listen(ws / "secrets" / "s.sock")
+    bindir = ws / "secrets" / "bin"
+    bindir.mkdir()
+    (bindir / "tool").write_text("#!/bin/sh\necho real\n")
+    (bindir / "tool").chmod(0o755)
+    try:
+        env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+        policy = policy_for(ws, tmp_path / "t", env, deny=["Read(./secrets/**)", "Bash(tool:*)"])
+        out = run_inside(policy, ws, "ls secrets | wc -l; echo started")
+    finally:
+        s.close()
+    assert out.returncode == 0 and "started" in out.stdout, out.stderr
+    assert out.stdout.split()[0] == "0"
