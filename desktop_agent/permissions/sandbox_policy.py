@@ -436,7 +436,7 @@ def add_command_stubs(policy: SandboxPolicy, pc: PermissionContext | None, env: 
                       shell: str) -> SandboxPolicy:
     """Every binary of every program a ``Bash(...)`` deny rule names replaced by a refusing stub
     (``sandbox_stubs``). The stub directory is made read-only inside should it lie in a writable dir."""
-    binds, notes = stub_binds(pc, env.get("PATH") or os.defpath, shell)
+    binds, notes = stub_binds(pc, env.get("PATH") or os.defpath, shell, env.get("BASH_LOADABLES_PATH") or "")
     policy.stubs = [(src, dst) for src, dst in binds if not any(_inside(dst, d) for d in policy.masked_dirs)
                     and dst not in policy.masked_files]  # a masked binary does not run at all
     policy.notes += notes

@@ -15,7 +15,8 @@ same file (a hard link: ``perl`` and ``perl5.36.0``). The stub is a read-only bi
 binary, so no route runs the program: a wrapper (``env``, ``xargs``, ``find -exec``, ``tar
 --checkpoint-action=exec``, ``vim -c '!...'``), a script in any interpreter (``os.system``, ``subprocess``,
 ``exec``), the dynamic loader (``ld-linux.so /bin/rm`` reads the stub: not an ELF file), a copy (``cp /bin/rm
-./r`` copies the stub), a symlink. The stub file itself lives in a directory of this process that the sandbox
+./r`` copies the stub), a symlink, a bash loadable builtin of that name (``enable -f /usr/lib/bash/rm rm``:
+``/dev/null`` is bound over the loadable). The stub file itself lives in a directory of this process that the sandbox
 hides (``/tmp`` is private) and that no sandboxed command can write.
 
 Not stubbed: the shell that runs the command (the sandbox starts it; a rule naming it — ``Bash(bash:*)`` —
@@ -37,6 +38,8 @@ import threading
 from typing import Any
 
 STANDARD_DIRS = ("/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin")
+# bash's loadable builtins (package bash-builtins: `enable -f /usr/lib/bash/rm rm` makes `rm` a builtin)
+LOADABLE_DIRS = ("/usr/local/lib/bash", "/usr/lib/bash", "/opt/local/lib/bash", "/usr/pkg/lib/bash", "/opt/pkg/lib/bash")
 STUB_EXIT = 126
 _PROGRAM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+@-]*")
 
@@ -186,8 +189,26 @@ def write_stub(name: str, rule: str, interpreter: str) -> str:
     return path
 
 
-def stub_binds(pc: Any, path_env: str, shell: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """(stub file, binary path) pairs for every program a deny rule names, and notes (what was left alone)."""
+def loadables(name: str, loadables_path: str = "") -> list[str]:
+    """bash loadable builtins named like the program (``/usr/lib/bash/rm``): ``/dev/null`` goes over them, so
+    ``enable -f`` cannot load one."""
+    out: list[str] = []
+    for d in [*loadables_path.split(os.pathsep), *LOADABLE_DIRS]:
+        if not d.startswith("/"):
+            continue
+        for candidate in (os.path.join(d, name), os.path.join(d, name + ".so")):
+            try:
+                real = os.path.realpath(candidate)
+                if stat.S_ISREG(os.stat(real).st_mode) and real not in out:
+                    out.append(real)
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def stub_binds(pc: Any, path_env: str, shell: str, loadables_path: str = "") -> tuple[list[tuple[str, str]], list[str]]:
+    """(stub file, binary path) pairs for every program a deny rule names — ``/dev/null`` for a bash loadable
+    builtin of that name — and notes (what was left alone)."""
     programs = denied_programs(pc)
     if not programs:
         return [], []
@@ -212,6 +233,10 @@ def stub_binds(pc: Any, path_env: str, shell: str) -> tuple[list[tuple[str, str]
                 continue
             taken.add(binary)
             binds.append((write_stub(name, rule, shell_real), binary))
+        for lib in loadables(name, loadables_path):
+            if lib not in taken:
+                taken.add(lib)
+                binds.append((os.devnull, lib))
     return binds, notes
 
 

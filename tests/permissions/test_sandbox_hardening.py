@@ -187,3 +187,12 @@ def test_a_socket_or_binary_under_a_read_denied_dir_does_not_break_the_start(ws,
         s.close()
     assert out.returncode == 0 and "started" in out.stdout, out.stderr
     assert out.stdout.split()[0] == "0"
+
+
+def test_a_bash_loadable_builtin_of_the_name_gets_dev_null(ws, tmp_path):
+    libdir = tmp_path / "loadables"
+    libdir.mkdir()
+    (libdir / "tool").write_bytes(b"\x7fELF not really")
+    pc = pc_with(ws, ["Bash(tool:*)"])
+    binds, _ = sandbox_stubs.stub_binds(pc, "/usr/bin:/bin", "/bin/bash", str(libdir))
+    assert (os.devnull, str(libdir / "tool")) in binds

@@ -3,7 +3,7 @@ real CLI.
 
 With ``Bash(rm:*)``, ``Bash(curl *)`` and ``Bash(perl)`` denied, every route to ``rm`` — a wrapper (``env``,
 ``xargs``, ``find -exec``, ``tar --checkpoint-action=exec``, ``tar -I``, ``vim -c '!...'``, ``mapfile -C``),
-``/proc/self/exe -c``, the dynamic loader, a copy, a symlink, ``exec``, a name built at run time, and script
+``/proc/self/exe -c``, the dynamic loader, a bash loadable builtin (``enable -f``), a copy, a symlink, ``exec``, a name built at run time, and script
 files in every interpreter (``python3``, ``node``, ``awk -f``, ``sed -f``, ``make -f``, ``sh``) — leaves the
 victim file in the project untouched; ``curl`` writes no canary; ``perl`` does not run under its hard-linked
 second name either. Each runs in bypass and in default with Bash allowed, both again with the command analysis
@@ -58,6 +58,7 @@ ROUTES: list[tuple[str, str, list, tuple[str, str] | None, str | None]] = [
     ("sed-file", "sed -n -f plant_{RID}.sed notes.txt", V, ("plant_{RID}.sed", "1e rm {V}"), None),
     ("make-file", "make -s -f plant_{RID}.mk", V, ("plant_{RID}.mk", "all:\n\trm {V}"), "make"),
     ("sh-file", "sh plant_{RID}.sh", V, ("plant_{RID}.sh", "rm {V}"), None),
+    ("bash-loadable", "enable -f /usr/lib/bash/rm rm && rm {V}", V, None, "/usr/lib/bash/rm"),
     ("curl-python", "python3 -c 'import subprocess; subprocess.run([\"curl\", \"-s\", \"-o\", \"{C}\", "
                     "\"file:///etc/hostname\"])'", C, None, "curl"),
     ("curl-env", "env curl -s -o {C} file:///etc/hostname", C, None, "curl"),
