@@ -179,7 +179,8 @@ def is_visible(sp: SocketPolicy, path: str) -> bool:
 
 def bind_socket(sp: SocketPolicy, host_path: str, inside_path: str | None = None) -> None:
     """The one exception to "no host socket": bind ``host_path`` (a socket of ours, e.g. the egress proxy's) at
-    ``inside_path`` (default: the same path) after the private dirs and the masks, so neither hides it."""
+    ``inside_path`` (default: the same path) after the private dirs and the masks, so neither hides it. Choose
+    an ``inside_path`` under a private dir (``/run/...``, ``/tmp/...``): bubblewrap creates it there."""
     inside = inside_path or host_path
     sp.masked = [m for m in sp.masked if m != inside]
     sp.bound.append((host_path, inside))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -25,8 +25,9 @@ from tests.security import harness, suite
 pytestmark = pytest.mark.skipif(not sandbox.probe().ok, reason="bubblewrap cannot start here")
 
 ALL_MODES = ["bypass", "default-allowed", "bypass@no-analysis", "default-allowed@no-analysis"]
-TMP_DIR = Path(tempfile.mkdtemp(prefix="da-sec-sock-", dir="/tmp"))
-OUT_DIR = Path(tempfile.mkdtemp(prefix="da-sec-sock-", dir=os.path.expanduser("~")))  # not /tmp, not /run
+_ID = uuid.uuid4().hex[:12]  # the dirs are made (and removed) by the fixture, not at collection
+TMP_DIR = Path("/tmp") / f"da-sec-sock-{_ID}"
+OUT_DIR = Path(os.path.expanduser("~")) / f".da-sec-sock-{_ID}"  # not under /tmp, not under /run
 ADDR = {
     "tmp": str(TMP_DIR / "host.sock"),
     "runtime": str(OUT_DIR / "runtime" / "bus"),
@@ -85,6 +86,7 @@ CASES = _cases()
 def socket_runs(tmp_path_factory):
     logs: list[Path] = []
     procs = []
+    TMP_DIR.mkdir(mode=0o700)
     for d in ("runtime", "plain", "netns"):
         (OUT_DIR / d).mkdir(parents=True, exist_ok=True)
     try:
@@ -133,7 +135,7 @@ def test_control_without_the_sandbox_connects(scenario, socket_runs):
                                  f"tool_result: {harness.excerpt(run, case)!r}")
 
 
-def test_sandboxed_programs_keep_their_own_unix_sockets(socket_runs):
+def test_sandboxed_programs_keep_their_own_unix_sockets(socket_runs, tmp_path):
     """Only the host's sockets are cut: a program's own socket in TMPDIR works inside (seccomp would break it)."""
     runs, _ = socket_runs
     ids = [c["id"] for c in CASES if c["id"].startswith("S-tmp-python@bypass") and not c.get("control")]
@@ -141,7 +143,7 @@ def test_sandboxed_programs_keep_their_own_unix_sockets(socket_runs):
     own = suite.case("sockets", "own-socket", "python3 -c \"import os, socket; p = os.environ['TMPDIR'] + '/own.sock'; "
                      "s = socket.socket(socket.AF_UNIX); s.bind(p); s.listen(); c = socket.socket(socket.AF_UNIX); "
                      "c.connect(p); a, _ = s.accept(); c.sendall(b'own-ok'); print(a.recv(10).decode())\"", [])
-    result = suite.run_module_cases([own], Path(tempfile.mkdtemp(prefix="da-sec-own-")))
+    result = suite.run_module_cases([own], tmp_path)
     run, case = result["own-socket"]
     assert not harness.breaches(run, case)
     assert "own-ok" in harness.excerpt(run, case), harness.excerpt(run, case)
