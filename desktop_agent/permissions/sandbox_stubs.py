@@ -9,7 +9,8 @@ analysis' alone: a stub cannot tell ``git push`` from ``git status`` once ``git 
 between. Shell builtins (``kill``, ``echo``, ``exec``...) have no binary to replace.
 
 Which binaries: the name in every ``PATH`` directory of the shell and in ``/bin``, ``/usr/bin``, ``/sbin``,
-``/usr/sbin``, ``/usr/local/bin``, ``/usr/local/sbin``, symlinks resolved (``/bin`` -> ``/usr/bin`` on Debian; the
+``/usr/sbin``, ``/usr/local/bin``, ``/usr/local/sbin`` (and ``EXTRA_DIRS``: ``/usr/libexec``, git's
+``/usr/lib/git-core``...), symlinks resolved (``/bin`` -> ``/usr/bin`` on Debian; the
 stub lands on the file, so every link to it is covered), and every other name in those directories that is the
 same file (a hard link: ``perl`` and ``perl5.36.0``). The stub is a read-only bind of a small script over the
 binary, so no route runs the program: a wrapper (``env``, ``xargs``, ``find -exec``, ``tar
@@ -38,6 +39,9 @@ import threading
 from typing import Any
 
 STANDARD_DIRS = ("/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin")
+# where packages keep a second copy of a program (Debian's /usr/lib/git-core/git is not /usr/bin/git)
+EXTRA_DIRS = ("/usr/libexec", "/usr/local/libexec", "/usr/lib/git-core", "/usr/libexec/git-core", "/usr/games",
+              "/usr/local/games", "/snap/bin")
 # bash's loadable builtins (package bash-builtins: `enable -f /usr/lib/bash/rm rm` makes `rm` a builtin)
 LOADABLE_DIRS = ("/usr/local/lib/bash", "/usr/lib/bash", "/opt/local/lib/bash", "/usr/pkg/lib/bash", "/opt/pkg/lib/bash")
 STUB_EXIT = 126
@@ -72,7 +76,7 @@ def denied_programs(pc: Any) -> dict[str, str]:
 
 def _search_dirs(path_env: str) -> list[str]:
     out: list[str] = []
-    for d in [*path_env.split(os.pathsep), *STANDARD_DIRS]:
+    for d in [*path_env.split(os.pathsep), *STANDARD_DIRS, *EXTRA_DIRS]:
         if d.startswith("/") and d not in out:
             out.append(d)
     return out

@@ -84,6 +84,14 @@ def _cases() -> list[dict]:
         out += suite.twin_modes(base, ALL_MODES)
         control = suite.case("command-stubs", f"K-{rid}-no-rule", command, checks, control=True, **extra)
         out.append(control)
+    # a second packaged copy of the program (Debian: /usr/lib/git-core/git is not /usr/bin/git)
+    if os.path.exists("/usr/lib/git-core/git"):
+        script = ("plant_git.py", "import subprocess\nsubprocess.run(['/usr/lib/git-core/git', 'init', '-q', '{C}'])")
+        git = suite.case("command-stubs", "R-git-core-copy", "python3 plant_git.py", C, setup_script=script,
+                         settings={"permissions": {"deny": ["Bash(git:*)"]}})
+        out += suite.twin_modes(git, ALL_MODES)
+        out.append(suite.case("command-stubs", "K-git-core-copy-no-rule", "python3 plant_git.py", C,
+                              setup_script=script, control=True))
     # the exact-name rule form, and the message naming the rule
     out += suite.twin_modes(suite.case("command-stubs", "R-exact-rule", "python3 -c 'import os; os.system(\"rm {V}\")'",
                                        V, settings={"permissions": {"deny": ["Bash(rm)"]}}), ["bypass@no-analysis"])
