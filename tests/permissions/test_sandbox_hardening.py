@@ -196,3 +196,20 @@ def test_a_bash_loadable_builtin_of_the_name_gets_dev_null(ws, tmp_path):
     pc = pc_with(ws, ["Bash(tool:*)"])
     binds, _ = sandbox_stubs.stub_binds(pc, "/usr/bin:/bin", "/bin/bash", str(libdir))
     assert (os.devnull, str(libdir / "tool")) in binds
+
+
+@needs_bwrap
+def test_plan_launch_puts_both_in_every_sandboxed_shell(ws, tmp_path):
+    from desktop_agent.core.context import ToolUseContext
+    from desktop_agent.permissions import sandbox_launch
+
+    pc = pc_with(ws, ["Bash(rm:*)"])
+    ctx = ToolUseContext(cwd=str(ws), permission_context=pc)
+    plan = sandbox_launch.plan_launch(["/bin/bash", "-c", "rm victim"], str(ws), dict(os.environ), ctx,
+                                      command="rm victim")
+    assert plan.sandboxed and plan.argv[0] == sandbox.probe().bwrap
+    joined = " ".join(plan.argv)
+    assert "--tmpfs /tmp" in joined and f" {os.path.realpath('/usr/bin/rm')} " in joined
+    out = subprocess.run(plan.argv, cwd=str(ws), env=plan.env, capture_output=True, text=True, timeout=30,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 126 and (ws / "victim").exists() and "Bash(rm:*)" in out.stderr
