@@ -120,8 +120,8 @@ def binaries(name: str, path_env: str) -> list[str]:
     for d in dirs:
         candidate = os.path.join(d, name)
         try:
+            st = os.stat(candidate)  # most are missing: one failed stat, no realpath
             real = os.path.realpath(candidate)
-            st = os.stat(real)
         except (OSError, ValueError):
             continue
         if not stat.S_ISREG(st.st_mode):
@@ -202,8 +202,10 @@ def loadables(name: str, loadables_path: str = "") -> list[str]:
             continue
         for candidate in (os.path.join(d, name), os.path.join(d, name + ".so")):
             try:
+                if not stat.S_ISREG(os.stat(candidate).st_mode):
+                    continue
                 real = os.path.realpath(candidate)
-                if stat.S_ISREG(os.stat(real).st_mode) and real not in out:
+                if real not in out:
                     out.append(real)
             except (OSError, ValueError):
                 continue
