@@ -23,6 +23,7 @@ from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.bash_paths import (REQUIRES_APPROVAL, findings_decision, path_candidates,
                                                   path_findings, unverifiable_decision, unverifiable_sentence)
 from desktop_agent.permissions.paths import in_working_dirs, matching_path_rule, write_suggestions
+from desktop_agent.permissions.sandbox_launch import command_rules_held
 from desktop_agent.permissions.rules import CombinedBashMatcher, bash_pattern_matches, parse_rule
 from desktop_agent.shell.analysis import analyze
 from desktop_agent.shell.parse import SimpleCommand, fallback_parts
@@ -57,6 +58,8 @@ NO_PREFIX_SUGGESTION = frozenset({
 
 
 ACCEPT_EDITS_COMMANDS = frozenset({"mkdir", "touch", "mv", "cp"})
+# the analysis' reasons for a script file (`sh f`, `bash f`, `source f`, `. f`): see _decide step 2b
+_SCRIPT_FILE = re.compile(r"^`[^`]+` runs (the script file |the commands of a file)")
 
 
 def _forms(cmd: SimpleCommand, for_deny: bool) -> list[str]:
@@ -161,9 +164,17 @@ def _decide(command: str, input: dict[str, Any], ctx: ToolUseContext, pc: Permis
     # 2b. what runs cannot be known (a name built at run time, a script from a file or a pipe, an interpreter's
     # inline code, a wrapper of a shell...): where a deny rule could match, denied in bypass/dontAsk and asked
     # otherwise, as a safety check that neither an allow rule nor the mode can skip.
+    # Script files are judged one way: when the sandbox holds every deny rule (each a whole program replaced by a
+    # stub, ``sandbox_launch.command_rules_held``), `sh plant.sh` / `source f` are judged like `python3 plant.py`,
+    # `awk -f`, `make -f`: as the command they are — the stub stops the denied program whatever runs it.
+    # Inline code and names built at run time stay unverifiable (the analysis keeps what it can see hidden).
     path_deny = _has_path_deny(pc)
-    if an.opaque and (deny_rules or ask_rules or path_deny):
-        message = unverifiable_sentence(f"{REQUIRES_APPROVAL}: {an.opaque[0]}")
+    opaque = an.opaque  # (the analysis is cached: never mutated here)
+    if opaque and deny_rules and not ask_rules and not path_deny \
+            and all(_SCRIPT_FILE.match(why) for why in opaque) and command_rules_held(pc, input, ctx):
+        opaque = []
+    if opaque and (deny_rules or ask_rules or path_deny):
+        message = unverifiable_sentence(f"{REQUIRES_APPROVAL}: {opaque[0]}")
         if deny_rules or path_deny:
             return unverifiable_decision(command, message, mode)
         return PermissionDecision(behavior="ask", message=REQUIRES_APPROVAL,

@@ -27,6 +27,14 @@ The policy (``build_policy``):
   Bash tool created (``start_new_session``), so ``killpg`` on timeout/Stop reaches every process, and the
   PID namespace takes down whatever is left when its first process exits. (``--new-session`` would protect
   against TIOCSTI on a controlling terminal; the shell has none: it is a session leader's child with stdin
+  /dev/null.)
+- host sockets (``add_socket_policy``, ``sandbox_sockets``): private ``/tmp``, ``/run``, ``/var/tmp``,
+  ``$XDG_RUNTIME_DIR`` bound first, what must stay visible bound back, every other visible host socket masked;
+  the egress proxy's socket goes in through ``sandbox_sockets.bind_socket``.
+- command deny rules (``add_command_stubs``, ``sandbox_stubs``): every binary of a program a ``Bash(...)`` deny
+  rule names is covered by a refusing stub, bound after every other mount.
+Mount order in ``bwrap_args``: ``/``, the private dirs and their read-only re-binds, the working dirs, read-only
+paths, masks, socket masks and bound sockets, stubs, then the private dirs sealed read-only.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ from typing import Any, Iterable
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.rules import PathPattern
 from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_sandbox_settings
+from desktop_agent.permissions.sandbox_sockets import SocketPolicy, socket_args, socket_policy
+from desktop_agent.permissions.sandbox_stubs import stub_args, stub_binds, stub_dir
 from desktop_agent.util.git_env import git_safety_env
 
 WALK_BUDGET = 20_000
@@ -85,9 +95,13 @@ class SandboxPolicy:
     network: bool = False
     tmpdir: str = ""
     notes: list[str] = field(default_factory=list)
+    sockets: SocketPolicy | None = None  # private /tmp, /run...; host sockets masked (add_socket_policy)
+    stubs: list[tuple[str, str]] = field(default_factory=list)  # (stub, binary) (add_command_stubs)
 
     def bwrap_args(self) -> list[str]:
         args = base_flags(self.network)
+        if self.sockets is not None:
+            args += socket_args(self.sockets, "pre")
         for p in self.writable:
             args += ["--bind", p, p]
         for p in self.read_only:
@@ -96,6 +110,11 @@ class SandboxPolicy:
             args += ["--ro-bind", "/dev/null", p]
         for p in self.masked_dirs:
             args += ["--tmpfs", p, "--remount-ro", p]
+        if self.sockets is not None:
+            args += socket_args(self.sockets, "post")
+        args += stub_args(self.stubs)
+        if self.sockets is not None:
+            args += socket_args(self.sockets, "seal")
         return args
 
 
@@ -394,3 +413,35 @@ def _repos_tracking(masked: list[str], roots: list[str]) -> list[str]:
         if real and real not in out and any(_inside(real, r) for r in roots) and _tracked(work_tree, git_dir, path):
             out.append(real)
     return out
+
+
+# --------------------------------------------------------------------------------------------------- sockets, stubs
+
+
+def add_socket_policy(policy: SandboxPolicy, env: dict[str, str], *, cwd: str = "", shell: str = "") -> SandboxPolicy:
+    """No host Unix socket inside (``sandbox_sockets``): private /tmp, /run, $XDG_RUNTIME_DIR, /var/tmp with the
+    working dirs and TMPDIR bound back, $HOME, the PATH dirs, the cwd and the shell kept visible read-only, every
+    other visible host socket masked. The egress proxy's socket goes in with ``sandbox_sockets.bind_socket``."""
+    keep = [p for p in (env.get("HOME") or "", cwd, shell, *(env.get("PATH") or "").split(os.pathsep))
+            if p.startswith("/")]
+    sp = socket_policy(env, shown=list(policy.writable), keep_visible=keep, network=policy.network)
+    # a socket under a masked (empty, read-only) dir is gone already; a mount there could not even be made
+    sp.masked = [m for m in sp.masked if not any(_inside(m, d) for d in policy.masked_dirs)
+                 and m not in policy.masked_files]
+    policy.sockets = sp
+    return policy
+
+
+def add_command_stubs(policy: SandboxPolicy, pc: PermissionContext | None, env: dict[str, str],
+                      shell: str) -> SandboxPolicy:
+    """Every binary of every program a ``Bash(...)`` deny rule names replaced by a refusing stub
+    (``sandbox_stubs``). The stub directory is made read-only inside should it lie in a writable dir."""
+    binds, notes = stub_binds(pc, env.get("PATH") or os.defpath, shell, env.get("BASH_LOADABLES_PATH") or "")
+    policy.stubs = [(src, dst) for src, dst in binds if not any(_inside(dst, d) for d in policy.masked_dirs)
+                    and dst not in policy.masked_files]  # a masked binary does not run at all
+    policy.notes += notes
+    if binds:
+        sdir = stub_dir()
+        if any(_inside(sdir, w) for w in policy.writable) and sdir not in policy.read_only:
+            policy.read_only.append(sdir)
+    return policy

