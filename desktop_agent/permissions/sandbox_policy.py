@@ -97,12 +97,15 @@ class SandboxPolicy:
     notes: list[str] = field(default_factory=list)
     sockets: SocketPolicy | None = None  # private /tmp, /run...; host sockets masked (add_socket_policy)
     stubs: list[tuple[str, str]] = field(default_factory=list)  # (stub, binary) (add_command_stubs)
+    pinned: list[str] = field(default_factory=list)  # folders above masked/read-only paths, bound onto themselves
 
     def bwrap_args(self) -> list[str]:
         args = base_flags(self.network)
         if self.sockets is not None:
             args += socket_args(self.sockets, "pre")
         for p in self.writable:
+            args += ["--bind", p, p]
+        for p in self.pinned:  # a mount point cannot be renamed (EBUSY): the names the masks use stay put
             args += ["--bind", p, p]
         for p in self.read_only:
             args += ["--ro-bind", p, p]
@@ -359,7 +362,26 @@ def build_policy(pc: PermissionContext | None, working_dirs: Iterable[str], *, t
             continue  # already read-only
         ro.append(p)
     policy.read_only = ro
+    pin_parents(policy)
     return policy
+
+
+def pin_parents(policy: SandboxPolicy) -> None:
+    """Pin every folder between a working folder and a masked or read-only path (bound onto itself): a command
+    cannot rename it (``mv config cfg`` fails with EBUSY), so the next command's masks — made from the names —
+    still cover the denied files, and the deny rules' names keep naming them."""
+    pins: set[str] = set()
+    guarded = [*policy.masked_files, *policy.masked_dirs, *policy.read_only]
+    for path in guarded:
+        roots = [w for w in policy.writable if _inside(path, w) and path != w]
+        if not roots:
+            continue
+        root = max(roots, key=len)
+        parent = os.path.dirname(path)
+        while parent != root and _inside(parent, root):
+            pins.add(parent)
+            parent = os.path.dirname(parent)
+    policy.pinned = sorted((p for p in pins if p not in guarded and p not in policy.writable), key=len)
 
 
 # --------------------------------------------------------------------------------------------------- git

@@ -4,6 +4,7 @@ In bypass (nothing asks, so only the rules stand): a denied folder renamed by a 
 ``mv lib lib2``) stays denied under its new name for Read, Edit and Grep; a hard link made before the session to
 ``.env`` is denied like ``.env``; a hard link to a file outside the folder is not read as a file inside it in
 default mode. Each case has its control: the same calls without the deny rule show the secret or write the file.
+Inside the sandbox the folders above denied paths are pinned, so a command cannot rename them at all.
 The symlink swap that races the check is tested on the tools directly in tests/tools/test_identity_race.py."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.anthropic_server import reply, text, tool_use
-from tests.test_cli import cli_env, fake, jsonl, run_cli  # noqa: F401
+from tests.test_cli import cli_env, fake, jsonl, run_cli, start, tool_results  # noqa: F401
 
 SECRET = "SECRET-IDENTITY-4e1d"
 
@@ -46,11 +47,9 @@ def tree(workdir):
     return workdir
 
 
-RENAME_READ = [
-    ("Bash", {"command": "mv config cfg"}),
+RENAMED_CALLS = [
     ("Read", {"file_path": "{W}/cfg/secrets/k.txt"}),
     ("Grep", {"pattern": "SECRET", "path": "{W}/cfg", "output_mode": "content"}),
-    ("Bash", {"command": "mv lib lib2"}),
     ("Read", {"file_path": "{W}/lib2/core/x.ts"}),
     ("Edit", {"file_path": "{W}/lib2/core/x.ts", "old_string": "x = 1", "new_string": "x = 2"}),
     ("Write", {"file_path": "{W}/lib2/core/new.ts", "content": "pwned\n"}),
@@ -62,19 +61,32 @@ def _fill(calls, workdir):
 
 
 @pytest.mark.parametrize("guarded", [True, False], ids=["denied", "control"])
-def test_a_renamed_denied_folder_stays_denied(fake, tree, tmp_path, guarded):
+def test_a_denied_folder_renamed_during_the_session_stays_denied(fake, tree, tmp_path, guarded):
+    """The folders are renamed from outside (the person, another tool) after the session started and before the
+    model's calls: the rules were bound to the files when the session was built."""
+    calls = _fill(RENAMED_CALLS, tree)
+    fake.script([reply(text("ready"))] + [reply(tool_use(n, inp, id=f"toolu_{i}")) for i, (n, inp) in enumerate(calls)]
+                + [reply(text("done"))])
     flags = ["--disallowedTools", "Read(./config/secrets/**)", "Edit(./lib/core/**)"] if guarded else []
-    results = run(fake, tree, tmp_path, _fill(RENAME_READ, tree), *flags)
-    assert (tree / "cfg" / "secrets" / "k.txt").exists()  # the renames ran (nothing forbids mv)
-    leaked = [i for i in (1, 2) if SECRET in shown(results[f"toolu_{i}"])]
-    assert (tree / "lib2" / "core" / "x.ts").exists()
+    d = start(fake, tree, tmp_path, "--permission-mode", "bypassPermissions", *flags)
+    try:
+        d.user("first")
+        assert d.result()["subtype"] == "success"
+        os.rename(tree / "config", tree / "cfg")
+        os.rename(tree / "lib", tree / "lib2")
+        d.user("second")
+        assert d.result()["subtype"] == "success"
+        results = {f"toolu_{i}": tool_results(d, f"toolu_{i}")[0] for i in range(len(calls))}
+    finally:
+        assert d.close() == 0
+    leaked = [i for i in (0, 1) if SECRET in shown(results[f"toolu_{i}"])]
     edited = (tree / "lib2" / "core" / "x.ts").read_text() != "export const x = 1\n"
     created = (tree / "lib2" / "core" / "new.ts").exists()
     if guarded:
         assert leaked == [] and not edited and not created, (leaked, edited, created, results)
-        assert results["toolu_5"]["is_error"] and results["toolu_6"]["is_error"]
+        assert results["toolu_3"]["is_error"] and results["toolu_4"]["is_error"]
     else:  # the control: without the rules the same calls read and write
-        assert leaked == [1, 2] and edited and created
+        assert leaked == [0, 1] and edited and created
 
 
 @pytest.mark.parametrize("guarded", [True, False], ids=["denied", "control"])
@@ -111,3 +123,26 @@ def test_the_binding_is_taken_before_the_first_command(fake, tree, tmp_path):
              ("Read", {"file_path": str(tree / "config2" / "secrets" / "k.txt")})]
     results = run(fake, tree, tmp_path, calls, "--disallowedTools", "Read(./config/secrets)")
     assert all(SECRET not in shown(results[f"toolu_{i}"]) for i in (1, 2)), results
+
+
+@pytest.mark.parametrize("skip_analysis", [False, True], ids=["analysis", "sandbox-only"])
+@pytest.mark.parametrize("guarded", [True, False], ids=["denied", "control"])
+def test_a_denied_folder_renamed_by_a_command_is_not_read_by_the_next(fake, tree, tmp_path, monkeypatch, guarded,
+                                                                      skip_analysis):
+    """Inside the sandbox the folders above a denied path are pinned (mount points cannot be renamed), so the
+    next command — whose masks are made from the names — cannot find the denied folder under a new name."""
+    if skip_analysis:
+        monkeypatch.setenv("DESKTOP_AGENT_UNSAFE_SKIP_BASH_ANALYSIS", "1")
+    flags = ["--disallowedTools", "Read(./config/secrets/**)"] if guarded else []
+    flags += ["--disallowedTools", "Edit(./lib/core/x.ts)"] if guarded else []
+    calls = [("Bash", {"command": "mv config cfg; mv config/secrets s2; mv lib l2; mv lib/core c2; ls"}),
+             ("Bash", {"command": "cat cfg/secrets/k.txt s2/k.txt config/secrets/k.txt 2>&1; "
+                                  "mkdir -p lib/core; echo pwned > lib/core/x.ts; true"})]
+    results = run(fake, tree, tmp_path, calls, *flags)
+    if guarded:
+        assert SECRET not in shown(results["toolu_1"]), results
+        assert (tree / "lib" / "core" / "x.ts").read_text() == "export const x = 1\n", results
+    else:
+        # the control: the renames ran, the secret was read under the new name, the rule's name was re-created
+        assert SECRET in shown(results["toolu_1"]) and (tree / "l2" / "core" / "x.ts").exists()
+        assert (tree / "lib" / "core" / "x.ts").read_text() == "pwned\n"
