@@ -5,14 +5,25 @@ test-only skip-analysis switch (``sandbox.skip_analysis_requested``) and ``sandb
 (``dangerouslyDisableSandbox`` always asks; a sandbox that cannot start makes every command not proven read-only ask).
 
 ``check_bash_permission``: deny rules (on every form ``shell.analysis.analyze`` finds: wrappers and ``VAR=``
-prefixes stripped, what scripts and wrappers run, the whole line) → ask rules → an opaque command where a deny rule
-could match (denied in bypassPermissions/dontAsk, asked otherwise, with a sentence saying it could not be checked)
-→ the path constraints (``bash_paths``) → every part read-only or matched by an allow rule → allow; otherwise
-passthrough with ``This command requires approval`` (or the multi-part text) and narrow suggestions.
+prefixes stripped, what scripts and wrappers run, the whole line) → ask rules → an opaque command (an interpreter's
+inline code, a script from a file or a pipe, a name built at run time...) where a deny rule could match → the path
+constraints (``bash_paths``) → every part read-only or matched by an allow rule → allow; otherwise passthrough with
+``This command requires approval`` (or the multi-part text) and narrow suggestions.
+
+The opacity rule: what opaque code runs cannot be checked, so it stands (asked as a safety check no allow rule and
+no mode skips, with the reference's text ``This command requires approval``; denied in bypassPermissions and
+dontAsk) against ``Bash(...)`` deny rules — and ask rules (asked) — always, and against ``Read``/``Edit``/``Write``
+deny rules unless the sandbox holds them below the analysis (``sandbox_holds_path_denies``): the command runs in
+bubblewrap (active, on the context, not escaped with ``dangerouslyDisableSandbox`` nor an excluded command) and
+every such rule is one the sandbox enforces whatever the code does — an anchored literal path (``./secret.txt``,
+``~/.ssh/**``, ``/abs/dir/**``): a Read deny is masked (``/dev/null`` or an empty tmpfs over it), an Edit deny is
+bound read-only when the path exists. Globs and unanchored names (``Read(**/*.pem)``, ``Read(.env)``) are masked
+only where a walk found them, and a missing Edit-denied path could be created: those keep opaque code asking.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -23,7 +34,9 @@ from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.bash_paths import (REQUIRES_APPROVAL, findings_decision, path_candidates,
                                                   path_findings, unverifiable_decision, unverifiable_sentence)
 from desktop_agent.permissions.paths import in_working_dirs, matching_path_rule, write_suggestions
-from desktop_agent.permissions.rules import CombinedBashMatcher, bash_pattern_matches, parse_rule
+from desktop_agent.permissions.rules import CombinedBashMatcher, CompiledRule, bash_pattern_matches, parse_rule
+from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox, is_excluded_command
+from desktop_agent.permissions.sandbox_settings import load_sandbox_settings
 from desktop_agent.shell.analysis import analyze
 from desktop_agent.shell.parse import SimpleCommand, fallback_parts
 from desktop_agent.shell.readonly import is_read_only_command, parts_for_approval, simple_command_read_only
@@ -127,8 +140,63 @@ def check_bash_permission(input: dict[str, Any], ctx: ToolUseContext) -> Permiss
     return decision
 
 
-def _has_path_deny(pc: PermissionContext) -> bool:
-    return bool(pc.content_rules("deny", "Read")) or bool(pc.content_rules("deny", "Edit"))
+_PATTERN_CHARS = re.compile(r"[*?\[\\]")  # a segment with one of these is a pattern (sandbox_policy walks it)
+
+
+def _path_deny_rules(pc: PermissionContext) -> list[CompiledRule]:
+    """The Read/Edit/Write deny rules with a path (what the sandbox masks or binds read-only)."""
+    def build() -> list[CompiledRule]:
+        out: list[CompiledRule] = []
+        for name in ("Read", "Edit", "Write"):
+            out += [r for r in pc.content_rules("deny", name) if r not in out]
+        return out
+
+    rules: list[CompiledRule] = pc.cached(("path-deny-rules",), build)
+    return rules
+
+
+def _held(rule: CompiledRule, pc: PermissionContext) -> bool:
+    """The sandbox enforces this deny rule whatever a command does: an anchored literal path (or ``dir/**``,
+    ``dir/*``) other than ``/``; for an Edit/Write deny, one that exists (bound read-only; a missing one could
+    be created)."""
+    try:
+        pp = rule.path_pattern(pc.original_cwd, pc.home)
+    except Exception:
+        return False
+    segs = [s for s in (pp.glob or "").split("/") if s]
+    if segs and segs[-1] in ("**", "*"):
+        segs = segs[:-1]
+    if not pp.anchored or any(_PATTERN_CHARS.search(s) or s == ".." for s in segs):
+        return False
+    path = os.path.join(pp.root, *segs)
+    if os.path.realpath(path) == "/":
+        return False  # the sandbox never masks the root
+    return rule.tool_name == "Read" or os.path.lexists(path)
+
+
+def sandbox_holds_path_denies(command: str, input: dict[str, Any], ctx: ToolUseContext,
+                              pc: PermissionContext) -> bool:
+    """This command runs in the bubblewrap sandbox and every Read/Edit/Write deny rule is one it enforces."""
+    rules = _path_deny_rules(pc)
+    if not rules:
+        return True
+    if not isinstance(ctx.sandbox, BubblewrapSandbox) or sandbox.sandbox_status(pc).state != "active":
+        return False
+    settings = load_sandbox_settings(pc)
+    if (input.get("dangerouslyDisableSandbox") and settings.allow_unsandboxed_commands) \
+            or is_excluded_command(command, settings):
+        return False
+    return all(_held(r, pc) for r in rules)
+
+
+def _opaque_decision(command: str, why: str, mode: str) -> PermissionDecision:
+    """Opaque code where a deny rule could match: denied in bypassPermissions/dontAsk; asked otherwise with the
+    reference's text, as a safety check (no allow rule or mode skips it), the reason saying what is opaque."""
+    sentence = unverifiable_sentence(f"{REQUIRES_APPROVAL}: {why}")
+    if mode in ("bypassPermissions", "dontAsk"):
+        return unverifiable_decision(command, sentence, mode)
+    return PermissionDecision(behavior="ask", message=REQUIRES_APPROVAL,
+                              decision_reason=DecisionReason(type="safetyCheck", reason=sentence), suggestions=[])
 
 
 def _decide(command: str, input: dict[str, Any], ctx: ToolUseContext, pc: PermissionContext) -> PermissionDecision:
@@ -159,16 +227,16 @@ def _decide(command: str, input: dict[str, Any], ctx: ToolUseContext, pc: Permis
                                           decision_reason=DecisionReason(type="rule", rule=rule.rule),
                                           suggestions=_suggest(parts if parsed.ok else [], command))
     # 2b. what runs cannot be known (a name built at run time, a script from a file or a pipe, an interpreter's
-    # inline code, a wrapper of a shell...): where a deny rule could match, denied in bypass/dontAsk and asked
-    # otherwise, as a safety check that neither an allow rule nor the mode can skip.
-    path_deny = _has_path_deny(pc)
-    if an.opaque and (deny_rules or ask_rules or path_deny):
-        message = unverifiable_sentence(f"{REQUIRES_APPROVAL}: {an.opaque[0]}")
-        if deny_rules or path_deny:
-            return unverifiable_decision(command, message, mode)
-        return PermissionDecision(behavior="ask", message=REQUIRES_APPROVAL,
-                                  decision_reason=DecisionReason(type="safetyCheck", reason=an.opaque[0]),
-                                  suggestions=[])
+    # inline code, a wrapper of a shell...): against a command deny rule, or a path deny rule the sandbox does not
+    # hold, denied in bypass/dontAsk and asked otherwise; against an ask rule, asked — as a safety check that
+    # neither an allow rule nor the mode can skip (the opacity rule, module docstring).
+    if an.opaque:
+        if deny_rules or not sandbox_holds_path_denies(command, input, ctx, pc):
+            return _opaque_decision(command, an.opaque[0], mode)
+        if ask_rules:
+            return PermissionDecision(behavior="ask", message=REQUIRES_APPROVAL,
+                                      decision_reason=DecisionReason(type="safetyCheck", reason=an.opaque[0]),
+                                      suggestions=[])
     if not parsed.ok:
         exact = _match_rules([r for r in pc.content_rules("allow", "Bash") if "*" not in (r.content or "")],
                              [command])

@@ -185,7 +185,15 @@ CASES: list[tuple[str, str, dict[str, list[str]], tuple[str, ...]]] = [
     ("find-dot", "find . -name '*'", ENV_DENY, FAIL_CLOSED_RO),
     ("ls-R", "ls -R", SECRETS_DENY, FAIL_CLOSED_RO),
     ("git-grep", "git grep SECR", ENV_DENY, FAIL_CLOSED_RO),
-    ("sh-script-with-read-deny", "sh script.sh", ENV_DENY, FAIL_CLOSED),
+    # opaque code (a script file) against path deny rules: the sandbox holds an anchored literal one (it masks
+    # ./.env, binds an existing Edit-denied file read-only), so the command is merely not read-only; a glob, an
+    # unanchored name or a missing Edit-denied path the sandbox cannot hold keeps it fail-closed
+    ("sh-script-with-held-read-deny", "sh script.sh", ENV_DENY, NOT_RO),
+    ("sh-script-with-held-edit-deny", "sh script.sh", {"deny": ["Edit(./app.ts)"]}, NOT_RO),
+    ("sh-script-with-glob-read-deny", "sh script.sh", {"deny": ["Read(./**/*.pem)"]}, FAIL_CLOSED),
+    ("sh-script-with-unanchored-read-deny", "sh script.sh", {"deny": ["Read(.env)"]}, FAIL_CLOSED),
+    ("sh-script-with-missing-edit-deny", "sh script.sh", {"deny": ["Edit(./not-yet.txt)"]}, FAIL_CLOSED),
+    ("sh-script-with-root-read-deny", "sh script.sh", {"deny": ["Read(//**)"]}, FAIL_CLOSED),
     ("git-log-p-repo", "git log -p", ENV_DENY, FAIL_CLOSED_RO),
     ("git-show-repo", "git show HEAD", ENV_DENY, FAIL_CLOSED_RO),
     ("git-diff-repo", "git diff", ENV_DENY, FAIL_CLOSED_RO),
@@ -237,6 +245,10 @@ CASES: list[tuple[str, str, dict[str, list[str]], tuple[str, ...]]] = [
 
 CASE_IDS = [c[0] for c in CASES]
 assert len(set(CASE_IDS)) == len(CASE_IDS)
+# A row where some mode allows a command that is not read-only decides as the gate does under the active sandbox
+# (without it, every such command asks): it needs the sandbox (tests/conftest.py).
+CASE_PARAMS = [pytest.param(*c, id=c[0], marks=pytest.mark.needs_sandbox if A in c[3] and c[3] not in (RO, ASK_OUTSIDE)
+                            else ()) for c in CASES]
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +280,7 @@ def _decide(command: str, rules: dict[str, list[str]], mode: str, e: dict[str, s
 
 
 @pytest.mark.parametrize("mode_i,mode", list(enumerate(MODES)))
-@pytest.mark.parametrize("cid,command,rules,expected", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("cid,command,rules,expected", CASE_PARAMS)
 def test_decision(env, cid, command, rules, expected, mode_i, mode):
     command = _fill(command, env)
     before = len(CALLS)
@@ -289,10 +301,12 @@ def test_unverifiable_texts(env):
     assert "could not be checked against the deny rules" in d.message
     d = _decide("sh script.sh", RM_DENY, "default", env)
     assert d.behavior == "ask" and d.decision_reason.type == "safetyCheck"
-    assert d.message.startswith("This command requires approval: ")
-    assert "could not be checked against the deny rules" in d.message
+    assert d.message == "This command requires approval"  # the reference's text; the reason says why
+    assert d.decision_reason.reason.startswith("This command requires approval: `sh` runs the script file")
+    assert "could not be checked against the deny rules" in d.decision_reason.reason
 
 
+@pytest.mark.needs_sandbox
 def test_appendix_a_texts_kept(env):
     assert _decide("rm x", {"deny": ["Bash(rm *)"]}, "bypassPermissions", env).message == \
         "Permission to use Bash with command rm x has been denied."
@@ -307,7 +321,9 @@ def test_appendix_a_texts_kept(env):
 @pytest.mark.parametrize("command,expected", [
     ("touch {out}/x", Q), ("touch {{out}/x,}", Q), ("echo x > {{out}/x,}", Q),
     ("cp app.ts --target-directory={out}", Q), ("mv -t{out} app.ts", Q), ("touch deep/../x", Q),
-    ("cp -t {out} app.ts", Q), ("touch x", A), ("touch src/{a,b}", A), ("echo x > y", A), ("mkdir -p sub/a", A),
+    ("cp -t {out} app.ts", Q),
+    *[pytest.param(c, A, marks=pytest.mark.needs_sandbox)  # allowed: decided as under the active sandbox
+      for c in ("touch x", "touch src/{a,b}", "echo x > y", "mkdir -p sub/a")],
 ])
 def test_accept_edits_writes(env, command, expected):
     d = _decide(_fill(command, env), NONE, "acceptEdits", env)

@@ -106,6 +106,13 @@ Row = tuple[str, Scenario, int]
 ROWS: list[Row] = [(f"{s[0]}-{mode}", s, i) for s in SCENARIOS for i, mode in enumerate(MODES)]
 
 
+def _params(rows: list[Row]) -> list[Any]:
+    """A Bash row that expects an allow decides as the gate does under the active sandbox (without it, every
+    command that is not read-only asks): it needs the sandbox (tests/conftest.py)."""
+    return [pytest.param(r, id=r[0], marks=pytest.mark.needs_sandbox
+                         if r[1][2][0] == "bash" and r[1][4][r[2]][0] == A else ()) for r in rows]
+
+
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return make_workspace(str(tmp_path_factory.mktemp("decide")))
@@ -144,7 +151,7 @@ def test_decide_is_synchronous() -> None:
     assert not inspect.iscoroutinefunction(decide)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r[0] for r in ROWS])
+@pytest.mark.parametrize("row", _params(ROWS))
 def test_row(row: Row, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", env["home"])
     rid, scenario, mode_index = row

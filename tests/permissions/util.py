@@ -97,9 +97,6 @@ def make_ctx(ws: str, *, mode: str = "default", rules: dict[str, list[str]] | No
              add_dirs: list[str] | None = None, **kw: Any) -> ToolUseContext:
     pc = PermissionContext(ws, mode=mode, rules=rules_of(rules, source), additional_dirs=add_dirs or [])
     ctx = ToolUseContext(cwd=ws, permission_context=pc, tools=list(TOOLS.values()), **kw)
-    for d in pc.working_dirs:
-        if d not in ctx.working_dirs:
-            ctx.working_dirs.append(d)
     return ctx
 
 
