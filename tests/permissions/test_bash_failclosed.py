@@ -247,8 +247,9 @@ CASE_IDS = [c[0] for c in CASES]
 assert len(set(CASE_IDS)) == len(CASE_IDS)
 # A row where some mode allows a command that is not read-only decides as the gate does under the active sandbox
 # (without it, every such command asks): it needs the sandbox (tests/conftest.py).
-CASE_PARAMS = [pytest.param(*c, id=c[0], marks=pytest.mark.needs_sandbox if A in c[3] and c[3] not in (RO, ASK_OUTSIDE)
-                            else ()) for c in CASES]
+CASE_PARAMS = [pytest.param(*c, i, mode, id=f"{c[0]}-{i}-{mode}",
+                            marks=pytest.mark.needs_sandbox if c[3][i] == A and c[3] not in (RO, ASK_OUTSIDE) else ())
+               for c in CASES for i, mode in enumerate(MODES)]
 
 
 @pytest.fixture(scope="module")
@@ -279,8 +280,7 @@ def _decide(command: str, rules: dict[str, list[str]], mode: str, e: dict[str, s
     return decide_for(tool, tool.input_model.model_validate({"command": command}), ctx)
 
 
-@pytest.mark.parametrize("mode_i,mode", list(enumerate(MODES)))
-@pytest.mark.parametrize("cid,command,rules,expected", CASE_PARAMS)
+@pytest.mark.parametrize("cid,command,rules,expected,mode_i,mode", CASE_PARAMS)
 def test_decision(env, cid, command, rules, expected, mode_i, mode):
     command = _fill(command, env)
     before = len(CALLS)
@@ -294,6 +294,7 @@ def test_decision(env, cid, command, rules, expected, mode_i, mode):
         assert d.message == f"Cannot run {command} while in plan mode."
 
 
+@pytest.mark.needs_sandbox
 def test_unverifiable_texts(env):
     d = _decide("sh script.sh", RM_DENY, "bypassPermissions", env)
     assert d.behavior == "deny"
@@ -338,6 +339,7 @@ def test_hostile_nesting_does_not_crash(env):
     assert d.behavior == "ask"
 
 
+@pytest.mark.needs_sandbox
 @pytest.mark.no_default_sandbox
 @pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions", "dontAsk"])
 def test_a_context_without_the_sandbox_seam_never_runs_a_write_unasked(tmp_path, monkeypatch, mode):
@@ -352,10 +354,6 @@ def test_a_context_without_the_sandbox_seam_never_runs_a_write_unasked(tmp_path,
     from desktop_agent.tools.bash.tool import BashTool
 
     monkeypatch.setenv("DESKTOP_AGENT_SANDBOX", "auto")
-    from desktop_agent.permissions import sandbox
-
-    if sandbox.sandbox_status(None).state != "active":
-        pytest.skip("bubblewrap cannot start here")
     ws = str(tmp_path)
     ctx = ToolUseContext(cwd=ws, permission_context=PermissionContext(ws, mode=mode), tools=[BashTool()])
     assert ctx.sandbox is None
