@@ -15,10 +15,13 @@ no mode skips, with the reference's text ``This command requires approval``; den
 dontAsk) against ``Bash(...)`` deny rules — and ask rules (asked) — always, and against ``Read``/``Edit``/``Write``
 deny rules unless the sandbox holds them below the analysis (``sandbox_holds_path_denies``): the command runs in
 bubblewrap (active, on the context, not escaped with ``dangerouslyDisableSandbox`` nor an excluded command) and
-every such rule is one the sandbox enforces whatever the code does — an anchored literal path (``./secret.txt``,
-``~/.ssh/**``, ``/abs/dir/**``): a Read deny is masked (``/dev/null`` or an empty tmpfs over it), an Edit deny is
-bound read-only when the path exists. Globs and unanchored names (``Read(**/*.pem)``, ``Read(.env)``) are masked
-only where a walk found them, and a missing Edit-denied path could be created: those keep opaque code asking.
+every such rule is one the sandbox enforces whatever the code does: a ``Read`` deny of an anchored literal path
+(``./secret.txt``, ``~/.ssh/**``, ``/abs/dir/**``) is masked (``/dev/null`` or an empty tmpfs over it; renaming
+its parent moves the mount along), an ``Edit``/``Write`` deny only outside every writable place (working dirs,
+``sandbox.filesystem.allowWrite``, the private TMPDIR), where all is read-only. Inside a writable directory an
+Edit-denied file is merely bound read-only, and renaming its parent escapes that (``mv src s; mkdir src; echo x >
+src/f``: checked with bubblewrap 0.8); globs and unanchored names (``Read(**/*.pem)``, ``Read(.env)``) are masked
+only where a walk found them. Those keep opaque code asking.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from desktop_agent.permissions import sandbox
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.bash_paths import (REQUIRES_APPROVAL, findings_decision, path_candidates,
                                                   path_findings, unverifiable_decision, unverifiable_sentence)
-from desktop_agent.permissions.paths import in_working_dirs, matching_path_rule, write_suggestions
+from desktop_agent.permissions.paths import in_working_dirs, is_inside, matching_path_rule, write_suggestions
 from desktop_agent.permissions.rules import CombinedBashMatcher, CompiledRule, bash_pattern_matches, parse_rule
 from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox, is_excluded_command
+from desktop_agent.permissions.sandbox_policy import private_tmpdir
 from desktop_agent.permissions.sandbox_settings import load_sandbox_settings
 from desktop_agent.shell.analysis import analyze
 from desktop_agent.shell.parse import SimpleCommand, fallback_parts
@@ -155,10 +159,9 @@ def _path_deny_rules(pc: PermissionContext) -> list[CompiledRule]:
     return rules
 
 
-def _held(rule: CompiledRule, pc: PermissionContext) -> bool:
+def _held(rule: CompiledRule, pc: PermissionContext, writable: list[str]) -> bool:
     """The sandbox enforces this deny rule whatever a command does: an anchored literal path (or ``dir/**``,
-    ``dir/*``) other than ``/``; for an Edit/Write deny, one that exists (bound read-only; a missing one could
-    be created)."""
+    ``dir/*``) other than ``/``; for an Edit/Write deny, one outside every ``writable`` place (module docstring)."""
     try:
         pp = rule.path_pattern(pc.original_cwd, pc.home)
     except Exception:
@@ -168,10 +171,12 @@ def _held(rule: CompiledRule, pc: PermissionContext) -> bool:
         segs = segs[:-1]
     if not pp.anchored or any(_PATTERN_CHARS.search(s) or s == ".." for s in segs):
         return False
-    path = os.path.join(pp.root, *segs)
-    if os.path.realpath(path) == "/":
+    path = os.path.realpath(os.path.join(pp.root, *segs))
+    if path == "/":
         return False  # the sandbox never masks the root
-    return rule.tool_name == "Read" or os.path.lexists(path)
+    if rule.tool_name == "Read":
+        return True
+    return not any(is_inside(path, w) or is_inside(w, path) for w in writable)
 
 
 def sandbox_holds_path_denies(command: str, input: dict[str, Any], ctx: ToolUseContext,
@@ -186,7 +191,8 @@ def sandbox_holds_path_denies(command: str, input: dict[str, Any], ctx: ToolUseC
     if (input.get("dangerouslyDisableSandbox") and settings.allow_unsandboxed_commands) \
             or is_excluded_command(command, settings):
         return False
-    return all(_held(r, pc) for r in rules)
+    writable = [os.path.realpath(d) for d in [*ctx.working_dirs, *settings.allow_write, private_tmpdir()]]
+    return all(_held(r, pc, writable) for r in rules)
 
 
 def _opaque_decision(command: str, why: str, mode: str) -> PermissionDecision:

@@ -185,11 +185,13 @@ CASES: list[tuple[str, str, dict[str, list[str]], tuple[str, ...]]] = [
     ("find-dot", "find . -name '*'", ENV_DENY, FAIL_CLOSED_RO),
     ("ls-R", "ls -R", SECRETS_DENY, FAIL_CLOSED_RO),
     ("git-grep", "git grep SECR", ENV_DENY, FAIL_CLOSED_RO),
-    # opaque code (a script file) against path deny rules: the sandbox holds an anchored literal one (it masks
-    # ./.env, binds an existing Edit-denied file read-only), so the command is merely not read-only; a glob, an
-    # unanchored name or a missing Edit-denied path the sandbox cannot hold keeps it fail-closed
+    # opaque code (a script file) against path deny rules: the sandbox holds a Read deny of an anchored literal
+    # path (it masks ./.env) and an Edit deny outside every writable place (all read-only there), so the command
+    # is merely not read-only; a glob, an unanchored name, the root, or an Edit deny inside a working dir (a
+    # read-only bind that renaming the parent escapes) keeps it fail-closed
     ("sh-script-with-held-read-deny", "sh script.sh", ENV_DENY, NOT_RO),
-    ("sh-script-with-held-edit-deny", "sh script.sh", {"deny": ["Edit(./app.ts)"]}, NOT_RO),
+    ("sh-script-with-held-edit-deny-outside", "sh script.sh", {"deny": ["Edit(//{out}/secret)"]}, NOT_RO),
+    ("sh-script-with-edit-deny-inside", "sh script.sh", {"deny": ["Edit(./app.ts)"]}, FAIL_CLOSED),
     ("sh-script-with-glob-read-deny", "sh script.sh", {"deny": ["Read(./**/*.pem)"]}, FAIL_CLOSED),
     ("sh-script-with-unanchored-read-deny", "sh script.sh", {"deny": ["Read(.env)"]}, FAIL_CLOSED),
     ("sh-script-with-missing-edit-deny", "sh script.sh", {"deny": ["Edit(./not-yet.txt)"]}, FAIL_CLOSED),
