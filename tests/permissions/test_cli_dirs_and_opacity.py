@@ -2,7 +2,8 @@
 
 - A PermissionRequest hook's ``updatedPermissions`` removes an ``--add-dir`` directory: the next Write and Bash
   redirect there are asked again (the hook gives no answer: denied headless) and nothing is written; a later
-  ``addDirectories`` makes it a working folder again (acceptEdits writes there, unasked).
+  ``addDirectories`` makes it a working folder again (acceptEdits writes there, unasked). The same through a
+  host's ``control_response`` on stdio (``--permission-prompt-tool stdio``).
 - The opacity rule: a trusted project allows ``Bash(python3 *)`` and denies only ``Read(./secret.txt)``;
   ``python3 -c 'print(1)'`` runs, and inline code that opens the secret still cannot read it — the sandbox masks
   it (the canary text never reaches a tool_result).
@@ -11,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import pytest
 
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
 from tests.test_cli import cli_env, run_cli
+from tests.test_cli_fidelity import Host
 
 HOOK = """import json, sys
 event = json.load(sys.stdin)
@@ -97,6 +100,49 @@ def test_a_hooks_update_removes_and_readds_a_working_directory(fake, tmp_path):
         ("Bash", f"echo pwn > {extra}/bash-after-remove.txt"), ("Write", str(out / "trigger-add.txt"))]
     denials = {d["tool_use_id"] for d in json.loads(run.stdout)["permission_denials"]}
     assert denials == {"toolu_w2", "toolu_b3"}
+
+
+def test_a_hosts_control_response_removes_a_working_directory(fake, tmp_path):
+    proj, extra, out = tmp_path / "proj", tmp_path / "extra", tmp_path / "out"
+    for d in (proj, extra, out):
+        d.mkdir()
+
+    def answer(req: dict[str, Any]) -> dict[str, Any]:
+        path = req["input"].get("file_path", "")
+        if path.endswith("trigger-remove.txt"):
+            return {"behavior": "allow", "updatedInput": req["input"], "updatedPermissions": [
+                {"type": "removeDirectories", "directories": [str(extra)], "destination": "session"}]}
+        if path.endswith("trigger-add.txt"):
+            return {"behavior": "allow", "updatedInput": req["input"], "updatedPermissions": [
+                {"type": "addDirectories", "directories": [str(extra)], "destination": "session"}]}
+        return {"behavior": "deny", "message": "the host says no"}
+
+    calls = [("w1", {"file_path": str(out / "trigger-remove.txt"), "content": "1\n"}),
+             ("w2", {"file_path": str(extra / "after-remove.txt"), "content": "pwn\n"}),
+             ("w3", {"file_path": str(out / "trigger-add.txt"), "content": "3\n"}),
+             ("w4", {"file_path": str(extra / "after-readd.txt"), "content": "4\n"})]
+    fake.script([*[reply(tool_use("Write", inp, id=f"toolu_{cid}")) for cid, inp in calls], reply(text("done"))])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "desktop_agent", "--output-format", "stream-json", "--verbose", "--input-format",
+         "stream-json", "--permission-prompt-tool", "stdio", "--permission-mode", "acceptEdits", "--add-dir",
+         str(extra)], cwd=proj, env=cli_env(fake, tmp_path / "h"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    host = Host(proc, answer)
+    try:
+        host.send({"type": "user", "message": {"role": "user", "content": "go"}, "parent_tool_use_id": None,
+                   "session_id": "default"})
+        host.wait_for(lambda m: m.get("type") == "result")
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(30)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    fake.assert_done()
+    asked = [r["input"]["file_path"] for r in host.requests if r.get("subtype") == "can_use_tool"]
+    assert asked == [str(out / "trigger-remove.txt"), str(extra / "after-remove.txt"), str(out / "trigger-add.txt")]
+    got = results(fake)
+    assert got["toolu_w2"].get("is_error") and "the host says no" in content(got["toolu_w2"])
+    assert not (extra / "after-remove.txt").exists() and (extra / "after-readd.txt").read_text() == "4\n"
 
 
 @pytest.mark.needs_sandbox
