@@ -122,7 +122,7 @@ async def _mcp(calls: int, starts: int) -> list[dict[str, Any]]:
             small.write_text("".join(f"line {i}\n" for i in range(20)))
             pc = PermissionContext(tmp, mode="default")
             pc.add_rules(["mcp__fake", "Read"], "allow", "userSettings")
-            ctx = ToolUseContext(cwd=tmp, working_dirs=[tmp], tools=default_tools(None) + manager.tools(),
+            ctx = ToolUseContext(cwd=tmp, tools=default_tools(None) + manager.tools(),
                                  permission_context=pc)
 
             async def timed(name: str, inp: dict[str, Any], n: int, warm: int = 5) -> list[float]:

@@ -1,4 +1,11 @@
-"""Shared fixtures. Qt runs offscreen; async tests run on a qasync loop (pytest-asyncio hook)."""
+"""Shared fixtures. Qt runs offscreen; async tests run on a qasync loop (pytest-asyncio hook).
+
+``@pytest.mark.needs_sandbox``: the test needs the real bubblewrap sandbox (it runs a command through it, or
+decides as the permission gate does when the sandbox is active). Where bubblewrap cannot start (no user
+namespaces: a chroot, some containers) such a test is skipped with the probe's reason
+(``permissions.sandbox.probe``) — unless ``DESKTOP_AGENT_REQUIRE_SANDBOX=1`` (``.ci/run`` sets it), where it
+fails with that reason, so CI always exercises the sandbox.
+"""
 
 import asyncio
 import os
@@ -14,6 +21,49 @@ def _qasync_loop() -> asyncio.AbstractEventLoop:
 
     app = QApplication.instance() or QApplication([])
     return qasync.QEventLoop(app)
+
+
+REQUIRE_SANDBOX_ENV = "DESKTOP_AGENT_REQUIRE_SANDBOX"
+_sandbox_probe: list[str | None] = []
+
+
+def sandbox_unavailable_reason() -> str | None:
+    """Why bubblewrap cannot start here (the product's own probe, run once), or None when it starts."""
+    if not _sandbox_probe:
+        from desktop_agent.permissions.sandbox import probe
+
+        result = probe()
+        _sandbox_probe.append(None if result.ok else result.detail or "the bubblewrap probe failed")
+    return _sandbox_probe[0]
+
+
+def _sandbox_required() -> bool:
+    return os.environ.get(REQUIRE_SANDBOX_ENV, "").strip() == "1"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs_sandbox: the test needs the real bubblewrap sandbox (skipped with the "
+                                       f"probe's reason where it cannot start, failed when {REQUIRE_SANDBOX_ENV}=1)")
+
+
+def pytest_report_header(config):
+    reason = sandbox_unavailable_reason()
+    if reason is None:
+        return "sandbox: bubblewrap starts"
+    then = "needs_sandbox tests FAIL" if _sandbox_required() else "needs_sandbox tests are skipped"
+    return f"sandbox: bubblewrap cannot start ({reason}); {then}"
+
+
+@pytest.fixture(autouse=True)
+def _needs_sandbox(request):
+    if request.node.get_closest_marker("needs_sandbox") is None:
+        return
+    reason = sandbox_unavailable_reason()
+    if reason is None:
+        return
+    if _sandbox_required():
+        pytest.fail(f"{REQUIRE_SANDBOX_ENV}=1 but the sandbox cannot start: {reason}", pytrace=False)
+    pytest.skip(f"needs the bubblewrap sandbox, which cannot start here: {reason}")
 
 
 @pytest.fixture(autouse=True)

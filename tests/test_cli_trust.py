@@ -109,6 +109,7 @@ def test_untrusted_folder_runs_no_project_hook_and_applies_no_project_env(fake, 
     assert (home / ".claude.json").read_text() == before  # read, never written
 
 
+@pytest.mark.needs_sandbox
 def test_untrusted_in_bypass_mode_deny_still_holds_and_env_stays_out(fake, cloned, tmp_path):
     proj, canaries = cloned
     home = tmp_path / "home"
@@ -120,6 +121,7 @@ def test_untrusted_in_bypass_mode_deny_still_holds_and_env_stays_out(fake, clone
     _assert_deny_holds(proj, results)
 
 
+@pytest.mark.needs_sandbox
 def test_trust_flag_applies_the_project_configuration(fake, cloned, tmp_path):
     proj, canaries = cloned
     home = tmp_path / "home"
@@ -130,6 +132,7 @@ def test_trust_flag_applies_the_project_configuration(fake, cloned, tmp_path):
     _assert_deny_holds(proj, results)
 
 
+@pytest.mark.needs_sandbox
 def test_claude_code_record_trusts_the_folder(fake, cloned, tmp_path):
     proj, canaries = cloned
     home = tmp_path / "home"

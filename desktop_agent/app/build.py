@@ -111,7 +111,7 @@ def make_context(cwd: str, permission_context: PermissionContext, *, prompter: P
                  hooks: HookRunner | None, session_id: str, transcript_path: str, tools: list[Tool]) -> ToolUseContext:
     """The context tools run against, with backups before each write under the app's data dir."""
     ctx = ToolUseContext(
-        cwd=cwd, working_dirs=list(permission_context.working_dirs), permission_context=permission_context,
+        cwd=cwd, permission_context=permission_context,
         prompter=prompter, hooks=hooks, session_id=session_id, transcript_path=transcript_path, tools=list(tools),
     )
     ctx.file_history = FileHistory(dirs.data_dir(), session_id)

@@ -1,7 +1,7 @@
 """The tool-use context: everything a tool call may read or change besides its input.
 
-Owns ``ToolUseContext`` (cwd, working dirs, permission state and the ``read_policy`` tools see of it, prompter,
-hooks, file history, abort signal; the seams typed by ``core.seams``),
+Owns ``ToolUseContext`` (cwd, permission state and what tools see of it — the ``working_dirs`` view and the
+``read_policy`` —, prompter, hooks, file history, abort signal; the seams typed by ``core.seams``),
 ``ReadFileState`` (what the model has seen of each file, bounded LRU, SPEC §3.5),
 ``AbortSignal`` and ``expand_path``.
 """
@@ -128,8 +128,8 @@ class ToolUseContext:
     """Mutable per-session state tools run against. Context modifiers may return a changed copy."""
 
     cwd: str
-    # The original working directory plus --add-dir / additionalDirectories.
-    working_dirs: list[str] = field(default_factory=list)
+    # The directory the session started in (``cwd`` at creation); the permission state's ``original_cwd`` wins.
+    origin: str = ""
     read_file_state: ReadFileState = field(default_factory=ReadFileState)
     abort: AbortSignal = field(default_factory=AbortSignal)
     # permissions.context.PermissionContext (mode, rules, trust); None decides as ``default`` mode
@@ -157,8 +157,17 @@ class ToolUseContext:
 
     def __post_init__(self) -> None:
         self.cwd = os.path.abspath(self.cwd)
-        if not self.working_dirs:
-            self.working_dirs = [self.cwd]
+        if not self.origin:
+            self.origin = self.cwd
+
+    @property
+    def working_dirs(self) -> list[str]:
+        """The working directories, read from their one owner, the permission state, at every call (an added,
+        removed or re-added directory counts at once); the original cwd alone without a permission state.
+        A fresh list: changing it changes nothing (``PermissionContext.apply_updates`` does)."""
+        pc = self.permission_context
+        dirs = list(pc.working_dirs) if pc is not None else []
+        return dirs or [self.original_cwd]
 
     @property
     def read_policy(self) -> ReadPolicy | None:
@@ -178,7 +187,8 @@ class ToolUseContext:
 
     @property
     def original_cwd(self) -> str:
-        return self.working_dirs[0]
+        pc = self.permission_context
+        return str(getattr(pc, "original_cwd", "") or self.origin) if pc is not None else self.origin
 
     def expand(self, path: str) -> str:
         return expand_path(path, self.cwd)

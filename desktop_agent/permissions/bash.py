@@ -5,14 +5,28 @@ test-only skip-analysis switch (``sandbox.skip_analysis_requested``) and ``sandb
 (``dangerouslyDisableSandbox`` always asks; a sandbox that cannot start makes every command not proven read-only ask).
 
 ``check_bash_permission``: deny rules (on every form ``shell.analysis.analyze`` finds: wrappers and ``VAR=``
-prefixes stripped, what scripts and wrappers run, the whole line) → ask rules → an opaque command where a deny rule
-could match (denied in bypassPermissions/dontAsk, asked otherwise, with a sentence saying it could not be checked)
-→ the path constraints (``bash_paths``) → every part read-only or matched by an allow rule → allow; otherwise
-passthrough with ``This command requires approval`` (or the multi-part text) and narrow suggestions.
+prefixes stripped, what scripts and wrappers run, the whole line) → ask rules → an opaque command (an interpreter's
+inline code, a script from a file or a pipe, a name built at run time...) where a deny rule could match → the path
+constraints (``bash_paths``) → every part read-only or matched by an allow rule → allow; otherwise passthrough with
+``This command requires approval`` (or the multi-part text) and narrow suggestions.
+
+The opacity rule: what opaque code runs cannot be checked, so it stands (asked as a safety check no allow rule and
+no mode skips, with the reference's text ``This command requires approval``; denied in bypassPermissions and
+dontAsk) against ``Bash(...)`` deny rules — and ask rules (asked) — always, and against ``Read``/``Edit``/``Write``
+deny rules unless the sandbox holds them below the analysis (``sandbox_holds_path_denies``): the command runs in
+bubblewrap (active, on the context, not escaped with ``dangerouslyDisableSandbox`` nor an excluded command) and
+every such rule is one the sandbox enforces whatever the code does: a ``Read`` deny of an anchored literal path
+(``./secret.txt``, ``~/.ssh/**``, ``/abs/dir/**``) is masked (``/dev/null`` or an empty tmpfs over it; renaming
+its parent moves the mount along), an ``Edit``/``Write`` deny only outside every writable place (working dirs,
+``sandbox.filesystem.allowWrite``, the private TMPDIR), where all is read-only. Inside a writable directory an
+Edit-denied file is merely bound read-only, and renaming its parent escapes that (``mv src s; mkdir src; echo x >
+src/f``: checked with bubblewrap 0.8); globs and unanchored names (``Read(**/*.pem)``, ``Read(.env)``) are masked
+only where a walk found them. Those keep opaque code asking.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -22,9 +36,11 @@ from desktop_agent.permissions import sandbox
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.bash_paths import (REQUIRES_APPROVAL, findings_decision, path_candidates,
                                                   path_findings, unverifiable_decision, unverifiable_sentence)
-from desktop_agent.permissions.paths import in_working_dirs, matching_path_rule, write_suggestions
-from desktop_agent.permissions.sandbox_launch import command_rules_held
-from desktop_agent.permissions.rules import CombinedBashMatcher, bash_pattern_matches, parse_rule
+from desktop_agent.permissions.paths import in_working_dirs, is_inside, matching_path_rule, write_suggestions
+from desktop_agent.permissions.rules import CombinedBashMatcher, CompiledRule, bash_pattern_matches, parse_rule
+from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox, command_rules_held, is_excluded_command
+from desktop_agent.permissions.sandbox_policy import private_tmpdir
+from desktop_agent.permissions.sandbox_settings import load_sandbox_settings
 from desktop_agent.shell.analysis import analyze
 from desktop_agent.shell.parse import SimpleCommand, fallback_parts
 from desktop_agent.shell.readonly import is_read_only_command, parts_for_approval, simple_command_read_only
@@ -130,6 +146,67 @@ def check_bash_permission(input: dict[str, Any], ctx: ToolUseContext) -> Permiss
     return decision
 
 
+_PATTERN_CHARS = re.compile(r"[*?\[\\]")  # a segment with one of these is a pattern (sandbox_policy walks it)
+
+
+def _path_deny_rules(pc: PermissionContext) -> list[CompiledRule]:
+    """The Read/Edit/Write deny rules with a path (what the sandbox masks or binds read-only)."""
+    def build() -> list[CompiledRule]:
+        out: list[CompiledRule] = []
+        for name in ("Read", "Edit", "Write"):
+            out += [r for r in pc.content_rules("deny", name) if r not in out]
+        return out
+
+    rules: list[CompiledRule] = pc.cached(("path-deny-rules",), build)
+    return rules
+
+
+def _held(rule: CompiledRule, pc: PermissionContext, writable: list[str]) -> bool:
+    """The sandbox enforces this deny rule whatever a command does: an anchored literal path (or ``dir/**``,
+    ``dir/*``) other than ``/``; for an Edit/Write deny, one outside every ``writable`` place (module docstring)."""
+    try:
+        pp = rule.path_pattern(pc.original_cwd, pc.home)
+    except Exception:
+        return False
+    segs = [s for s in (pp.glob or "").split("/") if s]
+    if segs and segs[-1] in ("**", "*"):
+        segs = segs[:-1]
+    if not pp.anchored or any(_PATTERN_CHARS.search(s) or s == ".." for s in segs):
+        return False
+    path = os.path.realpath(os.path.join(pp.root, *segs))
+    if path == "/":
+        return False  # the sandbox never masks the root
+    if rule.tool_name == "Read":
+        return True
+    return not any(is_inside(path, w) or is_inside(w, path) for w in writable)
+
+
+def sandbox_holds_path_denies(command: str, input: dict[str, Any], ctx: ToolUseContext,
+                              pc: PermissionContext) -> bool:
+    """This command runs in the bubblewrap sandbox and every Read/Edit/Write deny rule is one it enforces."""
+    rules = _path_deny_rules(pc)
+    if not rules:
+        return True
+    if not isinstance(ctx.sandbox, BubblewrapSandbox) or sandbox.sandbox_status(pc).state != "active":
+        return False
+    settings = load_sandbox_settings(pc)
+    if (input.get("dangerouslyDisableSandbox") and settings.allow_unsandboxed_commands) \
+            or is_excluded_command(command, settings):
+        return False
+    writable = [os.path.realpath(d) for d in [*ctx.working_dirs, *settings.allow_write, private_tmpdir()]]
+    return all(_held(r, pc, writable) for r in rules)
+
+
+def _opaque_decision(command: str, why: str, mode: str) -> PermissionDecision:
+    """Opaque code where a deny rule could match: denied in bypassPermissions/dontAsk; asked otherwise with the
+    reference's text, as a safety check (no allow rule or mode skips it), the reason saying what is opaque."""
+    sentence = unverifiable_sentence(f"{REQUIRES_APPROVAL}: {why}")
+    if mode in ("bypassPermissions", "dontAsk"):
+        return unverifiable_decision(command, sentence, mode)
+    return PermissionDecision(behavior="ask", message=REQUIRES_APPROVAL,
+                              decision_reason=DecisionReason(type="safetyCheck", reason=sentence), suggestions=[])
+
+
 def _has_path_deny(pc: PermissionContext) -> bool:
     return bool(pc.content_rules("deny", "Read")) or bool(pc.content_rules("deny", "Edit"))
 
@@ -162,24 +239,24 @@ def _decide(command: str, input: dict[str, Any], ctx: ToolUseContext, pc: Permis
                                           decision_reason=DecisionReason(type="rule", rule=rule.rule),
                                           suggestions=_suggest(parts if parsed.ok else [], command))
     # 2b. what runs cannot be known (a name built at run time, a script from a file or a pipe, an interpreter's
-    # inline code, a wrapper of a shell...): where a deny rule could match, denied in bypass/dontAsk and asked
-    # otherwise, as a safety check that neither an allow rule nor the mode can skip.
+    # inline code, a wrapper of a shell...): against a command deny rule, or a path deny rule the sandbox does not
+    # hold, denied in bypass/dontAsk and asked otherwise; against an ask rule, asked — as a safety check that
+    # neither an allow rule nor the mode can skip (the opacity rule, module docstring).
     # Script files are judged one way: when the sandbox holds every deny rule (each a whole program replaced by a
     # stub, ``sandbox_launch.command_rules_held``), `sh plant.sh` / `source f` are judged like `python3 plant.py`,
     # `awk -f`, `make -f`: as the command they are — the stub stops the denied program whatever runs it.
     # Inline code and names built at run time stay unverifiable (the analysis keeps what it can see hidden).
-    path_deny = _has_path_deny(pc)
     opaque = an.opaque  # (the analysis is cached: never mutated here)
-    if opaque and deny_rules and not ask_rules and not path_deny \
+    if opaque and deny_rules and not ask_rules and not _has_path_deny(pc) \
             and all(_SCRIPT_FILE.match(why) for why in opaque) and command_rules_held(pc, input, ctx):
         opaque = []
-    if opaque and (deny_rules or ask_rules or path_deny):
-        message = unverifiable_sentence(f"{REQUIRES_APPROVAL}: {opaque[0]}")
-        if deny_rules or path_deny:
-            return unverifiable_decision(command, message, mode)
-        return PermissionDecision(behavior="ask", message=REQUIRES_APPROVAL,
-                                  decision_reason=DecisionReason(type="safetyCheck", reason=an.opaque[0]),
-                                  suggestions=[])
+    if opaque:
+        if deny_rules or not sandbox_holds_path_denies(command, input, ctx, pc):
+            return _opaque_decision(command, opaque[0], mode)
+        if ask_rules:
+            return PermissionDecision(behavior="ask", message=REQUIRES_APPROVAL,
+                                      decision_reason=DecisionReason(type="safetyCheck", reason=opaque[0]),
+                                      suggestions=[])
     if not parsed.ok:
         exact = _match_rules([r for r in pc.content_rules("allow", "Bash") if "*" not in (r.content or "")],
                              [command])

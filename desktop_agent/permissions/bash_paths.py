@@ -1,6 +1,6 @@
 """The path constraints of a Bash command (§4.8): paths resolved as the shell would (brace and glob expansion
 against the file system, ``..`` after symlinked parents, ``cd`` earlier in the command) and checked against the
-Read/Edit deny rules; a path that cannot be resolved, or a recursive read over a denied path, is denied in
+Read/Edit deny rules (an unquoted glob in any word too: its expansion lists names, ``echo secrets/*``); a path that cannot be resolved, or a recursive read over a denied path, is denied in
 bypassPermissions/dontAsk and asked otherwise; outside the working dirs → ask; ``cd`` then a write → ask; critical
 ``rm`` and protected files → ask with ``safetyCheck``. Owns ``check_path_constraints`` and ``path_findings``.
 """
@@ -274,6 +274,18 @@ def path_findings(command: str, parsed: ParsedCommand, ctx: ToolUseContext,
                 cd_seen = True
                 curs = [*curs, *[c for c in cands if c not in curs]]
         if read_deny and pc is not None:
+            # any unquoted glob the shell expands lists a directory, whatever the command does with the names
+            # (``echo secrets/*``): a name a Read deny rule covers must not come back
+            path_words = {w for w, _, _, _ in items}
+            for w, r, d in zip(argv, raw, dyn):
+                if d or w in path_words or not has_glob(r):
+                    continue
+                for c in path_candidates(w, r, bases, an.glob_options, pc) or []:
+                    rule = matching_path_rule(pc, c, "read", "deny")
+                    if rule is not None:
+                        findings.append(_PathFinding("deny", f"Permission to use Bash with command {command} has "
+                                                     "been denied.", c, rule))
+                        break
             for word in recursive_targets(argv):
                 r, d = info.get(word, (word, "$" in word))
                 if word == ":gitroot":

@@ -3,27 +3,27 @@
 One object per session, stored on ``ToolUseContext.permission_context``. It holds
 - the mode (switchable mid-session with ``set_mode`` / a ``setMode`` update),
 - every rule with its source and settings file, indexed by tool name for fast lookup,
-- the working directories: the original cwd plus ``--add-dir`` / ``additionalDirectories`` / session grants,
+- the working directories: the original cwd plus ``--add-dir`` / ``additionalDirectories`` / session grants —
+  their one owner: ``ToolUseContext.working_dirs``, the path checks and the sandbox's writable binds all read
+  ``working_dirs`` here at each call, so an ``addDirectories`` / ``removeDirectories`` update counts at once,
 - the trusted flag, the load warnings, the hook configuration, ``env`` and ``apiKeyHelper`` from settings (a
   project's only once the folder is trusted), and the disabled tools.
 
 ``apply_updates`` applies ``PermissionUpdate``s (a dialog's "allow for session" / "always", a hook's
-``updatedPermissions``); ``to_json``/``restore`` carry session grants and the mode across a resume.
+``updatedPermissions``, a host's ``control_response``); ``to_json``/``restore`` carry session grants, removed
+directories and the mode across a resume.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Literal, cast
+from typing import Any, Iterable, Literal, cast
 
 from desktop_agent.permissions import settings as settings_mod
 from desktop_agent.util import dirs
 from desktop_agent.permissions.rules import CompiledRule, parse_rule, source_root_for, tool_name_matches
 from desktop_agent.core.permission import (PERMISSION_MODES, PermissionMode, PermissionRule, PermissionUpdate,
                                              RuleBehavior, RuleSource, RuleValue)
-
-if TYPE_CHECKING:  # pragma: no cover
-    from desktop_agent.core.context import ToolUseContext
 
 _FILE_DESTINATIONS = ("localSettings", "projectSettings", "userSettings")
 
@@ -57,6 +57,8 @@ class PermissionContext:
         self.set_mode(mode)
         self.additional_dirs: list[str] = []
         self.session_dirs: list[str] = []
+        # launch directories (``--add-dir``, settings) a ``removeDirectories`` update took away (kept on resume)
+        self.removed_dirs: list[str] = []
         for d in additional_dirs:
             self._add_dir(d, self.additional_dirs)
         self.trusted = trusted
@@ -114,10 +116,36 @@ class PermissionContext:
         self.mode = cast(PermissionMode, mode)  # one of PERMISSION_MODES (checked above)
 
     # ------------------------------------------------------------------ dirs
+    def _dir_path(self, d: str) -> str:
+        return os.path.normpath(os.path.abspath(os.path.join(self.original_cwd, os.path.expanduser(d))))
+
     def _add_dir(self, d: str, into: list[str]) -> None:
-        p = os.path.normpath(os.path.abspath(os.path.join(self.original_cwd, os.path.expanduser(d))))
+        p = self._dir_path(d)
         if p not in into and p != self.original_cwd:
             into.append(p)
+
+    def add_directories(self, directories: Iterable[str]) -> None:
+        """Session grants (``addDirectories``); a directory removed before is a working directory again."""
+        for d in directories:
+            p = self._dir_path(d)
+            self.removed_dirs = [r for r in self.removed_dirs if r != p]
+            if p not in self.additional_dirs:
+                self._add_dir(p, self.session_dirs)
+
+    def remove_directories(self, directories: Iterable[str]) -> None:
+        """``removeDirectories``: each one stops being a working directory, however it was added and under
+        whichever name (relative, ``~``, or a symlink to the same place). The original cwd stays."""
+        gone: set[str] = set()
+        for d in directories:
+            p = self._dir_path(d)
+            gone |= {p, os.path.realpath(p)}
+
+        def kept(d: str) -> bool:
+            return d not in gone and os.path.realpath(d) not in gone
+
+        self.removed_dirs += [d for d in self.additional_dirs if not kept(d) and d not in self.removed_dirs]
+        self.session_dirs = [d for d in self.session_dirs if kept(d)]
+        self.additional_dirs = [d for d in self.additional_dirs if kept(d)]
 
     @property
     def working_dirs(self) -> list[str]:
@@ -187,8 +215,7 @@ class PermissionContext:
         return hit
 
     # ------------------------------------------------------------------ updates
-    def apply_updates(self, updates: Iterable[PermissionUpdate | dict[str, Any]],
-                      ctx: ToolUseContext | None = None) -> None:
+    def apply_updates(self, updates: Iterable[PermissionUpdate | dict[str, Any]]) -> None:
         for u in updates:
             if isinstance(u, dict):
                 u = PermissionUpdate.model_validate(u)
@@ -212,18 +239,11 @@ class PermissionContext:
                 if path:
                     settings_mod.set_default_mode_in_file(path, u.mode)
             elif u.type == "addDirectories" and u.directories:
-                for d in u.directories:
-                    self._add_dir(d, self.session_dirs)
+                self.add_directories(u.directories)
                 if path:
                     settings_mod.add_directories_to_file(path, list(u.directories))
             elif u.type == "removeDirectories" and u.directories:
-                gone = {os.path.normpath(os.path.abspath(d)) for d in u.directories}
-                self.session_dirs = [d for d in self.session_dirs if d not in gone]
-                self.additional_dirs = [d for d in self.additional_dirs if d not in gone]
-        if ctx is not None:
-            for d in self.working_dirs:
-                if d not in ctx.working_dirs:
-                    ctx.working_dirs.append(d)
+                self.remove_directories(u.directories)
 
     # ------------------------------------------------------------------ path facts
     def path_denied(self, abs_path: str, operation: Literal["read", "edit"], *, checked: list[str] | None = None,
@@ -249,12 +269,15 @@ class PermissionContext:
 
     # ------------------------------------------------------------------ persistence (resume)
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "mode": self.mode,
             "session_rules": [{"behavior": r.behavior, "rule": str(r.rule.value)}
                               for r in self._rules if r.rule.source == "session"],
             "session_dirs": list(self.session_dirs),
         }
+        if self.removed_dirs:
+            out["removed_dirs"] = list(self.removed_dirs)
+        return out
 
     def restore(self, data: dict[str, Any]) -> None:
         """Re-apply session grants and the mode saved by ``to_json`` (on resume)."""
@@ -264,7 +287,11 @@ class PermissionContext:
             if isinstance(item, dict) and item.get("behavior") in ("allow", "deny", "ask") and item.get("rule"):
                 self.add_rules([item["rule"]], item["behavior"], "session")
         for d in data.get("session_dirs") or []:
-            self._add_dir(d, self.session_dirs)
+            if isinstance(d, str):
+                self._add_dir(d, self.session_dirs)
+        removed = [d for d in data.get("removed_dirs") or [] if isinstance(d, str)]
+        if removed:
+            self.remove_directories(removed)
         mode = data.get("mode")
         if mode in PERMISSION_MODES:
             try:

@@ -62,7 +62,7 @@ def _with_permission_state(ctx: ToolUseContext) -> ToolUseContext:
     mode when it carries a bare state object that has only a ``mode`` (a front end's, a test's)."""
     if _state(ctx) is not None:
         return ctx
-    state = PermissionContext(ctx.cwd, mode=current_mode(ctx))
+    state = PermissionContext(ctx.original_cwd, mode=current_mode(ctx))
     return dataclasses.replace(ctx, permission_context=state)
 
 

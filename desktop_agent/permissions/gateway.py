@@ -73,7 +73,7 @@ def apply_updates(ctx: ToolUseContext, updates: list[PermissionUpdate]) -> None:
     """Apply permission updates (rules, mode, dirs) to the session's permission context."""
     pc = ctx.permission_context
     if isinstance(pc, PermissionContext) and updates:
-        pc.apply_updates(updates, ctx)
+        pc.apply_updates(updates)
 
 
 async def can_use_tool(

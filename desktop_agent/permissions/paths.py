@@ -50,15 +50,8 @@ def paths_to_check(abs_path: str) -> list[str]:
 
 
 def working_dirs(ctx: ToolUseContext) -> list[str]:
-    """The context's working dirs and the permission state's (grants made since), the cwd when there are none."""
-    dirs = list(ctx.working_dirs or [])
-    pc = ctx.permission_context
-    for d in (pc.working_dirs if pc is not None else None) or []:
-        if d not in dirs:
-            dirs.append(d)
-    if not dirs and ctx.cwd:
-        dirs.append(ctx.cwd)
-    return dirs
+    """The working dirs as they are now: the permission state's (``ToolUseContext.working_dirs`` reads them)."""
+    return ctx.working_dirs
 
 
 def _wd_forms(dirs: list[str]) -> list[str]:

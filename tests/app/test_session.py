@@ -106,8 +106,7 @@ def test_permission_mode_and_grants_restored(workdir):
     assert len(_lines(s.transcript_path)) == 2  # still only the two header lines
     s.set_permission_mode("acceptEdits")
     s.permission_context.apply_updates([PermissionUpdate(type="addRules", behavior="allow",
-                                                         rules=[RuleValue(tool_name="Bash", rule_content="npm test")])],
-                                       s.ctx)
+                                                         rules=[RuleValue(tool_name="Bash", rule_content="npm test")])])
     s._persist_permission_state()
     s.close()
     r = AgentSession.create(str(workdir), client=ScriptedModelClient([]), resume=s.session_id)

@@ -15,6 +15,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 MB = 1024 * 1024
 PEAK_DELTA_LIMIT_MB = 48  # the tool keeps ~240 KB of head+tail; anything near 100 MB means it buffered all
@@ -56,6 +58,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.needs_sandbox
 def test_bash_100mb_output_capped_with_bounded_memory(tmp_path):
     n = 100 * MB
     commands = {

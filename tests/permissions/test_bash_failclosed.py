@@ -186,7 +186,17 @@ CASES: list[tuple[str, str, dict[str, list[str]], tuple[str, ...]]] = [
     ("find-dot", "find . -name '*'", ENV_DENY, FAIL_CLOSED_RO),
     ("ls-R", "ls -R", SECRETS_DENY, FAIL_CLOSED_RO),
     ("git-grep", "git grep SECR", ENV_DENY, FAIL_CLOSED_RO),
-    ("sh-script-with-read-deny", "sh script.sh", ENV_DENY, FAIL_CLOSED),
+    # opaque code (a script file) against path deny rules: the sandbox holds a Read deny of an anchored literal
+    # path (it masks ./.env) and an Edit deny outside every writable place (all read-only there), so the command
+    # is merely not read-only; a glob, an unanchored name, the root, or an Edit deny inside a working dir (a
+    # read-only bind that renaming the parent escapes) keeps it fail-closed
+    ("sh-script-with-held-read-deny", "sh script.sh", ENV_DENY, NOT_RO),
+    ("sh-script-with-held-edit-deny-outside", "sh script.sh", {"deny": ["Edit(//{out}/secret)"]}, NOT_RO),
+    ("sh-script-with-edit-deny-inside", "sh script.sh", {"deny": ["Edit(./app.ts)"]}, FAIL_CLOSED),
+    ("sh-script-with-glob-read-deny", "sh script.sh", {"deny": ["Read(./**/*.pem)"]}, FAIL_CLOSED),
+    ("sh-script-with-unanchored-read-deny", "sh script.sh", {"deny": ["Read(.env)"]}, FAIL_CLOSED),
+    ("sh-script-with-missing-edit-deny", "sh script.sh", {"deny": ["Edit(./not-yet.txt)"]}, FAIL_CLOSED),
+    ("sh-script-with-root-read-deny", "sh script.sh", {"deny": ["Read(//**)"]}, FAIL_CLOSED),
     ("git-log-p-repo", "git log -p", ENV_DENY, FAIL_CLOSED_RO),
     ("git-show-repo", "git show HEAD", ENV_DENY, FAIL_CLOSED_RO),
     ("git-diff-repo", "git diff", ENV_DENY, FAIL_CLOSED_RO),
@@ -238,6 +248,11 @@ CASES: list[tuple[str, str, dict[str, list[str]], tuple[str, ...]]] = [
 
 CASE_IDS = [c[0] for c in CASES]
 assert len(set(CASE_IDS)) == len(CASE_IDS)
+# A row where some mode allows a command that is not read-only decides as the gate does under the active sandbox
+# (without it, every such command asks): it needs the sandbox (tests/conftest.py).
+CASE_PARAMS = [pytest.param(*c, i, mode, id=f"{c[0]}-{i}-{mode}",
+                            marks=pytest.mark.needs_sandbox if c[3][i] == A and c[3] not in (RO, ASK_OUTSIDE) else ())
+               for c in CASES for i, mode in enumerate(MODES)]
 
 
 @pytest.fixture(scope="module")
@@ -268,8 +283,7 @@ def _decide(command: str, rules: dict[str, list[str]], mode: str, e: dict[str, s
     return decide_for(tool, tool.input_model.model_validate({"command": command}), ctx)
 
 
-@pytest.mark.parametrize("mode_i,mode", list(enumerate(MODES)))
-@pytest.mark.parametrize("cid,command,rules,expected", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("cid,command,rules,expected,mode_i,mode", CASE_PARAMS)
 def test_decision(env, cid, command, rules, expected, mode_i, mode):
     command = _fill(command, env)
     before = len(CALLS)
@@ -283,6 +297,7 @@ def test_decision(env, cid, command, rules, expected, mode_i, mode):
         assert d.message == f"Cannot run {command} while in plan mode."
 
 
+@pytest.mark.needs_sandbox
 def test_unverifiable_texts(env):
     d = _decide("sh script.sh", PUSH_DENY, "bypassPermissions", env)
     assert d.behavior == "deny"
@@ -290,10 +305,12 @@ def test_unverifiable_texts(env):
     assert "could not be checked against the deny rules" in d.message
     d = _decide("sh script.sh", PUSH_DENY, "default", env)
     assert d.behavior == "ask" and d.decision_reason.type == "safetyCheck"
-    assert d.message.startswith("This command requires approval: ")
-    assert "could not be checked against the deny rules" in d.message
+    assert d.message == "This command requires approval"  # the reference's text; the reason says why
+    assert d.decision_reason.reason.startswith("This command requires approval: `sh` runs the script file")
+    assert "could not be checked against the deny rules" in d.decision_reason.reason
 
 
+@pytest.mark.needs_sandbox
 @pytest.mark.parametrize("rules", [RM_DENY, RM_ONLY], ids=["allow-bash", "deny-only"])
 def test_script_files_are_judged_one_way_when_the_stubs_hold(env, rules):
     """Issue 22: with every deny rule a whole program the sandbox replaces by a stub, a script file is judged as
@@ -310,6 +327,7 @@ def test_script_files_are_judged_one_way_when_the_stubs_hold(env, rules):
     assert _decide("sh script.sh", {"deny": ["Bash(kill:*)"]}, "bypassPermissions", env).behavior == D  # a builtin
 
 
+@pytest.mark.needs_sandbox
 def test_appendix_a_texts_kept(env):
     assert _decide("rm x", {"deny": ["Bash(rm *)"]}, "bypassPermissions", env).message == \
         "Permission to use Bash with command rm x has been denied."
@@ -324,7 +342,9 @@ def test_appendix_a_texts_kept(env):
 @pytest.mark.parametrize("command,expected", [
     ("touch {out}/x", Q), ("touch {{out}/x,}", Q), ("echo x > {{out}/x,}", Q),
     ("cp app.ts --target-directory={out}", Q), ("mv -t{out} app.ts", Q), ("touch deep/../x", Q),
-    ("cp -t {out} app.ts", Q), ("touch x", A), ("touch src/{a,b}", A), ("echo x > y", A), ("mkdir -p sub/a", A),
+    ("cp -t {out} app.ts", Q),
+    *[pytest.param(c, A, marks=pytest.mark.needs_sandbox)  # allowed: decided as under the active sandbox
+      for c in ("touch x", "touch src/{a,b}", "echo x > y", "mkdir -p sub/a")],
 ])
 def test_accept_edits_writes(env, command, expected):
     d = _decide(_fill(command, env), NONE, "acceptEdits", env)
@@ -339,6 +359,7 @@ def test_hostile_nesting_does_not_crash(env):
     assert d.behavior == "ask"
 
 
+@pytest.mark.needs_sandbox
 @pytest.mark.no_default_sandbox
 @pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions", "dontAsk"])
 def test_a_context_without_the_sandbox_seam_never_runs_a_write_unasked(tmp_path, monkeypatch, mode):
@@ -353,10 +374,6 @@ def test_a_context_without_the_sandbox_seam_never_runs_a_write_unasked(tmp_path,
     from desktop_agent.tools.bash.tool import BashTool
 
     monkeypatch.setenv("DESKTOP_AGENT_SANDBOX", "auto")
-    from desktop_agent.permissions import sandbox
-
-    if sandbox.sandbox_status(None).state != "active":
-        pytest.skip("bubblewrap cannot start here")
     ws = str(tmp_path)
     ctx = ToolUseContext(cwd=ws, permission_context=PermissionContext(ws, mode=mode), tools=[BashTool()])
     assert ctx.sandbox is None

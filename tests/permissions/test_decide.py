@@ -106,6 +106,13 @@ Row = tuple[str, Scenario, int]
 ROWS: list[Row] = [(f"{s[0]}-{mode}", s, i) for s in SCENARIOS for i, mode in enumerate(MODES)]
 
 
+def _params(rows: list[Row]) -> list[Any]:
+    """A Bash row that expects an allow decides as the gate does under the active sandbox (without it, every
+    command that is not read-only asks): it needs the sandbox (tests/conftest.py)."""
+    return [pytest.param(r, id=r[0], marks=pytest.mark.needs_sandbox
+                         if r[1][2][0] == "bash" and r[1][4][r[2]][0] == A else ()) for r in rows]
+
+
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return make_workspace(str(tmp_path_factory.mktemp("decide")))
@@ -144,7 +151,7 @@ def test_decide_is_synchronous() -> None:
     assert not inspect.iscoroutinefunction(decide)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r[0] for r in ROWS])
+@pytest.mark.parametrize("row", _params(ROWS))
 def test_row(row: Row, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", env["home"])
     rid, scenario, mode_index = row
@@ -237,3 +244,75 @@ def test_a_tool_that_declares_nothing_is_asked_about_not_allowed(tmp_path, mode,
     for opted_in in (BashOutputTool(), KillShellTool()):
         model = opted_in.input_model.model_construct(bash_id="b1", shell_id="b1")
         assert opted_in.permission_target(model, ctx).kind == "none"
+
+
+# ---- the opacity rule (issue 21 item 7): a trusted project allows ``Bash(python3 *)``; opaque code (an
+# interpreter's inline code) stands against command deny rules, and against path deny rules only when the sandbox
+# cannot hold them (it masks ``Read``-denied paths): mode × (command deny, path deny only, no deny, sandbox unavailable)
+OPAQUE = "python3 -c 'print(1)'"
+ALLOW_PY = (A, "Bash(python3 *)", "projectSettings")
+UNAVAILABLE = "The shell sandbox could not start"
+OPACITY: list[tuple[str, list[tuple[str, str, str]], bool, list[tuple[str, str | None]]]] = [
+    ("command-deny", [ALLOW_PY, (D, "Bash(rm:*)", "projectSettings")], True,
+     [(Q, SAFETY), (Q, SAFETY), PLAN_DENY, (D, SAFETY), (D, SAFETY)]),
+    ("path-deny-only", [ALLOW_PY, (D, "Read(./secret.txt)", "projectSettings")], True,
+     [(A, RULE), (A, RULE), PLAN_DENY, BYPASS, (A, RULE)]),
+    ("no-deny", [ALLOW_PY], True, [(A, RULE), (A, RULE), PLAN_DENY, BYPASS, (A, RULE)]),
+    ("sandbox-unavailable", [ALLOW_PY, (D, "Read(./secret.txt)", "projectSettings")], False,
+     [(Q, SAFETY), (Q, SAFETY), PLAN_DENY, (D, SAFETY), (D, SAFETY)]),
+    ("sandbox-unavailable-no-deny", [ALLOW_PY], False, [(Q, SAFETY), (Q, SAFETY), PLAN_DENY, (Q, SAFETY), (D, MODE)]),
+    # a path deny the sandbox cannot hold (a glob: masked only where a walk found it) keeps opaque code asking
+    ("path-deny-glob", [ALLOW_PY, (D, "Read(./**/*.pem)", "projectSettings")], True,
+     [(Q, SAFETY), (Q, SAFETY), PLAN_DENY, (D, SAFETY), (D, SAFETY)]),
+]
+OPACITY_ROWS = [pytest.param(o, i, id=f"{o[0]}-{mode}", marks=pytest.mark.needs_sandbox if o[2] else ())
+                for o in OPACITY for i, mode in enumerate(MODES)]
+
+
+@pytest.mark.parametrize("row,mode_index", OPACITY_ROWS)
+def test_opacity_row(row, mode_index: int, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from desktop_agent.permissions import sandbox
+
+    rid, spec, available, expected = row
+    mode = MODES[mode_index]
+    monkeypatch.setenv("HOME", env["home"])
+    if not available:  # bubblewrap "not installed": what a chroot or a container without user namespaces gives
+        monkeypatch.setenv("DESKTOP_AGENT_BWRAP", os.path.join(env["root"], "no-such-bwrap"))
+    sandbox.reset_probe()
+    try:
+        pc = PermissionContext(env["ws"], mode=mode, rules=_rules(spec, env))
+        ctx = ToolUseContext(cwd=env["ws"], permission_context=pc)
+        decision = decide(ctx, ToolFacts(name="Bash"), PermissionTarget(kind="bash", command=OPAQUE, summary=OPAQUE),
+                          {"command": OPAQUE})
+    finally:
+        monkeypatch.delenv("DESKTOP_AGENT_BWRAP", raising=False)
+        sandbox.reset_probe()
+    behavior, reason_type = expected[mode_index]
+    assert decision.behavior == behavior, (rid, mode, decision)
+    assert decision.decision_reason is not None and decision.decision_reason.type == reason_type, (rid, decision)
+    if behavior == Q:
+        # the reference's text when opacity asks; the sandbox's own sentence when it cannot start
+        if available:
+            assert decision.message == "This command requires approval", (rid, decision.message)
+        else:
+            assert decision.message is not None and decision.message.startswith(UNAVAILABLE), (rid, decision.message)
+    if behavior == D and reason_type == SAFETY:
+        assert decision.message.startswith(f"Permission to use Bash with command {OPAQUE} has been denied. "), rid
+        assert "could not be checked against the deny rules" in decision.message, rid
+    if reason_type == RULE:
+        assert str(decision.decision_reason.rule.value) == "Bash(python3 *)", rid  # type: ignore[union-attr]
+
+
+@pytest.mark.needs_sandbox
+@pytest.mark.parametrize("escape,expected_default", [
+    ({"dangerouslyDisableSandbox": True}, "ask"),  # runs outside the sandbox: the path deny is not held there
+])
+def test_opacity_stands_when_the_command_escapes_the_sandbox(escape, expected_default, env, monkeypatch):
+    monkeypatch.setenv("HOME", env["home"])
+    rules = _rules([ALLOW_PY, (D, "Read(./secret.txt)", "projectSettings")], env)
+    for mode, wanted in (("default", expected_default), ("bypassPermissions", "deny")):
+        ctx = ToolUseContext(cwd=env["ws"], permission_context=PermissionContext(env["ws"], mode=mode, rules=rules))
+        inp = {"command": OPAQUE, **escape}
+        decision = decide(ctx, ToolFacts(name="Bash"), PermissionTarget(kind="bash", command=OPAQUE, summary=OPAQUE,
+                                                                        disable_sandbox=True), inp)
+        assert decision.behavior == wanted, (mode, decision)

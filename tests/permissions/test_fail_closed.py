@@ -22,6 +22,7 @@ def _ctx(ws, **kw) -> ToolUseContext:
     return ToolUseContext(cwd=str(ws), tools=default_tools(), **kw)
 
 
+@pytest.mark.needs_sandbox
 def test_no_permission_state_is_default_mode_never_bypass(tmp_path):
     ctx = _ctx(tmp_path)  # no permission_context, no prompter (headless)
     assert ctx.permission_context is None and current_mode(ctx) == "default"

@@ -133,6 +133,7 @@ def test_62_allow_for_session_no_second_prompt(env):
     assert len(util.CALLS) == 2
 
 
+@pytest.mark.needs_sandbox
 @pytest.mark.spec("62")
 def test_62_bash_always_allow_written_to_local_settings_matches_next_time(env):
     from desktop_agent.permissions.context import PermissionContext
@@ -269,6 +270,7 @@ def test_72_read(env):
     assert d.message == "<tool_use_error>File is in a directory that is denied by your permission settings.</tool_use_error>"
 
 
+@pytest.mark.needs_sandbox
 def test_headless_texts(env):
     ctx = make_ctx(env["ws"])
     out = run(run_tool_use({"type": "tool_use", "id": "w", "name": "Write",
@@ -448,7 +450,7 @@ def test_mode_switch_mid_session(env):
     assert decide("Edit", {"file_path": path}, ctx).behavior == "ask"
     from desktop_agent.core.permission import PermissionUpdate
 
-    ctx.permission_context.apply_updates([PermissionUpdate(type="setMode", mode="acceptEdits")], ctx)
+    ctx.permission_context.apply_updates([PermissionUpdate(type="setMode", mode="acceptEdits")])
     assert decide("Edit", {"file_path": path}, ctx).behavior == "allow"
     ctx.permission_context.set_mode("plan")
     assert decide("Edit", {"file_path": path}, ctx).behavior == "deny"
@@ -472,6 +474,7 @@ def test_bare_permission_context_object_is_tolerated(env):
     assert not run(run_tool_use(edit_block(os.path.join(env["ws"], "app.ts"), "t9"), ctx)).is_error
 
 
+@pytest.mark.needs_sandbox
 def test_every_ask_carries_suggestions(env):
     ctx = make_ctx(env["ws"])
     cases = [("Edit", {"file_path": os.path.join(env["ws"], "src", "a.py")}),
@@ -489,6 +492,7 @@ def test_every_ask_carries_suggestions(env):
         f"Edit(/{env['out']}/**)"
 
 
+@pytest.mark.needs_sandbox
 def test_session_scoped_allow_does_not_write_settings(env):
     from desktop_agent.permissions.gateway import session_scoped
 

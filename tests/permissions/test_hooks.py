@@ -114,6 +114,7 @@ def test_73_json_deny_reason_is_the_result(env):
     assert prompter.requests == [] and util.CALLS == []
 
 
+@pytest.mark.needs_sandbox
 @pytest.mark.spec("74")
 def test_74_json_allow_with_deny_rule_still_denies(env):
     cmd = script(env, "allow.sh", 'cat >/dev/null; echo \'{"hookSpecificOutput":{"permissionDecision":"allow"}}\'')
@@ -210,6 +211,7 @@ def test_permission_request_hook_deny_and_exit2_ignored(env):
     assert not run(run_tool_use(bash("npm test"), ctx)).is_error and prompter.cancelled == 0
 
 
+@pytest.mark.needs_sandbox
 def test_permission_request_payload_has_suggestions(env):
     out_file = os.path.join(env["hooks"], "pr.json")
     cmd = script(env, "prs.sh", f'cat > {out_file}')

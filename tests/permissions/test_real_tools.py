@@ -57,6 +57,7 @@ def test_edit_and_write_path_deny_texts(workdir):
     assert out.is_error and out.block["content"] == DENIED
 
 
+@pytest.mark.needs_sandbox
 def test_whole_tool_deny_and_headless_texts(workdir):
     ws = str(workdir)
     ctx = ctx_for(ws, {"deny": ["Edit", "Bash(rm *)"]}, mode="bypassPermissions")

@@ -34,9 +34,6 @@ def proj(tmp_path, monkeypatch):
 def decide(pc, tool, inp):
     ctx = make_ctx(pc.original_cwd)
     ctx.permission_context = pc
-    for d in pc.working_dirs:
-        if d not in ctx.working_dirs:
-            ctx.working_dirs.append(d)
     return decide_for(TOOLS[tool], TOOLS[tool].input_model.model_validate(inp), ctx)
 
 
@@ -128,6 +125,7 @@ def test_additional_directories_and_add_dir(proj, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------- trust
+@pytest.mark.needs_sandbox
 def test_untrusted_project_allow_rules_ignored_but_deny_applies(proj, tmp_path):
     p = proj["proj"]
     extra = tmp_path / "extra"
@@ -184,6 +182,7 @@ def test_project_hooks_env_and_key_helper_wait_for_trust(proj):
 
 
 # ------------------------------------------------------------------------------------------- updates, resume
+@pytest.mark.needs_sandbox
 def test_apply_updates_local_settings_atomic_merge(proj):
     p = proj["proj"]
     local = os.path.join(p, ".claude", "settings.local.json")

@@ -96,11 +96,7 @@ def rules_of(spec: dict[str, list[str]] | None, source: str = "session") -> list
 def make_ctx(ws: str, *, mode: str = "default", rules: dict[str, list[str]] | None = None, source: str = "session",
              add_dirs: list[str] | None = None, **kw: Any) -> ToolUseContext:
     pc = PermissionContext(ws, mode=mode, rules=rules_of(rules, source), additional_dirs=add_dirs or [])
-    ctx = ToolUseContext(cwd=ws, permission_context=pc, tools=list(TOOLS.values()), **kw)
-    for d in pc.working_dirs:
-        if d not in ctx.working_dirs:
-            ctx.working_dirs.append(d)
-    return ctx
+    return ToolUseContext(cwd=ws, permission_context=pc, tools=list(TOOLS.values()), **kw)
 
 
 def make_workspace(root: str) -> dict[str, str]:

@@ -569,20 +569,23 @@ for name, tool, tool_input, mode in HOSTILE:
 
 
 # ============================================================================ controls: the canary sees a breach
+# ``needs_sandbox``: a control granted a command that writes runs it only with the sandbox up (where bubblewrap
+# cannot start, the gate asks, denied headless: nothing to see), so it is skipped there (tests/conftest.py).
 add("control", "K-touch-bypass", "Bash", bash("touch {C}"), [("absent", "{C}")], mode="bypassPermissions",
-    control=True)
+    control=True, needs_sandbox=True)
 add("control", "K-touch-allowedTools", "Bash", bash("touch {C}"), [("absent", "{C}")], mode="default",
-    args=["--allowedTools", "Bash(touch:*)"], control=True)
-add("control", "K-rm-bypass-no-deny", "Bash", bash("rm {V}"), VICTIM, mode="bypassPermissions", control=True)
+    args=["--allowedTools", "Bash(touch:*)"], control=True, needs_sandbox=True)
+add("control", "K-rm-bypass-no-deny", "Bash", bash("rm {V}"), VICTIM, mode="bypassPermissions", control=True,
+    needs_sandbox=True)
 add("control", "K-cat-env-no-rule", "Bash", bash("cat .env"), ENV, mode="default", control=True)
 add("control", "K-Read-env-no-rule", "Read", {"file_path": "{P}/.env"}, ENV, mode="default", control=True)
 add("control", "K-touch-outside-add-dir", "Bash", bash("touch {CO}"), [("absent", "{CO}")], mode="acceptEdits",
-    args=["--add-dir", "{O}"], control=True)
+    args=["--add-dir", "{O}"], control=True, needs_sandbox=True)
 add("control", "K-ls-outside-add-dir", "Bash", bash("ls {O}"), [("hidden", "{MARK}")], mode="default",
     args=["--add-dir", "{O}"], control=True)
 add("control", "K-Glob-no-rule", "Glob", {"pattern": "**/*"}, NAMES[:2], mode="default", control=True)
 add("control", "K-edit-src-no-rule", "Bash", bash("echo x > src/victim_{N}"), [("unchanged", "{VS}")],
-    mode="bypassPermissions", control=True)
+    mode="bypassPermissions", control=True, needs_sandbox=True)
 add("control", "K-hook-trusted", "Bash", bash("ls"), [("absent", hook_canary("PreToolUse-star"))],
     mode="default", args=["--trust"], project_settings=all_hooks(), control=True)
 add("control", "K-hook-user-settings", "Bash", bash("ls"), [("absent", "{C}")], mode="default",

@@ -26,7 +26,8 @@ EXPECTED = {"absent": "forbidden file", "unchanged": "was removed or made unread
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("case_id", [c["id"] for c in CONTROLS])
+@pytest.mark.parametrize("case_id", [pytest.param(c["id"], id=c["id"], marks=pytest.mark.needs_sandbox
+                                                  if c.get("needs_sandbox") else ()) for c in CONTROLS])
 def test_control_is_seen_as_a_breach(case_id, security_runs):
     run, case = security_runs[case_id]
     problems = harness.breaches(run, case)

@@ -15,6 +15,7 @@ from desktop_agent.engine.execution import run_tool_use
 from desktop_agent.core.events import ToolCallFinished
 from desktop_agent.engine.scheduler import ToolRunner, partition_tool_calls
 from desktop_agent.permissions import bash as permissions_bash
+from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox
 from desktop_agent.tools.bash import background as background_mod
 from desktop_agent.tools.bash.background import BashOutputTool, KillShellTool
@@ -42,8 +43,6 @@ def ws(tmp_path):
 def make_ctx(ws, **kw):
     # These tests are about the tool, not the policy: bypass mode, said explicitly (no permission state is
     # default mode, where most of these commands would ask).
-    from desktop_agent.permissions.context import PermissionContext
-
     kw.setdefault("permission_context", PermissionContext(str(ws), mode="bypassPermissions"))
     kw.setdefault("sandbox", BubblewrapSandbox())
     return ToolUseContext(cwd=str(ws), tools=tools(), **kw)
@@ -110,6 +109,7 @@ def test_output_text(ws):
     assert out.block == {"type": "tool_result", "tool_use_id": "toolu_bash", "content": "hi"}
 
 
+@pytest.mark.needs_sandbox
 def test_nonzero_exit_is_error_without_wrapper(ws):
     out = bash(ws, {"command": "exit 3"})
     assert out.is_error and out.block["content"] == "Exit code 3"
@@ -288,6 +288,7 @@ def test_background_child_holding_the_pipe_does_not_block_the_result(ws, host_pi
 # ---- working directory
 
 
+@pytest.mark.needs_sandbox
 def test_cwd_persists_inside_and_resets_outside(ws):
     async def main():
         ctx = make_ctx(ws)
@@ -318,6 +319,7 @@ def test_cwd_change_travels_through_the_tool_runner(ws):
     assert cwd == str(ws / "src") and pwd == str(ws / "src")
 
 
+@pytest.mark.needs_sandbox
 def test_deleted_cwd_falls_back_to_original(ws):
     async def main():
         ctx = make_ctx(ws)
@@ -333,6 +335,7 @@ def test_deleted_cwd_falls_back_to_original(ws):
 # ---- output cap
 
 
+@pytest.mark.needs_sandbox
 def test_output_capped_at_30000_keeping_head_and_tail(ws):
     out = bash(ws, {"command": "seq 1 100000"})
     text = out.block["content"]
@@ -347,6 +350,7 @@ def test_output_capped_at_30000_keeping_head_and_tail(ws):
     assert len(head) > 10_000 and len(tail) > 10_000
 
 
+@pytest.mark.needs_sandbox
 def test_output_just_over_the_cap(ws):
     out = bash(ws, {"command": "python3 -c \"print('a' * 20000 + 'b' * 20000)\""})
     text = out.block["content"]
@@ -410,6 +414,7 @@ def test_cd_is_read_only_but_runs_alone_so_its_cwd_change_applies(ws):
 # ---- background shells
 
 
+@pytest.mark.needs_sandbox
 def test_background_shell_lifecycle(ws):
     async def main():
         ctx = make_ctx(ws)
@@ -499,8 +504,8 @@ def test_cd_into_an_added_working_dir_persists(ws, tmp_path):
     extra.mkdir()
 
     async def main():
-        ctx = ToolUseContext(cwd=str(ws), working_dirs=[str(ws), str(extra)], tools=tools(),
-                             sandbox=BubblewrapSandbox())
+        ctx = ToolUseContext(cwd=str(ws), permission_context=PermissionContext(str(ws), additional_dirs=[str(extra)]),
+                             tools=tools(), sandbox=BubblewrapSandbox())
         first = await call(ctx, {"command": f"cd {extra}"})
         second = await call(ctx, {"command": "pwd"})
         return first.block["content"], second.block["content"], ctx.cwd

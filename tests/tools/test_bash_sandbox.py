@@ -27,7 +27,7 @@ from desktop_agent.tools.bash.background import BashOutputTool, KillShellTool, b
 from desktop_agent.tools.bash.tool import BashTool
 from tests.tools.util import pid_alive
 
-pytestmark = pytest.mark.skipif(not sandbox.probe().ok, reason=f"bubblewrap cannot start: {sandbox.probe().detail}")
+pytestmark = pytest.mark.needs_sandbox  # skipped with the probe's reason where bubblewrap cannot start
 
 
 class Prompter:

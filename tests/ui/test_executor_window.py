@@ -161,6 +161,7 @@ def test_edited_proposal_is_written_and_reported(qtbot, qloop, fake, make_window
     fake.assert_done()
 
 
+@pytest.mark.needs_sandbox
 @pytest.mark.parametrize("executor", EXECUTORS)
 def test_stop_during_tool_run_leaves_ui_idle(qtbot, qloop, fake, make_window, workdir, executor):
     marker = workdir / "marker.txt"

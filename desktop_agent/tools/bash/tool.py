@@ -96,13 +96,9 @@ class BashInput(ToolInput):
 
 
 def _in_working_dirs(path: str, ctx: ToolUseContext) -> bool:
-    """Inside the original cwd or an added directory (also those the permission context added)."""
+    """Inside a working directory as they are now (the permission state's: one removed no longer counts)."""
     real = os.path.realpath(path)
-    dirs = list(ctx.working_dirs)
-    for d in ctx.permission_context.working_dirs if ctx.permission_context is not None else []:
-        if d not in dirs:
-            dirs.append(d)
-    for d in dirs:
+    for d in ctx.working_dirs:
         if is_inside(path, d) or is_inside(real, os.path.realpath(d)):
             return True
     return False
