@@ -131,17 +131,18 @@ def _make_decoder() -> json.JSONDecoder:
 _DECODER = _make_decoder()
 
 
-def _hint(text: str, exc: json.JSONDecodeError) -> str:
-    """The decoder's message, said plainly for the two mistakes JSONC habits make."""
+def _hint(text: str, exc: json.JSONDecodeError) -> tuple[str, int]:
+    """The decoder's message and offset, said plainly for the mistakes JSONC habits make (a comment, a trailing
+    comma: at the comma) and for a file that ends too early."""
     at = exc.pos
-    if text.startswith(("//", "/*"), at) or (at < len(text) and text[at] == "/"):
-        return "a comment; settings files are strict JSON (no comments)"
+    if at < len(text) and text[at] == "/":
+        return "a comment; settings files are strict JSON (no comments)", at
     before = text[:at].rstrip()
     if before.endswith(",") and text[at:at + 1] in ("]", "}"):
-        return "a trailing comma; settings files are strict JSON"
+        return "a trailing comma; settings files are strict JSON", len(before) - 1
     if at >= len(text.rstrip()) and not exc.msg.startswith("Unterminated"):
-        return "the text ends before the JSON does (an object or array is not closed)"
-    return exc.msg
+        return "the text ends before the JSON does (an object or array is not closed)", at
+    return exc.msg, at
 
 
 def _position(text: str, offset: int) -> tuple[int, int]:
@@ -162,7 +163,9 @@ def parse_settings_text(text: str, label: str, path: str | None = None) -> dict[
             raise json.JSONDecodeError("extra data after the settings object", text, end + len(rest) -
                                        len(rest.lstrip()))
     except json.JSONDecodeError as exc:
-        raise SettingsError(label, _hint(text, exc), path=path, line=exc.lineno, column=exc.colno) from None
+        problem, offset = _hint(text, exc)
+        line, column = _position(text, offset)
+        raise SettingsError(label, problem, path=path, line=line, column=column) from None
     except _Constant as exc:
         line, column = _position(text, _constant_offset(text, str(exc)))
         raise SettingsError(label, f"{exc} is not JSON", path=path, line=line, column=column) from None

@@ -1,5 +1,5 @@
-"""Folders and sessions in the window: Open Folder (the one-time trust question, then a new or resumed session
-through ``controller.open_session``), where sessions run (``--executor``, else Settings), Restart session, New
+"""Folders and sessions in the window: Open Folder (settings that cannot be read keep it closed: ``settings_gate``;
+the one-time trust question, then a new or resumed session through ``controller.open_session``), where sessions run (``--executor``, else Settings), Restart session, New
 Session, the sessions list (``EngineClient.list_sessions``), SessionEnd before another session replaces this one,
 and replaying a resumed transcript into the conversation and the changes panel. A mixin of ``MainWindow``.
 """
@@ -18,6 +18,7 @@ from desktop_agent.client import EXECUTOR_KINDS, ExecutorKind, SessionHandle
 from desktop_agent.client.local import transcript_usage
 from desktop_agent.ui.modes import BYPASS, default_mode_setting, settled_mode
 from desktop_agent.ui.window.presenters import home, session_rows
+from desktop_agent.ui.window.settings_gate import settings_gate, show_problems
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
@@ -116,6 +117,9 @@ class FoldersMixin:
         self.wanted_folder = folder
         if self.controller.busy:
             self.controller.stop()
+        problems = [] if self.demo else await settings_gate(self.controller, self.conversation, folder)
+        if problems is None:  # a settings file cannot be read: the folder does not open (a blocking banner says so)
+            return False
         trusted = await self._ask_trust(folder)
         if trusted is None:
             return False
@@ -180,6 +184,7 @@ class FoldersMixin:
             self.replay_history(session)
         elif not resume:
             self._show_empty()
+        show_problems(self.conversation, problems)
         if resume and self._history_stats is not None:  # totals and turn numbers continue from the transcript
             tokens, cost, turns = self._history_stats
             self.controller.set_usage_base(tokens, cost, turns)
