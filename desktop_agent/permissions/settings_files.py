@@ -6,8 +6,8 @@ empty source (a run with fewer rules).
   (``JSON.parse`` keeps the last one silently, so a second ``"permissions"`` would drop the first one's deny rules).
   A UTF-8 byte order mark is accepted. The top level must be an object.
 - ``read_settings_file(path, label)``: the file's object; ``None`` when there is no file (nothing to read is not an
-  error); ``{}`` for an empty file; ``SettingsError`` when it exists and cannot be read (permissions, a directory,
-  not UTF-8) or parsed.
+  error); ``{}`` for an empty file; ``SettingsError`` when it exists and cannot be read (permissions, not a regular
+  file — a FIFO is never waited on —, not UTF-8) or parsed.
 
 ``SettingsError`` names the source (``label``: ``--settings``, ``user settings``…), the file when there is one, and
 the position (line, column) of the problem.
@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.scanner
+import os
+import stat
 from typing import Any
 
 BOM = "\ufeff"
@@ -179,13 +181,21 @@ def parse_settings_text(text: str, label: str, path: str | None = None) -> dict[
 
 def read_settings_file(path: str, label: str) -> dict[str, Any] | None:
     """The file's settings object; None when there is no such file; ``SettingsError`` when it cannot be read."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+    try:  # non-blocking: a FIFO planted as a settings file must not hang the start
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         raise SettingsError(label, exc.strerror or type(exc).__name__, path=path) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SettingsError(label, "not a regular file", path=path)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise SettingsError(label, exc.strerror or type(exc).__name__, path=path) from None
+    finally:
+        os.close(fd)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
