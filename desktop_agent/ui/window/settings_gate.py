@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate
-BLOCKED_KEY = "settings"
+BLOCKED_KEY = "setup"  # the window's set-up banner: a prompt typed meanwhile shows it again (``MainWindow.send``)
 PROBLEMS_KEY = "settings-entries"
 RETRY_ACTION = "reopen-folder"
 SHOWN_PROBLEMS = 6

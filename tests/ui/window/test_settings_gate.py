@@ -47,6 +47,8 @@ def test_invalid_project_settings_block_the_folder_until_fixed(qtbot, qloop, mak
         banner.linkActivated.emit(RETRY_ACTION)
         assert not await win.open_task
         assert win.controller.session is None
+        win.send("rm victim.txt")  # typed meanwhile: the same error again, nothing sent
+        assert str(settings) in win.conversation.banners[BLOCKED_KEY].text_plain and fake.requests == []
         settings.write_text(json.dumps({"permissions": {"deny": ["Bash(rm:*)"]}}))  # fixed
         win.conversation.banners[BLOCKED_KEY].linkActivated.emit(RETRY_ACTION)
         assert await win.open_task
