@@ -109,7 +109,7 @@ def _constant_offset(s: str, name: str) -> int:
 
 def _make_decoder() -> json.JSONDecoder:
     decoder = json.JSONDecoder(parse_constant=_reject_constant)
-    plain_object = json.decoder.JSONObject
+    plain_object = getattr(json.decoder, "JSONObject")  # the stdlib's object parser (not in its stubs)
 
     def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, object_hook: Any,
                      object_pairs_hook: Any, memo: Any = None) -> tuple[dict[str, Any], int]:
@@ -125,8 +125,9 @@ def _make_decoder() -> json.JSONDecoder:
             seen.add(key)
         return dict(pairs), end
 
-    decoder.parse_object = parse_object  # type: ignore[assignment]
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # the pure scanner: it calls our parse_object
+    setattr(decoder, "parse_object", parse_object)
+    # the pure-Python scanner: it calls our parse_object (the C one parses objects itself)
+    setattr(decoder, "scan_once", getattr(json.scanner, "py_make_scanner")(decoder))
     return decoder
 
 
