@@ -5,7 +5,8 @@ Every case launches ``python -m desktop_agent -p`` against the security suite's 
 is broken in one way. A source that cannot be read or parsed must stop the CLI with exit 2 before the model is called,
 naming the source's file and the position on stderr; a readable source with an invalid entry must run with every
 valid entry in force (the victim stays) and name the file and the entry on stderr. Each case runs in bypass and in
-default mode with ``--allowedTools "Bash(rm:*)"`` (without the deny rule the call runs there too).
+default mode with ``--allowedTools "Bash(rm:*)"`` (without the deny rule the call runs there too). A rule given on
+the command line that is not valid (``--disallowedTools "bash(rm:*)"``) still stops the CLI (exit 2).
 
 The controls prove the canary would see the breach: the same call with no settings removes the victim, in bypass and
 in default mode with the allow rule.
@@ -90,17 +91,25 @@ HOLDS: list[tuple[str, dict[str, str | None], str | None, list[str]]] = [
 ]
 
 
+# (id, --disallowedTools value, stderr must contain): a rule given on the command line that is not valid stops the CLI
+FLAG_RULES: list[tuple[str, str, list[str]]] = [
+    ("cli-lower-case-tool", "bash(rm:*)", ["'bash(rm:*)' is not a valid permission rule"]),
+    ("cli-unbalanced", "Bash(rm:*", ["'Bash(rm:*' is not a valid permission rule (mismatched parentheses)"]),
+]
+
+
 def _case(id: str, mode: str, files: dict[str, str | None], flag: str | None, stderr: list[str], *,
-          stops: bool, control: bool = False) -> dict[str, Any]:
+          stops: bool, control: bool = False, extra: list[str] | None = None) -> dict[str, Any]:
     permission_mode, args = MODES[mode]
-    args = list(args) + (["--settings", flag] if flag is not None else [])
+    args = list(args) + (["--settings", flag] if flag is not None else []) + list(extra or [])
     return {"id": f"{id}@{mode}", "cls": "settings-fail-closed", "tool": "Bash", "input": {"command": "rm {V}"},
             "checks": [("unchanged", "{V}")], "mode": permission_mode, "args": args, "files": files,
             "stderr": stderr, "expect_exit": 2 if stops else None, "control": control}
 
 
 CASES = [_case(i, m, f, s, e, stops=True) for i, f, s, e in STOPS for m in MODES] + \
-        [_case(i, m, f, s, e, stops=False) for i, f, s, e in HOLDS for m in MODES]
+        [_case(i, m, f, s, e, stops=False) for i, f, s, e in HOLDS for m in MODES] + \
+        [_case(i, m, {}, None, e, stops=True, extra=["--disallowedTools", r]) for i, r, e in FLAG_RULES for m in MODES]
 CONTROLS = [_case("control-no-settings", m, {}, None, [], stops=False, control=True) for m in MODES]
 BY_ID = {c["id"]: c for c in CASES + CONTROLS}
 
@@ -156,7 +165,8 @@ def test_settings_fail_closed(settings_case, settings_runs):
     for needle in case["stderr"]:
         assert harness.fill(needle, case["_values"]) in run.stderr, (settings_case, needle, run.stderr[-1500:])
     if case["expect_exit"]:
-        assert "Traceback" not in run.stderr and "Nothing was started" in run.stderr, run.stderr[-800:]
+        assert "Traceback" not in run.stderr, run.stderr[-800:]
+        assert "Nothing was started" in run.stderr or "--disallowedTools" in run.stderr, run.stderr[-800:]
 
 
 @pytest.mark.timeout(900)
