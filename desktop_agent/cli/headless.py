@@ -5,7 +5,8 @@
 and one ``result`` per turn, and answers the host's control requests (``initialize``, ``interrupt``,
 ``set_permission_mode``, ``set_model``, ``mcp_status``). ``/compact [instructions]`` as a prompt compacts the
 session instead of calling the model. ``run_headless(opts)`` is the program's entry (exit code 0 when the last
-turn succeeded, 1 otherwise, 2 for a missing prompt).
+turn succeeded, 1 otherwise, 2 for a missing prompt or a settings source that cannot be read — ``SettingsError``, named
+with its file and position; the settings' other warnings, each invalid entry with its file, go to stderr at start).
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ class HeadlessRun:
             provider=o.provider,
         )
         self.session.include_stream_events = o.include_partial and o.out_format == "stream-json"
+        for warning in self.session.permission_context.warnings:  # invalid settings entries: file and entry
+            eprint(f"warning: {warning}")
         self._fit_prompter()
         if self.freeze_heap:
             freeze_heap()  # start-up is done: its modules and classes live until exit
@@ -444,6 +447,7 @@ def freeze_heap() -> None:
 
 def run_headless(opts: Options) -> int:
     from desktop_agent.app.session import ConfigError, SessionError
+    from desktop_agent.permissions.settings import SettingsError
 
     prompt: str | None = " ".join(opts.positionals) if opts.positionals else None
     if opts.input_format == "text" and not prompt:
@@ -458,6 +462,9 @@ def run_headless(opts: Options) -> int:
     run.freeze_heap = True
     try:
         return asyncio.run(run.main(prompt))
+    except SettingsError as exc:  # a settings source that cannot be read: never a run with fewer rules
+        eprint(f"error: {exc}. Nothing was started, so no rule is lost: fix it and start again")
+        return 2
     except (ConfigError, SessionError) as exc:
         eprint(str(exc))
         return 1

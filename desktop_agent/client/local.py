@@ -1,5 +1,6 @@
 """What a front end asks this machine before, beside or after a session, without opening one: the sessions of a
-folder and their transcripts (``session/``), whether a folder is trusted (``permissions.trust``), whether the
+folder and their transcripts (``session/``), whether a folder is trusted (``permissions.trust``), whether its
+settings can be read (``permissions.settings``: a file that cannot keeps the folder from opening), whether the
 shell sandbox can start (``permissions.sandbox``), the suggested model names, and warming the engine's imports.
 
 ``LocalStore`` is the part of ``EngineClient`` every client shares (``InProcessClient`` and ``SubprocessClient``
@@ -63,6 +64,18 @@ class LocalStore:
         from desktop_agent.permissions import trust
 
         trust.set_trusted(os.fspath(folder), True)
+
+    def settings_check(self, folder: str | os.PathLike[str]) -> tuple[str | None, list[str]]:
+        """Can the folder's settings be read (managed, user, project, local)? ``(error, problems)``: the error that
+        keeps the folder from opening — the file, line and column — or None, and the invalid entries of readable
+        files (skipped; the others stay in force). Reads files: call it off the Qt thread."""
+        from desktop_agent.permissions.settings import SettingsError, load_settings
+
+        try:  # trusted: every entry is checked (nothing loaded here is used)
+            loaded = load_settings(os.fspath(folder), trusted=True)
+        except SettingsError as exc:
+            return str(exc), []
+        return None, list(loaded.problems)
 
     def sandbox_warning(self) -> str | None:
         """The sentence to show when the shell sandbox cannot start (None when it runs or is off on purpose)."""

@@ -97,6 +97,23 @@ def mcp_rule_name(rule_tool: str) -> str:
 _MCP_UNSAFE = re.compile(r"[^A-Za-z0-9_*-]")
 
 
+# The tool names of the reference agent and ours. Names are case-sensitive (``bash`` names no tool); a deny or ask
+# rule that spells one of these in another case is read as that tool's rule when it is loaded (``canonical_tool_name``,
+# ``settings``), so it is never silently inert; an allow rule in the wrong case is skipped.
+KNOWN_TOOL_NAMES = frozenset({
+    "Agent", "Bash", "BashOutput", "Edit", "ExitPlanMode", "Glob", "Grep", "KillBash", "KillShell", "LS", "MultiEdit",
+    "NotebookEdit", "NotebookRead", "Read", "Skill", "SlashCommand", "Task", "TodoWrite", "WebFetch", "WebSearch",
+    "Write",
+})
+_KNOWN_FOLDED = {n.casefold(): n for n in KNOWN_TOOL_NAMES}
+
+
+def canonical_tool_name(name: str) -> str | None:
+    """The known tool ``name`` spells in another case (``bash`` → ``Bash``); None when it names none or is exact."""
+    known = _KNOWN_FOLDED.get(name.strip().casefold())
+    return known if known is not None and known != name.strip() else None
+
+
 def tool_name_matches(rule_tool: str, tool_name: str, behavior: str) -> bool:
     """Exact names; ``mcp__server`` covers its tools; globs (``*``, ``mcp__*``) for deny/ask, and for
     allow only after a literal ``mcp__<server>__``. MCP names are compared as normalised (``mcp_rule_name``)."""

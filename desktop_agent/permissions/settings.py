@@ -12,7 +12,17 @@ by key, the higher source winning.
 Trust (App. A): what a folder's own ``.claude/settings.json`` / ``settings.local.json`` may grant or run counts
 only once the folder is trusted: allow rules, ``additionalDirectories``, a permissive ``defaultMode``, hooks,
 ``env`` and ``apiKeyHelper`` (and MCP servers, which nothing reads yet). Until then they are held back with a
-warning; project deny and ask rules apply regardless. Malformed files become warnings, never exceptions.
+warning; project deny and ask rules apply regardless.
+
+Failing closed: a source that exists but cannot be read or parsed (strict JSON, a key given twice, not UTF-8; a BOM is
+accepted: ``settings_files``) raises ``SettingsError`` naming the file and the position — the CLI stops (exit 2), the
+window does not open the folder; never a run with fewer rules. ``--settings`` naming no file is such an error too.
+Inside a readable file an invalid entry is reported (``LoadedSettings.warnings`` and ``.problems``) and skipped, every
+valid entry staying in force: a non-string rule, a malformed rule (``Bash(rm:*``), an allow rule the reference
+refuses. What the loader reads the fail-closed way instead of dropping: a deny/ask rule naming a known tool in the
+wrong case (``bash(rm:*)`` → ``Bash(rm:*)``), a deny/ask field given as one string (read as ``--disallowedTools``
+reads its value), an MCP deny/ask rule with a pattern (the whole server or tool), and ``disableBypassPermissionsMode``
+(any source disabling bypass disables it).
 """
 
 from __future__ import annotations
@@ -23,7 +33,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from desktop_agent.permissions.rules import INERT_PATH_RULE_TOOLS, parse_rule, split_rule_list
+from desktop_agent.permissions.rules import INERT_PATH_RULE_TOOLS, canonical_tool_name, parse_rule, split_rule_list
+from desktop_agent.permissions.settings_files import (BOM, SettingsError, parse_settings_text,
+                                                      read_settings_file)
 from desktop_agent.core.permission import PERMISSION_MODES, PermissionRule, RuleSource
 from desktop_agent.util import dirs
 
@@ -94,12 +106,17 @@ class LoadedSettings:
     # ``apiKeyHelper``: a command printing the API key (highest source that has it; nothing runs it yet).
     api_key_helper: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # The invalid entries of readable files, each naming its file and entry (also in ``warnings``): the window's
+    # warning banner, the CLI's stderr.
+    problems: list[str] = field(default_factory=list)
 
 
 def read_json_file(path: str, warnings: list[str]) -> dict[str, Any] | None:
-    """A settings file's object, or None when missing; malformed content becomes a warning."""
+    """A JSON file's object, or None when missing; malformed content becomes a warning (a BOM is accepted). For the
+    files that hold no rules (the trust store, Claude Code's record); settings sources go through
+    ``read_settings_file``, which fails closed."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()
     except FileNotFoundError:
         return None
@@ -119,55 +136,55 @@ def read_json_file(path: str, warnings: list[str]) -> dict[str, Any] | None:
     return data
 
 
-def _managed_sources(warnings: list[str]) -> list[SettingsSource]:
+def _managed_sources() -> list[SettingsSource]:
     base = managed_dir()
     out: list[SettingsSource] = []
     path = os.path.join(base, "managed-settings.json")
-    data = read_json_file(path, warnings)
+    data = read_settings_file(path, "managed settings")
     if data is not None:
         out.append(SettingsSource("policySettings", path, data, base))
     drop_in = os.path.join(base, "managed-settings.d")
     try:
         names = sorted(n for n in os.listdir(drop_in) if n.endswith(".json") and not n.startswith("."))
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         names = []
+    except OSError as exc:
+        raise SettingsError("managed settings", exc.strerror or type(exc).__name__, path=drop_in) from None
     for name in names:
         p = os.path.join(drop_in, name)
-        d = read_json_file(p, warnings)
+        d = read_settings_file(p, "managed settings")
         if d is not None:
             out.append(SettingsSource("policySettings", p, d, drop_in))
     return out
 
 
-def _settings_arg_source(settings_arg: str | None, cwd: str, warnings: list[str]) -> SettingsSource | None:
-    if not settings_arg:
+def _settings_arg_source(settings_arg: str | None, cwd: str) -> SettingsSource | None:
+    """``--settings FILE|JSON``: JSON when it starts with ``{``; a file that does not exist is an error."""
+    if settings_arg is None or settings_arg == "":
         return None
-    text = settings_arg.strip()
+    text = settings_arg.strip().lstrip(BOM).strip()
+    if not text:
+        raise SettingsError("--settings", "the value is empty")
     if text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            warnings.append(f"--settings is not valid JSON ({exc}); it was ignored.")
-            return None
-        if not isinstance(data, dict):
-            warnings.append("--settings does not contain a JSON object; it was ignored.")
-            return None
-        return SettingsSource("flagSettings", None, data, cwd)
+        return SettingsSource("flagSettings", None, parse_settings_text(text, "--settings JSON"), cwd)
     path = os.path.abspath(os.path.join(cwd, os.path.expanduser(text)))
-    data = read_json_file(path, warnings)
+    data = read_settings_file(path, "--settings file")
     if data is None:
-        if not os.path.exists(path):
-            warnings.append(f"--settings file {path} does not exist; it was ignored.")
-        return None
+        raise SettingsError("--settings file", "no such file", path=path)
     return SettingsSource("flagSettings", path, data, os.path.dirname(path))
+
+
+FILE_LABELS = {"localSettings": "local settings", "projectSettings": "project settings",
+               "userSettings": "user settings"}
 
 
 def collect_sources(cwd: str, settings_arg: str | None, warnings: list[str],
                     project_dir: str | None = None) -> list[SettingsSource]:
-    """All settings sources, highest precedence first (CLI-flag rules are added by ``load_settings``)."""
+    """All settings sources, highest precedence first (CLI-flag rules are added by ``load_settings``).
+    ``SettingsError`` when one exists but cannot be read or parsed (``warnings`` is kept for callers)."""
     project_dir = project_dir or cwd
-    out = _managed_sources(warnings)
-    flag = _settings_arg_source(settings_arg, cwd, warnings)
+    out = _managed_sources()
+    flag = _settings_arg_source(settings_arg, cwd)
     if flag is not None:
         out.append(flag)
     for source, path, root in (
@@ -175,25 +192,67 @@ def collect_sources(cwd: str, settings_arg: str | None, warnings: list[str],
         ("projectSettings", project_settings_path(project_dir), project_dir),
         ("userSettings", user_settings_path(), dirs.claude_config_dir()),
     ):
-        data = read_json_file(path, warnings)
+        data = read_settings_file(path, FILE_LABELS[source])
         if data is not None:
             out.append(SettingsSource(source, path, data, root))  # type: ignore[arg-type]
     return out
 
 
-def _rule_list(value: Any, where: str, key: str, warnings: list[str]) -> list[str]:
+def _rule_list(value: Any, where: str, key: str, problems: list[str]) -> list[str]:
+    """The rule texts of ``permissions.<key>``: each string of a list (a non-string entry is reported and skipped);
+    a deny/ask field given as one string is read as ``--disallowedTools`` reads its value, an allow one ignored."""
     if value is None:
         return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        warnings.append(f"permissions.{key} in {where} must be a list of strings; it was ignored.")
-        return []
-    return value
+    if isinstance(value, list):
+        out: list[str] = []
+        for n, item in enumerate(value):
+            if isinstance(item, str):
+                out.append(item)
+            else:
+                problems.append(f"permissions.{key}[{n}] in {where} is {json.dumps(item)[:80]}, not a rule (a "
+                                f"string); it was skipped, the other {key} rules stay in force.")
+        return out
+    if isinstance(value, str) and key != "allow":
+        items = split_rule_list(value)
+        problems.append(f"permissions.{key} in {where} must be a list of strings, not a string: read as "
+                        f"{json.dumps(items)} so that the {key} rules hold. Write it as a list.")
+        return items
+    problems.append(f"permissions.{key} in {where} must be a list of strings; it was ignored"
+                    + (" (an allow rule is never guessed)." if key == "allow" else "."))
+    return []
 
 
-def _check_rule(text: str, where: str, warnings: list[str]) -> bool:
-    if not text.strip() or (("(" in text) and not text.rstrip().endswith(")")):
-        warnings.append(f"Permission rule {text!r} in {where} is malformed; it was ignored.")
-        return False
+# rule_problem's answers that leave a deny/ask rule readable: kept in force (the broader reading where it has one)
+_READABLE_PROBLEMS = ("empty parentheses", "the prefix before :* is empty", "the :* pattern must be at the end",
+                      "MCP rules take no pattern in parentheses")
+
+
+def _checked_rule(text: str, where: str, behavior: str, problems: list[str], warnings: list[str]) -> str | None:
+    """The rule text to use, or None when the entry is skipped (reported in ``problems``). A deny/ask rule is
+    dropped only when it cannot be read at all; an allow rule whenever the reference would refuse it."""
+    field_name = f"permissions.{behavior}"
+    given = text.strip()
+    head = given.split("(", 1)[0]
+    known = canonical_tool_name(head)
+    if known is not None:  # ``bash(rm:*)``: names no tool (names are case-sensitive), but plainly means Bash
+        if behavior == "allow":
+            problems.append(f"Permission rule {text!r} in {where} ({field_name}) names no tool: tool names are "
+                            f"case-sensitive (the tool is {known!r}). An allow rule is never guessed: it was skipped.")
+            return None
+        text = known + given[len(head):].lstrip()
+        problems.append(f"Permission rule {given!r} in {where} ({field_name}) names no tool: tool names are "
+                        f"case-sensitive. It is read as {text!r} so that the {behavior} rule holds; write it that way.")
+    problem = rule_problem(text)
+    if problem is not None and behavior != "allow" and problem.startswith(_READABLE_PROBLEMS):
+        value = parse_rule(text)
+        kept = value.tool_name if value.tool_name.startswith("mcp__") and value.rule_content is not None else text
+        problems.append(f"Permission rule {text!r} in {where} ({field_name}): {problem}; it is kept in force as "
+                        f"{kept!r}.")
+        text, problem = kept, None
+    if problem is not None:
+        problems.append(f"Permission rule {text!r} in {where} ({field_name}) is not valid ({problem}); it was "
+                        f"skipped, the other rules stay in force.")
+        return None
     value = parse_rule(text)
     if value.rule_content is not None and value.tool_name in INERT_PATH_RULE_TOOLS:
         hint = "Edit(...)" if value.tool_name != "Glob" else "Read(...)"
@@ -201,7 +260,7 @@ def _check_rule(text: str, where: str, warnings: list[str]) -> bool:
             f"Permission rule {text!r} in {where} has no effect: path rules on {value.tool_name}(...) are never "
             f"consulted. Use {hint} instead."
         )
-    return True
+    return text
 
 
 _TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_*-]+$")
@@ -282,25 +341,26 @@ def load_settings(
 ) -> LoadedSettings:
     cwd = os.path.abspath(cwd)
     out = LoadedSettings()
-    out.sources = collect_sources(cwd, settings_arg, out.warnings, project_dir)
+    out.sources = collect_sources(cwd, settings_arg, out.warnings, project_dir)  # SettingsError: nothing starts
     # CLI flag rules sit just below managed settings and the --settings file.
     insert_at = sum(1 for s in out.sources if s.source in ("policySettings", "flagSettings"))
     cli_data = {"permissions": {"allow": split_rule_list(cli_allowed), "deny": split_rule_list(cli_disallowed)}}
     if cli_data["permissions"]["allow"] or cli_data["permissions"]["deny"]:
         out.sources.insert(insert_at, SettingsSource("cliArg", None, cli_data, cwd))
 
-    seen_mode = seen_bypass = seen_helper = False
+    seen_mode = seen_helper = False
     env_layers: list[dict[str, str]] = []  # highest source first
     for src in out.sources:
-        where = src.path or ("--settings" if src.source == "flagSettings" else "command line flags")
+        where = src.path or ("--settings JSON" if src.source == "flagSettings" else "command line flags")
         perms = src.data.get("permissions", {})
         if not isinstance(perms, dict):
-            out.warnings.append(f"'permissions' in {where} must be an object; it was ignored.")
+            out.problems.append(f"'permissions' in {where} must be an object; it was ignored.")
             perms = {}
         project = src.source in PROJECT_SOURCES
         for behavior in ("deny", "ask", "allow"):
-            for text in _rule_list(perms.get(behavior), where, behavior, out.warnings):
-                if not _check_rule(text, where, out.warnings):
+            for given in _rule_list(perms.get(behavior), where, behavior, out.problems):
+                text = _checked_rule(given, where, behavior, out.problems, out.warnings)
+                if text is None:
                     continue
                 rule = PermissionRule(value=parse_rule(text), behavior=behavior, source=src.source,
                                       source_path=src.path)
@@ -311,7 +371,8 @@ def load_settings(
         dirs = perms.get("additionalDirectories")
         if dirs is not None:
             if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
-                out.warnings.append(f"permissions.additionalDirectories in {where} must be a list of strings.")
+                out.problems.append(f"permissions.additionalDirectories in {where} must be a list of strings; "
+                                    f"ignored.")
             elif not project or trusted:
                 if project and src.path:
                     base = os.path.dirname(os.path.dirname(src.path))
@@ -328,16 +389,19 @@ def load_settings(
             if mode == "manual":
                 mode = "default"
             if mode not in PERMISSION_MODES:
-                out.warnings.append(f"permissions.defaultMode {mode!r} in {where} is not a known mode; ignored.")
+                out.problems.append(f"permissions.defaultMode {mode!r} in {where} is not a known mode; ignored.")
             elif project and not trusted and mode not in _RESTRICTIVE_MODES:
                 out.warnings.append(f"permissions.defaultMode {mode!r} in {where} ignored: the folder is not trusted.")
             else:
                 out.default_mode = mode
                 seen_mode = True
         disable = perms.get("disableBypassPermissionsMode")
-        if disable is not None and not seen_bypass:
-            out.disable_bypass = disable == "disable" or disable is True
-            seen_bypass = True
+        if disable is not None:  # any source disabling bypass disables it: a lower one is never overridden
+            if disable == "disable" or disable is True:
+                out.disable_bypass = True
+            elif disable is not False:
+                out.problems.append(f"permissions.disableBypassPermissionsMode {json.dumps(disable)[:40]} in "
+                                    f"{where} is not \"disable\"; ignored.")
         held_back = project and not trusted  # what the folder grants itself waits for trust
         hooks = src.data.get("hooks")
         if hooks is not None:
@@ -345,11 +409,11 @@ def load_settings(
                 if hooks:
                     out.warnings.append(f"hooks in {where} ignored: the folder is not trusted.")
             else:
-                out.hooks.extend(_parse_hooks(hooks, src, where, out.warnings))
+                out.hooks.extend(_parse_hooks(hooks, src, where, out.problems))
         env = src.data.get("env")
         if env is not None:
             if not isinstance(env, dict):
-                out.warnings.append(f"'env' in {where} must be an object; ignored.")
+                out.problems.append(f"'env' in {where} must be an object; ignored.")
             elif held_back:
                 if env:
                     out.warnings.append(f"env in {where} ignored: the folder is not trusted.")
@@ -364,6 +428,7 @@ def load_settings(
                 seen_helper = True
     for layer in reversed(env_layers):
         out.env.update(layer)
+    out.warnings[:0] = out.problems
     return out
 
 
@@ -388,9 +453,9 @@ def _parse_hooks(hooks: Any, src: SettingsSource, where: str, warnings: list[str
 
 
 def update_settings_file(path: str, mutate: Callable[[dict[str, Any]], None]) -> None:
-    """Read (tolerating a missing or broken file), mutate, and write back atomically (temp + fsync + rename)."""
-    warnings: list[str] = []
-    data = read_json_file(path, warnings) or {}
+    """Read (a missing file is empty), mutate, and write back atomically (temp + fsync + rename). A file that cannot
+    be read or parsed raises ``SettingsError`` and is left as it is: rewriting it would drop what it holds."""
+    data = read_settings_file(path, "settings file") or {}
     mutate(data)
     from desktop_agent.util.fileio import write_bytes_atomic
 

@@ -24,7 +24,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.gateway import decide_for
 from desktop_agent.permissions.rules import parse_rule
-from desktop_agent.permissions.settings import load_settings
+from desktop_agent.permissions.settings import SettingsError, load_settings
 from desktop_agent.core.permission import PermissionRule
 from desktop_agent.tools.registry import all_builtin_tools
 
@@ -61,6 +61,22 @@ SETTINGS_DOC = st.one_of(
         st.lists(RULE_STRINGS, max_size=5), JSON, st.sampled_from(MODES + ["manual", "nope"])), max_size=5)}),
     st.fixed_dictionaries({"hooks": JSON, "permissions": JSON}),
 )
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _an_object(path: str) -> bool:
+    """The file holds a JSON object (or nothing but whitespace, an empty source), as ``json.loads`` reads it."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read().removeprefix("\ufeff")
+    if not text.strip():
+        return True
+    try:
+        return isinstance(json.loads(text, parse_constant=_no_constant), dict)
+    except ValueError:
+        return False
 
 
 def _run(coro):
@@ -128,7 +144,16 @@ def _settings_case(user, project, local, cli_allowed, cli_disallowed, trusted, r
         _write(os.path.join(ws, ".claude", "settings.json"), json.dumps(project))
         _write(os.path.join(ws, ".claude", "settings.local.json"),
                local if isinstance(local, str) else json.dumps(local))
-        loaded = load_settings(ws, cli_allowed=cli_allowed, cli_disallowed=cli_disallowed, trusted=trusted)
+        broken = {path for path in (os.path.join(root, "cfg", "settings.json"),
+                                    os.path.join(ws, ".claude", "settings.json"),
+                                    os.path.join(ws, ".claude", "settings.local.json")) if not _an_object(path)}
+        try:
+            loaded = load_settings(ws, cli_allowed=cli_allowed, cli_disallowed=cli_disallowed, trusted=trusted)
+        except SettingsError as exc:  # fails closed: nothing loads, exactly when a file is not a JSON object
+            assert exc.path in broken, (exc, broken)
+            COUNTS["stopped"] += 1
+            return
+        assert not broken, broken
         assert all(isinstance(w, str) for w in loaded.warnings)
         pc = PermissionContext.load(ws, cli_allowed=cli_allowed, cli_disallowed=cli_disallowed, trusted=trusted)
         ctx = ToolUseContext(cwd=ws, permission_context=pc, tools=list(TOOLS.values()))
@@ -139,11 +164,12 @@ def _settings_case(user, project, local, cli_allowed, cli_disallowed, trusted, r
 
 
 def test_fuzz_settings_files_load_and_decide():
-    """Random settings files (valid JSON of any shape, or junk text) load without raising; decisions stay sane."""
+    """Random settings files (valid JSON of any shape, or junk text) load, or stop with a SettingsError naming a
+    file that is not a JSON object; decisions stay sane."""
     COUNTS.clear()
     _settings_case()
     print(f"settings fuzz: {sum(COUNTS.values())} decisions {dict(COUNTS)}")
-    assert sum(COUNTS.values()) > 0
+    assert sum(v for k, v in COUNTS.items() if k != "stopped") > 0
 
 
 @FUZZ

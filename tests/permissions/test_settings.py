@@ -11,7 +11,7 @@ import pytest
 from desktop_agent.permissions import trust
 from desktop_agent.permissions.gateway import decide_for
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.permissions.settings import load_settings
+from desktop_agent.permissions.settings import SettingsError, load_settings
 from desktop_agent.core.permission import PermissionUpdate, RuleValue
 from tests.permissions.util import TOOLS, make_ctx
 
@@ -76,13 +76,17 @@ def test_cli_mode_beats_default_mode(proj):
     assert PermissionContext.load(proj["proj"], trusted=True).mode == "plan"
 
 
-def test_malformed_json_is_a_warning(proj):
+def test_malformed_json_stops_and_a_malformed_field_is_a_warning(proj):
     p = proj["proj"]
     write(os.path.join(p, ".claude", "settings.json"), "{not json")
     write(os.path.join(proj["user"], "settings.json"), {"permissions": {"allow": "Bash"}})
+    with pytest.raises(SettingsError) as info:
+        PermissionContext.load(p, trusted=True)
+    assert info.value.path == os.path.join(p, ".claude", "settings.json") and info.value.line == 1
+    os.unlink(os.path.join(p, ".claude", "settings.json"))
     pc = PermissionContext.load(p, trusted=True)
-    assert any("not valid JSON" in w for w in pc.warnings)
-    assert any("must be a list" in w for w in pc.warnings)
+    assert any("must be a list" in w and "never guessed" in w for w in pc.warnings)
+    assert not [r for r in pc.rules if r.behavior == "allow"]
 
 
 def test_settings_arg_json_and_file(proj):
@@ -95,8 +99,8 @@ def test_settings_arg_json_and_file(proj):
     # "/x/**" in a --settings file is relative to that file's directory
     assert decide(pc, "Edit", {"file_path": os.path.join(p, "conf", "x", "a")}).behavior == "allow"
     assert decide(pc, "Edit", {"file_path": os.path.join(p, "x", "a")}).behavior == "ask"
-    pc = PermissionContext.load(p, settings_arg="{broken", trusted=True)
-    assert any("--settings" in w for w in pc.warnings)
+    with pytest.raises(SettingsError, match="--settings JSON, line 1, column 2"):
+        PermissionContext.load(p, settings_arg="{broken", trusted=True)
 
 
 def test_user_settings_slash_is_relative_to_config_dir(proj):

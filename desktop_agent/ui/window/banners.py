@@ -21,6 +21,7 @@ from desktop_agent.ui.window.presenters import (
     ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, failed_servers, home, is_setup_error,
     status_dot,
 )
+from desktop_agent.ui.window.settings_gate import RETRY_ACTION
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QLabel
@@ -45,6 +46,7 @@ class BannersMixin:
     tray: QSystemTrayIcon | None
     servers_view: Any
     folder: str | None
+    wanted_folder: str | None
     permission_mode: str
     demo: bool
     _restarting: set[str]
@@ -55,6 +57,7 @@ class BannersMixin:
         def show_settings(self, first_run: bool = False) -> Any: ...
         def start_tour(self) -> None: ...
         def restart_session(self) -> asyncio.Task[None] | None: ...
+        def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task: ...
         def setWindowTitle(self, title: str) -> None: ...  # noqa: N802 - QWidget's
         def windowIcon(self) -> Any: ...  # noqa: N802 - QWidget's
 
@@ -87,6 +90,8 @@ class BannersMixin:
             self.show_servers()
         elif action == "restart":
             self.restart_session()
+        elif action == RETRY_ACTION and self.wanted_folder:  # the settings are fixed: open the folder again
+            self.open_folder_soon(self.wanted_folder)
         elif action == "retry" and self.prompt.history:
             self.send(self.prompt.history[-1])
 

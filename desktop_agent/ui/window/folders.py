@@ -1,7 +1,8 @@
-"""Folders and sessions in the window: Open Folder (the one-time trust question, then a new or resumed session
-through ``controller.open_session``), where sessions run (``--executor``, else Settings), Restart session, New
-Session, the sessions list (``EngineClient.list_sessions``), SessionEnd before another session replaces this one,
-and replaying a resumed transcript into the conversation and the changes panel. A mixin of ``MainWindow``.
+"""Folders and sessions in the window: Open Folder (settings that cannot be read keep it closed: ``settings_gate``;
+the one-time trust question, then a new or resumed session through ``controller.open_session``), where sessions
+run (``--executor``, else Settings), Restart session, New Session, the sessions list (``EngineClient.list_sessions``),
+SessionEnd before another session replaces this one, and replaying a resumed transcript into the conversation and
+the changes panel. A mixin of ``MainWindow``.
 
 Nothing replaces a session while its turn runs without asking: New Session, another folder, another session from
 the sidebar or a recent folder all pass through ``open_folder``, which first asks "Stop the running turn?"
@@ -23,6 +24,7 @@ from desktop_agent.client.local import transcript_usage
 from desktop_agent.ui.dialogs.stop_turn import StopTurnDialog
 from desktop_agent.ui.modes import BYPASS, default_mode_setting, settled_mode
 from desktop_agent.ui.window.presenters import STOPPING, home, session_rows
+from desktop_agent.ui.window.settings_gate import settings_gate, show_problems
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
@@ -128,6 +130,9 @@ class FoldersMixin:
         if not await self.stop_running_turn(folder, resume):
             return False  # Cancel: the turn runs on, nothing changed
         self.wanted_folder = folder
+        problems = [] if self.demo else await settings_gate(self.controller, self.conversation, folder)
+        if problems is None:  # a settings file cannot be read: the folder does not open (a blocking banner says so)
+            return False
         trusted = await self._ask_trust(folder)
         if trusted is None:
             return False
@@ -197,6 +202,7 @@ class FoldersMixin:
             self.replay_history(entries=entries)
         elif not resume:
             self._show_empty()
+        show_problems(self.conversation, problems)
         if resume and self._history_stats is not None:  # totals and turn numbers continue from the transcript
             tokens, cost, turns = self._history_stats
             self.controller.set_usage_base(tokens, cost, turns)
