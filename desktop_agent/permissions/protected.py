@@ -1,0 +1,427 @@
+"""The one list of protected paths: files and folders whose content can make a program run later (shell start-up
+files, git configuration and hooks, editor and agent configuration, MCP servers) or that hold our own settings,
+state and trust, and what each layer does with them.
+
+- ``protected_reason(path)``: why a write to ``path`` needs the person's explicit yes (the decision's safety check,
+  ``decisionReason.type == "safetyCheck"``: it asks in every mode that asks, acceptEdits and bypass included, and is
+  denied headless without a prompter and in dontAsk). By name anywhere (``PROTECTED_DIRS`` as a path component,
+  ``PROTECTED_FILES`` as the last one, compared on ``rules.fold`` text so ``.GIT`` or a full-width ``．git`` match),
+  and by place: ``home_protected()`` (``~/.ssh``, ``~/.gitconfig``, ``~/.config/git``, ``$XDG_CONFIG_HOME/git``,
+  every shell start-up file in home), our state (``util.dirs.data_dir()``, Claude Code's config dir) and our stores.
+- ``own_store_reason(path)``: our own configuration and trust store (``util.dirs.config_dir()``: settings,
+  credentials, trust.json; Claude Code's global config, whose ``hasTrustDialogAccepted`` we read as trust; the
+  managed settings dir): a write is denied in every mode, bypass included.
+- ``sandbox_protected(writable, allowed)``: inside the bubblewrap sandbox every protected path under a writable
+  folder is bound read-only onto itself (a mount point: it cannot be written, removed or renamed — EBUSY), also the
+  ones that do not exist yet: an empty directory mode 0555 is created as the mount point (``.git/commondir``: a
+  file holding ``.``, which git reads as "the git dir itself"), held with a shared ``flock`` on a lock file of its
+  own and removed at exit when still untouched and no other agent process holds that lock. Every repository's ``.git`` directory found
+  in the writable folders (nested ones too, walked at most ``WALK_BUDGET`` entries, reused ``WALK_TTL_S``
+  seconds) is bound onto itself (*pinned*: ``mv .git x`` fails), its ``hooks``, ``config`` and ``commondir``
+  read-only; a ``.git`` file (worktree, submodule) read-only and the git dir it names pinned the same way;
+  ``core.hooksPath`` targets read-only. A path the person allowed (``sandbox.filesystem.allowWrite`` naming it
+  or a protected folder holding it) and a protected path that is or holds a working directory stay writable.
+
+Limits: a repository a command creates (``git init``, a new ``.git`` file) is protected from the next command
+on (after the walk's reuse time), not within the command that created it; a protected name that is a symlink
+is protected at its target (the link itself can be replaced).
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import hashlib
+import os
+import re
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from desktop_agent.permissions.rules import fold
+from desktop_agent.permissions.settings import managed_dir
+from desktop_agent.util import dirs
+
+PROTECTED_DIRS = frozenset({".git", ".claude", ".vscode", ".idea", ".husky", ".githooks", ".ssh"})
+SHELL_STARTUP_FILES = frozenset({
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zprofile",
+    ".zshenv", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".mkshrc", ".inputrc", ".xprofile",
+    ".xsessionrc",
+})
+PROTECTED_FILES = SHELL_STARTUP_FILES | frozenset({
+    ".npmrc", ".yarnrc", ".mcp.json", ".gitconfig", ".gitmodules", ".gitattributes", ".ripgreprc", ".claude.json",
+    ".envrc",
+})
+# What the sandbox keeps read-only at the top of every writable folder (existing or not): name → is a directory.
+WORKDIR_ENTRIES = {".mcp.json": False, ".envrc": False, ".claude": True, ".vscode": True, ".idea": True,
+                   ".husky": True, ".githooks": True}
+OWN_STORE_MESSAGE = ("{path} is Desktop Agent's own configuration or trust store: no tool may write it, "
+                     "in any permission mode.")
+WALK_BUDGET = 20_000
+WALK_TTL_S = 10.0
+PLACEHOLDER_MODE = 0o555
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _norm(path: str) -> str:
+    return os.path.normpath(os.path.abspath(os.path.expanduser(path)))
+
+
+def _forms(path: str) -> list[str]:
+    """The path as given and with symlinks resolved."""
+    p = _norm(path)
+    try:
+        real = os.path.realpath(p)
+    except (OSError, ValueError):
+        real = p
+    return [p] if real == p else [p, real]
+
+
+def _home() -> str:
+    return os.path.expanduser("~")
+
+
+def home_protected() -> list[str]:
+    """Protected places in the person's home (computed at each call: tests and the CLI change the environment)."""
+    home = _home()
+    out = [os.path.join(home, n) for n in sorted(SHELL_STARTUP_FILES)]
+    out += [os.path.join(home, ".ssh"), os.path.join(home, ".gitconfig"), os.path.join(home, ".config", "git"),
+            os.path.join(home, ".config", "fish")]
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg and os.path.isabs(xdg):
+        out += [os.path.join(xdg, "git"), os.path.join(xdg, "fish")]
+    return [_norm(p) for p in out]
+
+
+def own_state() -> list[str]:
+    """Our state and the Claude Code configuration we read (a write asks)."""
+    return [_norm(str(dirs.data_dir())), _norm(dirs.claude_config_dir())]
+
+
+def own_stores() -> list[str]:
+    """Our configuration and the trust records we read (a write is denied in every mode)."""
+    out = [_norm(str(dirs.config_dir())), _norm(dirs.claude_global_config_path()), _norm(managed_dir()),
+           _norm(str(dirs.trust_store_path())), _norm(str(dirs.settings_path())), _norm(os.path.join(_home(), ".claude.json"))]
+    return list(dict.fromkeys(out))
+
+
+def _under_any(forms: list[str], anchors: list[str]) -> str | None:
+    for p in forms:
+        fp = fold(p)
+        for a in anchors:
+            if _inside(fp, fold(a)):
+                return a
+    return None
+
+
+def own_store_reason(path: str, checked: list[str] | None = None) -> str | None:
+    """Why ``path`` may never be written by a tool (our configuration, trust store), or None."""
+    hit = _under_any(checked or _forms(path), own_stores())
+    return None if hit is None else f"{hit} is Desktop Agent's own configuration or trust store"
+
+
+def protected_reason(path: str, checked: list[str] | None = None) -> str | None:
+    """Why writing ``path`` needs explicit approval, or None."""
+    forms = checked or _forms(path)
+    for p in forms:
+        comps = [fold(c) for c in p.split(os.sep) if c]
+        for i, c in enumerate(comps[:-1] if comps else []):
+            if c in PROTECTED_DIRS:
+                if c == ".claude" and i + 1 < len(comps) and comps[i + 1] == "worktrees":
+                    continue
+                return f"{c}/ is a protected directory"
+        if comps and (comps[-1] in PROTECTED_FILES or comps[-1] in PROTECTED_DIRS):
+            return f"{comps[-1]} is a protected file"
+    hit = _under_any(forms, home_protected() + own_state() + own_stores())
+    return None if hit is None else f"{hit} is protected"
+
+
+# --------------------------------------------------------------------------------------------------- git
+
+
+def dot_git(work_tree: str) -> str | None:
+    """The git dir of a work tree: its ``.git`` directory, or where a ``.git`` file's ``gitdir:`` points
+    (worktrees, submodules); None when it has neither."""
+    dot = os.path.join(work_tree, ".git")
+    if os.path.isdir(dot):
+        return dot
+    if not os.path.isfile(dot):
+        return None
+    try:
+        with open(dot, encoding="utf-8", errors="replace") as fh:
+            line = fh.read(4096).strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    return os.path.normpath(os.path.join(work_tree, line[len("gitdir:"):].strip()))
+
+
+_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.+?)\s*$", re.I | re.M)
+
+
+def _hooks_paths(config: str, work_tree: str) -> list[str]:
+    """``core.hooksPath`` values of a git config file (any section: a stray one only adds a read-only bind)."""
+    try:
+        with open(config, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(1 << 20)
+    except OSError:
+        return []
+    out = []
+    for value in _HOOKS_PATH.findall(text):
+        value = value.strip().strip('"')
+        if value and value != "/dev/null":
+            out.append(_norm(os.path.join(work_tree, os.path.expanduser(value))))
+    return out
+
+
+_walk_cache: dict[tuple[str, ...], tuple[float, list[str]]] = {}
+_walk_lock = threading.Lock()
+
+
+def work_trees(roots: list[str]) -> list[str]:
+    """Every folder under ``roots`` (each root included) holding a ``.git`` entry; at most ``WALK_BUDGET`` entries
+    looked at, the answer reused for ``WALK_TTL_S`` seconds."""
+    key = tuple(roots)
+    now = time.monotonic()
+    with _walk_lock:
+        hit = _walk_cache.get(key)
+        if hit is not None and now - hit[0] <= WALK_TTL_S:
+            return hit[1]
+    found: list[str] = []
+    budget = WALK_BUDGET
+    for root in roots:
+        stack = [root]
+        while stack and budget > 0:
+            d = stack.pop()
+            try:
+                entries = list(os.scandir(d))
+            except OSError:
+                continue
+            budget -= len(entries)
+            for e in entries:
+                if e.name == ".git":
+                    found.append(d)
+                elif e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+    with _walk_lock:
+        if len(_walk_cache) > 32:
+            _walk_cache.clear()
+        _walk_cache[key] = (now, found)
+    return found
+
+
+def _git_dir_entries(gitdir: str, main: bool) -> tuple[list[str], list[tuple[str, str]]]:
+    """(pinned, [(path, kind)]) for one git dir: it is pinned; hooks, config, commondir read-only. ``kind``:
+    "hooks" (created as ``git init`` would when missing), "existing" (skipped when missing) or "commondir" (created
+    holding ``.`` when missing, in a main git dir)."""
+    ro: list[tuple[str, str]] = [(os.path.join(gitdir, "hooks"), "hooks" if main else "existing"),
+                                 (os.path.join(gitdir, "config"), "existing")]
+    ro.append((os.path.join(gitdir, "commondir"), "commondir" if main else "existing"))
+    return [gitdir], ro
+
+
+def _repo_entries(work_tree: str) -> tuple[list[str], list[tuple[str, str]]]:
+    dot = os.path.join(work_tree, ".git")
+    pinned: list[str] = []
+    ro: list[tuple[str, str]] = []
+    gitdirs: list[str] = []
+    if os.path.isdir(dot) and not os.path.islink(dot):
+        gitdirs.append(dot)
+        p, r = _git_dir_entries(dot, main=True)
+    else:
+        ro.append((dot, "existing"))
+        target = dot_git(work_tree)
+        if target is None or not os.path.isdir(target):
+            return pinned, ro
+        gitdirs.append(target)
+        p, r = _git_dir_entries(target, main=False)
+        try:
+            with open(os.path.join(target, "commondir"), encoding="utf-8", errors="replace") as fh:
+                common = os.path.normpath(os.path.join(target, fh.read(4096).strip()))
+            if os.path.isdir(common):
+                gitdirs.append(common)
+                p2, r2 = _git_dir_entries(common, main=True)
+                p, r = p + p2, r + r2
+        except OSError:
+            pass
+    pinned += p
+    ro += r
+    for g in gitdirs:
+        ro += [(h, "dir") for h in _hooks_paths(os.path.join(g, "config"), work_tree)]
+    return pinned, ro
+
+
+# --------------------------------------------------------------------------------------------------- sandbox
+
+
+@dataclass
+class ProtectedBinds:
+    """What the sandbox does with the protected paths: ``pinned`` dirs are bound writable onto themselves (they
+    cannot be renamed), ``read_only`` ones read-only onto themselves (existing, or placeholders made for them)."""
+
+    pinned: list[str] = field(default_factory=list)
+    read_only: list[str] = field(default_factory=list)
+
+
+def _allowed(path: str, allowed: list[str], working: list[str]) -> bool:
+    if any(_inside(w, path) for w in working):  # the person opened it (or something inside it)
+        return True
+    for a in allowed:
+        if a == path or (_inside(path, a) and protected_reason(a) is not None):
+            return True
+    return False
+
+
+def sandbox_protected(writable: list[str], allowed: list[str] | None = None) -> ProtectedBinds:
+    """The protected paths under the (real, absolute) writable folders, placeholders created for missing ones."""
+    allowed = [os.path.realpath(a) for a in (allowed or [])]
+    cands: list[tuple[str, str]] = []
+    pinned: list[str] = []
+    for wd in writable:
+        cands += [(os.path.join(wd, n), "dir" if is_dir else "file") for n, is_dir in WORKDIR_ENTRIES.items()]
+    for tree in work_trees(writable):
+        p, r = _repo_entries(tree)
+        pinned += p
+        cands += r
+    cands += [(p, "file" if os.path.basename(p) in PROTECTED_FILES else "dir") for p in home_protected()]
+    cands += [(p, "dir") for p in own_state() + own_stores()]
+    out = ProtectedBinds()
+    seen: set[str] = set()
+    for path, kind in cands:
+        real = _real_or_self(path)
+        if real in seen or not any(_inside(real, w) and real != w for w in writable):
+            continue
+        seen.add(real)
+        if _allowed(real, allowed, writable):
+            continue
+        if not os.path.lexists(real):
+            if not _placeholder(real, kind):
+                continue
+        else:
+            note_existing(real, kind)
+        if os.path.exists(real):
+            out.read_only.append(real)
+    out.pinned = [g for g in dict.fromkeys(os.path.realpath(x) for x in pinned)
+                  if any(_inside(g, w) and g != w for w in writable) and not _allowed(g, allowed, writable)]
+    return out
+
+
+def _real_or_self(path: str) -> str:
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path
+
+
+# ------------------------------------------------------------------------------------------ placeholders
+
+_created: dict[str, str] = {}  # placeholders this process created or bound → kind
+_created_lock = threading.Lock()
+_locks: dict[str, int] = {}  # placeholder → the fd of its lock file, held shared while this process lives
+
+
+def _lock_path(path: str) -> str:
+    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return os.path.join(tempfile.gettempdir(), f"desktop-agent-placeholder-{os.getuid()}-{digest}.lock")
+
+
+def _hold(path: str, kind: str) -> None:
+    """This process may bind the placeholder ``path``: hold its lock shared (cleanup needs it exclusive)."""
+    if path in _locks:
+        return
+    try:
+        fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        return
+    if not _locks:
+        atexit.register(cleanup_placeholders)
+    _locks[path] = fd
+    _created[path] = kind
+
+
+def _is_placeholder(path: str, kind: str) -> bool:
+    try:
+        if kind == "commondir":
+            with open(path, encoding="utf-8") as fh:
+                return fh.read(8) == ".\n"
+        return (os.lstat(path).st_mode & 0o7777) == PLACEHOLDER_MODE and os.path.isdir(path) \
+            and not os.listdir(path)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _placeholder(path: str, kind: str) -> bool:
+    """Create the mount point for a protected path that does not exist yet. "file" kinds get a directory too (a
+    directory is invisible to ``git status`` / ``git add -A``), ``commondir`` a file holding ``.``."""
+    parent = os.path.dirname(path)
+    if kind == "existing":
+        return False
+    if kind == "hooks":  # a real, permanent hooks dir, as `git init` makes it
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError:
+            return False
+        return True
+    if kind == "commondir":
+        if not os.path.isfile(os.path.join(parent, "HEAD")):
+            return False
+    else:
+        try:  # e.g. ~/.config for ~/.config/git: an ordinary, permanent folder
+            os.makedirs(parent, exist_ok=True)
+        except OSError:
+            return False
+    with _created_lock:
+        _hold(path, kind)
+        try:
+            if kind == "commondir":
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(".\n")
+            else:
+                os.mkdir(path, PLACEHOLDER_MODE)
+                os.chmod(path, PLACEHOLDER_MODE)
+        except FileExistsError:
+            return True
+        except OSError:
+            return False
+    return True
+
+
+def note_existing(path: str, kind: str) -> None:
+    """An existing path that is a placeholder (another process made it): hold it too, clean it up at exit."""
+    if kind in ("existing", "hooks") or path in _locks or not _is_placeholder(path, kind):
+        return
+    with _created_lock:
+        _hold(path, kind)
+
+
+def cleanup_placeholders() -> list[str]:
+    """Remove the placeholders this process created or bound that are still untouched, each when no other agent
+    process holds its lock (it may have it bound). Returns what was removed."""
+    removed: list[str] = []
+    with _created_lock:
+        for path, kind in sorted(_created.items(), key=lambda kv: -len(kv[0])):
+            fd = _locks.pop(path, None)
+            if fd is None:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue  # another agent process may have it bound: it cleans up when it ends
+            try:
+                if _is_placeholder(path, kind):
+                    (os.unlink if kind == "commondir" else os.rmdir)(path)
+                    removed.append(path)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        _created.clear()
+    return removed
