@@ -292,9 +292,10 @@ def sandbox_protected(writable: list[str], allowed: list[str] | None = None) -> 
     cands += [(p, "dir") for p in own_state() + own_stores()]
     out = ProtectedBinds()
     seen: set[str] = set()
-    for path, kind in cands:
+    for path, kind in sorted(cands, key=lambda c: len(c[0])):  # a folder before what is inside it
         real = _real_or_self(path)
-        if real in seen or not any(_inside(real, w) and real != w for w in writable):
+        if real in seen or not any(_inside(real, w) and real != w for w in writable) \
+                or any(_inside(real, r) for r in out.read_only):
             continue
         seen.add(real)
         if _allowed(real, allowed, writable):
