@@ -23,7 +23,8 @@ state and trust, and what each layer does with them.
   or a protected folder holding it) and a protected path that is or holds a working directory stay writable.
 
 Limits: a repository a command creates (``git init``, a new ``.git`` file) is protected from the next command
-on (after the walk's reuse time), not within the command that created it; a protected name that is a symlink
+on — at the top of a working folder at once, deeper once the walk is redone (``WALK_TTL_S``) — never within the
+command that created it; a protected name that is a symlink
 is protected at its target (the link itself can be replaced).
 """
 
@@ -185,13 +186,14 @@ _walk_lock = threading.Lock()
 
 def work_trees(roots: list[str]) -> list[str]:
     """Every folder under ``roots`` (each root included) holding a ``.git`` entry; at most ``WALK_BUDGET`` entries
-    looked at, the answer reused for ``WALK_TTL_S`` seconds."""
+    looked at, the walk reused for ``WALK_TTL_S`` seconds (the roots themselves are looked at every time)."""
     key = tuple(roots)
     now = time.monotonic()
+    own = [r for r in roots if os.path.lexists(os.path.join(r, ".git"))]  # never from the cache
     with _walk_lock:
         hit = _walk_cache.get(key)
         if hit is not None and now - hit[0] <= WALK_TTL_S:
-            return hit[1]
+            return list(dict.fromkeys(own + hit[1]))
     found: list[str] = []
     budget = WALK_BUDGET
     for root in roots:
