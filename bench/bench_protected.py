@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._common import report  # noqa: E402
-from desktop_agent.permissions import protected  # noqa: E402
+from desktop_agent.util import placeholders  # noqa: E402
 from desktop_agent.permissions.context import PermissionContext  # noqa: E402
 from desktop_agent.permissions.sandbox_policy import base_flags, build_policy  # noqa: E402
 from desktop_agent.permissions.sandbox_settings import SandboxSettings  # noqa: E402
@@ -101,7 +101,7 @@ def main() -> None:
     for k in ("DESKTOP_AGENT_CONFIG_DIR", "DESKTOP_AGENT_DATA_DIR", "XDG_DATA_HOME"):
         os.environ.pop(k, None)
     items += measure("home opened as the folder", home, args.runs)
-    protected.cleanup_placeholders()
+    placeholders.cleanup_placeholders()
     shutil.rmtree(root, ignore_errors=True)
     report(items)
 

@@ -13,9 +13,9 @@ state and trust, and what each layer does with them.
   managed settings dir): a write is denied in every mode, bypass included.
 - ``sandbox_protected(writable, allowed)``: inside the bubblewrap sandbox every protected path under a writable
   folder is bound read-only onto itself (a mount point: it cannot be written, removed or renamed — EBUSY), also the
-  ones that do not exist yet: an empty directory mode 0555 is created as the mount point (``.git/commondir``: a
-  file holding ``.``, which git reads as "the git dir itself"), held with a shared ``flock`` on a lock file of its
-  own and removed at exit when still untouched and no other agent process holds that lock. Every repository's ``.git`` directory found
+  ones that do not exist yet: an empty directory is created as the mount point (``.git/commondir``: a file holding
+  ``.``, which git reads as "the git dir itself"; ``util.placeholders`` makes them, removes them at exit, and
+  lets our own atomic writer replace one the person allowed). Every repository's ``.git`` directory found
   in the writable folders (nested ones too, walked at most ``WALK_BUDGET`` entries, reused ``WALK_TTL_S``
   seconds) is bound onto itself (*pinned*: ``mv .git x`` fails), its ``hooks``, ``config`` and ``commondir``
   read-only; a ``.git`` file (worktree, submodule) read-only and the git dir it names pinned the same way;
@@ -30,12 +30,8 @@ is protected at its target (the link itself can be replaced).
 
 from __future__ import annotations
 
-import atexit
-import fcntl
-import hashlib
 import os
 import re
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -43,6 +39,7 @@ from dataclasses import dataclass, field
 from desktop_agent.permissions.rules import fold
 from desktop_agent.permissions.settings import managed_dir
 from desktop_agent.util import dirs
+from desktop_agent.util.placeholders import make_placeholder, note_existing
 
 PROTECTED_DIRS = frozenset({".git", ".claude", ".vscode", ".idea", ".husky", ".githooks", ".ssh"})
 SHELL_STARTUP_FILES = frozenset({
@@ -61,7 +58,6 @@ OWN_STORE_MESSAGE = ("{path} is Desktop Agent's own configuration or trust store
                      "in any permission mode.")
 WALK_BUDGET = 20_000
 WALK_TTL_S = 10.0
-PLACEHOLDER_MODE = 0o555
 
 
 def _inside(path: str, directory: str) -> bool:
@@ -321,110 +317,18 @@ def _real_or_self(path: str) -> str:
         return path
 
 
-# ------------------------------------------------------------------------------------------ placeholders
-
-_created: dict[str, str] = {}  # placeholders this process created or bound → kind
-_created_lock = threading.Lock()
-_locks: dict[str, int] = {}  # placeholder → the fd of its lock file, held shared while this process lives
-
-
-def _lock_path(path: str) -> str:
-    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    return os.path.join(tempfile.gettempdir(), f"desktop-agent-placeholder-{os.getuid()}-{digest}.lock")
-
-
-def _hold(path: str, kind: str) -> None:
-    """This process may bind the placeholder ``path``: hold its lock shared (cleanup needs it exclusive)."""
-    if path in _locks:
-        return
-    try:
-        fd = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_SH)
-    except OSError:
-        return
-    if not _locks:
-        atexit.register(cleanup_placeholders)
-    _locks[path] = fd
-    _created[path] = kind
-
-
-def _is_placeholder(path: str, kind: str) -> bool:
-    try:
-        if kind == "commondir":
-            with open(path, encoding="utf-8") as fh:
-                return fh.read(8) == ".\n"
-        return (os.lstat(path).st_mode & 0o7777) == PLACEHOLDER_MODE and os.path.isdir(path) \
-            and not os.listdir(path)
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
 def _placeholder(path: str, kind: str) -> bool:
-    """Create the mount point for a protected path that does not exist yet. "file" kinds get a directory too (a
-    directory is invisible to ``git status`` / ``git add -A``), ``commondir`` a file holding ``.``."""
-    parent = os.path.dirname(path)
+    """The mount point for a protected path that does not exist yet (``util.placeholders``): "hooks" a real,
+    permanent hooks dir (as ``git init`` makes it), "existing" none (skipped), "commondir" a file holding ``.``
+    in a git dir, "file"/"dir" an empty directory (invisible to ``git status`` / ``git add -A``)."""
     if kind == "existing":
         return False
-    if kind == "hooks":  # a real, permanent hooks dir, as `git init` makes it
+    if kind == "hooks":
         try:
             os.makedirs(path, exist_ok=True)
         except OSError:
             return False
         return True
-    if kind == "commondir":
-        if not os.path.isfile(os.path.join(parent, "HEAD")):
-            return False
-    else:
-        try:  # e.g. ~/.config for ~/.config/git: an ordinary, permanent folder
-            os.makedirs(parent, exist_ok=True)
-        except OSError:
-            return False
-    with _created_lock:
-        _hold(path, kind)
-        try:
-            if kind == "commondir":
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
-                with os.fdopen(fd, "w") as fh:
-                    fh.write(".\n")
-            else:
-                os.mkdir(path, PLACEHOLDER_MODE)
-                os.chmod(path, PLACEHOLDER_MODE)
-        except FileExistsError:
-            return True
-        except OSError:
-            return False
-    return True
-
-
-def note_existing(path: str, kind: str) -> None:
-    """An existing path that is a placeholder (another process made it): hold it too, clean it up at exit."""
-    if kind in ("existing", "hooks") or path in _locks or not _is_placeholder(path, kind):
-        return
-    with _created_lock:
-        _hold(path, kind)
-
-
-def cleanup_placeholders() -> list[str]:
-    """Remove the placeholders this process created or bound that are still untouched, each when no other agent
-    process holds its lock (it may have it bound). Returns what was removed."""
-    removed: list[str] = []
-    with _created_lock:
-        for path, kind in sorted(_created.items(), key=lambda kv: -len(kv[0])):
-            fd = _locks.pop(path, None)
-            if fd is None:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                continue  # another agent process may have it bound: it cleans up when it ends
-            try:
-                if _is_placeholder(path, kind):
-                    (os.unlink if kind == "commondir" else os.rmdir)(path)
-                    removed.append(path)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
-        _created.clear()
-    return removed
+    if kind == "commondir" and not os.path.isfile(os.path.join(os.path.dirname(path), "HEAD")):
+        return False
+    return make_placeholder(path, kind)

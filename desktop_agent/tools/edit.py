@@ -26,7 +26,7 @@ from desktop_agent.core.context import FileStateEntry, ToolUseContext
 from desktop_agent.core.errors import ToolError
 from desktop_agent.core.tool import CallInfo, current_call
 from desktop_agent.core.permission import PermissionTarget
-from desktop_agent.util import fileio
+from desktop_agent.util import fileio, placeholders
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.util.diff import apply_hunks, rejected_hunks_sentence, split_lines_keepends, structured_patch
 from desktop_agent.tools.read.files import DENIED_MESSAGE, file_not_found_message
@@ -160,8 +160,8 @@ def take_snapshot(abs_path: str, read: bool = True) -> Snapshot:
         st = os.stat(abs_path)
     except (FileNotFoundError, NotADirectoryError):
         return Snapshot(False)
-    if os.path.isdir(abs_path):
-        return Snapshot(True, is_dir=True)
+    if os.path.isdir(abs_path):  # the sandbox's placeholder for a missing protected file is no file yet
+        return Snapshot(False) if placeholders.is_placeholder(abs_path, "file") else Snapshot(True, is_dir=True)
     if not read:
         return Snapshot(True, size=st.st_size, mtime=st.st_mtime_ns // 1_000_000)
     text, encoding, ending, mtime = fileio.read_text_file_with_mtime(abs_path)

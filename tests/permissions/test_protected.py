@@ -17,6 +17,7 @@ from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.decide import decide
 from desktop_agent.permissions.sandbox_policy import build_policy
 from desktop_agent.permissions.sandbox_settings import SandboxSettings
+from desktop_agent.util import placeholders
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
@@ -136,7 +137,7 @@ def test_sandbox_keeps_protected_paths_read_only(repo, command, left):
     _sandboxed(repo, command)
     assert open(os.path.join(repo, ".git", "config")).read() == before
     assert "fsmonitor" not in open(os.path.join(repo, "sub", ".git", "config")).read()
-    protected.cleanup_placeholders()
+    placeholders.cleanup_placeholders()
     if left:
         assert not os.path.lexists(os.path.join(repo, left)), os.listdir(repo)
 
@@ -149,7 +150,7 @@ def test_git_still_works_inside_and_placeholders_are_invisible_and_removed(repo)
     assert out.returncode == 0, out.stderr
     assert ".mcp.json" in out.stdout and "?? " not in out.stdout  # placeholders exist, git does not see them
     assert os.path.isdir(os.path.join(repo, ".mcp.json"))
-    removed = protected.cleanup_placeholders()
+    removed = placeholders.cleanup_placeholders()
     assert os.path.join(repo, ".mcp.json") in removed and os.path.join(repo, ".git", "commondir") in removed
     assert sorted(os.listdir(repo)) == [".git", "a.txt", "b.txt"]
 
@@ -162,7 +163,7 @@ def test_home_as_folder_keeps_startup_files_and_our_config(home_is_folder):
                     "~/.ssh/authorized_keys", "mkdir -p ~/.config/git; echo x > ~/.config/git/config",
                     "mkdir -p ~/.config/desktop-agent; echo {} > ~/.config/desktop-agent/trust.json"):
         _sandboxed(home_is_folder, command)
-    protected.cleanup_placeholders()
+    placeholders.cleanup_placeholders()
     assert open(os.path.join(home_is_folder, ".bashrc")).read() == "# mine\n"
     for rel in (".bash_aliases", ".ssh/authorized_keys", ".config/git/config", ".config/desktop-agent/trust.json"):
         assert not os.path.lexists(os.path.join(home_is_folder, rel)), rel
@@ -182,13 +183,35 @@ def test_placeholder_of_another_process_is_not_removed(tmp_path):
     assert protected._placeholder(path, "file")
     other = subprocess.Popen(["python3", "-c", "import fcntl,os,sys,time; fd=os.open(sys.argv[1], os.O_RDWR);"
                               "fcntl.flock(fd, fcntl.LOCK_SH); print('held', flush=True); time.sleep(30)",
-                              protected._lock_path(path)], stdout=subprocess.PIPE, text=True)
+                              placeholders.lock_path(path)], stdout=subprocess.PIPE, text=True)
     try:
         assert other.stdout.readline().strip() == "held"
-        assert path not in protected.cleanup_placeholders()
+        assert path not in placeholders.cleanup_placeholders()
         assert os.path.isdir(path)
     finally:
         other.kill()
         other.wait()
-    protected.note_existing(path, "file")
-    assert path in protected.cleanup_placeholders() and not os.path.lexists(path)
+    placeholders.note_existing(path, "file")
+    assert path in placeholders.cleanup_placeholders() and not os.path.lexists(path)
+
+
+def test_a_write_the_person_allowed_replaces_a_file_placeholder(tmp_path):
+    """Our atomic writer (Write/Edit after a yes, settings) takes the name of a "file" placeholder; a "dir"
+    placeholder (``.claude``) takes the person's files as any folder does and is then kept."""
+    from desktop_agent.tools.edit import take_snapshot
+    from desktop_agent.util.fileio import write_bytes_atomic
+
+    mcp = str(tmp_path / ".mcp.json")
+    assert protected._placeholder(mcp, "file") and os.path.isdir(mcp)
+    assert take_snapshot(mcp).exists is False  # the tools see no file yet, not "a directory"
+    write_bytes_atomic(mcp, b'{"mcpServers": {}}')
+    assert open(mcp).read() == '{"mcpServers": {}}'
+    claude = str(tmp_path / ".claude")
+    assert protected._placeholder(claude, "dir")
+    write_bytes_atomic(os.path.join(claude, "settings.local.json"), b"{}")
+    other = tmp_path / "plain-dir"
+    other.mkdir()
+    with pytest.raises(IsADirectoryError):  # an ordinary directory is never replaced
+        write_bytes_atomic(str(other), b"x")
+    assert placeholders.cleanup_placeholders() == []  # both are real now: nothing removed
+    assert os.path.isfile(mcp) and os.path.isfile(os.path.join(claude, "settings.local.json"))
