@@ -7,7 +7,8 @@ state and trust, and what each layer does with them.
   denied headless without a prompter and in dontAsk). By name anywhere (``PROTECTED_DIRS`` as a path component,
   ``PROTECTED_FILES`` as the last one, compared on ``rules.fold`` text so ``.GIT`` or a full-width ``．git`` match),
   and by place: ``home_protected()`` (``~/.ssh``, ``~/.gitconfig``, ``~/.config/git``, ``$XDG_CONFIG_HOME/git``,
-  every shell start-up file in home), our state (``util.dirs.data_dir()``, Claude Code's config dir) and our stores.
+  every shell start-up file in home, ``~/.config/{fish,autostart,systemd,environment.d}``), our state
+  (``util.dirs.data_dir()``, Claude Code's config dir) and our stores.
 - ``own_store_reason(path)``: our own configuration and trust store (``util.dirs.config_dir()``: settings,
   credentials, trust.json; Claude Code's global config, whose ``hasTrustDialogAccepted`` we read as trust; the
   managed settings dir): a write is denied in every mode, bypass included.
@@ -86,11 +87,13 @@ def home_protected() -> list[str]:
     """Protected places in the person's home (computed at each call: tests and the CLI change the environment)."""
     home = _home()
     out = [os.path.join(home, n) for n in sorted(SHELL_STARTUP_FILES)]
-    out += [os.path.join(home, ".ssh"), os.path.join(home, ".gitconfig"), os.path.join(home, ".config", "git"),
-            os.path.join(home, ".config", "fish")]
+    out += [os.path.join(home, ".ssh"), os.path.join(home, ".gitconfig")]
+    configs = [os.path.join(home, ".config")]
     xdg = os.environ.get("XDG_CONFIG_HOME")
     if xdg and os.path.isabs(xdg):
-        out += [os.path.join(xdg, "git"), os.path.join(xdg, "fish")]
+        configs.append(xdg)
+    for c in configs:  # git's own config; what a login starts: fish's start-up, autostart entries, user units
+        out += [os.path.join(c, n) for n in ("git", "fish", "autostart", "systemd", "environment.d")]
     return [_norm(p) for p in out]
 
 
@@ -102,7 +105,8 @@ def own_state() -> list[str]:
 def own_stores() -> list[str]:
     """Our configuration and the trust records we read (a write is denied in every mode)."""
     out = [_norm(str(dirs.config_dir())), _norm(dirs.claude_global_config_path()), _norm(managed_dir()),
-           _norm(str(dirs.trust_store_path())), _norm(str(dirs.settings_path())), _norm(os.path.join(_home(), ".claude.json"))]
+           _norm(str(dirs.trust_store_path())), _norm(str(dirs.settings_path())),
+           _norm(os.path.join(_home(), ".claude.json"))]
     return list(dict.fromkeys(out))
 
 
