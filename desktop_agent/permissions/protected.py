@@ -104,24 +104,43 @@ def own_state() -> list[str]:
 
 def own_stores() -> list[str]:
     """Our configuration and the trust records we read (a write is denied in every mode)."""
-    out = [_norm(str(dirs.config_dir())), _norm(dirs.claude_global_config_path()), _norm(managed_dir()),
+    legacy = os.path.join(dirs.claude_config_dir(), ".config.json")  # both: which one is read depends on a file
+    out = [_norm(str(dirs.config_dir())), _norm(dirs.claude_global_config_path()), _norm(legacy), _norm(managed_dir()),
            _norm(str(dirs.trust_store_path())), _norm(str(dirs.settings_path())),
            _norm(os.path.join(_home(), ".claude.json"))]
     return list(dict.fromkeys(out))
 
 
-def _under_any(forms: list[str], anchors: list[str]) -> str | None:
+_ENV_KEYS = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "CLAUDE_CONFIG_DIR", "DESKTOP_AGENT_CONFIG_DIR",
+             "DESKTOP_AGENT_DATA_DIR", "DESKTOP_AGENT_MANAGED_SETTINGS_DIR")
+_anchor_cache: dict[tuple[str | None, ...], tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
+
+
+def _anchors() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """(every protected place, our stores) as (path, folded path), for the environment as it is now."""
+    key = tuple(os.environ.get(k) for k in _ENV_KEYS)
+    hit = _anchor_cache.get(key)
+    if hit is None:
+        stores = own_stores()
+        hit = ([(a, fold(a)) for a in home_protected() + own_state() + stores], [(a, fold(a)) for a in stores])
+        if len(_anchor_cache) > 16:
+            _anchor_cache.clear()
+        _anchor_cache[key] = hit
+    return hit
+
+
+def _under_any(forms: list[str], anchors: list[tuple[str, str]]) -> str | None:
     for p in forms:
         fp = fold(p)
-        for a in anchors:
-            if _inside(fp, fold(a)):
+        for a, fa in anchors:
+            if _inside(fp, fa):
                 return a
     return None
 
 
 def own_store_reason(path: str, checked: list[str] | None = None) -> str | None:
     """Why ``path`` may never be written by a tool (our configuration, trust store), or None."""
-    hit = _under_any(checked or _forms(path), own_stores())
+    hit = _under_any(checked or _forms(path), _anchors()[1])
     return None if hit is None else f"{hit} is Desktop Agent's own configuration or trust store"
 
 
@@ -137,7 +156,7 @@ def protected_reason(path: str, checked: list[str] | None = None) -> str | None:
                 return f"{c}/ is a protected directory"
         if comps and (comps[-1] in PROTECTED_FILES or comps[-1] in PROTECTED_DIRS):
             return f"{comps[-1]} is a protected file"
-    hit = _under_any(forms, home_protected() + own_state() + own_stores())
+    hit = _under_any(forms, _anchors()[0])
     return None if hit is None else f"{hit} is protected"
 
 
