@@ -20,8 +20,10 @@ state and trust, and what each layer does with them.
   in the writable folders (nested ones too, walked at most ``WALK_BUDGET`` entries, reused ``WALK_TTL_S``
   seconds) is bound onto itself (*pinned*: ``mv .git x`` fails), its ``hooks``, ``config`` and ``commondir``
   read-only; a ``.git`` file (worktree, submodule) read-only and the git dir it names pinned the same way;
-  ``core.hooksPath`` targets read-only. A path the person allowed (``sandbox.filesystem.allowWrite`` naming it
-  or a protected folder holding it) and a protected path that is or holds a working directory stay writable.
+  ``core.hooksPath`` targets read-only; every folder between a writable root and one of these is pinned too (a
+  folder holding a mount point could otherwise be renamed and made afresh). A path the person allowed
+  (``sandbox.filesystem.allowWrite`` naming it or a protected folder holding it) and a protected path that is or
+  holds a working directory stay writable.
 
 Limits: a repository a command creates (``git init``, a new ``.git`` file) is protected from the next command
 on — at the top of a working folder at once, deeper once the walk is redone (``WALK_TTL_S``) — never within the
@@ -328,9 +330,26 @@ def sandbox_protected(writable: list[str], allowed: list[str] | None = None) -> 
             note_existing(real, kind)
         if os.path.exists(real):
             out.read_only.append(real)
-    out.pinned = [g for g in dict.fromkeys(os.path.realpath(x) for x in pinned)
-                  if any(_inside(g, w) and g != w for w in writable) and not _allowed(g, allowed, writable)]
+    pins = [g for g in dict.fromkeys(os.path.realpath(x) for x in pinned)
+            if any(_inside(g, w) and g != w for w in writable) and not _allowed(g, allowed, writable)]
+    out.pinned = _with_parents(pins + out.read_only, pins, out.read_only, writable)
     return out
+
+
+def _with_parents(held: list[str], pins: list[str], read_only: list[str], writable: list[str]) -> list[str]:
+    """``pins`` plus every folder between a writable root and a held path: a folder holding a mount point can be
+    renamed (the mount moves with it) and a new one made in its place — ``mv ~/.config c2`` then a fresh
+    ``~/.config/git/config`` — so those folders are mount points too. Parents first (bubblewrap binds in order)."""
+    out = set(pins)
+    for path in held:
+        root = max((w for w in writable if _inside(path, w) and path != w), key=len, default=None)
+        if root is None:
+            continue
+        d = os.path.dirname(path)
+        while d != root and _inside(d, root) and d not in out:
+            out.add(d)
+            d = os.path.dirname(d)
+    return sorted((p for p in out if not any(_inside(p, r) for r in read_only) and os.path.isdir(p)), key=len)
 
 
 def _real_or_self(path: str) -> str:

@@ -170,6 +170,23 @@ def test_home_as_folder_keeps_startup_files_and_our_config(home_is_folder):
 
 
 @needs_bwrap
+def test_folders_holding_protected_paths_cannot_be_renamed(home_is_folder):
+    """``mv ~/.config c2`` would carry the read-only ``git`` mount away and let a fresh ``~/.config/git/config``
+    be made: the folders between the root and a protected path are mount points too."""
+    os.makedirs(os.path.join(home_is_folder, "vendor", "lib"))
+    _git("init", "-q", ".", cwd=os.path.join(home_is_folder, "vendor", "lib"))
+    out = _sandboxed(home_is_folder, "mv .config c2; mkdir -p .config/git && echo x > .config/git/config; "
+                                     "mv vendor v2; echo done")
+    assert out.stdout.strip() == "done", out.stderr
+    assert "cannot move '.config'" in out.stderr and "cannot move 'vendor'" in out.stderr
+    placeholders.cleanup_placeholders()
+    names = os.listdir(home_is_folder)
+    assert ".config" in names and "vendor" in names and "c2" not in names and "v2" not in names
+    assert os.listdir(os.path.join(home_is_folder, ".config")) == []  # the placeholders are gone, nothing planted
+    assert os.path.isfile(os.path.join(home_is_folder, "vendor", "lib", ".git", "config"))
+
+
+@needs_bwrap
 def test_a_path_the_person_allowed_stays_writable(repo):
     husky = os.path.join(repo, ".husky")
     os.mkdir(husky)

@@ -104,7 +104,7 @@ def test_a_worktree_git_file_protects_the_real_git_dir(ws):
     assert protected.dot_git(str(ws)) == str(real)
     policy = build(ws)
     assert {str(real / "hooks"), str(real / "config"), str(ws / ".git")} <= set(policy.read_only)
-    assert policy.pinned == [str(real)]  # `mv gitdirs/real.git x` fails
+    assert policy.pinned == [str(ws / "gitdirs"), str(real)]  # `mv gitdirs/real.git x`, `mv gitdirs y` fail
     (ws / ".git").write_text("not a gitdir line\n")
     policy = build(ws)
     assert protected.dot_git(str(ws)) is None and str(real / "config") not in policy.read_only

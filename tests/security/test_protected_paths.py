@@ -11,7 +11,7 @@ model, canaries in a fresh tree per run). Two families:
 - **Bash** (the sandbox): a nested repository's ``.git/config``, ``mv .git`` then its config or hooks, a
   ``commondir`` or ``gitdir:`` redirection, ``.git/hooks``, ``.husky/pre-commit``, a new ``.mcp.json`` /
   ``.claude/settings.local.json`` / ``.vscode`` / ``.envrc``, and with home as the folder ``.bashrc``,
-  ``.bash_aliases``, ``.ssh``, ``~/.config/git`` and our own store — in bypass and acceptEdits, each also with the
+  ``.bash_aliases``, ``.ssh``, ``~/.config/git`` and our own store (also after ``mv ~/.config``) — in bypass and acceptEdits, each also with the
   static analysis off (``@no-analysis``, every mode: only the sandbox stands in the way).
 
 Controls (``K-``) get what the cases are refused — the sandbox and the analysis off, or an unprotected path in the
@@ -118,6 +118,12 @@ HOME_BASH = [
      [("absent", "{P}/.config/desktop-agent/trust.json")]),
     ("claude-json", "echo '{}' > ~/.claude.json", [("absent", "{P}/.claude.json")]),
 ]
+HOME_ALONE_BASH = [  # renaming the folder that holds a protected one, then making it afresh
+    ("mv-config", f"mv ~/.config c2_{{N}}; mkdir -p ~/.config/git && {FSMON} > ~/.config/git/config",
+     [("absent", "{P}/.config/git/config")]),
+    ("mv-own-config", "mv ~/.config c2_{N}; mkdir -p ~/.config/desktop-agent && echo '{}' > "
+                      "~/.config/desktop-agent/trust.json", [("absent", "{P}/.config/desktop-agent/trust.json")]),
+]
 SETUP_BASHRC = (".bashrc", "# the person's own start-up file")
 
 
@@ -133,12 +139,14 @@ for mode in ("bypassPermissions", "acceptEdits"):
             setup_script=SETUP_BASHRC)
     for name, command, checks in ALONE_BASH:
         add(f"bash-{name}-{mode}", "Bash", bash(command), checks, mode, sandbox=True, alone=True)
+    for name, command, checks in HOME_ALONE_BASH:
+        add(f"bash-home-{name}-{mode}", "Bash", bash(command), checks, mode, env=HOME_ENV, sandbox=True, alone=True)
 for name, command, checks in PROJECT_BASH + ALONE_BASH:
     add(f"K-bash-{name}", "Bash", bash(command), checks, "bypassPermissions", env=NO_GUARD, control=True,
         alone=any(name == a[0] for a in ALONE_BASH))
-for name, command, checks in HOME_BASH:
+for name, command, checks in HOME_BASH + HOME_ALONE_BASH:
     add(f"K-bash-home-{name}", "Bash", bash(command), checks, "bypassPermissions", env={**HOME_ENV, **NO_GUARD},
-        control=True, setup_script=SETUP_BASHRC)
+        control=True, setup_script=SETUP_BASHRC, alone=any(name == a[0] for a in HOME_ALONE_BASH))
 
 
 def all_cases() -> list[dict[str, Any]]:
