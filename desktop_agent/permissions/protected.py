@@ -311,12 +311,11 @@ def sandbox_protected(writable: list[str], allowed: list[str] | None = None) -> 
         p, r = _repo_entries(tree)
         pinned += p
         cands += r
-    cands += [(p, "file" if os.path.basename(p) in PROTECTED_FILES else "dir") for p in home_protected()]
-    cands += [(p, "dir") for p in own_state() + own_stores()]
+    cands += [c for c in _real_places() if any(_inside(c[0], w) for w in writable)]
     out = ProtectedBinds()
     seen: set[str] = set()
     for path, kind in sorted(cands, key=lambda c: len(c[0])):  # a folder before what is inside it
-        real = _real_or_self(path)
+        real = os.path.realpath(path) if os.path.islink(path) else path  # its parents are real already
         if real in seen or not any(_inside(real, w) and real != w for w in writable) \
                 or any(_inside(real, r) for r in out.read_only):
             continue
@@ -352,11 +351,27 @@ def _with_parents(held: list[str], pins: list[str], read_only: list[str], writab
     return sorted((p for p in out if not any(_inside(p, r) for r in read_only) and os.path.isdir(p)), key=len)
 
 
-def _real_or_self(path: str) -> str:
-    try:
-        return os.path.realpath(path)
-    except (OSError, ValueError):
-        return path
+_places_cache: dict[tuple[str | None, ...], list[tuple[str, str]]] = {}
+
+
+def _real_places() -> list[tuple[str, str]]:
+    """The places of ``home_protected``, ``own_state`` and ``own_stores`` with their folders' symlinks resolved,
+    each with its placeholder kind; computed once per environment."""
+    key = tuple(os.environ.get(k) for k in _ENV_KEYS)
+    hit = _places_cache.get(key)
+    if hit is None:
+        hit = [(_resolve_parent(p), "file" if os.path.basename(p) in PROTECTED_FILES else "dir")
+               for p in home_protected()]
+        hit += [(_resolve_parent(p), "dir") for p in own_state() + own_stores()]
+        if len(_places_cache) > 16:
+            _places_cache.clear()
+        _places_cache[key] = hit
+    return hit
+
+
+def _resolve_parent(path: str) -> str:
+    """``path`` with its folder's symlinks resolved (the name itself is looked at on each use)."""
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
 
 
 def _placeholder(path: str, kind: str) -> bool:
