@@ -232,3 +232,16 @@ def test_a_write_the_person_allowed_replaces_a_file_placeholder(tmp_path):
         write_bytes_atomic(str(other), b"x")
     assert placeholders.cleanup_placeholders() == []  # both are real now: nothing removed
     assert os.path.isfile(mcp) and os.path.isfile(os.path.join(claude, "settings.local.json"))
+
+
+@needs_bwrap
+def test_a_protected_name_that_is_a_symlink_is_protected_at_its_target(home_is_folder):
+    dotfiles = os.path.join(home_is_folder, "dotfiles")
+    os.makedirs(dotfiles)
+    with open(os.path.join(dotfiles, "bashrc"), "w") as fh:
+        fh.write("# mine\n")
+    os.symlink(os.path.join(dotfiles, "bashrc"), os.path.join(home_is_folder, ".bashrc"))
+    out = _sandboxed(home_is_folder, "echo evil >> ~/.bashrc; echo evil >> dotfiles/bashrc; mv dotfiles d2")
+    placeholders.cleanup_placeholders()
+    assert open(os.path.join(dotfiles, "bashrc")).read() == "# mine\n", out.stderr
+    assert out.stderr.count("Read-only file system") == 2 and "cannot move 'dotfiles'" in out.stderr
