@@ -17,8 +17,8 @@ state and trust, and what each layer does with them.
   ones that do not exist yet: an empty directory is created as the mount point (``.git/commondir``: a file holding
   ``.``, which git reads as "the git dir itself"; ``util.placeholders`` makes them, removes them at exit, and
   lets our own atomic writer replace one the person allowed). Every repository's ``.git`` directory found
-  in the writable folders (nested ones too, walked at most ``WALK_BUDGET`` entries, reused ``WALK_TTL_S``
-  seconds) is bound onto itself (*pinned*: ``mv .git x`` fails), its ``hooks``, ``config`` and ``commondir``
+  in the writable folders (nested ones too, walked at most ``WALK_BUDGET`` entries, ``WALK_SKIP`` folders left
+  out, the walk reused ``WALK_TTL_S`` seconds) is bound onto itself (*pinned*: ``mv .git x`` fails), its ``hooks``, ``config`` and ``commondir``
   read-only; a ``.git`` file (worktree, submodule) read-only and the git dir it names pinned the same way;
   ``core.hooksPath`` targets read-only; every folder between a writable root and one of these is pinned too (a
   folder holding a mount point could otherwise be renamed and made afresh). A path the person allowed
@@ -61,6 +61,10 @@ OWN_STORE_MESSAGE = ("{path} is Desktop Agent's own configuration or trust store
                      "in any permission mode.")
 WALK_BUDGET = 20_000
 WALK_TTL_S = 10.0
+# Folders the walk for nested repositories does not enter: package and tool caches, large and without a
+# repository of the person's own (a ``git init`` inside one is a repository a command made: see Limits).
+WALK_SKIP = frozenset({"node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache",
+                       ".gradle", ".cache"})
 
 
 def _inside(path: str, directory: str) -> bool:
@@ -229,7 +233,7 @@ def work_trees(roots: list[str]) -> list[str]:
             for e in entries:
                 if e.name == ".git":
                     found.append(d)
-                elif e.is_dir(follow_symlinks=False):
+                elif e.name not in WALK_SKIP and e.is_dir(follow_symlinks=False):
                     stack.append(e.path)
     with _walk_lock:
         if len(_walk_cache) > 32:
