@@ -20,7 +20,7 @@ state and trust, and what each layer does with them.
   in the writable folders (nested ones too, walked at most ``WALK_BUDGET`` entries, ``WALK_SKIP`` folders left
   out, the walk reused ``WALK_TTL_S`` seconds) is bound onto itself (*pinned*: ``mv .git x`` fails), its ``hooks``, ``config`` and ``commondir``
   read-only; a ``.git`` file (worktree, submodule) read-only and the git dir it names pinned the same way;
-  ``core.hooksPath`` targets read-only; every folder between a writable root and one of these is pinned too (a
+  ``core.hooksPath`` targets and the files a repository's config includes read-only; every folder between a writable root and one of these is pinned too (a
   folder holding a mount point could otherwise be renamed and made afresh). A path the person allowed
   (``sandbox.filesystem.allowWrite`` naming it or a protected folder holding it) and a protected path that is or
   holds a working directory stay writable.
@@ -187,21 +187,34 @@ def dot_git(work_tree: str) -> str | None:
     return os.path.normpath(os.path.join(work_tree, line[len("gitdir:"):].strip()))
 
 
-_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.+?)\s*$", re.I | re.M)
+_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$')
+_KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*?)\s*$")
 
 
-def _hooks_paths(config: str, work_tree: str) -> list[str]:
-    """``core.hooksPath`` values of a git config file (any section: a stray one only adds a read-only bind)."""
+def _config_targets(config: str, work_tree: str) -> list[tuple[str, str]]:
+    """What a git config file points at that also starts programs: ``core.hooksPath`` (relative to the work
+    tree) and ``include.path`` / ``includeIf.*.path`` (relative to the file), as (path, kind) for the sandbox."""
     try:
         with open(config, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(1 << 20)
+            lines = fh.read(1 << 20).splitlines()
     except OSError:
         return []
-    out = []
-    for value in _HOOKS_PATH.findall(text):
-        value = value.strip().strip('"')
-        if value and value != "/dev/null":
-            out.append(_norm(os.path.join(work_tree, os.path.expanduser(value))))
+    out: list[tuple[str, str]] = []
+    section = ""
+    for line in lines:
+        m = _SECTION.match(line)
+        if m:
+            section, line = m.group(1).lower(), m.group(2)
+        k = _KEY.match(line)
+        if not k:
+            continue
+        key, value = k.group(1).lower(), k.group(2).strip().strip('"')
+        if not value or value == "/dev/null":
+            continue
+        if section == "core" and key == "hookspath":
+            out.append((_norm(os.path.join(work_tree, os.path.expanduser(value))), "dir"))
+        elif section in ("include", "includeif") and key == "path":
+            out.append((_norm(os.path.join(os.path.dirname(config), os.path.expanduser(value))), "existing"))
     return out
 
 
@@ -279,7 +292,7 @@ def _repo_entries(work_tree: str) -> tuple[list[str], list[tuple[str, str]]]:
     pinned += p
     ro += r
     for g in gitdirs:
-        ro += [(h, "dir") for h in _hooks_paths(os.path.join(g, "config"), work_tree)]
+        ro += _config_targets(os.path.join(g, "config"), work_tree)
     return pinned, ro
 
 

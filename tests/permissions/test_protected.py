@@ -245,3 +245,19 @@ def test_a_protected_name_that_is_a_symlink_is_protected_at_its_target(home_is_f
     placeholders.cleanup_placeholders()
     assert open(os.path.join(dotfiles, "bashrc")).read() == "# mine\n", out.stderr
     assert out.stderr.count("Read-only file system") == 2 and "cannot move 'dotfiles'" in out.stderr
+
+
+def test_hooks_path_and_included_config_are_read_only(repo):
+    with open(os.path.join(repo, ".git", "config"), "a") as fh:
+        fh.write('[core]\n\thooksPath = tools/hooks\n[include]\n\tpath = ../local.gitconfig\n'
+                 '[submodule "lib"]\n\tpath = lib\n')
+    with open(os.path.join(repo, "local.gitconfig"), "w") as fh:
+        fh.write("[user]\n\tname = t\n")
+    policy = build_policy(PermissionContext(repo), [repo], settings=SandboxSettings())
+    assert {os.path.join(repo, "tools", "hooks"), os.path.join(repo, "local.gitconfig")} <= set(policy.read_only)
+    assert os.path.join(repo, "lib") not in policy.read_only  # a submodule's path is not an include
+    if shutil.which("bwrap"):
+        out = _sandboxed(repo, "echo x > tools/hooks/pre-commit; echo '[core] fsmonitor = x' >> local.gitconfig")
+        assert out.stderr.count("Read-only file system") == 2, out.stderr
+    placeholders.cleanup_placeholders()
+    assert not os.path.exists(os.path.join(repo, "tools", "hooks"))
