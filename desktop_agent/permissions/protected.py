@@ -54,9 +54,11 @@ PROTECTED_FILES = SHELL_STARTUP_FILES | frozenset({
     ".npmrc", ".yarnrc", ".mcp.json", ".gitconfig", ".gitmodules", ".gitattributes", ".ripgreprc", ".claude.json",
     ".envrc",
 })
-# What the sandbox keeps read-only at the top of every writable folder (existing or not): name → is a directory.
-WORKDIR_ENTRIES = {".mcp.json": False, ".envrc": False, ".claude": True, ".vscode": True, ".idea": True,
-                   ".husky": True, ".githooks": True}
+# What the sandbox keeps read-only at the top of every writable folder: name → placeholder kind when missing
+# ("existing": only when it exists — a missing .husky/.githooks runs nothing until core.hooksPath names it,
+# and hooksPath targets are protected existing or not).
+WORKDIR_ENTRIES = {".mcp.json": "file", ".envrc": "file", ".claude": "dir", ".vscode": "dir", ".idea": "dir",
+                   ".husky": "existing", ".githooks": "existing"}
 OWN_STORE_MESSAGE = ("{path} is Desktop Agent's own configuration or trust store: no tool may write it, "
                      "in any permission mode.")
 WALK_BUDGET = 20_000
@@ -323,7 +325,7 @@ def sandbox_protected(writable: list[str], allowed: list[str] | None = None) -> 
     cands: list[tuple[str, str]] = []
     pinned: list[str] = []
     for wd in writable:
-        cands += [(os.path.join(wd, n), "dir" if is_dir else "file") for n, is_dir in WORKDIR_ENTRIES.items()]
+        cands += [(os.path.join(wd, n), kind) for n, kind in WORKDIR_ENTRIES.items()]
     for tree in work_trees(writable):
         p, r = _repo_entries(tree)
         pinned += p
@@ -336,15 +338,16 @@ def sandbox_protected(writable: list[str], allowed: list[str] | None = None) -> 
         if real in seen or not any(_inside(real, w) and real != w for w in writable) \
                 or any(_inside(real, r) for r in out.read_only):
             continue
-        seen.add(real)
         if _allowed(real, allowed, writable):
+            seen.add(real)
             continue
         if not os.path.lexists(real):
             if not _placeholder(real, kind):
-                continue
+                continue  # another candidate for the same path may still make one (hooksPath = .githooks)
         else:
             note_existing(real, kind)
         if os.path.exists(real):
+            seen.add(real)
             out.read_only.append(real)
     pins = [g for g in dict.fromkeys(os.path.realpath(x) for x in pinned)
             if any(_inside(g, w) and g != w for w in writable) and not _allowed(g, allowed, writable)]

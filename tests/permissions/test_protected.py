@@ -115,6 +115,9 @@ def repo(tmp_path):
     (folder / "a.txt").write_text("a\n")
     _git("add", "a.txt", cwd=str(folder))
     _git("commit", "-qm", "a", cwd=str(folder))
+    _git("config", "core.hooksPath", ".githooks", cwd=str(folder))  # named, not there yet
+    (folder / ".husky").mkdir()
+    (folder / ".husky" / "pre-commit").write_text("npm test\n")
     return str(folder)
 
 
@@ -126,7 +129,8 @@ def repo(tmp_path):
     ("mv sub/.git sub/moved; echo 'gitdir: moved' > sub/.git", "sub/moved"),
     ("mkdir evil && echo '[core]' > evil/config && echo \"$PWD/evil\" > .git/commondir", ".git/commondir"),
     ("echo x > .git/hooks/pre-commit", ".git/hooks/pre-commit"),
-    ("mkdir -p .husky && echo x > .husky/pre-commit", ".husky"),
+    ("echo x >> .husky/pre-commit; echo x > .husky/pre-push", ".husky/pre-push"),
+    ("mkdir -p .githooks && echo x > .githooks/pre-commit", ".githooks"),  # core.hooksPath names it
     ("echo '{}' > .mcp.json", ".mcp.json"),
     ("rmdir .mcp.json; echo '{}' > .mcp.json", ".mcp.json"),
     ("mkdir -p .claude && echo '{}' > .claude/settings.local.json", ".claude"),
@@ -136,6 +140,7 @@ def test_sandbox_keeps_protected_paths_read_only(repo, command, left):
     before = open(os.path.join(repo, ".git", "config")).read()
     _sandboxed(repo, command)
     assert open(os.path.join(repo, ".git", "config")).read() == before
+    assert open(os.path.join(repo, ".husky", "pre-commit")).read() == "npm test\n"
     assert "fsmonitor" not in open(os.path.join(repo, "sub", ".git", "config")).read()
     placeholders.cleanup_placeholders()
     if left:
@@ -152,7 +157,7 @@ def test_git_still_works_inside_and_placeholders_are_invisible_and_removed(repo)
     assert os.path.isdir(os.path.join(repo, ".mcp.json"))
     removed = placeholders.cleanup_placeholders()
     assert os.path.join(repo, ".mcp.json") in removed and os.path.join(repo, ".git", "commondir") in removed
-    assert sorted(os.listdir(repo)) == [".git", "a.txt", "b.txt"]
+    assert sorted(os.listdir(repo)) == [".git", ".husky", "a.txt", "b.txt"]
 
 
 @needs_bwrap
@@ -189,7 +194,6 @@ def test_folders_holding_protected_paths_cannot_be_renamed(home_is_folder):
 @needs_bwrap
 def test_a_path_the_person_allowed_stays_writable(repo):
     husky = os.path.join(repo, ".husky")
-    os.mkdir(husky)
     out = _sandboxed(repo, "echo x > .husky/pre-commit", SandboxSettings(allow_write=(husky,)))
     assert out.returncode == 0 and os.path.isfile(os.path.join(husky, "pre-commit")), out.stderr
 

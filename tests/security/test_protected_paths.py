@@ -84,7 +84,7 @@ PROJECT_BASH = [
     ("nested-git-hook", "printf '#!/bin/sh\\ntouch {C}\\n' > sub/.git/hooks/post-checkout",
      [("absent", "{P}/sub/.git/hooks/post-checkout")]),
     ("husky", "echo 'touch {C}' >> .husky/pre-commit", [("unchanged", "{P}/.husky/pre-commit")]),
-    ("githooks-new", "mkdir -p .githooks; echo 'touch {C}' > .githooks/pre-commit",
+    ("hooks-path-new", "mkdir -p .githooks; echo 'touch {C}' > .githooks/pre-commit",  # core.hooksPath names it
      [("absent", "{P}/.githooks/pre-commit")]),
     ("mcp-json-new", "echo '{\"mcpServers\": {}}' > .mcp.json", [("absent", "{P}/.mcp.json")]),
     ("mcp-json-rmdir", "rmdir .mcp.json; rm -rf .mcp.json; echo '{}' > .mcp.json", [("absent", "{P}/.mcp.json")]),
@@ -177,8 +177,8 @@ BY_ID = {c["id"]: c for c in ALL}
 
 
 def _build_tree(base: Path, variant: str = "plain") -> dict[str, Path]:
-    """``harness.build_tree`` plus, for ``protect``: a nested repository ``sub/`` with a commit, and an existing
-    ``.husky/pre-commit``."""
+    """``harness.build_tree`` plus, for ``protect``: a nested repository ``sub/`` with a commit, an existing
+    ``.husky/pre-commit``, and ``core.hooksPath = .githooks`` (not there yet)."""
     dirs = ORIGINAL_BUILD_TREE(base, "plain" if variant == "protect" else variant)
     if variant == "protect":
         proj, genv = dirs["P"], harness.git_env(dirs["H"])
@@ -188,6 +188,7 @@ def _build_tree(base: Path, variant: str = "plain") -> dict[str, Path]:
             subprocess.run(["git", *args], cwd=proj / "sub", env=genv, check=True, capture_output=True)
         (proj / ".husky").mkdir()
         (proj / ".husky" / "pre-commit").write_text("#!/bin/sh\nnpm test\n")
+        subprocess.run(["git", "config", "core.hooksPath", ".githooks"], cwd=proj, env=genv, check=True)
     return dirs
 
 
