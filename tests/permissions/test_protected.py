@@ -198,46 +198,6 @@ def test_a_path_the_person_allowed_stays_writable(repo):
     assert out.returncode == 0 and os.path.isfile(os.path.join(husky, "pre-commit")), out.stderr
 
 
-def test_placeholder_of_another_process_is_not_removed(tmp_path):
-    """A placeholder another agent process still holds (shared lock) survives this process's cleanup."""
-    path = str(tmp_path / ".mcp.json")
-    assert protected._placeholder(path, "file")
-    other = subprocess.Popen(["python3", "-c", "import fcntl,os,sys,time; fd=os.open(sys.argv[1], os.O_RDWR);"
-                              "fcntl.flock(fd, fcntl.LOCK_SH); print('held', flush=True); time.sleep(30)",
-                              placeholders.lock_path(path)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert other.stdout.readline().strip() == "held"
-        assert path not in placeholders.cleanup_placeholders()
-        assert os.path.isdir(path)
-    finally:
-        other.kill()
-        other.wait()
-    placeholders.note_existing(path, "file")
-    assert path in placeholders.cleanup_placeholders() and not os.path.lexists(path)
-
-
-def test_a_write_the_person_allowed_replaces_a_file_placeholder(tmp_path):
-    """Our atomic writer (Write/Edit after a yes, settings) takes the name of a "file" placeholder; a "dir"
-    placeholder (``.claude``) takes the person's files as any folder does and is then kept."""
-    from desktop_agent.tools.edit import take_snapshot
-    from desktop_agent.util.fileio import write_bytes_atomic
-
-    mcp = str(tmp_path / ".mcp.json")
-    assert protected._placeholder(mcp, "file") and os.path.isdir(mcp)
-    assert take_snapshot(mcp).exists is False  # the tools see no file yet, not "a directory"
-    write_bytes_atomic(mcp, b'{"mcpServers": {}}')
-    assert open(mcp).read() == '{"mcpServers": {}}'
-    claude = str(tmp_path / ".claude")
-    assert protected._placeholder(claude, "dir")
-    write_bytes_atomic(os.path.join(claude, "settings.local.json"), b"{}")
-    other = tmp_path / "plain-dir"
-    other.mkdir()
-    with pytest.raises(IsADirectoryError):  # an ordinary directory is never replaced
-        write_bytes_atomic(str(other), b"x")
-    assert placeholders.cleanup_placeholders() == []  # both are real now: nothing removed
-    assert os.path.isfile(mcp) and os.path.isfile(os.path.join(claude, "settings.local.json"))
-
-
 @needs_bwrap
 def test_a_protected_name_that_is_a_symlink_is_protected_at_its_target(home_is_folder):
     dotfiles = os.path.join(home_is_folder, "dotfiles")
