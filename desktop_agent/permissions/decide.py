@@ -5,7 +5,8 @@ its ``PermissionTarget`` and the engine filled its ``ToolFacts``), it awaits not
 filesystem only to resolve symlinks and globs. It follows the order of ``hasPermissionsToUseToolInner``; the
 first step that decides returns:
 
-1a whole-tool deny rule → deny · 1b whole-tool ask rule → ask · 1c the target's own check (``write`` →
+1a whole-tool deny rule → deny · 1b whole-tool ask rule → ask · 1c the target's own check (``write`` → a deny
+for our own configuration and trust store in every mode (``protected.own_store_reason``), else
 ``paths.check_write_permission_for_tool``, ``read`` → ``check_read_permission_for_tool``, ``bash`` →
 ``bash.bash_decision``, ``generic`` → passthrough, ``none`` → allow) · 1d its deny · plan mode: anything not
 read-only is denied · 1e an ask of a tool that needs user interaction · 1f an ask from a content-level ask
@@ -38,6 +39,7 @@ from desktop_agent.core.tool import Tool
 from desktop_agent.permissions import paths
 from desktop_agent.permissions.bash import bash_decision
 from desktop_agent.permissions.context import PermissionContext
+from desktop_agent.permissions.protected import OWN_STORE_MESSAGE, own_store_reason
 from desktop_agent.permissions.rules import generic_content_matches, param_rule_matches
 
 # Tools whose own check consults content rules itself (paths, Bash commands).
@@ -85,12 +87,24 @@ def target_decision(target: PermissionTarget, name: str, input_dict: dict[str, A
     if target.kind == "read":
         return paths.check_read_permission_for_tool(name, _target_path(target), input_dict, ctx)
     if target.kind == "write":
-        return paths.check_write_permission_for_tool(name, _target_path(target), input_dict, ctx)
+        return _own_store_denied(_target_path(target), input_dict) or \
+            paths.check_write_permission_for_tool(name, _target_path(target), input_dict, ctx)
     if target.kind == "bash":
         return bash_decision(target, input_dict, ctx)
     if target.kind == "generic":
         return PermissionDecision(behavior="passthrough", updated_input=input_dict)
     return PermissionDecision(behavior="allow", updated_input=input_dict)
+
+
+def _own_store_denied(path: str, input_dict: dict[str, Any]) -> PermissionDecision | None:
+    """A write to our own configuration or trust store (``protected.own_store_reason``): denied in every mode."""
+    why = own_store_reason(path, paths.paths_to_check(path))
+    if why is None:
+        return None
+    shown = str(input_dict.get("file_path") or input_dict.get("notebook_path") or path)
+    return PermissionDecision(behavior="deny", message=wrap_error(OWN_STORE_MESSAGE.format(path=shown)),
+                              updated_input=input_dict, blocked_path=path,
+                              decision_reason=DecisionReason(type="safetyCheck", reason=why))
 
 
 def _target_path(target: PermissionTarget) -> str:

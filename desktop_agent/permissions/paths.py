@@ -2,9 +2,8 @@
 
 - ``paths_to_check``: a path as given (normalized) and with symlinks resolved. Deny rules fire on either,
   allow rules and "inside the working directory" need both.
-- ``protected_reason``: ``.git``, ``.claude`` (except ``.claude/worktrees``), ``.vscode``, ``.idea``, ``.husky``,
-  shell rc files, ``.npmrc``, ``.mcp.json``... compared case-insensitively on NFKC text without zero-width
-  characters, so ``.GIT/config`` or a full-width ``．git`` are caught too.
+- ``protected_reason`` (from ``permissions.protected``, the one list): shell start-up files, ``.git``, ``.claude``
+  (except ``.claude/worktrees``), ``.vscode``, ``.ssh``, ``~/.config/git``, ``.mcp.json``, our state...
 - ``check_write_permission_for_tool``: deny → internal paths → session grants under ``.claude/`` → safety
   check (ask, ``safetyCheck``, immune to bypass) → ask rules → acceptEdits inside the working dirs →
   allow rules → ask (``workingDir`` when outside), with a narrow "allow for session" suggestion.
@@ -24,18 +23,13 @@ from desktop_agent.core.seams import PermissionState
 from desktop_agent.util.paths import is_inside
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.identity import denied_by_identity, denied_folder_of, identities, multi_link
+from desktop_agent.permissions.protected import PROTECTED_DIRS, protected_reason
 from desktop_agent.permissions.rules import CombinedPathMatcher, CompiledRule, fold
 from desktop_agent.core.permission import (
     DecisionReason, PermissionDecision, PermissionMode, PermissionUpdate, RuleValue,
 )
 
 DENIED_PATH_MESSAGE = "File is in a directory that is denied by your permission settings."
-PROTECTED_DIRS = frozenset({".git", ".claude", ".vscode", ".idea", ".husky"})
-PROTECTED_FILES = frozenset({
-    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv",
-    ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".inputrc", ".npmrc", ".yarnrc", ".mcp.json",
-    ".gitconfig", ".gitmodules", ".gitattributes", ".ripgreprc", ".claude.json", ".envrc",
-})
 
 
 # --------------------------------------------------------------------------- path facts
@@ -74,20 +68,6 @@ def in_working_dirs(path: str, ctx: ToolUseContext, checked: list[str] | None = 
     ``checked``: ``paths_to_check(path)`` when the caller already has it."""
     forms = _wd_forms(working_dirs(ctx))
     return all(any(is_inside(p, d) for d in forms) for p in (checked or paths_to_check(path)))
-
-
-def protected_reason(abs_path: str, checked: list[str] | None = None) -> str | None:
-    """Why writing ``abs_path`` needs explicit approval, or None."""
-    for p in checked or paths_to_check(abs_path):
-        comps = [fold(c) for c in p.split(os.sep) if c]
-        for i, c in enumerate(comps[:-1] if comps else []):
-            if c in PROTECTED_DIRS:
-                if c == ".claude" and i + 1 < len(comps) and comps[i + 1] == "worktrees":
-                    continue
-                return f"{c}/ is a protected directory"
-        if comps and (comps[-1] in PROTECTED_FILES or comps[-1] in PROTECTED_DIRS):
-            return f"{comps[-1]} is a protected file"
-    return None
 
 
 def _under_claude_dir(abs_path: str) -> bool:

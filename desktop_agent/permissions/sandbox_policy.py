@@ -15,10 +15,10 @@ The policy (``build_policy``):
   glob would match are not masked** until the next walk; files outside the working directories are found
   only for anchored patterns. Symlinks are resolved: the target is masked.
 - read-only: every ``Edit(...)`` / ``Write(...)`` deny path (expanded the same way),
-  ``sandbox.filesystem.denyWrite``, and in each working directory ``.git/hooks`` (created empty when
-  missing, as ``git init`` would), ``.git/config`` (so ``git config``/``git remote add`` fail inside) and
-  an existing ``.claude`` directory (a command cannot plant settings or hooks there; a missing ``.claude``
-  is not covered).
+  ``sandbox.filesystem.denyWrite``, and the protected paths of ``permissions.protected`` under the writable
+  folders (``sandbox_protected``: every repository's ``.git`` pinned with its hooks, config and commondir
+  read-only, ``.claude``, ``.mcp.json``, ``.husky``, shell start-up files when home is writable, our own
+  configuration and state...), the missing ones too (placeholders).
 - network: off (``--unshare-net``; loopback only, inside) unless ``sandbox.network.allowedDomains`` is
   non-empty. bubblewrap cannot filter by domain: **the allow list turns on all network**, not just the
   listed domains (Claude Code runs a filtering proxy for that; we do not).
@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from desktop_agent.permissions.context import PermissionContext
+from desktop_agent.permissions.protected import dot_git, sandbox_protected
 from desktop_agent.permissions.rules import PathPattern
 from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_sandbox_settings
 from desktop_agent.permissions.sandbox_sockets import SocketPolicy, socket_args, socket_policy
@@ -92,6 +93,7 @@ class SandboxPolicy:
     read_only: list[str] = field(default_factory=list)
     masked_files: list[str] = field(default_factory=list)
     masked_dirs: list[str] = field(default_factory=list)
+    pinned: list[str] = field(default_factory=list)
     network: bool = False
     tmpdir: str = ""
     notes: list[str] = field(default_factory=list)
@@ -105,7 +107,7 @@ class SandboxPolicy:
             args += socket_args(self.sockets, "pre")
         for p in self.writable:
             args += ["--bind", p, p]
-        for p in self.pinned:  # a mount point cannot be renamed (EBUSY): the names the masks use stay put
+        for p in self.pinned:  # a mount point cannot be renamed (EBUSY): `mv .git x`, `mv config cfg` fail
             args += ["--bind", p, p]
         for p in self.read_only:
             args += ["--ro-bind", p, p]
@@ -242,47 +244,6 @@ def _real(path: str) -> str | None:
     return real if os.path.exists(real) else None
 
 
-def _dot_git(d: str) -> str | None:
-    """The git dir of a work tree ``d``: its ``.git`` directory, or where a ``.git`` file's ``gitdir:`` points
-    (worktrees, submodules); None when ``d`` has neither."""
-    dot = os.path.join(d, ".git")
-    if os.path.isdir(dot):
-        return dot
-    if not os.path.isfile(dot):
-        return None
-    try:
-        with open(dot, encoding="utf-8", errors="replace") as fh:
-            line = fh.read(4096).strip()
-    except OSError:
-        return None
-    if not line.startswith("gitdir:"):
-        return None
-    return os.path.normpath(os.path.join(d, line[len("gitdir:"):].strip()))
-
-
-def _git_protected(wd: str) -> list[str]:
-    """``.git/hooks`` and ``.git/config`` of a working directory's repository (worktrees: the common dir's)."""
-    gitdir = _dot_git(wd)
-    if gitdir is None or not os.path.isdir(gitdir):
-        return []
-    dirs = [gitdir]
-    try:
-        with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="replace") as fh:
-            dirs.append(os.path.normpath(os.path.join(gitdir, fh.read().strip())))
-    except OSError:
-        pass
-    out: list[str] = []
-    for g in dirs:
-        hooks = os.path.join(g, "hooks")
-        if g == dirs[-1] and not os.path.lexists(hooks) and os.path.isfile(os.path.join(g, "HEAD")):
-            try:
-                os.makedirs(hooks, exist_ok=True)  # so a command cannot create it and plant a hook
-            except OSError:
-                pass
-        out += [p for p in (hooks, os.path.join(g, "config")) if os.path.exists(p)]
-    return out
-
-
 def _path_rules(pc: PermissionContext | None, tools: tuple[str, ...]) -> list[PathPattern]:
     if pc is None:
         return []
@@ -319,14 +280,7 @@ def build_policy(pc: PermissionContext | None, working_dirs: Iterable[str], *, t
         policy.writable.append(tmp)
     search = [d for d in dirs]
 
-    read_only: list[str] = []
-    for wd in policy.writable:
-        if wd == tmp:
-            continue
-        read_only += _git_protected(wd)
-        claude = os.path.join(wd, ".claude")
-        if os.path.isdir(claude):
-            read_only.append(claude)
+    read_only = _protected_binds(policy, tmp, settings)
     edit_hits, t1 = _expand_all([*_path_rules(pc, ("Edit", "Write")), *settings.deny_write], search)
     read_hits, t2 = _expand_all([*_path_rules(pc, ("Read",)), *settings.deny_read], search)
     if t1 or t2:
@@ -370,7 +324,7 @@ def pin_parents(policy: SandboxPolicy) -> None:
     """Pin every folder between a working folder and a masked or read-only path (bound onto itself): a command
     cannot rename it (``mv config cfg`` fails with EBUSY), so the next command's masks — made from the names —
     still cover the denied files, and the deny rules' names keep naming them."""
-    pins: set[str] = set()
+    pins: set[str] = set(policy.pinned)
     guarded = [*policy.masked_files, *policy.masked_dirs, *policy.read_only]
     for path in guarded:
         roots = [w for w in policy.writable if _inside(path, w) and path != w]
@@ -384,6 +338,15 @@ def pin_parents(policy: SandboxPolicy) -> None:
     policy.pinned = sorted((p for p in pins if p not in guarded and p not in policy.writable), key=len)
 
 
+def _protected_binds(policy: SandboxPolicy, tmp: str, settings: SandboxSettings) -> list[str]:
+    """The one list of protected paths (``permissions.protected``) under the writable folders: pinned git dirs
+    go to ``policy.pinned``; the read-only ones are returned."""
+    binds = sandbox_protected([w for w in policy.writable if w != tmp],
+                              [a for a in settings.allow_write if isinstance(a, str)])
+    policy.pinned = binds.pinned
+    return binds.read_only
+
+
 # --------------------------------------------------------------------------------------------------- git
 
 _TRACKED_CACHE: dict[tuple[str, str, float], bool] = {}
@@ -393,7 +356,7 @@ def _git_dir_of(path: str, roots: list[str]) -> tuple[str, str] | None:
     """(work tree, git dir) of the repository holding ``path``, searched up to a working directory."""
     d = path if os.path.isdir(path) else os.path.dirname(path)
     while True:
-        gitdir = _dot_git(d)
+        gitdir = dot_git(d)
         if gitdir is not None:
             return d, gitdir
         if any(d == r for r in roots) or os.path.dirname(d) == d or not any(_inside(d, r) for r in roots):

@@ -27,7 +27,7 @@ from desktop_agent.core.context import FileStateEntry, ToolUseContext
 from desktop_agent.core.errors import ToolError
 from desktop_agent.core.tool import CallInfo, current_call
 from desktop_agent.core.permission import PermissionTarget
-from desktop_agent.util import fileio
+from desktop_agent.util import fileio, placeholders
 from desktop_agent.core.tool import Tool, ToolInput, ToolResult, ValidationResult
 from desktop_agent.util.diff import apply_hunks, rejected_hunks_sentence, split_lines_keepends, structured_patch
 from desktop_agent.tools.read.files import DENIED_MESSAGE, file_not_found_message, special_file_message
@@ -162,8 +162,8 @@ def take_snapshot(abs_path: str, read: bool = True) -> Snapshot:
         st = os.stat(abs_path)
     except (FileNotFoundError, NotADirectoryError):
         return Snapshot(False)
-    if stat.S_ISDIR(st.st_mode):
-        return Snapshot(True, is_dir=True)
+    if stat.S_ISDIR(st.st_mode):  # the sandbox's placeholder for a missing protected file is no file yet
+        return Snapshot(False) if placeholders.is_placeholder(abs_path, "file") else Snapshot(True, is_dir=True)
     if not stat.S_ISREG(st.st_mode):  # opening a FIFO waits for a writer; a device never ends
         return Snapshot(True, special=special_file_message(abs_path, st.st_mode))
     if not read:

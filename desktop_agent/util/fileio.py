@@ -18,6 +18,8 @@ import tempfile
 import threading
 from typing import Literal
 
+from desktop_agent.util import placeholders
+
 Encoding = Literal["utf-8", "utf-8-sig", "utf-16le"]
 LineEnding = Literal["LF", "CRLF"]
 
@@ -248,6 +250,8 @@ def write_bytes_atomic(path: str, data: bytes, *, fsync: bool = True, durable_re
         st: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
         st = None
+    if st is not None and stat.S_ISDIR(st.st_mode) and placeholders.release(target):
+        st = None  # the sandbox's placeholder for a protected file that did not exist: the file takes its name
     base = os.path.basename(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.", suffix=".tmp", dir=directory)
     try:

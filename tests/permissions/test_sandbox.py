@@ -14,7 +14,7 @@ from desktop_agent.permissions.settings import SettingsSource
 from desktop_agent.core.permission import DecisionReason, PermissionDecision, PermissionRule
 from desktop_agent.permissions.rules import parse_rule
 from desktop_agent.permissions import sandbox
-from desktop_agent.permissions import sandbox_launch, sandbox_policy, sandbox_settings
+from desktop_agent.permissions import protected, sandbox_launch, sandbox_policy, sandbox_settings
 from desktop_agent.util import git_env
 
 
@@ -90,8 +90,10 @@ def test_edit_deny_git_and_claude_dirs_are_read_only(ws):
     (ws / ".claude").mkdir()
     policy = build(ws, deny=["Edit(./src/**)", "Edit(//etc/passwd)"])
     assert hooks.is_dir()  # created so a command cannot plant one
-    assert sorted(policy.read_only) == sorted([str(ws / "src"), str(hooks), str(ws / ".git" / "config"),
-                                               str(ws / ".claude")])  # /etc is read-only anyway
+    # /etc is read-only anyway; the rest of the protected list (placeholders, commondir) is tests/permissions/
+    # test_protected.py's
+    assert {str(ws / "src"), str(hooks), str(ws / ".git" / "config"), str(ws / ".claude")} <= set(policy.read_only)
+    assert "/etc/passwd" not in policy.read_only and policy.pinned == [str(ws / ".git")]
 
 
 def test_a_worktree_git_file_protects_the_real_git_dir(ws):
@@ -99,10 +101,14 @@ def test_a_worktree_git_file_protects_the_real_git_dir(ws):
     (real / "hooks").mkdir(parents=True)
     (real / "config").write_text("[core]\n")
     (ws / ".git").write_text(f"gitdir: {os.path.relpath(real, ws)}\n")
-    assert sandbox_policy._dot_git(str(ws)) == str(real)
-    assert sorted(build(ws).read_only) == sorted([str(real / "hooks"), str(real / "config")])
+    assert protected.dot_git(str(ws)) == str(real)
+    policy = build(ws)
+    assert {str(real / "hooks"), str(real / "config"), str(ws / ".git")} <= set(policy.read_only)
+    assert policy.pinned == [str(ws / "gitdirs"), str(real)]  # `mv gitdirs/real.git x`, `mv gitdirs y` fail
     (ws / ".git").write_text("not a gitdir line\n")
-    assert sandbox_policy._dot_git(str(ws)) is None and build(ws).read_only == []
+    policy = build(ws)
+    assert protected.dot_git(str(ws)) is None and str(real / "config") not in policy.read_only
+    assert str(ws / ".git") in policy.read_only and policy.pinned == []
 
 
 def test_settings_block_and_trust(tmp_path):

@@ -1,0 +1,68 @@
+"""``util.placeholders``: the sandbox's mount points for protected names that do not exist yet — kept while
+another agent process holds their lock, removed when untouched, and replaced by our own atomic writer (a write
+the person allowed to a new ``.mcp.json`` lands)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from desktop_agent.tools.edit import take_snapshot
+from desktop_agent.util import placeholders
+from desktop_agent.util.fileio import write_bytes_atomic
+
+
+def test_placeholder_of_another_process_is_not_removed(tmp_path):
+    """A placeholder another agent process still holds (shared lock) survives this process's cleanup."""
+    path = str(tmp_path / ".mcp.json")
+    assert placeholders.make_placeholder(path, "file")
+    other = subprocess.Popen([sys.executable, "-c", "import fcntl,os,sys,time; fd=os.open(sys.argv[1], os.O_RDWR);"
+                              "fcntl.flock(fd, fcntl.LOCK_SH); print('held', flush=True); time.sleep(30)",
+                              placeholders.lock_path(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "held"
+        assert path not in placeholders.cleanup_placeholders()
+        assert os.path.isdir(path)
+    finally:
+        other.kill()
+        other.wait()
+    placeholders.note_existing(path, "file")
+    assert path in placeholders.cleanup_placeholders() and not os.path.lexists(path)
+
+
+def test_a_write_the_person_allowed_replaces_a_file_placeholder(tmp_path):
+    """Our atomic writer (Write/Edit after a yes, settings) takes the name of a "file" placeholder; a "dir"
+    placeholder (``.claude``) takes the person's files as any folder does and is then kept."""
+    mcp = str(tmp_path / ".mcp.json")
+    assert placeholders.make_placeholder(mcp, "file") and os.path.isdir(mcp)
+    assert take_snapshot(mcp).exists is False  # the tools see no file yet, not "a directory"
+    write_bytes_atomic(mcp, b'{"mcpServers": {}}')
+    assert open(mcp).read() == '{"mcpServers": {}}'
+    claude = str(tmp_path / ".claude")
+    assert placeholders.make_placeholder(claude, "dir")
+    write_bytes_atomic(os.path.join(claude, "settings.local.json"), b"{}")
+    other = tmp_path / "plain-dir"
+    other.mkdir()
+    with pytest.raises(IsADirectoryError):  # an ordinary directory is never replaced
+        write_bytes_atomic(str(other), b"x")
+    assert placeholders.cleanup_placeholders() == []  # both are real now: nothing removed
+    assert os.path.isfile(mcp) and os.path.isfile(os.path.join(claude, "settings.local.json"))
+
+
+def test_commondir_placeholder_is_neutral_and_removed(tmp_path):
+    gitdir = tmp_path / ".git"
+    gitdir.mkdir()
+    path = str(gitdir / "commondir")
+    assert placeholders.make_placeholder(path, "commondir")
+    assert open(path).read() == ".\n" and placeholders.is_placeholder(path, "commondir")
+    assert path in placeholders.cleanup_placeholders() and not os.path.exists(path)
+
+
+def test_a_placeholder_someone_filled_is_kept(tmp_path):
+    path = str(tmp_path / ".vscode")
+    assert placeholders.make_placeholder(path, "dir")
+    open(os.path.join(path, "settings.json"), "w").close()
+    assert placeholders.cleanup_placeholders() == [] and os.path.isfile(os.path.join(path, "settings.json"))
