@@ -63,7 +63,9 @@ class _ParentBlock(QObject):
             app.removeEventFilter(self)
 
     def _blocked(self, obj: QObject) -> bool:
-        return obj.isWidgetType() and obj.window() is self.window  # type: ignore[attr-defined]
+        """A widget of the window, or an action or shortcut it owns (an application-wide shortcut)."""
+        owner = obj if obj.isWidgetType() else obj.parent()
+        return owner is not None and owner.isWidgetType() and owner.window() is self.window  # type: ignore[attr-defined]
 
     def eventFilter(self, obj: QObject, e: QEvent) -> bool:  # noqa: N802
         t = e.type()
@@ -71,7 +73,7 @@ class _ParentBlock(QObject):
             e.accept()  # a ShortcutOverride accepted here keeps the window's shortcuts from firing
             return True
         if t == QEvent.Type.WindowActivate and obj is self.window and self.dialog.isVisible():
-            QTimer.singleShot(0, self._relay)  # the person came back to the window: the question is there
+            QTimer.singleShot(0, self, self._relay)  # the person came back to the window: the question is there
         return False
 
     def _relay(self) -> None:

@@ -21,8 +21,7 @@ from desktop_agent.ui.dialogs.base import AwaitableDialog, GuardButton, SafetyDe
 from desktop_agent.ui.dialogs.permission import PermissionDialog  # its safety delay is the one delay
 
 
-def _tr(text: str) -> str:
-    return QCoreApplication.translate("Modes", text)
+translate = QCoreApplication.translate  # literal strings in the "Modes" context, for lupdate
 
 
 class BypassDialog(SafetyDelay, AwaitableDialog[bool]):
@@ -32,7 +31,7 @@ class BypassDialog(SafetyDelay, AwaitableDialog[bool]):
         super().__init__(parent)
         self._init_delay()
         self.setObjectName("bypassConfirm")
-        self.setWindowTitle(_tr("Turn on Bypass permissions?"))
+        self.setWindowTitle(translate("Modes", "Turn on Bypass permissions?"))
         self.setAccessibleName(self.windowTitle())
         root = QVBoxLayout(self)
         root.setContentsMargins(16, 16, 16, 16)
@@ -42,8 +41,8 @@ class BypassDialog(SafetyDelay, AwaitableDialog[bool]):
         icon = QLabel()
         icon.setPixmap(self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning).pixmap(32, 32))
         row.addWidget(icon, 0, Qt.AlignmentFlag.AlignTop)
-        self.message = QLabel(html.escape(_tr(
-            "Bypass permissions: every tool runs without asking — edits, commands, reads outside the "
+        self.message = QLabel(html.escape(translate(
+            "Modes", "Bypass permissions: every tool runs without asking — edits, commands, reads outside the "
             "folder. Deny rules still apply. Turn it on?")))
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -51,10 +50,10 @@ class BypassDialog(SafetyDelay, AwaitableDialog[bool]):
         root.addLayout(row)
         buttons = QHBoxLayout()
         buttons.addStretch(1)
-        self.no_button = GuardButton(_tr("Cancel  Esc"), self.input_ready)
+        self.no_button = GuardButton(translate("Modes", "Cancel  Esc"), self.input_ready)
         self.no_button.setObjectName("bypassNo")
         self.no_button.clicked.connect(lambda: self._guarded(self.reject))
-        self.yes_button = GuardButton(_tr("Turn on Bypass"), self.input_ready, no_space=True)
+        self.yes_button = GuardButton(translate("Modes", "Turn on Bypass"), self.input_ready, no_space=True)
         self.yes_button.setObjectName("bypassYes")
         self.yes_button.clicked.connect(lambda: self._guarded(self._turn_on))
         for b in (self.no_button, self.yes_button):
