@@ -1,8 +1,7 @@
 """The permission modes as the window uses them, without Qt: their order (``MODE_ORDER``), ``BYPASS``, ``DONT_ASK``,
 the Ctrl+Shift+M cycle that never enters bypass or dontAsk (``next_mode``: those two only from the menu and the
-mode box), the guard on a freshly opened session
-(``settled_mode``) and Settings' default mode (``default_mode_setting``). Their labels and the bypass question are
-``ui.mode_labels``.
+mode box), the guard on a freshly opened session (``settled_mode``) and Settings' default mode
+(``default_mode_setting``). Their labels are ``ui.mode_labels``, the bypass question ``ui.dialogs.bypass``.
 """
 
 from __future__ import annotations

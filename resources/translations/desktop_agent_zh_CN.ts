@@ -2,21 +2,6 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
-    <name></name>
-    <message>
-        <source>Turn on Bypass permissions?</source>
-        <translation>开启“绕过权限”？</translation>
-    </message>
-    <message>
-        <source>Bypass permissions: every tool runs without asking — edits, commands, reads outside the folder. Deny rules still apply. Turn it on?</source>
-        <translation>绕过权限：所有工具都不再询问即运行——编辑、命令、读取文件夹外的文件。拒绝规则仍然生效。要开启吗？</translation>
-    </message>
-    <message>
-        <source>Turn on &amp;Bypass</source>
-        <translation>开启绕过(&amp;B)</translation>
-    </message>
-</context>
-<context>
     <name>AgentController</name>
     <message>
         <source>Session restarted in a new process (pid {0})</source>
@@ -646,6 +631,10 @@ in this folder</source>
         <translation>“绕过权限”保持关闭。</translation>
     </message>
     <message>
+        <source>Don&apos;t ask is on: every tool that no rule allows is denied without asking — edits too. Pick another mode to turn it off.</source>
+        <translation>“不询问”已开启：任何没有规则允许的工具都会被直接拒绝，不再询问——编辑也一样。选择其他模式即可关闭。</translation>
+    </message>
+    <message>
         <source>Permission mode {0} is not available here.</source>
         <translation>此处不可使用权限模式 {0}。</translation>
     </message>
@@ -860,12 +849,32 @@ in this folder</source>
         <translation>绕过</translation>
     </message>
     <message>
-        <source>Don&apos;t ask</source>
-        <translation>不询问</translation>
+        <source>Don&apos;t ask — deny anything not allowed</source>
+        <translation>不询问——拒绝一切未被允许的操作</translation>
     </message>
     <message>
         <source>Bypass — nothing asks</source>
         <translation>绕过——不再询问</translation>
+    </message>
+    <message>
+        <source>Don&apos;t ask — denies anything not allowed</source>
+        <translation>不询问——拒绝一切未被允许的操作</translation>
+    </message>
+    <message>
+        <source>Turn on Bypass permissions?</source>
+        <translation>开启“绕过权限”？</translation>
+    </message>
+    <message>
+        <source>Bypass permissions: every tool runs without asking — edits, commands, reads outside the folder. Deny rules still apply. Turn it on?</source>
+        <translation>绕过权限：所有工具都不再询问即运行——编辑、命令、读取文件夹外的文件。拒绝规则仍然生效。要开启吗？</translation>
+    </message>
+    <message>
+        <source>Cancel  Esc</source>
+        <translation>取消  Esc</translation>
+    </message>
+    <message>
+        <source>Turn on Bypass</source>
+        <translation>开启绕过</translation>
     </message>
 </context>
 <context>

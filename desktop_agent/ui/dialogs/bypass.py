@@ -7,12 +7,14 @@ on a bare ``b``), no default button, Enter and Space never turn it on (Space on 
 cancels), keys typed before it was first ready go nowhere, and the button answers only once the
 dialog has been the active window for the safety delay with no key and no click. Only a click on
 "Turn on Bypass" then answers True; Escape, Cancel and closing it answer False. The texts keep the
-``Modes`` translation context of the box it replaces.
+``Modes`` translation context of the box it replaces. ``confirm_bypass`` is how the toolbar, the menu, Settings
+and the command line ask it.
 """
 
 from __future__ import annotations
 
 import html
+from typing import Callable
 
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QStyle, QVBoxLayout, QWidget
@@ -98,4 +100,14 @@ class BypassDialog(SafetyDelay, AwaitableDialog[bool]):
         super().keyPressEvent(event)
 
 
-__all__ = ["BypassDialog"]
+def confirm_bypass(parent: QWidget | None, done: Callable[[bool], None]) -> BypassDialog:
+    """The one question before bypassPermissions is entered (toolbar, menu, Settings, command line), opened with
+    ``open()`` (never taking the focus from another application); ``done(True)`` only for a click on "Turn on
+    Bypass" once it is ready — Esc, Cancel, closing it and every key keep the old mode."""
+    box = BypassDialog(parent)
+    box.decided.connect(lambda yes: done(bool(yes)))
+    box.open()
+    return box
+
+
+__all__ = ["BypassDialog", "confirm_bypass"]

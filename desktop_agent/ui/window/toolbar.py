@@ -12,7 +12,8 @@ from PySide6.QtCore import QCoreApplication, QSize, Qt
 from PySide6.QtWidgets import QComboBox, QLabel, QSizePolicy, QToolBar, QToolButton, QWidget
 
 from desktop_agent.client.local import suggested_models  # the model names, without the engine
-from desktop_agent.ui.mode_labels import MODES, bypass_badge_text, confirm_bypass, dont_ask_badge_text, mode_label
+from desktop_agent.ui.dialogs.bypass import confirm_bypass
+from desktop_agent.ui.mode_labels import MODES, bypass_badge_text, dont_ask_badge_text, mode_label
 from desktop_agent.ui.modes import BYPASS, DONT_ASK, next_mode
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """A real X11 desktop for the focus tests: Xvfb on a free display (``-displayfd``), a real window manager
-(Openbox, IceWM), another application the person types into (xterm running ``cat``, typed into with
+(Openbox, IceWM, Fluxbox), another application the person types into (xterm running ``cat``, typed into with
 ``xdotool``), and the helpers to ask the X server who has the focus (``xdotool getwindowfocus``, the
 root window's ``_NET_ACTIVE_WINDOW``) and to take a screenshot (``import -window root``).
 
@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 TOOLS = ("Xvfb", "xdotool", "xterm", "xprop")
-WM_COMMANDS = {"openbox": ["openbox"], "icewm": ["icewm"]}
+WM_COMMANDS = {"openbox": ["openbox"], "icewm": ["icewm"], "fluxbox": ["fluxbox"]}
 APT = {"Xvfb": "xvfb", "xdotool": "xdotool", "xterm": "xterm", "xprop": "x11-utils", "import": "imagemagick",
-       "openbox": "openbox", "icewm": "icewm"}
+       "openbox": "openbox", "icewm": "icewm", "fluxbox": "fluxbox"}
 
 
 def missing(wm: str) -> list[str]:
