@@ -65,7 +65,8 @@ class _ParentBlock(QObject):
     def _blocked(self, obj: QObject) -> bool:
         """A widget of the window, or an action or shortcut it owns (an application-wide shortcut)."""
         owner = obj if obj.isWidgetType() else obj.parent()
-        return owner is not None and owner.isWidgetType() and owner.window() is self.window  # type: ignore[attr-defined]
+        return owner is not None and owner.isWidgetType() \
+            and owner.window() is self.window  # type: ignore[attr-defined]
 
     def eventFilter(self, obj: QObject, e: QEvent) -> bool:  # noqa: N802
         t = e.type()
@@ -345,6 +346,8 @@ class SafetyDelay:
                                       e.modifiers(), e.timestamp(), e.isAutoRepeat())  # type: ignore[attr-defined]
         elif t in _PRESSES:
             ident = ("mouse", e.button(), e.globalPosition().toPoint(), e.timestamp())  # type: ignore[attr-defined]
+        elif t == QEvent.Type.InputMethod:  # text from an input method (pinyin…): typed, like a key
+            ident = ("im", self.arm_count)  # delivered to one widget only: always a new input
         else:
             return False
         if ident != self._input_key:
@@ -353,7 +356,7 @@ class SafetyDelay:
             if self._input_ok:
                 self._engaged = True
             self._restart()
-        if t in _KEYS and not self._engaged and not getattr(self, "_answered", False):
+        if (t in _KEYS or t == QEvent.Type.InputMethod) and not self._engaged and not getattr(self, "_answered", False):
             e.accept()
             return True  # typed before it was ready: goes nowhere
         return False

@@ -1,7 +1,7 @@
-"""The toolbar — permission mode (with the Bypass and Don't ask badges), model, the tour's label, Stop — and what its
-mode and model boxes do: every mode change goes through ``request_mode`` (bypassPermissions only after its focus-safe
-question; until the answer the old mode stays in force and on screen). A mixin of ``MainWindow``; the cycle is
-``modes.next_mode`` (never bypass nor dontAsk).
+"""The toolbar — permission mode (with the Bypass and Don't ask badges), model, the tour's label, Stop — and what
+its mode and model boxes do: every mode change goes through ``request_mode`` (bypassPermissions only after its
+focus-safe question; until the answer the old mode stays in force and on screen). A mixin of ``MainWindow``; the
+cycle is ``modes.next_mode`` (never bypass nor dontAsk).
 """
 
 from __future__ import annotations
@@ -65,8 +65,9 @@ class ToolbarMixin:
         self.dont_ask_badge = QLabel(dont_ask_badge_text())
         self.dont_ask_badge.setObjectName("dontAskBadge")
         self.dont_ask_badge.setAccessibleName(dont_ask_badge_text())
-        self.dont_ask_badge.setToolTip(translate("MainWindow", "Don't ask is on: every tool that no rule allows is "
-                                                "denied without asking — edits too. Pick another mode to turn it off."))
+        self.dont_ask_badge.setToolTip(translate(
+            "MainWindow", "Don't ask is on: every tool that no rule allows is denied without asking — edits too. "
+            "Pick another mode to turn it off."))
         self.dont_ask_action = self.toolbar.addWidget(self.dont_ask_badge)
         self.dont_ask_action.setVisible(False)
         self.model_combo = QComboBox()

@@ -84,6 +84,8 @@ def _one_run(wm: str, tmp: Path, shot: Path | None, keeps_focus: bool = True) ->
         if keeps_focus:
             assert focus_seen == {(xterm, xterm)}, f"the focus left xterm ({xterm}) for {focus_seen} (dialog {dialog})"
             assert x.typed_lines() > lines_before + 3, "the typing did not reach xterm"
+        else:  # the window manager gave the dialog the focus: the typing went into it, and answered nothing
+            assert (dialog, dialog) in focus_seen, f"expected {wm} to focus the dialog ({dialog}): {focus_seen}"
 
         # The person turns to the dialog and presses Return at once: the delay has not run.
         x.activate(dialog)
@@ -127,4 +129,11 @@ def test_where_the_window_manager_gives_it_the_focus_typing_still_never_answers_
     line holds there — the person's typing lands in the dialog, every key restarts the wait and the keys go
     nowhere, so the file is unchanged; then the same Return / Space / Return steps."""
     _needs("fluxbox")
-    _one_run("fluxbox", tmp_path, None, keeps_focus=False)
+    shots = os.environ.get("DESKTOP_AGENT_FOCUS_SHOTS")
+    for run in range(RUNS):
+        tmp = tmp_path / f"run{run}"
+        tmp.mkdir()
+        shot = Path(shots) / f"fluxbox-dialog-focused-{run + 1}.png" if shots else None
+        if shot is not None:
+            shot.unlink(missing_ok=True)
+        _one_run("fluxbox", tmp, shot, keeps_focus=False)
