@@ -267,7 +267,7 @@ class SafetyDelay:
         self._input_key: tuple[Any, ...] | None = None  # the input event being handled (its identity)
         self._input_ok = False  # ...and whether the dialog was ready just before it
         self._watch = _InputWatch(self)
-        self._tick = QTimer(self)  # type: ignore[call-overload]
+        self._tick = QTimer(self)  # type: ignore[arg-type]
         self._tick.setInterval(self._TICK_MS)
         self._tick.timeout.connect(self._on_tick)
 
@@ -300,8 +300,6 @@ class SafetyDelay:
         if self.delay_ms() > 0:
             self._tick.start()
         self._on_tick()
-
-    _arm = _restart  # the name the tests know
 
     def _reset(self) -> None:
         """Deactivated or hidden: not ready, keys go nowhere until it has been ready again."""
@@ -341,11 +339,12 @@ class SafetyDelay:
         """Every key and mouse press on the dialog or a widget in it: decide once per input event (the
         same event reaches several widgets as it propagates) and restart the wait. True: drop it."""
         t = e.type()
+        ev: Any = e  # a QKeyEvent or a QMouseEvent, by its type
         if t in _KEYS:
-            ident: tuple[Any, ...] = ("release" if t == QEvent.Type.KeyRelease else "press", e.key(),
-                                      e.modifiers(), e.timestamp(), e.isAutoRepeat())  # type: ignore[attr-defined]
+            ident: tuple[Any, ...] = ("release" if t == QEvent.Type.KeyRelease else "press", ev.key(),
+                                      ev.modifiers(), ev.timestamp(), ev.isAutoRepeat())
         elif t in _PRESSES:
-            ident = ("mouse", e.button(), e.globalPosition().toPoint(), e.timestamp())  # type: ignore[attr-defined]
+            ident = ("mouse", ev.button(), ev.globalPosition().toPoint(), ev.timestamp())
         elif t == QEvent.Type.InputMethod:  # text from an input method (pinyin…): typed, like a key
             ident = ("im", self.arm_count)  # delivered to one widget only: always a new input
         else:
