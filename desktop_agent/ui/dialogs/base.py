@@ -35,42 +35,39 @@ from typing import Any, Callable, Generic, TypeVar
 
 from PySide6.QtCore import QEvent, QObject, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
-from PySide6.QtWidgets import QApplication, QDialog, QPushButton, QWidget
+from PySide6.QtWidgets import QDialog, QPushButton, QWidget
 
 T = TypeVar("T")
 
-_INPUT = (QEvent.Type.KeyPress, QEvent.Type.KeyRelease, QEvent.Type.ShortcutOverride, QEvent.Type.Shortcut,
-          QEvent.Type.MouseButtonPress, QEvent.Type.MouseButtonRelease, QEvent.Type.MouseButtonDblClick,
-          QEvent.Type.Wheel, QEvent.Type.ContextMenu, QEvent.Type.TouchBegin, QEvent.Type.TabletPress)
+_INPUT = (QEvent.Type.KeyPress, QEvent.Type.KeyRelease, QEvent.Type.ShortcutOverride, QEvent.Type.MouseButtonPress,
+          QEvent.Type.MouseButtonRelease, QEvent.Type.MouseButtonDblClick, QEvent.Type.Wheel, QEvent.Type.ContextMenu,
+          QEvent.Type.TouchBegin, QEvent.Type.TabletPress)
 
 
 class _ParentBlock(QObject):
-    """While a dialog opened without activation is shown, its window takes no input (keys, shortcuts,
-    clicks, wheel) and passes its activation on to the dialog — what Qt's window modality does, without
-    the activation request Qt makes when it maps a modal window."""
+    """While a dialog opened without activation is shown, its window takes no input and passes its activation
+    on to the dialog — what Qt's window modality does, without the activation request Qt makes when it maps a
+    modal window. The filter sits on the window's ``QWindow``, which every key, shortcut override (so no
+    shortcut of the window fires), click and wheel from the window system passes before it reaches a widget,
+    and on the window itself for its activation; no application-wide filter."""
 
     def __init__(self, dialog: QDialog, window: QWidget):
         super().__init__(dialog)
         self.dialog = dialog
         self.window = window
-        app = QApplication.instance()
-        if app is not None:
-            app.installEventFilter(self)
+        self.handle = window.windowHandle()
+        for target in (self.handle, window):
+            if target is not None:
+                target.installEventFilter(self)
 
     def remove(self) -> None:
-        app = QApplication.instance()
-        if app is not None:
-            app.removeEventFilter(self)
-
-    def _blocked(self, obj: QObject) -> bool:
-        """A widget of the window, or an action or shortcut it owns (an application-wide shortcut)."""
-        owner = obj if obj.isWidgetType() else obj.parent()
-        return owner is not None and owner.isWidgetType() \
-            and owner.window() is self.window  # type: ignore[attr-defined]
+        for target in (self.handle, self.window):
+            if target is not None:
+                target.removeEventFilter(self)
 
     def eventFilter(self, obj: QObject, e: QEvent) -> bool:  # noqa: N802
         t = e.type()
-        if t in _INPUT and self._blocked(obj):
+        if t in _INPUT and obj is self.handle:
             e.accept()  # a ShortcutOverride accepted here keeps the window's shortcuts from firing
             return True
         if t == QEvent.Type.WindowActivate and obj is self.window and self.dialog.isVisible():
