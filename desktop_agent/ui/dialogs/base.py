@@ -119,7 +119,7 @@ class AwaitableDialog(QDialog, Generic[T]):
         return self._block is not None
 
     def hideEvent(self, event: Any) -> None:  # noqa: N802
-        if self._block is not None:
+        if self._block is not None and not event.spontaneous():  # closed (not minimised with its window)
             self._block.remove()
             self._block = None
             self.setWindowModality(Qt.WindowModality.WindowModal)
