@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 # binutils: `strings`, which a security case runs (a reader the analysis must catch; the suite also checks
 # in plain bash that each attack is real, so the program must exist)
 APT_PACKAGES="libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3 fonts-dejavu-core \
-  xvfb xauth libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 git bubblewrap binutils"
+  xvfb xauth libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 git bubblewrap binutils \
+  openbox icewm xdotool xterm x11-utils"
 
 if command -v apt-get >/dev/null 2>&1; then
   SUDO=""

@@ -2,21 +2,6 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
-    <name></name>
-    <message>
-        <source>Turn on Bypass permissions?</source>
-        <translation>开启“绕过权限”？</translation>
-    </message>
-    <message>
-        <source>Bypass permissions: every tool runs without asking — edits, commands, reads outside the folder. Deny rules still apply. Turn it on?</source>
-        <translation>绕过权限：所有工具都不再询问即运行——编辑、命令、读取文件夹外的文件。拒绝规则仍然生效。要开启吗？</translation>
-    </message>
-    <message>
-        <source>Turn on &amp;Bypass</source>
-        <translation>开启绕过(&amp;B)</translation>
-    </message>
-</context>
-<context>
     <name>AgentController</name>
     <message>
         <source>Session restarted in a new process (pid {0})</source>
@@ -592,12 +577,56 @@
         <translation>（没有最近的文件夹）</translation>
     </message>
     <message>
+        <source>running {0}</source>
+        <translation>正在运行 {0}</translation>
+    </message>
+    <message>
+        <source>running a tool</source>
+        <translation>正在运行一个工具</translation>
+    </message>
+    <message>
+        <source>writing its reply</source>
+        <translation>正在撰写回复</translation>
+    </message>
+    <message>
+        <source>waiting for your approval of {0}</source>
+        <translation>正在等待你批准 {0}</translation>
+    </message>
+    <message>
+        <source>waiting for your approval</source>
+        <translation>正在等待你的批准</translation>
+    </message>
+    <message>
+        <source>waiting to retry a request</source>
+        <translation>正在等待重试请求</translation>
+    </message>
+    <message>
+        <source>stopping</source>
+        <translation>正在停止</translation>
+    </message>
+    <message>
+        <source>thinking</source>
+        <translation>正在思考</translation>
+    </message>
+    <message>
         <source>Open Folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
         <source>Opening {0}…</source>
         <translation>正在打开 {0}…</translation>
+    </message>
+    <message>
+        <source>the other session opens</source>
+        <translation>打开另一个会话</translation>
+    </message>
+    <message>
+        <source>{0} opens</source>
+        <translation>打开 {0}</translation>
+    </message>
+    <message>
+        <source>a new session starts</source>
+        <translation>开始一个新会话</translation>
     </message>
     <message>
         <source>{0} of {1}</source>
@@ -692,6 +721,10 @@ in this folder</source>
     <message>
         <source>Bypass permissions stays off.</source>
         <translation>“绕过权限”保持关闭。</translation>
+    </message>
+    <message>
+        <source>Don&apos;t ask is on: every tool that no rule allows is denied without asking — edits too. Pick another mode to turn it off.</source>
+        <translation>“不询问”已开启：任何没有规则允许的工具都会被直接拒绝，不再询问——编辑也一样。选择其他模式即可关闭。</translation>
     </message>
     <message>
         <source>Permission mode {0} is not available here.</source>
@@ -865,6 +898,22 @@ in this folder</source>
         <source>scripted (offline tour)</source>
         <translation>脚本模型（离线导览）</translation>
     </message>
+    <message>
+        <source>{0} did not open: {1}. Nothing was started, so no rule is lost: fix the file, then try again.</source>
+        <translation>{0} 无法打开:{1}。没有启动任何内容,因此不会丢失任何规则:请修正该文件后重试。</translation>
+    </message>
+    <message>
+        <source>Try again</source>
+        <translation>重试</translation>
+    </message>
+    <message>
+        <source>…and {0} more (see stderr).</source>
+        <translation>……还有 {0} 条(见 stderr)。</translation>
+    </message>
+    <message>
+        <source>Some settings entries are not valid; each was skipped and every other entry is in force:</source>
+        <translation>部分设置条目无效;这些条目已跳过,其余条目均已生效:</translation>
+    </message>
 </context>
 <context>
     <name>MarkdownBlock</name>
@@ -908,12 +957,32 @@ in this folder</source>
         <translation>绕过</translation>
     </message>
     <message>
-        <source>Don&apos;t ask</source>
-        <translation>不询问</translation>
+        <source>Don&apos;t ask — deny anything not allowed</source>
+        <translation>不询问——拒绝一切未被允许的操作</translation>
     </message>
     <message>
         <source>Bypass — nothing asks</source>
         <translation>绕过——不再询问</translation>
+    </message>
+    <message>
+        <source>Don&apos;t ask — denies anything not allowed</source>
+        <translation>不询问——拒绝一切未被允许的操作</translation>
+    </message>
+    <message>
+        <source>Turn on Bypass permissions?</source>
+        <translation>开启“绕过权限”？</translation>
+    </message>
+    <message>
+        <source>Bypass permissions: every tool runs without asking — edits, commands, reads outside the folder. Deny rules still apply. Turn it on?</source>
+        <translation>绕过权限：所有工具都不再询问即运行——编辑、命令、读取文件夹外的文件。拒绝规则仍然生效。要开启吗？</translation>
+    </message>
+    <message>
+        <source>Cancel  Esc</source>
+        <translation>取消  Esc</translation>
+    </message>
+    <message>
+        <source>Turn on Bypass</source>
+        <translation>开启绕过</translation>
     </message>
 </context>
 <context>
@@ -1011,6 +1080,14 @@ in this folder</source>
         <translation>本次会话内允许(&amp;S)</translation>
     </message>
     <message>
+        <source>Allow, then {0} for the session</source>
+        <translation>允许,然后本会话使用 {0}</translation>
+    </message>
+    <message>
+        <source>Allow this call and switch the whole session to {0}</source>
+        <translation>允许此次调用,并将整个会话切换为 {0}</translation>
+    </message>
+    <message>
         <source>&amp;Allow  ⏎</source>
         <translation>允许(&amp;A)  ⏎</translation>
     </message>
@@ -1021,6 +1098,12 @@ in this folder</source>
     <message>
         <source>No session rule is available for this request.</source>
         <translation>此请求没有可用的会话规则。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n more waiting</source>
+        <translation>
+            <numerusform>还有 %n 个在等待</numerusform>
+        </translation>
     </message>
     <message>
         <source>Default</source>
@@ -1419,6 +1502,33 @@ in this folder</source>
     <message>
         <source>the server&apos;s model name, e.g. qwen2.5-coder:7b</source>
         <translation>服务器上的模型名称，例如 qwen2.5-coder:7b</translation>
+    </message>
+</context>
+<context>
+    <name>StopTurnDialog</name>
+    <message>
+        <source>Stop the running turn?</source>
+        <translation>停止正在进行的回合?</translation>
+    </message>
+    <message>
+        <source>The agent is still working in the session “{0}” ({1}).</source>
+        <translation>智能体仍在会话“{0}”({1})中工作。</translation>
+    </message>
+    <message>
+        <source>Right now it is {0}.</source>
+        <translation>它现在{0}。</translation>
+    </message>
+    <message>
+        <source>Stop interrupts the turn as the Stop button does — the conversation so far is kept and you can come back to it from the sessions list — and then {0}. Cancel keeps it running.</source>
+        <translation>“停止”会像停止按钮一样中断本回合——目前的对话会保留,你可以从会话列表回到它——然后{0}。“取消”让它继续运行。</translation>
+    </message>
+    <message>
+        <source>Stop the turn</source>
+        <translation>停止本回合</translation>
+    </message>
+    <message>
+        <source>&amp;Cancel  Esc</source>
+        <translation>取消(&amp;C)  Esc</translation>
     </message>
 </context>
 <context>

@@ -1,5 +1,6 @@
-"""The permission modes without Qt (``ui.modes``): the Ctrl+Shift+M cycle never enters bypass, a fresh session is
-never left in bypass that was not asked for, Settings' default mode."""
+"""The permission modes without Qt (``ui.modes``): the Ctrl+Shift+M cycle never enters bypass nor dontAsk (issue 21:
+"Don't ask" silently denies every write, so it is chosen in the menu or the mode box only), a fresh session is never
+left in bypass that was not asked for, Settings' default mode."""
 
 from __future__ import annotations
 
@@ -11,20 +12,24 @@ from desktop_agent.ui import modes as p
 
 
 @pytest.mark.parametrize("current, nxt", [
-    ("default", "acceptEdits"), ("acceptEdits", "plan"), ("plan", "dontAsk"), ("dontAsk", "default"),
-    ("bypassPermissions", "dontAsk"),  # leaving bypass: the mode after it
+    ("default", "acceptEdits"), ("acceptEdits", "plan"), ("plan", "default"),
+    ("dontAsk", "default"),  # leaving dontAsk: the next mode of the cycle
+    ("bypassPermissions", "default"),  # leaving bypass: the mode after it that is in the cycle
     ("nonsense", "default"),
 ])
-def test_next_mode_cycles_and_never_enters_bypass(current, nxt):
+def test_next_mode_cycles_and_never_enters_bypass_or_dont_ask(current, nxt):
     assert p.next_mode(current) == nxt
 
 
-def test_cycling_from_anywhere_never_reaches_bypass():
+def test_cycling_from_anywhere_never_reaches_bypass_or_dont_ask():
     for start in p.MODE_ORDER:
         mode = start
+        seen = set()
         for _ in range(10):
             mode = p.next_mode(mode)
-            assert mode != p.BYPASS
+            seen.add(mode)
+            assert mode not in (p.BYPASS, p.DONT_ASK)
+        assert seen == {"default", "acceptEdits", "plan"}
 
 
 @pytest.mark.parametrize("session, wanted, shown", [

@@ -1,9 +1,11 @@
 """The permission dialog a careful reviewer can trust (issue 13): focus-safe, the whole patch at any
 size, a decision per hunk — the dialog alone, and end to end through the window against the fake API.
 
-The 0.7 s safety delay is off in the other UI tests (conftest); here it is set back where it is tested.
-Offscreen Qt activates every window it shows (``WA_ShowWithoutActivating`` is for a real window
-manager), so "another window is active" is set up by activating it again after the dialog appears.
+The 0.7 s safety delay is off in the other UI tests (conftest); here it is set back where it is tested:
+Allow is ready only after the dialog has been the active window for 0.7 s with no key and no click
+(issue 21). Offscreen Qt activates every window it shows (``WA_ShowWithoutActivating`` is for a real
+window manager: tests/ui/x11 checks it under Openbox and IceWM), so "another window is active" is set
+up by activating it again after the dialog appears.
 """
 
 from __future__ import annotations
@@ -96,8 +98,76 @@ def test_space_never_approves(qtbot, delay):
     qtbot.keyClick(dlg.allow_button, Qt.Key.Key_Space)
     assert replies == [] and dlg.isVisible()
     dlg.diff_view.setFocus()
-    qtbot.keyClick(dlg, Qt.Key.Key_Return)  # ready and active: Enter allows
+    qtbot.keyClick(dlg, Qt.Key.Key_Return)  # right after the Spaces: each restarted the wait
+    assert replies == [] and not dlg.is_ready()
+    qtbot.waitUntil(dlg.is_ready, timeout=2000)
+    qtbot.keyClick(dlg, Qt.Key.Key_Return)  # ready, active, quiet for the delay: Enter allows
     assert [r.behavior for r in replies] == ["allow"]
+
+
+def test_typing_straight_through_never_approves(qtbot, delay):
+    """A person typing into the dialog without a pause of 0.7 s — words, spaces, Return — never approves: every
+    key restarts the wait, and the keys typed before it was first ready go nowhere."""
+    dlg, replies = _open(qtbot)
+    qtbot.waitUntil(dlg.isActiveWindow)
+    dlg.feedback.setFocus()
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 2.0:
+        qtbot.keyClicks(dlg.feedback, "more words ")
+        qtbot.keyClick(dlg, Qt.Key.Key_Return)
+        qtbot.keyClick(dlg.feedback, Qt.Key.Key_Space)
+        assert not dlg.is_ready()
+        qtbot.wait(150)
+    assert replies == [] and dlg.isVisible() and dlg.feedback.text() == ""  # never ready: nothing reached it
+    assert dlg.allow_button.progress is not None and dlg.allow_button.progress < 0.5  # the fill starts over
+
+
+def test_after_it_was_ready_keys_reach_it_but_restart_the_wait(qtbot, delay):
+    dlg, replies = _open(qtbot)
+    qtbot.waitUntil(dlg.isActiveWindow)
+    qtbot.waitUntil(dlg.is_ready, timeout=2000)
+    dlg.feedback.setFocus()
+    qtbot.keyClicks(dlg.feedback, "use a constant")  # the person writes feedback: it reaches the box
+    assert dlg.feedback.text() == "use a constant" and not dlg.is_ready()
+    qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)  # right after typing: nothing
+    assert replies == []
+    qtbot.waitUntil(dlg.is_ready, timeout=2000)
+    qtbot.mouseClick(dlg.deny_button, Qt.MouseButton.LeftButton)
+    assert [(r.behavior, r.feedback) for r in replies] == [("deny", "use a constant")]
+
+
+def test_a_click_anywhere_in_it_restarts_the_wait(qtbot, delay):
+    dlg, replies = _open(qtbot)
+    qtbot.waitUntil(dlg.isActiveWindow)
+    qtbot.waitUntil(dlg.is_ready, timeout=2000)
+    qtbot.mouseClick(dlg.diff_view.viewport(), Qt.MouseButton.LeftButton)
+    assert not dlg.is_ready()
+    qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+    assert replies == []
+    qtbot.waitUntil(dlg.is_ready, timeout=2000)
+    qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)  # a click pressed when ready answers
+    assert [r.behavior for r in replies] == ["allow"]
+
+
+def test_the_wait_runs_only_while_it_is_the_active_window(qtbot, delay):
+    other = QWidget()
+    qtbot.addWidget(other)
+    other.show()
+    dlg, replies = _open(qtbot)
+    qtbot.waitUntil(dlg.isActiveWindow)
+    other.activateWindow()  # deactivated before the delay was over
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
+    qtbot.wait(900)
+    assert not dlg.is_ready() and dlg.allow_button.progress == 0.0  # it did not count while inactive
+    dlg.activateWindow()
+    qtbot.waitUntil(dlg.isActiveWindow)
+    assert not dlg.is_ready()
+    qtbot.keyClick(dlg, Qt.Key.Key_Return)
+    assert replies == []
+    qtbot.waitUntil(dlg.is_ready, timeout=2000)
+    other.activateWindow()  # ready, then deactivated: not ready any more
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
+    assert not dlg.is_ready()
 
 
 def test_another_window_active_the_dialog_does_not_take_the_keys(qtbot, delay):
@@ -112,17 +182,67 @@ def test_another_window_active_the_dialog_does_not_take_the_keys(qtbot, delay):
     box.setFocus()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
     dlg, replies = _open(qtbot, parent=main)
-    assert dlg.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
-    # Offscreen Qt activates it anyway; a window manager would not: put the focus back where it was.
+    # Its window is not active: shown without activation and without Qt modality (Qt asks the window manager to
+    # activate a modal window it maps); its window is blocked by the dialog itself.
+    assert dlg.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating) and dlg.opened_inactive
+    assert not dlg.isModal()
+    # Offscreen Qt activates it anyway; a window manager does not (tests/ui/x11): put the focus back.
     other.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
     qtbot.wait(800)  # well past the delay
-    assert dlg.is_ready() and not dlg.isActiveWindow()
+    assert not dlg.is_ready() and not dlg.isActiveWindow()
     assert QApplication.focusWindow() is not dlg.windowHandle()
     qtbot.keyClicks(QApplication.focusWidget(), "hello ")  # typing goes on in the other window
     qtbot.keyClick(dlg, Qt.Key.Key_Return)  # even delivered to it, Enter does not answer
     qtbot.keyClick(dlg, Qt.Key.Key_Space)
     assert box.text() == "hello " and replies == [] and dlg.isVisible()
+
+
+def test_opened_over_an_inactive_window_it_blocks_that_window_and_takes_its_activation(qtbot, delay):
+    from PySide6.QtGui import QAction, QKeySequence
+    from PySide6.QtWidgets import QPushButton, QVBoxLayout
+
+    main = QWidget()
+    layout = QVBoxLayout(main)
+    prompt, send = QLineEdit(), QPushButton("Send")
+    layout.addWidget(prompt)
+    layout.addWidget(send)
+    fired, clicked = [], []
+    action = QAction(main, shortcut=QKeySequence("Ctrl+N"), triggered=lambda: fired.append(1))
+    main.addAction(action)
+    send.clicked.connect(lambda: clicked.append(1))
+    qtbot.addWidget(main)
+    main.show()
+    other = QWidget()
+    qtbot.addWidget(other)
+    other.show()
+    other.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
+    dlg, replies = _open(qtbot, parent=main)
+    assert dlg.opened_inactive
+    other.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
+    main.activateWindow()  # the person comes back to the window: the question takes the activation
+    qtbot.waitUntil(dlg.isActiveWindow, timeout=2000)
+    prompt.setFocus()
+    # Input as the window system delivers it: through the window's QWindow (keys, shortcuts, clicks).
+    handle, at_send = main.windowHandle(), send.mapTo(main, send.rect().center())
+    for key in (Qt.Key.Key_H, Qt.Key.Key_I, Qt.Key.Key_Return):
+        qtbot.keyClick(handle, key)
+    qtbot.keyClick(handle, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    qtbot.mouseClick(handle, Qt.MouseButton.LeftButton, pos=at_send)
+    assert prompt.text() == "" and fired == [] and clicked == []  # blocked, as a modal dialog blocks it
+    qtbot.waitUntil(dlg.is_ready, timeout=2000)
+    qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+    assert [r.behavior for r in replies] == ["allow"]
+    qtbot.waitUntil(lambda: not dlg.isVisible())
+    main.activateWindow()
+    qtbot.waitUntil(main.isActiveWindow)
+    prompt.setFocus()
+    qtbot.keyClick(handle, Qt.Key.Key_H)  # answered: the window takes input again
+    qtbot.keyClick(handle, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    qtbot.mouseClick(handle, Qt.MouseButton.LeftButton, pos=at_send)
+    assert prompt.text() == "h" and fired == [1] and clicked == [1]
 
 
 def _write_request(n: int) -> PermissionRequest:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from PySide6.QtCore import Qt
 
 from desktop_agent.ui.modes import BYPASS
@@ -70,11 +72,14 @@ def test_menu_entry_asks_and_escape_cancels(qtbot, qloop, make_window, workdir):
     _assert_not_bypass(win)
     action.trigger()
     box = _box(win)
-    qtbot.keyClick(box, Qt.Key.Key_Return)  # Enter is the default button: Cancel
+    qtbot.keyClick(box, Qt.Key.Key_Return)  # Enter turns nothing on (and no button is default)
+    _assert_not_bypass(win)
+    assert box.isVisible()
+    qtbot.mouseClick(box.no_button, Qt.MouseButton.LeftButton)
     _assert_not_bypass(win)
 
 
-def test_cycle_shortcut_never_reaches_bypass(qtbot, qloop, make_window, workdir):
+def test_cycle_shortcut_never_reaches_bypass_nor_dont_ask(qtbot, qloop, make_window, workdir):
     win = make_window()
     assert qloop.run_until_complete(win.open_folder(str(workdir)))
     seen = []
@@ -83,14 +88,112 @@ def test_cycle_shortcut_never_reaches_bypass(qtbot, qloop, make_window, workdir)
         qtbot.keyClick(win.prompt, Qt.Key.Key_M, mods)
         seen.append(win.controller.session.permission_mode)
         assert win.bypass_box is None
-    assert BYPASS not in seen
-    assert set(seen) == {"default", "acceptEdits", "plan", "dontAsk"}
+    assert BYPASS not in seen and "dontAsk" not in seen
+    assert set(seen) == {"default", "acceptEdits", "plan"}
     # entered deliberately, the cycle leaves it
     win.request_mode(BYPASS)
     _box(win).yes_button.click()
     assert win.permission_mode == BYPASS
     win.cycle_mode()
+    assert win.permission_mode == "default" and win.controller.session.permission_mode == "default"
+
+
+def test_dont_ask_says_what_it_does_from_the_menu_with_a_badge(qtbot, qloop, make_window, workdir):
+    win = make_window()
+    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    label = "Don't ask \u2014 deny anything not allowed"
+    assert win.mode_combo.itemText(win.mode_combo.findData("dontAsk")) == label
+    action = next(a for a in win.mode_group.actions() if a.data() == "dontAsk")
+    assert action.text() == label
+    assert not win.dont_ask_action.isVisible()
+    action.trigger()  # the menu: no question, but a badge in the toolbar and the title
     assert win.permission_mode == "dontAsk" and win.controller.session.permission_mode == "dontAsk"
+    assert win.dont_ask_action.isVisible() and not win.bypass_action.isVisible()
+    assert win.dont_ask_badge.text() == "Don't ask \u2014 denies anything not allowed"
+    assert "Don't ask \u2014 denies anything not allowed" in win.windowTitle()
+    win.cycle_mode()  # the cycle leaves it and never comes back to it
+    assert win.permission_mode == "default" and not win.dont_ask_action.isVisible()
+    assert "Don't ask" not in win.windowTitle()
+
+
+# ----- 1b. the Bypass confirmation, as an attacker types at it ---------------------------------------------
+def _typed_at(qtbot, box, keys):
+    for key in keys:
+        for target in (box, box.focusWidget() or box, box.yes_button, box.no_button):
+            qtbot.keyClick(target, key)
+        qtbot.keyClick(box, key, Qt.KeyboardModifier.AltModifier)
+
+
+@pytest.fixture
+def bypass_delay(monkeypatch):
+    from desktop_agent.ui.dialogs.permission import PermissionDialog
+
+    monkeypatch.setattr(PermissionDialog, "safety_delay_ms", 700)
+
+
+def test_b_space_and_return_never_turn_bypass_on(qtbot, qloop, make_window, workdir, bypass_delay):
+    """The box a QMessageBox clicked "Turn on &Bypass" for on a bare ``b``: ``b``, Space and Return — before the
+    delay, after it, on every widget of it, with and without Alt — leave bypass off; only a click on the button
+    after the delay turns it on."""
+    win = make_window()
+    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    win.request_mode(BYPASS)
+    box = _box(win)
+    assert "&" not in box.yes_button.text() and not box.yes_button.isDefault() and not box.no_button.isDefault()
+    qtbot.waitUntil(box.isActiveWindow)
+    assert box.focusWidget() is box.no_button  # Cancel has the focus
+    keys = (Qt.Key.Key_B, Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter)
+    _typed_at(qtbot, box, keys)  # before the delay
+    _assert_not_bypass(win)
+    assert box.isVisible()  # Space on the focused Cancel did not even cancel: typed before it was ready
+    qtbot.mouseClick(box.yes_button, Qt.MouseButton.LeftButton)  # a click before the delay
+    _assert_not_bypass(win)
+    for _ in range(3):  # after the delay: each key restarts it; still nothing turns it on
+        qtbot.waitUntil(box.is_ready, timeout=3000)
+        box.yes_button.setFocus()
+        _typed_at(qtbot, box, (Qt.Key.Key_B, Qt.Key.Key_Return, Qt.Key.Key_Space))
+        _assert_not_bypass(win)
+        assert box.isVisible()
+    qtbot.mouseClick(box.yes_button, Qt.MouseButton.LeftButton)  # right after the keys: not ready
+    _assert_not_bypass(win)
+    qtbot.waitUntil(box.is_ready, timeout=3000)
+    qtbot.mouseClick(box.yes_button, Qt.MouseButton.LeftButton)
+    assert win.permission_mode == BYPASS and win.controller.session.permission_mode == BYPASS
+    assert win.bypass_box is None and not box.isVisible()
+
+
+def test_the_bypass_question_at_launch_over_an_inactive_window_takes_no_keys(qtbot, qloop, make_window, workdir,
+                                                                            bypass_delay):
+    """``--permission-mode bypassPermissions`` while the person types elsewhere: the question opens without taking
+    the focus, and nothing typed turns Bypass on."""
+    from PySide6.QtWidgets import QApplication, QLineEdit
+
+    other = QLineEdit()
+    qtbot.addWidget(other)
+    other.show()
+    other.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
+    win = make_window()
+    qtbot.waitUntil(win.isActiveWindow)  # shown (offscreen activates it), then the person types elsewhere
+    other.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
+    win.request_mode(BYPASS)
+    box = _box(win)
+    assert box.opened_inactive and box.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
+    other.activateWindow()  # offscreen activates it anyway; a window manager does not
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
+    qtbot.wait(800)
+    assert not box.is_ready()
+    _typed_at(qtbot, box, (Qt.Key.Key_B, Qt.Key.Key_Space, Qt.Key.Key_Return))
+    qtbot.mouseClick(box.yes_button, Qt.MouseButton.LeftButton)
+    _assert_not_bypass(win)
+    qtbot.keyClick(box, Qt.Key.Key_Escape)  # typed before it was ready (inactive): goes nowhere either
+    assert box.isVisible()
+    box.activateWindow()
+    qtbot.waitUntil(box.is_ready, timeout=3000)
+    qtbot.keyClick(box, Qt.Key.Key_Escape)
+    assert not box.isVisible()
+    _assert_not_bypass(win)
 
 
 def test_settings_default_bypass_asks_and_applies_once_saved(qtbot, qloop, make_window, workdir):

@@ -1,6 +1,7 @@
 """What every modal dialog of the window shares: ``AwaitableDialog[T]`` — the modal *is* the awaitable,
-with a typed answer — and the focus-safe delay (``SafetyDelay``, ``GuardButton``) of the dialogs that
-approve something (the permission dialog, the revert confirmation).
+with a typed answer, and it never takes the focus from another application — and the focus-safe delay
+(``SafetyDelay``, ``GuardButton``) of the dialogs that approve something (the permission dialog, the
+revert and Bypass confirmations).
 
 ``AwaitableDialog[T]`` (after Textual's ``ModalScreen`` / ``dismiss``): opened window-modal with
 ``open()`` — never a nested ``exec()`` loop — it answers exactly once, with a ``T``:
@@ -13,6 +14,17 @@ approve something (the permission dialog, the revert confirmation).
   cancel; settings: None);
 - it never answers on a timeout; ``close_silently()`` closes it without an answer (the question was
   withdrawn: the turn was interrupted, or the answer came from elsewhere) and cancels the Future.
+
+Focus (X11, verified under Openbox and IceWM by tests/ui/x11): Qt asks the window manager to activate
+every *modal* window it maps (``QXcbWindow::show``: ``modalWindow() == window()`` →
+``requestActivateWindow()``, a ``_NET_ACTIVE_WINDOW`` request that also overwrites the
+``_NET_WM_USER_TIME`` 0 of ``WA_ShowWithoutActivating``), and window managers grant it. So when its
+window is not the active one — another application has the focus — ``open()`` maps the dialog
+*without* Qt modality and without activation (``_NET_WM_USER_TIME`` 0: "do not focus on map"), still
+transient for the window, and blocks the window itself (``_ParentBlock``: no key, shortcut or click
+reaches it; activating it activates the dialog instead, as Qt's ``relayFocusToModalWindow`` does). The
+caller calls the person (taskbar urgency, a notification). When the window is active, ``open()`` is
+QDialog's: window-modal, activated.
 """
 
 from __future__ import annotations
@@ -21,11 +33,51 @@ import asyncio
 import time
 from typing import Any, Callable, Generic, TypeVar
 
-from PySide6.QtCore import QEvent, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QDialog, QPushButton, QWidget
 
 T = TypeVar("T")
+
+_INPUT = (QEvent.Type.KeyPress, QEvent.Type.KeyRelease, QEvent.Type.ShortcutOverride, QEvent.Type.MouseButtonPress,
+          QEvent.Type.MouseButtonRelease, QEvent.Type.MouseButtonDblClick, QEvent.Type.Wheel, QEvent.Type.ContextMenu,
+          QEvent.Type.TouchBegin, QEvent.Type.TabletPress)
+
+
+class _ParentBlock(QObject):
+    """While a dialog opened without activation is shown, its window takes no input and passes its activation
+    on to the dialog — what Qt's window modality does, without the activation request Qt makes when it maps a
+    modal window. The filter sits on the window's ``QWindow``, which every key, shortcut override (so no
+    shortcut of the window fires), click and wheel from the window system passes before it reaches a widget,
+    and on the window itself for its activation; no application-wide filter."""
+
+    def __init__(self, dialog: QDialog, window: QWidget):
+        super().__init__(dialog)
+        self.dialog = dialog
+        self.window = window
+        self.handle = window.windowHandle()
+        for target in (self.handle, window):
+            if target is not None:
+                target.installEventFilter(self)
+
+    def remove(self) -> None:
+        for target in (self.handle, self.window):
+            if target is not None:
+                target.removeEventFilter(self)
+
+    def eventFilter(self, obj: QObject, e: QEvent) -> bool:  # noqa: N802
+        t = e.type()
+        if t in _INPUT and obj is self.handle:
+            e.accept()  # a ShortcutOverride accepted here keeps the window's shortcuts from firing
+            return True
+        if t == QEvent.Type.WindowActivate and obj is self.window and self.dialog.isVisible():
+            QTimer.singleShot(0, self, self._relay)  # the person came back to the window: the question is there
+        return False
+
+    def _relay(self) -> None:
+        if self.dialog.isVisible():
+            self.dialog.raise_()
+            self.dialog.activateWindow()
 
 
 class AwaitableDialog(QDialog, Generic[T]):
@@ -38,9 +90,40 @@ class AwaitableDialog(QDialog, Generic[T]):
         self._answered = False
         self._answer: T | None = None
         self._future: asyncio.Future[T] | None = None
+        self._block: _ParentBlock | None = None
         self.setModal(True)
         self.setWindowModality(Qt.WindowModality.WindowModal if parent is not None
                                else Qt.WindowModality.ApplicationModal)
+
+    # ----- opening ------------------------------------------------------------------------------
+    def open(self) -> None:  # noqa: A003 - QDialog's
+        """Show it: window-modal and active when its window is the active one; else without taking the
+        focus (see the module docstring)."""
+        parent = self.parentWidget()
+        window = parent.window() if parent is not None else None
+        if window is None or window.isActiveWindow():
+            self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, False)
+            super().open()
+            return
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, True)
+        self.setWindowModality(Qt.WindowModality.NonModal)  # Qt activates a modal window when it maps it
+        if self._block is None:
+            self._block = _ParentBlock(self, window)
+        self.setResult(0)
+        self.show()
+
+    @property
+    def opened_inactive(self) -> bool:
+        """Opened while another window (or application) had the focus: shown without activation, its
+        window blocked by ``_ParentBlock``."""
+        return self._block is not None
+
+    def hideEvent(self, event: Any) -> None:  # noqa: N802
+        if self._block is not None and not event.spontaneous():  # closed (not minimised with its window)
+            self._block.remove()
+            self._block = None
+            self.setWindowModality(Qt.WindowModality.WindowModal)
+        super().hideEvent(event)
 
     # ----- the answer ---------------------------------------------------------------------------
     def closed_value(self) -> T:
@@ -100,7 +183,7 @@ class AwaitableDialog(QDialog, Generic[T]):
 class GuardButton(QPushButton):
     """A dialog button that is inert until the dialog is ready (clicks and its mnemonic do nothing),
     shows the remaining safety delay as a fill (``progress`` 0…1), and, with ``no_space``, is never
-    pressed by Space."""
+    pressed by Space. ``ready`` answers for the input being handled (``SafetyDelay.input_ready``)."""
 
     def __init__(self, text: str, ready: Callable[[], bool], no_space: bool = False):
         super().__init__(text)
@@ -119,7 +202,7 @@ class GuardButton(QPushButton):
             return True
         return super().event(e)
 
-    def mouseReleaseEvent(self, e: Any) -> None:  # noqa: N802 - a click before ready does not click
+    def mouseReleaseEvent(self, e: Any) -> None:  # noqa: N802 - a click not pressed when ready does not click
         if not self._ready():
             self.setDown(False)
             e.accept()
@@ -138,21 +221,50 @@ class GuardButton(QPushButton):
             painter.end()
 
 
-SAFETY_DELAY_MS = 700  # the buttons' inert time after an approving dialog appears or is activated again
+SAFETY_DELAY_MS = 700  # the quiet, active time an approving dialog needs before it can answer
+
+_KEYS = (QEvent.Type.KeyPress, QEvent.Type.KeyRelease, QEvent.Type.ShortcutOverride)
+_PRESSES = (QEvent.Type.MouseButtonPress, QEvent.Type.MouseButtonDblClick)
+
+
+class _InputWatch(QObject):
+    """The event filter on the dialog and every widget in it (``SafetyDelay``)."""
+
+    def __init__(self, dialog: "SafetyDelay"):
+        super().__init__(dialog)  # type: ignore[arg-type]
+        self.dialog = dialog
+
+    def eventFilter(self, obj: QObject, e: QEvent) -> bool:  # noqa: N802
+        return self.dialog._on_input(e)
 
 
 class SafetyDelay:
-    """The focus-safe delay the permission dialog and the revert confirmation share: after the dialog
-    appears, and each time it is activated again, ``is_ready()`` is False for ``delay_ms()`` while a fill
-    runs across ``fill_button()``. Mixed in before the dialog class (``class D(SafetyDelay,
-    AwaitableDialog[T])``); ``_init_delay()`` in ``__init__``."""
+    """The second line behind "never takes the focus": an approving dialog can answer only after it has
+    been the **active window, visible, for ``delay_ms()`` in which it received no key and no click**.
+
+    - Every key press or release and every mouse press on the dialog (any widget in it) restarts the
+      wait; deactivating it resets it (the wait runs only while it is the active window); a fill runs
+      across ``fill_button()`` meanwhile.
+    - Keys typed before the dialog has first been ready (since it was last activated) go nowhere; after
+      that they reach its widgets (the feedback box, the hunk keys) but still restart the wait, so a
+      person typing straight through never approves, and Enter answers only after a quiet pause.
+    - ``input_ready()`` is the answer for the input being handled — whether the dialog was ready just
+      *before* this key or click (each restarts the wait itself) — and is what the buttons and the
+      key handlers ask; ``is_ready()`` is the state now.
+
+    Mixed in before the dialog class (``class D(SafetyDelay, AwaitableDialog[T])``); ``_init_delay()``
+    in ``__init__``. A delay of 0 (the UI tests) is ready whenever it is visible."""
 
     _TICK_MS = 30
-    arm_count = 0  # how often the delay (re)started (tests)
+    arm_count = 0  # how often the wait (re)started (tests)
 
     def _init_delay(self) -> None:
-        self._ready_at = float("inf")  # not before it is shown
-        self._tick = QTimer(self)  # type: ignore[call-overload]
+        self._ready_at = float("inf")  # not before it is shown and active
+        self._engaged = False  # has been ready since it was last activated: keys reach its widgets
+        self._input_key: tuple[Any, ...] | None = None  # the input event being handled (its identity)
+        self._input_ok = False  # ...and whether the dialog was ready just before it
+        self._watch = _InputWatch(self)
+        self._tick = QTimer(self)  # type: ignore[arg-type]
         self._tick.setInterval(self._TICK_MS)
         self._tick.timeout.connect(self._on_tick)
 
@@ -162,39 +274,106 @@ class SafetyDelay:
     def fill_button(self) -> GuardButton:
         raise NotImplementedError
 
+    # ----- the state ---------------------------------------------------------------------------
     def is_ready(self) -> bool:
-        """True once the safety delay since the dialog appeared or was last activated has passed."""
-        return self.isVisible() and time.monotonic() >= self._ready_at  # type: ignore[attr-defined]
+        """True when the dialog is visible, active, and has had no key or click for the delay."""
+        if not self.isVisible():  # type: ignore[attr-defined]
+            return False
+        if self.delay_ms() <= 0:
+            return True
+        return self.isActiveWindow() and time.monotonic() >= self._ready_at  # type: ignore[attr-defined]
 
-    def _arm(self) -> None:
-        """(Re)start the delay: the buttons are inert, a fill runs across the answering button."""
+    def input_ready(self) -> bool:
+        """Whether the key or click being handled may answer: the dialog was ready just before it (for a
+        click: before its press). Without input (a programmatic click) the state now."""
+        return self._input_ok or self.is_ready()
+
+    def _restart(self) -> None:
+        """(Re)start the wait; it runs only while the dialog is the active window."""
         self.arm_count += 1
-        self._ready_at = time.monotonic() + self.delay_ms() / 1000
+        active = self.isActiveWindow()  # type: ignore[attr-defined]
+        self._ready_at = time.monotonic() + self.delay_ms() / 1000 if active or self.delay_ms() <= 0 \
+            else float("inf")
         if self.delay_ms() > 0:
             self._tick.start()
         self._on_tick()
 
+    def _reset(self) -> None:
+        """Deactivated or hidden: not ready, keys go nowhere until it has been ready again."""
+        self._engaged = False
+        self._input_ok = False
+        self._input_key = None
+        self._ready_at = float("inf")
+        self._on_tick()
+
     def _on_tick(self) -> None:
-        left = self._ready_at - time.monotonic()
         button = self.fill_button()
-        if left <= 0 or self.delay_ms() <= 0:
+        if self.delay_ms() <= 0:
             self._tick.stop()
             button.progress = None
+        elif self._ready_at == float("inf"):
+            self._tick.stop()
+            button.progress = 0.0  # inactive: the wait has not started
         else:
-            button.progress = max(0.0, 1.0 - left / (self.delay_ms() / 1000))
+            left = self._ready_at - time.monotonic()
+            if left <= 0:
+                self._tick.stop()
+                button.progress = None
+            else:
+                button.progress = max(0.0, 1.0 - left / (self.delay_ms() / 1000))
         button.update()
 
     def _guarded(self, action: Callable[[], Any]) -> None:
-        if self.is_ready():
+        if self.input_ready():
             action()
 
+    # ----- input -------------------------------------------------------------------------------
+    def _watch_children(self) -> None:
+        for w in [self, *self.findChildren(QWidget)]:  # type: ignore[attr-defined]
+            w.installEventFilter(self._watch)  # installing again moves it to the front: never twice
+
+    def _on_input(self, e: QEvent) -> bool:
+        """Every key and mouse press on the dialog or a widget in it: decide once per input event (the
+        same event reaches several widgets as it propagates) and restart the wait. True: drop it."""
+        t = e.type()
+        ev: Any = e  # a QKeyEvent or a QMouseEvent, by its type
+        if t in _KEYS:
+            ident: tuple[Any, ...] = ("release" if t == QEvent.Type.KeyRelease else "press", ev.key(),
+                                      ev.modifiers(), ev.timestamp(), ev.isAutoRepeat())
+        elif t in _PRESSES:
+            ident = ("mouse", ev.button(), ev.globalPosition().toPoint(), ev.timestamp())
+        elif t == QEvent.Type.InputMethod:  # text from an input method (pinyin…): typed, like a key
+            ident = ("im", self.arm_count)  # delivered to one widget only: always a new input
+        else:
+            return False
+        if ident != self._input_key:
+            self._input_key = ident
+            self._input_ok = self.is_ready()
+            if self._input_ok:
+                self._engaged = True
+            self._restart()
+        if (t in _KEYS or t == QEvent.Type.InputMethod) and not self._engaged and not getattr(self, "_answered", False):
+            e.accept()
+            return True  # typed before it was ready: goes nowhere
+        return False
+
+    # ----- Qt ----------------------------------------------------------------------------------
     def showEvent(self, event: Any) -> None:  # noqa: N802
         super().showEvent(event)  # type: ignore[misc]
-        self._arm()
+        self._watch_children()
+        self._restart()
+
+    def hideEvent(self, event: Any) -> None:  # noqa: N802
+        self._reset()
+        super().hideEvent(event)  # type: ignore[misc]
 
     def event(self, e: Any) -> bool:
         if e.type() == QEvent.Type.WindowActivate:
-            self._arm()
+            self._engaged = False
+            self._input_ok = False
+            self._restart()
+        elif e.type() == QEvent.Type.WindowDeactivate:
+            self._reset()
         return super().event(e)  # type: ignore[misc]
 
 

@@ -7,11 +7,12 @@ Allow for session names the exact rule it adds. "✎ Edit" lets the user change 
 (Edit's ``new_string``, Write's ``content``, Bash's ``command``); the reply then carries
 ``updated_input``.
 
-Focus-safe (UI-GUIDE): shown without activating itself when the window is not active (the
-controller raises the taskbar alert and the notification); no button has focus or is default (the
-diff has the focus); after it appears, and each time it is activated again, the three buttons are
-inert for ``safety_delay_ms`` (a fill runs across Allow) and every key typed into the dialog goes
-nowhere; Space never presses Allow; Enter allows only in the active dialog after the delay.
+Focus-safe (UI-GUIDE): it never takes the focus from another application (``AwaitableDialog.open``:
+shown without activation while its window is not active; the controller raises the taskbar alert and
+the notification); no button has focus or is default (the diff has the focus); the three buttons
+answer only once it has been the active window for ``safety_delay_ms`` with no key and no click
+(``SafetyDelay``: every key or click restarts the wait, a fill runs across Allow, keys typed before
+it was first ready go nowhere); Space never presses Allow; Enter allows only then.
 
 The whole patch: ``HunkDiffView`` (diff_render) shows every line of any change, with a hunk
 navigator (``[``/``]``, Alt+↑/↓, "hunk 7 of 41", +/− per hunk) and the totals on Allow. For Edit and
@@ -27,7 +28,7 @@ import json
 import os
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QToolButton, QVBoxLayout, QWidget
 
@@ -43,7 +44,6 @@ from desktop_agent.util.diff import hunk_old_range, structured_patch
 USER_DENIED = "User denied via UI"
 EDITABLE_FIELD = {"Edit": "new_string", "Write": "content", "Bash": "command", "MultiEdit": None}
 HUNK_TOOLS = ("Edit", "Write")  # a decision per hunk
-_KEY_EVENTS = (QEvent.Type.KeyPress, QEvent.Type.KeyRelease, QEvent.Type.Shortcut, QEvent.Type.ShortcutOverride)
 
 
 def describe_update(update: PermissionUpdate) -> str:
@@ -86,8 +86,6 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         self._init_delay()
         self.setObjectName("permissionDialog")
         self.setAccessibleName(self.tr("Permission request"))
-        if parent is not None and not parent.isActiveWindow():
-            self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, True)
 
         tool = request.tool_name
         target = target_of(request)
@@ -255,26 +253,26 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         buttons = QHBoxLayout()
         buttons.setSpacing(8)
         buttons.addStretch(1)
-        self.deny_button = GuardButton(self.tr("&Deny  Esc"), self.is_ready)
+        self.deny_button = GuardButton(self.tr("&Deny  Esc"), self.input_ready)
         self.deny_button.setObjectName("denyButton")
         self.deny_button.clicked.connect(lambda: self._guarded(self.reject))
         # "Allow for session" adds the narrow rules; a mode switch is only ever its own explicit choice
         self.session_updates = [u for u in request.suggestions if u.type != "setMode"]
         self.mode_updates = [u for u in request.suggestions if u.type == "setMode" and u.mode]
         self.session_rules = [describe_update(u) for u in self.session_updates]
-        self.allow_session_button = GuardButton(self.tr("Allow for &session"), self.is_ready, no_space=True)
+        self.allow_session_button = GuardButton(self.tr("Allow for &session"), self.input_ready, no_space=True)
         self.allow_session_button.setEnabled(bool(self.session_updates))
         self.allow_session_button.clicked.connect(lambda: self._guarded(self._allow_session))
         self.allow_mode_button: GuardButton | None = None
         if self.mode_updates:  # no mnemonic: switching the whole session takes a deliberate click
             self.allow_mode_button = GuardButton(
-                self.tr("Allow, then {0} for the session").format(self.mode_updates[0].mode), self.is_ready,
+                self.tr("Allow, then {0} for the session").format(self.mode_updates[0].mode), self.input_ready,
                 no_space=True)
             self.allow_mode_button.setObjectName("allowModeButton")
             self.allow_mode_button.setToolTip(self.tr("Allow this call and switch the whole session to {0}").format(
                 "; ".join(describe_update(u) for u in self.mode_updates)))
             self.allow_mode_button.clicked.connect(lambda: self._guarded(self._allow_mode))
-        self.allow_button = GuardButton(self.tr("&Allow  ⏎"), self.is_ready, no_space=True)
+        self.allow_button = GuardButton(self.tr("&Allow  ⏎"), self.input_ready, no_space=True)
         self.allow_button.setObjectName("allowButton")
         self.allow_button.clicked.connect(lambda: self._guarded(self._allow))
         for b in (self.deny_button, self.allow_mode_button, self.allow_session_button, self.allow_button):
@@ -303,9 +301,6 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         # Focus on a neutral widget, never a button: the diff, the command, or the full input.
         neutral = self.diff_view or self.command_view or self.input_view
         neutral.setFocus()
-        # Every key typed into the dialog before it is ready goes nowhere.
-        for w in [self, *self.findChildren(QWidget)]:
-            w.installEventFilter(self)
 
     def set_waiting(self, n: int) -> None:
         """How many more questions wait behind this one (0: the label hides)."""
@@ -468,11 +463,6 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
     def fill_button(self) -> GuardButton:
         return self.allow_button
 
-    def eventFilter(self, obj: QObject, e: QEvent) -> bool:  # noqa: N802
-        if e.type() in _KEY_EVENTS and not self.is_ready() and not self._answered:
-            return True  # typed before it was ready: goes nowhere
-        return False
-
     def closed_value(self) -> PermissionReply:
         """Closing it (Esc, the close button, Deny) denies, with the feedback typed."""
         feedback = self.feedback.text().strip() or None
@@ -500,8 +490,8 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         key = event.key()
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape, Qt.Key.Key_Space):
             event.accept()
-            if not self.is_ready() or (key != Qt.Key.Key_Escape and not self.isActiveWindow()):
-                return  # before the delay, or not the active window: Enter goes nowhere
+            if not self.input_ready():
+                return  # not active, or a key or click within the delay: Enter goes nowhere
             focus = self.focusWidget()
             if key == Qt.Key.Key_Escape:
                 self.reject()

@@ -1,10 +1,11 @@
 """The confirmation before the changes panel reverts a change (or, ``redo=True``, re-applies one it reverted):
 what will happen, in one sentence, and two buttons — Cancel (Escape) and Revert (Redo).
 
-The permission dialog's focus-safe rules: no button is default or reacts to Enter; Revert never
-reacts to Space; after the dialog appears, and each time it is activated again, both buttons are
-inert for the safety delay (the permission dialog's, 0.7 s) with a fill running across Revert, so a
-click or a keystroke meant for something else cannot revert. An ``AwaitableDialog[bool]``: opened
+The permission dialog's focus-safe rules (``SafetyDelay``): no button is default or reacts to Enter;
+Revert never reacts to Space; both buttons answer only once the dialog has been the active window
+for the safety delay (the permission dialog's, 0.7 s) with no key and no click — a fill runs across
+Revert meanwhile, keys typed before it was first ready go nowhere — so a click or a keystroke meant
+for something else cannot revert. An ``AwaitableDialog[bool]``: opened
 window-modal (``open()`` or ``await ask()``), ``decided(bool)`` says the answer exactly once; closing it
 is False.
 """
@@ -54,9 +55,9 @@ class RevertDialog(SafetyDelay, AwaitableDialog[bool]):
         root.addWidget(self.message)
         buttons = QHBoxLayout()
         buttons.addStretch(1)
-        self.cancel_button = GuardButton(self.tr("&Cancel  Esc"), self.is_ready)
+        self.cancel_button = GuardButton(self.tr("&Cancel  Esc"), self.input_ready)
         self.cancel_button.clicked.connect(lambda: self._guarded(self.reject))
-        self.revert_button = GuardButton(self.tr("Re&do") if redo else self.tr("&Revert"), self.is_ready,
+        self.revert_button = GuardButton(self.tr("Re&do") if redo else self.tr("&Revert"), self.input_ready,
                                          no_space=True)
         self.revert_button.setObjectName("revertButton")
         self.revert_button.clicked.connect(lambda: self._guarded(self._revert))
@@ -87,7 +88,7 @@ class RevertDialog(SafetyDelay, AwaitableDialog[bool]):
         key = event.key()
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
             event.accept()
-            if key == Qt.Key.Key_Space and self.focusWidget() is self.cancel_button and self.is_ready():
+            if key == Qt.Key.Key_Space and self.focusWidget() is self.cancel_button and self.input_ready():
                 self.reject()
             return  # Enter reverts nothing; Space only cancels
         if key == Qt.Key.Key_Escape:

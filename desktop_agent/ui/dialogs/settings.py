@@ -342,7 +342,7 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
     def _on_mode_picked(self, _index: int) -> None:
         """Bypass as the default asks first (the same question as the window's); Cancel restores the
         previous choice."""
-        from desktop_agent.ui.mode_labels import confirm_bypass
+        from desktop_agent.ui.dialogs.bypass import confirm_bypass
         from desktop_agent.ui.modes import BYPASS
 
         mode = self.model_mode()

@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QStatusBar, QSystemTrayIcon
 
 from desktop_agent.ui.conversation.view import ConversationView
 from desktop_agent.ui.highlight import colors, is_dark
-from desktop_agent.ui.mode_labels import bypass_badge_text
-from desktop_agent.ui.modes import BYPASS
+from desktop_agent.ui.mode_labels import bypass_badge_text, dont_ask_badge_text
+from desktop_agent.ui.modes import BYPASS, DONT_ASK
 from desktop_agent.ui.window.presenters import (
     ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, failed_servers, home, is_setup_error,
     status_dot,
@@ -128,6 +128,8 @@ class BannersMixin:
             parts.append(translate("MainWindow", "Waiting for approval"))
         if self.permission_mode == BYPASS:
             parts.append(bypass_badge_text())
+        elif self.permission_mode == DONT_ASK:
+            parts.append(dont_ask_badge_text())
         if self.folder:
             parts.append(home(self.folder))
         if self.demo:

@@ -259,9 +259,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
             f"padding: 2px 8px; margin-left: 8px; font-weight: 600; }}")
         self.sessions_title.setStyleSheet(f"color: {c.muted}; font-weight: 600;")
         self.stop_button.setStyleSheet(f"QToolButton#stopButton:disabled {{ color: {c.muted}; }}")
-        self.bypass_badge.setStyleSheet(
-            f"QLabel#bypassBadge {{ color: #ffffff; background: {c.error}; border-radius: 4px; "
-            f"padding: 2px 8px; margin-left: 8px; font-weight: 600; }}")
+        self._style_mode_badges(c)
         self.diff_panel.title.setStyleSheet("font-weight: 600;")
 
     def _wire(self) -> None:

@@ -1,7 +1,7 @@
-"""The toolbar — permission mode (with the bypass badge), model, the tour's label, Stop — and what its mode and
-model boxes do: every mode change goes through ``request_mode`` (bypassPermissions only after its question; until
-the answer the old mode stays in force and on screen). A mixin of ``MainWindow``; the cycle is
-``presenters.next_mode``.
+"""The toolbar — permission mode (with the Bypass and Don't ask badges), model, the tour's label, Stop — and what
+its mode and model boxes do: every mode change goes through ``request_mode`` (bypassPermissions only after its
+focus-safe question; until the answer the old mode stays in force and on screen). A mixin of ``MainWindow``; the
+cycle is ``modes.next_mode`` (never bypass nor dontAsk).
 """
 
 from __future__ import annotations
@@ -9,16 +9,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QSize, Qt
-from PySide6.QtWidgets import QComboBox, QLabel, QMessageBox, QSizePolicy, QToolBar, QToolButton, QWidget
+from PySide6.QtWidgets import QComboBox, QLabel, QSizePolicy, QToolBar, QToolButton, QWidget
 
 from desktop_agent.client.local import suggested_models  # the model names, without the engine
-from desktop_agent.ui.mode_labels import MODES, bypass_badge_text, confirm_bypass, mode_label
-from desktop_agent.ui.modes import BYPASS, next_mode
+from desktop_agent.ui.dialogs.bypass import confirm_bypass
+from desktop_agent.ui.mode_labels import MODES, bypass_badge_text, dont_ask_badge_text, mode_label
+from desktop_agent.ui.modes import BYPASS, DONT_ASK, next_mode
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QActionGroup
     from PySide6.QtWidgets import QStatusBar
 
+    from desktop_agent.ui.dialogs.bypass import BypassDialog
+    from desktop_agent.ui.highlight import DiffColors
     from desktop_agent.ui.window.controller import AgentController
 
 translate = QCoreApplication.translate
@@ -32,7 +35,7 @@ class ToolbarMixin:
     mode_group: QActionGroup
     permission_mode: str
     demo: bool
-    bypass_box: QMessageBox | None
+    bypass_box: BypassDialog | None
     _model_name: str
 
     if TYPE_CHECKING:
@@ -59,6 +62,14 @@ class ToolbarMixin:
                                              "Pick another mode to turn it off."))
         self.bypass_action = self.toolbar.addWidget(self.bypass_badge)
         self.bypass_action.setVisible(False)
+        self.dont_ask_badge = QLabel(dont_ask_badge_text())
+        self.dont_ask_badge.setObjectName("dontAskBadge")
+        self.dont_ask_badge.setAccessibleName(dont_ask_badge_text())
+        self.dont_ask_badge.setToolTip(translate(
+            "MainWindow", "Don't ask is on: every tool that no rule allows is denied without asking — edits too. "
+            "Pick another mode to turn it off."))
+        self.dont_ask_action = self.toolbar.addWidget(self.dont_ask_badge)
+        self.dont_ask_action.setVisible(False)
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("modelCombo")
         self.model_combo.setEditable(True)
@@ -89,7 +100,8 @@ class ToolbarMixin:
         self.toolbar.addWidget(self.stop_button)
 
     def cycle_mode(self) -> None:
-        """Ctrl+Shift+M: the next mode, never bypassPermissions (that one only through its question)."""
+        """Ctrl+Shift+M: the next mode, never bypassPermissions (only through its question) nor dontAsk (menu and mode
+        box only)."""
         self.request_mode(next_mode(self.permission_mode))
 
     def request_mode(self, mode: str) -> None:
@@ -139,9 +151,20 @@ class ToolbarMixin:
         for act in self.mode_group.actions():
             act.setChecked(act.data() == mode)
         bypass = mode == BYPASS and self.permission_mode == BYPASS
-        if self.bypass_action.isVisible() != bypass:
+        dont_ask = mode == DONT_ASK and self.permission_mode == DONT_ASK
+        if self.bypass_action.isVisible() != bypass or self.dont_ask_action.isVisible() != dont_ask:
             self.bypass_action.setVisible(bypass)
+            self.dont_ask_action.setVisible(dont_ask)
             self._update_title()
+
+    def _style_mode_badges(self, c: DiffColors) -> None:
+        """The badges in the theme's colours: Bypass on the error red, Don't ask outlined in it."""
+        self.bypass_badge.setStyleSheet(
+            f"QLabel#bypassBadge {{ color: #ffffff; background: {c.error}; border-radius: 4px; "
+            f"padding: 2px 8px; margin-left: 8px; font-weight: 600; }}")
+        self.dont_ask_badge.setStyleSheet(
+            f"QLabel#dontAskBadge {{ color: {c.error}; border: 1px solid {c.error}; border-radius: 4px; "
+            f"padding: 2px 8px; margin-left: 8px; font-weight: 600; }}")
 
     def _add_captioned(self, caption: str, combo: QComboBox, left: int) -> None:
         """A muted caption (the combo's buddy, for its mnemonic) and the combo, on the toolbar."""
