@@ -499,6 +499,7 @@ def test_the_mode_switch_button_is_as_guarded_as_allow(qtbot, monkeypatch, tmp_p
         qtbot.waitUntil(dlg.is_ready, timeout=2000)
         qtbot.keyClick(dlg.allow_mode_button, Qt.Key.Key_Space)  # Space never presses it
         assert len(replies) == (0 if pick == "mode" else 1)
+        qtbot.waitUntil(dlg.is_ready, timeout=2000)  # the key restarted the wait (the second line)
         button = dlg.allow_mode_button if pick == "mode" else dlg.allow_session_button
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     mode_reply, session_reply = replies
