@@ -5,7 +5,7 @@ In bypass (nothing asks, so only the rules stand): a denied folder renamed by a 
 ``.env`` is denied like ``.env``; a hard link to a file outside the folder is not read as a file inside it in
 default mode. Each case has its control: the same calls without the deny rule show the secret or write the file.
 Inside the sandbox the folders above denied paths are pinned, so a command cannot rename them at all.
-The symlink swap that races the check is tested on the tools directly in tests/tools/test_identity_race.py."""
+The symlink swap that races the check is tested on the tools directly in tests/security/test_identity_race.py."""
 
 from __future__ import annotations
 
