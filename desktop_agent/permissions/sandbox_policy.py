@@ -93,13 +93,12 @@ class SandboxPolicy:
     read_only: list[str] = field(default_factory=list)
     masked_files: list[str] = field(default_factory=list)
     masked_dirs: list[str] = field(default_factory=list)
-    pinned: list[str] = field(default_factory=list)
     network: bool = False
     tmpdir: str = ""
     notes: list[str] = field(default_factory=list)
     sockets: SocketPolicy | None = None  # private /tmp, /run...; host sockets masked (add_socket_policy)
     stubs: list[tuple[str, str]] = field(default_factory=list)  # (stub, binary) (add_command_stubs)
-    pinned: list[str] = field(default_factory=list)  # folders above masked/read-only paths, bound onto themselves
+    pinned: list[str] = field(default_factory=list)  # .git dirs and the folders above masked/read-only/protected paths
 
     def bwrap_args(self) -> list[str]:
         args = base_flags(self.network)
