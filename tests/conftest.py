@@ -20,7 +20,24 @@ def _qasync_loop() -> asyncio.AbstractEventLoop:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
-    return qasync.QEventLoop(app)
+    loop = qasync.QEventLoop(app)
+    close = loop.close
+
+    def close_and_stay_closed() -> None:
+        close()
+        inert(loop)
+
+    loop.close = close_and_stay_closed  # type: ignore[method-assign]
+    return loop
+
+
+def inert(loop: asyncio.AbstractEventLoop) -> None:
+    """After a qasync loop closed: a worker thread still finishing hands its result back with
+    call_soon_threadsafe, which qasync delivers as a Qt signal — maybe in a later test, after the loop's timer is
+    gone ("Internal C++ object (_SimpleTimer) already deleted"). Nobody awaits it any more: scheduling on a
+    closed loop does nothing."""
+    for name in ("call_soon", "call_later", "call_at", "_add_callback"):
+        setattr(loop, name, lambda *args, **kwargs: None)
 
 
 REQUIRE_SANDBOX_ENV = "DESKTOP_AGENT_REQUIRE_SANDBOX"
@@ -124,6 +141,7 @@ def qloop(qapp):
         yield loop
     finally:
         loop.close()
+        inert(loop)
         asyncio.set_event_loop(None)
 
 

@@ -18,6 +18,7 @@ import signal
 import pytest
 from PySide6.QtCore import QSettings
 
+from tests.conftest import inert
 from tests.fakes.anthropic_server import FakeAnthropic
 
 
@@ -29,6 +30,7 @@ def qloop(qloop):
     pool.shutdown(wait=False, cancel_futures=True)
     if not qloop.is_running() and not qloop.is_closed():
         qloop.close()
+    inert(qloop)  # a worker thread finishing later schedules nothing on it (tests/conftest.py)
     timer = getattr(qloop, "_timer", None)
     if timer is not None:
         import shiboken6
