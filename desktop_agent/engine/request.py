@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 from desktop_agent.core.abort import cancel_and_wait, until_aborted
 from desktop_agent.core.context import AbortSignal
@@ -24,14 +24,12 @@ from desktop_agent.core.events import (
 from desktop_agent.core.messages import normalize_for_api
 from desktop_agent.core.tool import Tool
 from desktop_agent.engine.ledger import Ledger
+from desktop_agent.engine.params import QueryParams
 from desktop_agent.engine.scheduler import Scheduler
 from desktop_agent.engine.shown import ShownBlocks
 from desktop_agent.model.client import ModelError, ModelRequest, StreamBroken
 from desktop_agent.model.pricing import CostTracker
 from desktop_agent.model.stream import MessageAccumulator
-
-if TYPE_CHECKING:
-    from desktop_agent.engine.loop import QueryParams
 
 T = TypeVar("T")
 

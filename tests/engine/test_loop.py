@@ -17,7 +17,8 @@ from desktop_agent.core.events import (
     StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnStarted, Usage,
 )
 from desktop_agent.engine.ledger import INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE
-from desktop_agent.engine.loop import QueryParams, query
+from desktop_agent.engine.loop import query
+from desktop_agent.engine.params import QueryParams
 from desktop_agent.core.messages import user_entry
 from desktop_agent.model.client import ModelError
 from desktop_agent.model.pricing import CostTracker
