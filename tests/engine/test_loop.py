@@ -586,7 +586,7 @@ class StopHooks:
         self.calls.append(stop_hook_active)
         return self.outcomes.pop(0)
 
-    def has_hooks(self, event, match_value=None):  # core.seams.ToolHooks: no PermissionRequest hooks
+    def has_hooks(self, event, match_value=None):  # core.context.ToolHooks: no PermissionRequest hooks
         return event == "Stop"
 
     async def permission_request(self, *a, **k):
