@@ -12,8 +12,9 @@ created later is bound too). The set only grows: a renamed or deleted name keeps
 symlinks), or any folder above its real location — has. A rule with a glob before its last segment
 (``src/*.key``, ``**/.env``) stays a name rule only: it names no single file.
 
-``path_rules.opened_denied`` applies both to a file already opened. ``multi_link`` tells a regular file with more than one name: the decision does not count such a file as
-inside the working folders, since its other names may be anywhere (the person is asked, as for a file outside).
+``path_rules.opened_denied`` applies both to a file already opened. ``multi_link`` tells a regular file with more
+than one name: the decision does not count such a file as inside the working folders, since its other names may be
+anywhere (the person is asked, as for a file outside). The rules are read through ``rules.RuleSource``.
 """
 
 from __future__ import annotations
