@@ -13,28 +13,51 @@ Three callers, one function:
   (the loop's own copy still holds the rest). A mid-turn ``Compacted`` waits in ``pending`` for the session to
   yield it before the loop's next event.
 
-``state`` counts failures: after 3 auto-compactions in a row fail, the session stops trying.
+``state`` counts failures: after 3 auto-compactions in a row fail, the session stops trying. What it reads of
+the session is ``CompactingSession`` (``AgentSession`` has it), so this module does not import the session's.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.events import Compacted
 from desktop_agent.core.messages import normalize_for_api
+from desktop_agent.model.client import ModelClient
+from desktop_agent.permissions.hooks import HookRunner
 from desktop_agent.session import compact as compact_mod
 
-if TYPE_CHECKING:
-    from desktop_agent.app.session import AgentSession
-
 log = logging.getLogger(__name__)
+
+
+class CompactingSession(Protocol):
+    """What a compaction reads and appends to of its session (``app.session.AgentSession``)."""
+
+    @property
+    def client(self) -> ModelClient: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def messages(self) -> list[dict[str, Any]]: ...
+    @property
+    def transcript_path(self) -> str: ...
+    @property
+    def ctx(self) -> ToolUseContext: ...
+    @property
+    def hooks(self) -> HookRunner | None: ...
+    @property
+    def auto_compact(self) -> bool: ...
+
+    def tool_schemas(self) -> list[dict[str, Any]]: ...
+    def record(self, entry: dict[str, Any]) -> None: ...
 
 
 class Compaction:
     """One session's compaction: the shared function, the auto policy and the loop's ``before_request`` hook."""
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: CompactingSession) -> None:
         self._session = session
         self.state = compact_mod.AutoCompactState()
         self.pending: list[Compacted] = []  # mid-turn events, for the session to yield in stream order

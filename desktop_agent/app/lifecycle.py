@@ -4,26 +4,40 @@
 
 SessionStart's additional context goes with the first prompt actually sent (a prompt a UserPromptSubmit hook
 blocks carries nothing); UserPromptSubmit's goes with its prompt. The session writes both as ``isMeta`` messages.
+What it reads of the session is ``HookedSession`` (``AgentSession`` has it), so this module does not import it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from desktop_agent.permissions.hooks import IDLE_PROMPT_MESSAGE
-
-if TYPE_CHECKING:
-    from desktop_agent.app.session import AgentSession
+from desktop_agent.core.context import ToolUseContext
+from desktop_agent.permissions.hooks import IDLE_PROMPT_MESSAGE, HookRunner
 
 log = logging.getLogger(__name__)
+
+
+class HookedSession(Protocol):
+    """What the hooks outside turns read of their session (``app.session.AgentSession``)."""
+
+    @property
+    def hooks(self) -> HookRunner | None: ...
+    @property
+    def ctx(self) -> ToolUseContext: ...
+    @property
+    def resumed(self) -> bool: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def idle_notification_s(self) -> float | None: ...
 
 
 class SessionHooks:
     """One session's hooks outside turns."""
 
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: HookedSession) -> None:
         self._session = session
         self.started = False  # SessionStart ran (so SessionEnd will)
         self.ended = False

@@ -42,7 +42,8 @@ from desktop_agent.core.messages import CHANGE_RECORD, CHANGE_RECORDS_TOLD, new_
     user_entry
 from desktop_agent.core.permission import PERMISSION_MODES, PermissionPrompter
 from desktop_agent.core.tool import Tool
-from desktop_agent.engine.loop import QueryParams, query
+from desktop_agent.engine.loop import query
+from desktop_agent.engine.params import QueryParams
 from desktop_agent.mcp.client import McpManager
 from desktop_agent.model.client import DEFAULT_MODEL, ModelClient
 from desktop_agent.model.pricing import CostTracker

@@ -3,7 +3,10 @@
 Owns ``ToolUseContext`` (cwd, permission state and what tools see of it — the ``working_dirs`` view and the
 ``read_policy`` —, prompter, hooks, file history, abort signal; the seams typed by ``core.seams``),
 ``ReadFileState`` (what the model has seen of each file, bounded LRU, SPEC §3.5),
-``AbortSignal`` and ``expand_path``.
+``AbortSignal`` and ``expand_path``; and the seams whose methods take the context, so that the types that refer
+to each other live in one module: ``ToolHooks`` (``permissions.hooks.HookRunner`` implements it),
+``CommandSandbox`` with ``ShellLaunch`` (``permissions.sandbox_launch.BubblewrapSandbox``; ``tools.bash`` starts
+every shell through it) and ``OfferedTool``, what the engine reads of the turn's tools (``core.tool.Tool``).
 """
 
 from __future__ import annotations
@@ -12,14 +15,14 @@ import asyncio
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - annotations only; none of these modules imports this one
     from desktop_agent.core.events import AgentEvent
-    from desktop_agent.core.permission import PermissionPrompter, ReadPolicy
-    from desktop_agent.core.sandbox import CommandSandbox
-    from desktop_agent.core.seams import FileBackups, PermissionState, ToolHooks
-    from desktop_agent.core.tool import Tool
+    from desktop_agent.core.permission import PermissionPrompter, PermissionReply, PermissionUpdate, ReadPolicy
+    from desktop_agent.core.seams import (
+        FileBackups, HookEvent, PermissionState, PostToolUseVerdict, PreToolUseVerdict,
+    )
 
 MAX_FILE_STATE_ENTRIES = 100
 MAX_FILE_STATE_BYTES = 25 * 1024 * 1024
@@ -123,6 +126,61 @@ class AbortSignal:
         return AbortSignal(self)
 
 
+class OfferedTool(Protocol):
+    """What the engine reads of a tool the turn offers the model (``ToolUseContext.tools``; ``core.tool.Tool``
+    has it): its API schema and whether a ``tool_use`` name (or alias) is it."""
+
+    def to_api_schema(self) -> dict[str, Any]: ...
+
+    def matches_name(self, name: str) -> bool: ...
+
+
+class ShellLaunch(Protocol):
+    """How to start one shell: the argv (the sandbox's launcher around the shell, or the shell as is) and its
+    environment."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+class CommandSandbox(Protocol):
+    def private_tmpdir(self) -> str:
+        """The directory shells may write temporary files to (their TMPDIR; writable inside the sandbox)."""
+        ...
+
+    def plan_launch(self, argv: list[str], cwd: str, env: dict[str, str], ctx: ToolUseContext, *, command: str = "",
+                    disable_sandbox: bool = False) -> ShellLaunch:
+        """How to start ``argv`` (``[shell, "-c", script]``) for ``ctx``; ``command`` is the model's command text,
+        ``disable_sandbox`` its ``dangerouslyDisableSandbox`` (honoured only where the settings allow it)."""
+        ...
+
+
+class ToolHooks(Protocol):
+    """What the tool-call path asks of the session's hook runner: PreToolUse and PostToolUse around each call,
+    PermissionRequest hooks raced against the prompter, and the ``permission_prompt`` Notification."""
+
+    async def pre_tool_use(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str,
+                           ctx: ToolUseContext | None) -> PreToolUseVerdict: ...
+
+    async def post_tool_use(self, tool_name: str, tool_input: dict[str, Any], tool_response: Any, tool_use_id: str,
+                            ctx: ToolUseContext | None) -> PostToolUseVerdict: ...
+
+    async def permission_request(self, tool_name: str, tool_input: dict[str, Any],
+                                 suggestions: list[PermissionUpdate], ctx: ToolUseContext | None,
+                                 tool_use_id: str | None = None) -> PermissionReply | None:
+        """A reply when a PermissionRequest hook decides, else None."""
+        ...
+
+    def has_hooks(self, event: HookEvent, match_value: str | None = None) -> bool:
+        """At least one hook of ``event`` matches ``match_value`` (a tool name, a notification type...)."""
+        ...
+
+    def notify_soon(self, message: str, ctx: ToolUseContext | None, notification_type: str,
+                    title: str | None = None) -> None:
+        """Notification hooks started in the background (nothing waits for them)."""
+        ...
+
+
 @dataclass
 class ToolUseContext:
     """Mutable per-session state tools run against. Context modifiers may return a changed copy."""
@@ -143,7 +201,7 @@ class ToolUseContext:
     session_id: str = ""
     transcript_path: str = ""
     # The tools sent to the model this turn (lookup searches these first).
-    tools: list[Tool] = field(default_factory=list)
+    tools: list[OfferedTool] = field(default_factory=list)
     # Called with (tool_use_id, data) for UI-only progress; never reaches the model.
     on_progress: Callable[[str, Any], None] | None = None
     # Called with AgentEvents the permission flow produces (permission requested / resolved).

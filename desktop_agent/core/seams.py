@@ -1,20 +1,18 @@
-"""The typed seams of ``ToolUseContext`` besides the prompter and the sandbox: what the engine, the permission
-gateway and the tools need of the session's permission state, hook runner and file history.
+"""The typed seams of ``ToolUseContext`` that do not take the context themselves: what the engine, the permission
+gateway and the tools need of the session's permission state and file history, and what the hook runner answers.
 
-Owns ``PermissionState`` (``permissions.context.PermissionContext`` implements it), ``ToolHooks`` with the
-verdicts it returns (``permissions.hooks.HookRunner`` and its outcome dataclasses implement them), ``FileBackups``
-(``session.history.FileHistory``) and the closed set of hook event names, ``HookEvent``. These are structural
-types: core imports neither package, and a test's stand-in conforms by having the members.
+Owns ``PermissionState`` (``permissions.context.PermissionContext`` implements it), the verdicts
+``core.context.ToolHooks`` returns (``permissions.hooks.HookRunner``'s outcome dataclasses implement them),
+``FileBackups`` (``session.history.FileHistory``) and the closed set of hook event names, ``HookEvent``. These are
+structural types: core imports neither package, and a test's stand-in conforms by having the members. The seams
+whose methods take a ``ToolUseContext`` (``ToolHooks``, ``CommandSandbox``) live with it in ``core.context``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from desktop_agent.core.permission import PermissionMode, PermissionReply, PermissionUpdate, ReadPolicy
-
-if TYPE_CHECKING:  # pragma: no cover
-    from desktop_agent.core.context import ToolUseContext
+from desktop_agent.core.permission import PermissionMode, ReadPolicy
 
 HookEvent = Literal["PreToolUse", "PostToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SessionStart",
                     "Notification", "SubagentStop", "PreCompact", "SessionEnd"]
@@ -71,32 +69,6 @@ class PostToolUseVerdict(Protocol):
 
     @property
     def stop_reason(self) -> str | None: ...
-
-
-class ToolHooks(Protocol):
-    """What the tool-call path asks of the session's hook runner: PreToolUse and PostToolUse around each call,
-    PermissionRequest hooks raced against the prompter, and the ``permission_prompt`` Notification."""
-
-    async def pre_tool_use(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str,
-                           ctx: ToolUseContext | None) -> PreToolUseVerdict: ...
-
-    async def post_tool_use(self, tool_name: str, tool_input: dict[str, Any], tool_response: Any, tool_use_id: str,
-                            ctx: ToolUseContext | None) -> PostToolUseVerdict: ...
-
-    async def permission_request(self, tool_name: str, tool_input: dict[str, Any],
-                                 suggestions: list[PermissionUpdate], ctx: ToolUseContext | None,
-                                 tool_use_id: str | None = None) -> PermissionReply | None:
-        """A reply when a PermissionRequest hook decides, else None."""
-        ...
-
-    def has_hooks(self, event: HookEvent, match_value: str | None = None) -> bool:
-        """At least one hook of ``event`` matches ``match_value`` (a tool name, a notification type...)."""
-        ...
-
-    def notify_soon(self, message: str, ctx: ToolUseContext | None, notification_type: str,
-                    title: str | None = None) -> None:
-        """Notification hooks started in the background (nothing waits for them)."""
-        ...
 
 
 class FileBackups(Protocol):

@@ -14,8 +14,10 @@ Per iteration (``turn`` starts at 1, §2.3):
    events leave through its ``EventSink`` (a call's started → asked → answered → progress, then finished).
 4. Checkpoint: abort → ``aborted_tools``; a hook stop → ``hook_stopped``; ``max_turns``.
 
-Modules: ``request.py`` the model call, ``ledger.py`` the transcript, ``recovery.py`` the unhappy ends of a
-request, ``shown.py`` the protocol order, ``scheduler.py``/``sink.py`` the tool rounds.
+The unhappy ends of a request are this module's too (``aborted_while_streaming``, ``model_failed``,
+``stream_broken``: they drive the run's own pieces). Modules: ``params.py`` what a query is given,
+``request.py`` the model call, ``ledger.py`` the transcript, ``shown.py`` the protocol order,
+``scheduler.py``/``sink.py`` the tool rounds.
 
 Transcript (``on_message``): one assistant entry per model reply (written when the reply ends, or
 with its finished blocks when it is cut short), then one user entry per tool_result, in delivery
@@ -51,22 +53,21 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Protocol, runtime_checkable
+from typing import Any, AsyncIterator, Callable, Literal, Protocol, runtime_checkable
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.errors import INTERRUPTED_MESSAGE
 from desktop_agent.core.events import (
-    AgentEvent, ErrorEvent, RequestStarted, TurnFinished, TurnFinishReason, TurnStarted,
+    AgentEvent, ErrorEvent, RequestStarted, StreamFallback, TextDelta, ThinkingDelta, TurnFinished, TurnFinishReason,
+    TurnStarted,
 )
-from desktop_agent.engine import recovery
-from desktop_agent.engine.ledger import INTERRUPT_MESSAGE_FOR_TOOL_USE, Ledger
+from desktop_agent.engine.ledger import INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, Ledger
+from desktop_agent.engine.params import QueryParams
 from desktop_agent.engine.request import Aborted, ModelCall
 from desktop_agent.engine.scheduler import Mode, Scheduler, TrackedTool
 from desktop_agent.engine.shown import ShownBlocks
 from desktop_agent.engine.sink import EventSink
-from desktop_agent.model.client import ModelClient, ModelError, StreamBroken
-from desktop_agent.model.pricing import CostTracker
+from desktop_agent.model.client import ModelError, ModelRequest, StreamBroken
 from desktop_agent.model.stream import MessageAccumulator
 
 MAX_OUTPUT_TOKENS_MESSAGE = (
@@ -76,11 +77,7 @@ MAX_OUTPUT_TOKENS_MESSAGE = (
 MAX_OUTPUT_TOKENS_RECOVERIES = 3
 # What one model round ends with: ``ok`` (go on) or the turn's terminal reason.
 RoundStatus = Literal["ok", "aborted_streaming", "model_error"]
-# ``QueryParams.before_request``: awaited before every model request of the loop (the streamed one and the
-# non-streaming retry) with the API messages about to be sent, after that request's ``RequestStarted`` and
-# inside the abortable part of the request (an abort cancels it); a list it returns replaces those messages
-# for that request (auto-compaction), None sends them as they are.
-BeforeRequest = Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]] | None]]
+
 
 
 def fallback_enabled_from_env() -> bool:
@@ -99,32 +96,6 @@ class StopHooks(Protocol):
     """What the loop needs of ``ctx.hooks`` at the end of a turn (``HookRunner`` has it)."""
 
     async def stop(self, ctx: ToolUseContext, stop_hook_active: bool = False) -> StopHookOutcome: ...
-
-
-@dataclass
-class QueryParams:
-    messages: list[dict[str, Any]]  # transcript entries: history + the new user entry
-    ctx: ToolUseContext  # tools, cwd, permission ctx, prompter, abort signal, hooks
-    client: ModelClient
-    model: str
-    system_prompt: list[dict[str, Any]]  # system text blocks; the client adds cache breakpoints
-    max_turns: int | None = None
-    max_tokens: int = 32_000
-    thinking: dict[str, Any] | None = None
-    streaming_tool_execution: bool = True
-    # Each NEW transcript entry (assistant reply, tool-result user entry, interruption, attachment)
-    # as soon as it exists, in transcript order — the session layer persists it.
-    on_message: Callable[[dict[str, Any]], None] | None = None
-    # None: on unless CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK is set.
-    fallback_enabled: bool | None = None
-    # Session totals carried across queries (a new tracker per query when None).
-    cost_tracker: CostTracker | None = None
-    # Raw stream events as StreamEvent (for --include-partial-messages).
-    include_stream_events: bool = False
-    # Extra request metadata passed to the client.
-    metadata: dict[str, Any] = field(default_factory=dict)
-    # Awaited before each model request; may return replacement messages (see ``BeforeRequest``).
-    before_request: BeforeRequest | None = None
 
 
 class QueryRun:
@@ -193,11 +164,11 @@ class QueryRun:
             await self.model.abortable(
                 self.model.read_stream(request, acc, self.ctx.abort, scheduler, self.drain), self.ctx.abort)
         except Aborted:
-            return await recovery.aborted_while_streaming(self, acc, scheduler)
+            return await aborted_while_streaming(self, acc, scheduler)
         except StreamBroken as exc:
-            return await recovery.stream_broken(self, exc, request, acc, scheduler)
+            return await stream_broken(self, exc, request, acc, scheduler)
         except ModelError as exc:
-            return await recovery.model_failed(self, exc, acc, scheduler)
+            return await model_failed(self, exc, acc, scheduler)
         message = acc.final_message()
         self.ledger.write_assistant(message["content"], message, self.shown.show)
         self.model.account(message)
@@ -303,6 +274,93 @@ class QueryRun:
             duration_ms=(time.perf_counter() - self.t0) * 1000, duration_api_ms=self.model.api_ms,
             cost_usd=self.model.query_cost, usage=dict(self.model.query_usage), error=error,
         ))
+
+
+# ---------------------------------------------------------------- the unhappy ends of a request (SPEC §6.3–6.5)
+async def finish_started(run: QueryRun, scheduler: Scheduler | None, fill: str) -> None:
+    """Deliver the real results of calls already running; unstarted ones get ``fill``."""
+    if scheduler is not None:
+        scheduler.close(fill)
+        await run.deliver_remaining(scheduler)
+    run.ledger.fill_missing(fill)
+
+
+def _failed(run: QueryRun, exc: BaseException) -> RoundStatus:
+    run.model.error_event(exc)
+    run.model_error = str(exc)
+    return "model_error"
+
+
+def _keep_partial(run: QueryRun, acc: MessageAccumulator, completed_only: bool) -> None:
+    content = acc.completed_content() if completed_only else acc.partial_content()
+    run.ledger.write_assistant(content, acc.message, run.shown.show)
+    if acc.started:
+        run.model.account(acc.message)
+
+
+async def aborted_while_streaming(run: QueryRun, acc: MessageAccumulator,
+                                  scheduler: Scheduler | None) -> RoundStatus:
+    _keep_partial(run, acc, completed_only=False)
+    if scheduler is not None:
+        # Started calls finish (or are cancelled); queued ones see the abort and get REJECT_MESSAGE.
+        await run.deliver_remaining(scheduler)
+    run.ledger.fill_missing(INTERRUPTED_MESSAGE)
+    run.ledger.write_interruption(INTERRUPT_MESSAGE)
+    return "aborted_streaming"
+
+
+async def model_failed(run: QueryRun, exc: ModelError, acc: MessageAccumulator,
+                       scheduler: Scheduler | None) -> RoundStatus:
+    _keep_partial(run, acc, completed_only=True)
+    await finish_started(run, scheduler, str(exc))
+    return _failed(run, exc)
+
+
+async def stream_broken(run: QueryRun, exc: StreamBroken, request: ModelRequest, acc: MessageAccumulator,
+                        scheduler: Scheduler | None) -> RoundStatus:
+    if scheduler is not None and scheduler.any_started():
+        # Side effects may exist: keep the finished blocks and answer every completed call.
+        run.put(StreamFallback(action="completed_tools_kept", detail=(
+            f"The stream broke ({exc}). Tool calls that had already completed were kept and run; "
+            "the rest of the reply was dropped.")))
+        _keep_partial(run, acc, completed_only=True)
+        if not run.fallback_enabled:
+            await finish_started(run, scheduler, str(exc))
+            return _failed(run, exc)
+        return await run.run_tools(scheduler)
+
+    if scheduler is not None:
+        scheduler.discard()
+    run.ledger.held = []  # e.g. "No such tool" results of the discarded reply
+    if not run.fallback_enabled:
+        return _failed(run, exc)
+    shown = bool(acc.completed or acc.blocks)
+    run.put(StreamFallback(
+        action="discarded_partial" if shown else "non_streaming_retry",
+        detail=f"The stream broke ({exc}); {'the partial reply was discarded and ' if shown else ''}"
+               "the same request is being retried without streaming."))
+    run.put(RequestStarted(turn=run.turn, model=run.p.model))
+    try:
+        message = await run.model.abortable(run.model.create(request), run.ctx.abort)
+    except Aborted:
+        run.ledger.write_interruption(INTERRUPT_MESSAGE)
+        return "aborted_streaming"
+    except ModelError as exc2:
+        return _failed(run, exc2)
+    content = [dict(b) for b in message.get("content") or []]
+    for index, block in enumerate(content):
+        if block.get("type") == "text" and block.get("text"):
+            run.put(TextDelta(index=index, text=block["text"]))
+        elif block.get("type") == "thinking" and block.get("thinking"):
+            run.put(ThinkingDelta(index=index, text=block["thinking"]))
+    run.ledger.write_assistant(content, message, run.shown.show)
+    run.model.account(message)
+    retry: Scheduler | None = None
+    if run.p.streaming_tool_execution and run.ledger.round_tool_uses:
+        retry = run.new_scheduler("streaming")
+        for block in run.ledger.round_tool_uses:
+            retry.add_tool(block, run.ledger.assistant_uuid, gate=run.shown.gate(str(block.get("id"))))
+    return await run.run_tools(retry)
 
 
 async def query(params: QueryParams) -> AsyncIterator[AgentEvent]:

@@ -14,24 +14,21 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 from desktop_agent.core.abort import cancel_and_wait, until_aborted
-from desktop_agent.core.context import AbortSignal
+from desktop_agent.core.context import AbortSignal, OfferedTool
 from desktop_agent.core.events import (
     AgentEvent, ErrorEvent, RetryWaiting, StreamEvent, TextDelta, ThinkingDelta, Usage,
 )
 from desktop_agent.core.messages import normalize_for_api
-from desktop_agent.core.tool import Tool
 from desktop_agent.engine.ledger import Ledger
+from desktop_agent.engine.params import QueryParams
 from desktop_agent.engine.scheduler import Scheduler
 from desktop_agent.engine.shown import ShownBlocks
 from desktop_agent.model.client import ModelError, ModelRequest, StreamBroken
 from desktop_agent.model.pricing import CostTracker
 from desktop_agent.model.stream import MessageAccumulator
-
-if TYPE_CHECKING:
-    from desktop_agent.engine.loop import QueryParams
 
 T = TypeVar("T")
 
@@ -57,7 +54,7 @@ class ModelCall:
         self._api_cache: tuple[int, int, list[dict[str, Any]]] | None = None
 
     # ------------------------------------------------------------------ the request
-    def tools_for_api(self, tools: list[Tool]) -> list[dict[str, Any]]:
+    def tools_for_api(self, tools: list[OfferedTool]) -> list[dict[str, Any]]:
         key = tuple(map(id, tools))
         if self._tools_cache is None or self._tools_cache[0] != key:
             self._tools_cache = (key, [t.to_api_schema() for t in tools])
@@ -94,7 +91,7 @@ class ModelCall:
         self._api_cache = (start, len(messages), out)
         return list(out)
 
-    def build_request(self, tools: list[Tool]) -> ModelRequest:
+    def build_request(self, tools: list[OfferedTool]) -> ModelRequest:
         return ModelRequest(
             model=self.p.model, messages=self.messages_for_query(), system=list(self.p.system_prompt),
             tools=self.tools_for_api(tools), max_tokens=self.p.max_tokens, thinking=self.p.thinking,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Literal, cast
 
-from desktop_agent.permissions import settings as settings_mod
+from desktop_agent.permissions import path_rules, settings as settings_mod
 from desktop_agent.util import dirs
 from desktop_agent.permissions.rules import CompiledRule, parse_rule, source_root_for, tool_name_matches
 from desktop_agent.core.permission import (PERMISSION_MODES, PermissionMode, PermissionRule, PermissionUpdate,
@@ -249,23 +249,17 @@ class PermissionContext:
     def path_denied(self, abs_path: str, operation: Literal["read", "edit"], *, checked: list[str] | None = None,
                     is_dir: bool | None = None) -> bool:
         """``core.permission.ReadPolicy``: a deny rule covers the path (Read deny, and Edit deny for edits)."""
-        from desktop_agent.permissions.paths import matching_path_rule
-
-        return matching_path_rule(self, abs_path, operation, "deny", checked=checked, is_dir=is_dir) is not None
+        return path_rules.matching_rule(self, abs_path, operation, "deny", checked=checked, is_dir=is_dir) is not None
 
     def opened_denied(self, fd: int, operation: Literal["read", "edit"]) -> bool:
-        """``core.permission.ReadPolicy``: the file actually opened is a denied one (``paths.opened_denied``)."""
-        from desktop_agent.permissions.paths import opened_denied
-
-        return opened_denied(self, fd, operation)
+        """``core.permission.ReadPolicy``: the file actually opened is a denied one (``path_rules.opened_denied``)."""
+        return path_rules.opened_denied(self, fd, operation)
 
     def has_read_denies(self) -> bool:
         return bool(self.content_rules("deny", "Read"))
 
     def read_deny_globs(self, search_root: str) -> list[str]:
-        from desktop_agent.permissions.paths import read_deny_globs
-
-        return read_deny_globs(search_root, self)
+        return path_rules.read_deny_globs(search_root, self)
 
     # ------------------------------------------------------------------ persistence (resume)
     def to_json(self) -> dict[str, Any]:

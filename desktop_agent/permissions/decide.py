@@ -39,6 +39,7 @@ from desktop_agent.core.tool import Tool
 from desktop_agent.permissions import paths
 from desktop_agent.permissions.bash import bash_decision
 from desktop_agent.permissions.context import PermissionContext
+from desktop_agent.permissions.path_rules import paths_to_check
 from desktop_agent.permissions.protected import OWN_STORE_MESSAGE, own_store_reason
 from desktop_agent.permissions.rules import generic_content_matches, param_rule_matches
 
@@ -98,7 +99,7 @@ def target_decision(target: PermissionTarget, name: str, input_dict: dict[str, A
 
 def _own_store_denied(path: str, input_dict: dict[str, Any]) -> PermissionDecision | None:
     """A write to our own configuration or trust store (``protected.own_store_reason``): denied in every mode."""
-    why = own_store_reason(path, paths.paths_to_check(path))
+    why = own_store_reason(path, paths_to_check(path))
     if why is None:
         return None
     shown = str(input_dict.get("file_path") or input_dict.get("notebook_path") or path)

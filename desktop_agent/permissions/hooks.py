@@ -148,7 +148,7 @@ def _if_matches(if_rule: str | None, tool_name: str | None, tool_input: dict[str
 
 
 class HookRunner:
-    """Runs the hooks configured in settings (and registered callbacks) for each event (``core.seams.ToolHooks``
+    """Runs the hooks configured in settings (and registered callbacks) for each event (``core.context.ToolHooks``
     for the tool-call path)."""
 
     def __init__(self, config: Any = None, *, session_id: str = "", transcript_path: str = "",

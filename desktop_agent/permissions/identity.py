@@ -12,8 +12,9 @@ created later is bound too). The set only grows: a renamed or deleted name keeps
 symlinks), or any folder above its real location — has. A rule with a glob before its last segment
 (``src/*.key``, ``**/.env``) stays a name rule only: it names no single file.
 
-``paths.opened_denied`` applies both to a file already opened. ``multi_link`` tells a regular file with more than one name: the decision does not count such a file as
-inside the working folders, since its other names may be anywhere (the person is asked, as for a file outside).
+``path_rules.opened_denied`` applies both to a file already opened. ``multi_link`` tells a regular file with more
+than one name: the decision does not count such a file as inside the working folders, since its other names may be
+anywhere (the person is asked, as for a file outside). The rules are read through ``rules.RuleSource``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,7 @@ import os
 import re
 import stat
 import time
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from desktop_agent.permissions.context import PermissionContext
-    from desktop_agent.permissions.rules import CompiledRule
+from desktop_agent.permissions.rules import CompiledRule, RuleSource
 
 _GLOB_CHARS = re.compile(r"[*?\[\]{}]")
 _TRAILING_ANY = re.compile(r"(/\*\*?)+$")
@@ -82,7 +79,7 @@ def _ops(tool_name: str) -> frozenset[str]:
     return frozenset({"read", "edit"}) if tool_name == "Read" else frozenset({"edit"})
 
 
-def identities(pc: PermissionContext) -> DeniedIdentities:
+def identities(pc: RuleSource) -> DeniedIdentities:
     """The state's identity set, refreshed with the rules' current targets."""
     ids: DeniedIdentities = pc.cached(("identities-set",), DeniedIdentities)
     targets: list[tuple[CompiledRule, str]] = pc.cached(("identities-targets",), lambda: [
@@ -96,12 +93,12 @@ def identities(pc: PermissionContext) -> DeniedIdentities:
     return ids
 
 
-def capture(pc: PermissionContext) -> None:
+def capture(pc: RuleSource) -> None:
     """Bind the deny rules to their files now (the session starts): before any command could rename them."""
     identities(pc)
 
 
-def denied_by_identity(pc: PermissionContext, abs_path: str, operation: str) -> CompiledRule | None:
+def denied_by_identity(pc: RuleSource, abs_path: str, operation: str) -> CompiledRule | None:
     """The deny rule whose file or folder ``abs_path`` is, or lies in (by identity, whatever its name now)."""
     ids = identities(pc)
     if not ids.by_identity:

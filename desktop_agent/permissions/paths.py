@@ -1,7 +1,8 @@
 """Path permission checks for Read and Edit/Write (SPEC §4.4, §4.5) and the path facts they rest on.
 
-- ``paths_to_check``: a path as given (normalized) and with symlinks resolved. Deny rules fire on either,
-  allow rules and "inside the working directory" need both.
+- ``matching_path_rule``: ``path_rules.matching_rule`` for the session's permission state (the rule lookup and
+  ``paths_to_check``, the path as given and resolved, live there, below ``context``, which answers with them).
+  Deny rules fire on either form, allow rules and "inside the working directory" need both.
 - ``protected_reason`` (from ``permissions.protected``, the one list): shell start-up files, ``.git``, ``.claude``
   (except ``.claude/worktrees``), ``.vscode``, ``.ssh``, ``~/.config/git``, ``.mcp.json``, our state...
 - ``check_write_permission_for_tool``: deny → internal paths → session grants under ``.claude/`` → safety
@@ -13,7 +14,6 @@
 from __future__ import annotations
 
 import os
-import stat
 from functools import lru_cache
 from typing import Any, TypedDict
 
@@ -22,9 +22,10 @@ from desktop_agent.core.errors import wrap_error
 from desktop_agent.core.seams import PermissionState
 from desktop_agent.util.paths import is_inside
 from desktop_agent.permissions.context import PermissionContext
-from desktop_agent.permissions.identity import denied_by_identity, denied_folder_of, identities, multi_link
+from desktop_agent.permissions.identity import multi_link
+from desktop_agent.permissions.path_rules import matching_rule, paths_to_check
 from desktop_agent.permissions.protected import PROTECTED_DIRS, protected_reason
-from desktop_agent.permissions.rules import CombinedPathMatcher, CompiledRule, fold
+from desktop_agent.permissions.rules import CompiledRule, fold
 from desktop_agent.core.permission import (
     DecisionReason, PermissionDecision, PermissionMode, PermissionUpdate, RuleValue,
 )
@@ -33,16 +34,6 @@ DENIED_PATH_MESSAGE = "File is in a directory that is denied by your permission 
 
 
 # --------------------------------------------------------------------------- path facts
-def paths_to_check(abs_path: str) -> list[str]:
-    """The path as given and with symlinks resolved (existing prefix), deduplicated."""
-    p = os.path.normpath(abs_path)
-    try:
-        real = os.path.realpath(p)
-    except (OSError, ValueError):
-        real = p
-    return [p] if real == p else [p, real]
-
-
 def working_dirs(ctx: ToolUseContext) -> list[str]:
     """The working dirs as they are now: the permission state's (``ToolUseContext.working_dirs`` reads them)."""
     return ctx.working_dirs
@@ -79,97 +70,11 @@ def _under_claude_dir(abs_path: str) -> bool:
 def matching_path_rule(pc: PermissionState | None, abs_path: str, op: str, behavior: str,
                        sources: tuple[str, ...] | None = None, checked: list[str] | None = None,
                        is_dir: bool | None = None, identity: bool = True) -> CompiledRule | None:
-    """The first ``behavior`` rule covering ``abs_path`` for ``op`` ("read" or "edit").
-
-    deny: Read deny rules (and Edit deny rules for edits) fire on the path *or* its target, and (``identity``)
-    on a file or folder that is a denied one under another name (``permissions.identity``).
-    ask: Read ask for reads, Edit ask for edits. allow: Edit allow (and Read allow for reads) must cover
-    the path *and* its target.
-    """
-    if not isinstance(pc, PermissionContext):  # no state, or a bare one without rules (decide.py)
+    """``path_rules.matching_rule`` for a permission state: None for no state, or a bare one without rules
+    (decide.py)."""
+    if not isinstance(pc, PermissionContext):
         return None
-    if behavior == "deny":
-        names = ("Edit", "Read") if op == "edit" else ("Read",)
-    elif behavior == "ask":
-        names = ("Edit",) if op == "edit" else ("Read",)
-    else:
-        names = ("Edit",) if op == "edit" else ("Read", "Edit")
-    key = ("pathmatch", behavior, names, sources)
-
-    def build() -> CombinedPathMatcher | None:
-        candidates = [r for name in names for r in pc.content_rules(behavior, name)
-                      if sources is None or r.rule.source in sources]
-        return CombinedPathMatcher(candidates, pc.original_cwd, pc.home) if candidates else None
-
-    matcher: CombinedPathMatcher | None = pc.cached(key, build)
-    if matcher is None:
-        return None
-    paths = list(checked) if checked else paths_to_check(abs_path)
-    if (os.path.isdir(abs_path) if is_dir is None else is_dir):  # a directory (Grep/Glob/ls): `dir/**` rules cover it
-        dir_forms = [p.rstrip("/") + "/" for p in paths]
-        paths = paths + dir_forms if behavior in ("deny", "ask") else dir_forms
-    if behavior in ("deny", "ask"):
-        hit = matcher.first_match(paths, [fold(p) for p in paths])
-        if hit is None and identity and behavior == "deny" and sources is None:
-            hit = denied_by_identity(pc, abs_path, op)
-        return hit
-    first: CompiledRule | None = None
-    for p in paths:  # allow: the link and its target must both be covered
-        hit = matcher.first_match([p], [p])
-        if hit is None:
-            return None
-        first = first or hit
-    return first
-
-
-def opened_denied(pc: PermissionContext, fd: int, operation: str) -> bool:
-    """The file actually opened (``fd``) is denied: by its identity, by a folder it really lies in, or by a
-    rule on the path it really has (``/proc/self/fd``) — a name swapped for a symlink between the check and
-    the open is caught here."""
-    st = os.fstat(fd)
-    ids = identities(pc)
-    if ids.lookup((st.st_dev, st.st_ino), operation) is not None:
-        return True
-    try:
-        real = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return bool(ids.by_identity)  # cannot tell where it is: refuse only when there is something to refuse
-    if not real.startswith("/"):
-        return False  # a pipe or an anonymous file: nothing a rule names
-    if matching_path_rule(pc, real, operation, "deny", checked=[real], is_dir=stat.S_ISDIR(st.st_mode),
-                          identity=False) is not None:
-        return True
-    return denied_folder_of(ids, real, operation) is not None
-
-
-def read_deny_globs(search_root: str, pc: PermissionContext) -> list[str]:
-    """ripgrep ``--glob`` exclusions (``!pattern``) for the Read deny rules of ``pc`` that apply under
-    ``search_root``, so Grep never reads the content of a denied file. Best effort: a deny rule anchored *above*
-    the search root is translated when its fixed prefix leads into the search root; callers should still drop
-    result paths for which ``pc.path_denied(path, "read")`` is true."""
-    root = os.path.normpath(search_root)
-    out: list[str] = []
-    for r in pc.content_rules("deny", "Read"):
-        pp = r.path_pattern(pc.original_cwd, pc.home)
-        g = pp.glob or "**"
-        if not pp.anchored:
-            globs = [f"**/{g}", f"**/{g}/**"]
-        elif is_inside(pp.root, root):
-            rel = os.path.relpath(pp.root, root).replace(os.sep, "/")
-            base = g if rel == "." else f"{rel}/{g}"
-            globs = [base, f"{base}/**"]
-        elif is_inside(root, pp.root):
-            rel = os.path.relpath(root, pp.root).replace(os.sep, "/") + "/"
-            if not g.startswith(rel):
-                continue  # the rule cannot reach into this search root (or needs post-filtering)
-            rest = g[len(rel):] or "**"
-            globs = [rest, f"{rest}/**"]
-        else:
-            continue
-        for x in globs:
-            if "!" + x not in out:
-                out.append("!" + x)
-    return out
+    return matching_rule(pc, abs_path, op, behavior, sources, checked, is_dir, identity)
 
 
 def _rule_reason(rule: CompiledRule) -> DecisionReason:

@@ -8,7 +8,8 @@
   ``~/home``, ``/relative-to-settings-source``, ``./x`` and ``x`` relative to cwd; bare names match at any
   depth; a single-segment pattern (``src/**``) is anchored for allow but any depth for deny/ask.
 - ``CompiledRule`` keeps a ``PermissionRule`` together with its compiled matcher; compiling is cached so a
-  decision over hundreds of rules stays well under a millisecond.
+  decision over hundreds of rules stays well under a millisecond. ``RuleSource`` is what a lookup reads of a
+  holder of compiled rules (``context.PermissionContext``).
 
 Matching for deny/ask rules is deliberately *broader* than for allow rules: deny/ask path patterns match
 case-insensitively on NFKC-normalized text with zero-width characters removed, allow patterns match exactly.
@@ -21,7 +22,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from desktop_agent.core.permission import PermissionRule, RuleBehavior, RuleValue
 
@@ -340,6 +341,19 @@ class CompiledRule:
             self._param = (parsed,)
         return self._param[0]
 
+
+
+class RuleSource(Protocol):
+    """What a path-rule lookup reads of a holder of compiled rules (``context.PermissionContext``): its rules of
+    one behaviour and tool, a cache of what is derived from them, and the roots the rules are relative to."""
+
+    @property
+    def original_cwd(self) -> str: ...
+    @property
+    def home(self) -> str: ...
+
+    def content_rules(self, behavior: str, tool_name: str) -> list[CompiledRule]: ...
+    def cached(self, key: tuple[Any, ...], build: Any) -> Any: ...
 
 def _parse_param_rule(content: str | None, behavior: str) -> tuple[str, str] | None:
     if content is None or behavior == "allow":

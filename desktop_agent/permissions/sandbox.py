@@ -6,7 +6,7 @@ Owns the test-only environment switches, the availability probe (``probe``), ``s
 ``gate_decision`` (how ``permissions.bash.bash_decision`` turns the static analysis' decision into the final one).
 The settings ``sandbox`` block is ``sandbox_settings``; what a sandboxed shell may write, read and reach, and the
 bubblewrap flags for it, is ``sandbox_policy``; how one shell is started (``BubblewrapSandbox``, the
-``core.sandbox.CommandSandbox`` the app puts on the context) is ``sandbox_launch``.
+``core.context.CommandSandbox`` the app puts on the context) is ``sandbox_launch``.
 
 Why bubblewrap and not Landlock (measured on this machine, kernel 6.18, Landlock ABI 7; 50 runs each):
 ``bash -c true`` plain 1.3-1.4 ms; under Landlock via a ctypes ``preexec_fn`` 2.8 ms (the cost is the

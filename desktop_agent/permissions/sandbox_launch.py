@@ -1,6 +1,6 @@
 """How one shell starts: ``plan_launch`` (argv and environment: bubblewrap around the shell when the sandbox is
 active, the private TMPDIR, git neutralised in untrusted folders) and ``BubblewrapSandbox``, the
-``core.sandbox.CommandSandbox`` the app sets on the tool-use context (``tools.bash`` spawns every shell through it).
+``core.context.CommandSandbox`` the app sets on the tool-use context (``tools.bash`` spawns every shell through it).
 ``sandbox.excludedCommands`` run outside the sandbox, but only a plain command line (no shell metacharacters at
 all) whose first words are an entry. Every sandboxed shell also gets the socket policy and the command stubs
 (``sandbox_policy.add_socket_policy`` / ``add_command_stubs``); ``command_rules_held`` tells the Bash decision

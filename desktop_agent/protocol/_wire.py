@@ -3,10 +3,12 @@
 ``WireModel`` keeps fields it does not know (``extra="allow"``: a newer CLI or Claude Code may add some)
 and ``to_wire()`` writes the JSON object the reference writes: optional fields left out when ``None``,
 except those named in ``_keep_null`` (``parent_tool_use_id`` is always present, as ``null``).
+``loads_object`` is the one way in for a line: its JSON object, or ``ProtocolError``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -15,6 +17,19 @@ from pydantic_core import to_jsonable_python
 
 class ProtocolError(ValueError):
     """A line that is not JSON, or a known message type whose fields do not validate."""
+
+
+def loads_object(text: str | bytes | dict[str, Any]) -> dict[str, Any]:
+    """One line's JSON object (a dict passes as is); ``ProtocolError`` when it is not JSON or not an object."""
+    if isinstance(text, dict):
+        return text
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise ProtocolError(f"not JSON: {str(text)[:120]!r}") from exc
+    if not isinstance(obj, dict):
+        raise ProtocolError(f"not a JSON object: {str(text)[:120]!r}")
+    return obj
 
 
 class WireModel(BaseModel):

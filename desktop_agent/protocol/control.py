@@ -16,7 +16,7 @@ from typing import Any, Literal, Union
 
 from pydantic import Field, ValidationError
 
-from desktop_agent.protocol._wire import ProtocolError, WireModel
+from desktop_agent.protocol._wire import ProtocolError, WireModel, loads_object
 
 ControlSubtype = Literal["initialize", "can_use_tool", "hook_callback", "interrupt", "set_permission_mode",
                          "set_model"]
@@ -183,6 +183,4 @@ def decode_control(obj: dict[str, Any]) -> ControlMessage:
 
 
 def decode(text: str | bytes | dict[str, Any]) -> ControlMessage:
-    from desktop_agent.protocol.stream_json import _loads
-
-    return decode_control(_loads(text))
+    return decode_control(loads_object(text))

@@ -15,7 +15,8 @@ from typing import Any, ClassVar, Literal, Union
 
 from pydantic import Field, ValidationError
 
-from desktop_agent.protocol._wire import ProtocolError, WireModel
+from desktop_agent.protocol import control
+from desktop_agent.protocol._wire import ProtocolError, WireModel, loads_object
 
 # What our CLI writes; Claude Code adds more (error_max_budget_usd, …), so decoding keeps any string.
 RESULT_SUBTYPES: tuple[str, ...] = ("success", "error_max_turns", "error_during_execution")
@@ -162,18 +163,6 @@ def encode(line: WireModel) -> str:
     return json.dumps(line.to_wire(), ensure_ascii=False) + "\n"
 
 
-def _loads(text: str | bytes | dict[str, Any]) -> dict[str, Any]:
-    if isinstance(text, dict):
-        return text
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        raise ProtocolError(f"not JSON: {str(text)[:120]!r}") from exc
-    if not isinstance(obj, dict):
-        raise ProtocolError(f"not a JSON object: {str(text)[:120]!r}")
-    return obj
-
-
 def decode_data(obj: dict[str, Any]) -> DataLine | UnknownLine:
     kind = obj.get("type")
     try:
@@ -195,9 +184,7 @@ def decode_data(obj: dict[str, Any]) -> DataLine | UnknownLine:
 def decode(text: str | bytes | dict[str, Any]) -> Any:
     """Any stdout/stdin line → its model (data line, control message or ``UnknownLine``); ``ProtocolError``
     when it is not a JSON object or a known type does not validate."""
-    from desktop_agent.protocol import control
-
-    obj = _loads(text)
+    obj = loads_object(text)
     if str(obj.get("type", "")).startswith("control_"):
         return control.decode_control(obj)
     return decode_data(obj)

@@ -14,34 +14,10 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import tempfile
-import time
+
+from desktop_agent.ui.screenshots_kit import isolate_home, populate_streaming, settle, until
 
 W, H = 1280, 800
-
-
-def _isolate_home() -> None:
-    home = tempfile.mkdtemp(prefix="desktop-agent-shots-")
-    for var, sub in (("HOME", ""), ("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
-                     ("XDG_STATE_HOME", ".local/state")):
-        os.environ[var] = os.path.join(home, sub) if sub else home
-    os.environ.pop("ANTHROPIC_API_KEY", None)
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-
-async def _until(cond, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise TimeoutError("screenshot scenario timed out")
-        await asyncio.sleep(0.02)
-    return cond()
-
-
-async def _settle(ms: int = 150) -> None:
-    """Let Qt paint and lay out. Never processEvents() inside a coroutine: the qasync loop runs Qt's
-    events itself, and a nested pass would re-enter other asyncio tasks."""
-    await asyncio.sleep(ms / 1000)
 
 
 def _composite(win, dialog):
@@ -93,51 +69,9 @@ def _title_strip(img, title: str) -> None:
     p.end()
 
 
-def _populate_streaming(win, folder: str) -> None:
-    """A turn in flight, fed through the controller as the engine would (deterministic for the picture)."""
-    from PySide6.QtCore import QCoreApplication
-
-    from desktop_agent.core import events as ev
-
-    c = win.controller
-    win.folder = folder
-    win.conversation.cwd = folder
-    win.diff_panel.cwd = folder
-    win.show_model("claude-sonnet-4-5")
-    c.turn_index = 1
-    c.user_prompt.emit("Why does `npm test` fail on the date parser? Fix it.")
-    c.handle_event(ev.RequestStarted(turn=1, model="claude-sonnet-4-5"))
-    c.handle_event(ev.TextDelta(index=0, text="Let me find the parser and the failing test."))
-    c.handle_event(ev.ToolCallStarted(tool_use_id="t1", name="Grep", input={"pattern": "parseDate", "path": folder}))
-    c.handle_event(ev.ToolCallFinished(tool_use_id="t1", name="Grep", content="Found 3 files\nsrc/date.ts\n"
-                                       "src/date.test.ts\nsrc/app.ts"))
-    c.handle_event(ev.ToolCallStarted(tool_use_id="t2", name="Read", input={"file_path": f"{folder}/src/date.ts"}))
-    c.handle_event(ev.ToolCallFinished(tool_use_id="t2", name="Read", content="\n".join(f"{i}\tline" for i in range(1, 43))))
-    c.handle_event(ev.ToolCallStarted(tool_use_id="t3", name="Bash", input={"command": "npm test -- src/date.test.ts"}))
-    c.handle_event(ev.ToolCallFinished(tool_use_id="t3", name="Bash", is_error=True,
-                                       content="Exit code 1\nFAIL src/date.test.ts\n  ✕ parses ISO week dates"))
-    c.handle_event(ev.RequestStarted(turn=2, model="claude-sonnet-4-5"))
-    c.handle_event(ev.TextDelta(index=0, text=(
-        "The test fails because `parseDate` reads the **week number** with `getDay()` instead of the ISO week. "
-        "Here is the fix I'll make:\n\n```ts\nexport function isoWeek(d: Date): number {\n"
-        "  const t = new Date(Date.UTC(d.getFullYear(), d.getMonth(), d.getDate()));\n"
-        "  t.setUTCDate(t.getUTCDate() + 4 - (t.getUTCDay() || 7));\n"
-        "  return Math.ceil(((t.getTime() - Date.UTC(t.getUTCFullYear(), 0, 1)) / 864e5 + 1) / 7);\n}\n```\n\n"
-        "Then `parseDate` calls `isoWeek` for the `W` token")))
-    c.handle_event(ev.ToolCallStarted(tool_use_id="t4", name="Bash", input={"command": "npx tsc --noEmit -p ."}))
-    c.handle_event(ev.ToolCallProgress(tool_use_id="t4", data={
-        "type": "bash_progress", "elapsed_s": 4.2,
-        "output": "src/date.ts(12,5): error TS2322: Type 'string' is not assignable to type 'number'.\n"
-                  "src/date.ts(31,18): error TS2554: Expected 1 arguments, but got 2.\n"
-                  "Checking src/app.ts …\n"}))
-    c.handle_event(ev.Usage(input_tokens=11800, output_tokens=640, session_tokens=12440, session_cost_usd=0.0451))
-    win.conversation.close_text()
-    c._set_status("tool", "Bash")
-
-
 async def _tour(win, decisions: list[str]) -> None:
     """Play the tour's two prompts, answering each dialog from ``decisions`` (allow/deny/session)."""
-    await _until(lambda: win.controller.session is not None and win.prompt.toPlainText())
+    await until(lambda: win.controller.session is not None and win.prompt.toPlainText())
     for _turn in range(2):
         win.send(win.prompt.toPlainText())
         task = win.controller._task
@@ -145,11 +79,11 @@ async def _tour(win, decisions: list[str]) -> None:
             dlg = win.controller.current_dialog
             if dlg is not None and dlg.isVisible():
                 choice = decisions.pop(0) if decisions else "allow"
-                await _settle(50)
+                await settle(50)
                 {"allow": dlg.allow_button, "deny": dlg.deny_button,
                  "session": dlg.allow_session_button}[choice].click()
             await asyncio.sleep(0.02)
-        await _until(lambda: bool(win.prompt.toPlainText()) or _turn == 1, 5)
+        await until(lambda: bool(win.prompt.toPlainText()) or _turn == 1, 5)
 
 
 async def _shoot(outdir: str, theme: str) -> list[str]:
@@ -173,14 +107,14 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     win.resize(W, H)
     win.show()
     win.prompt.setFocus()
-    await _settle()
+    await settle()
     save(win.grab().toImage(), "01-empty")
 
     # 2. streaming turn
     folder = prepare_demo_project()
-    _populate_streaming(win, folder)
+    populate_streaming(win, folder)
     win._update_title()
-    await _settle(300)
+    await settle(300)
     save(win.grab().toImage(), "02-streaming")
     win.close()
 
@@ -188,29 +122,29 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     tour = start_tour_window(show=False)
     tour.resize(W, H)
     tour.show()
-    await _until(lambda: tour.controller.session is not None and tour.prompt.toPlainText())
+    await until(lambda: tour.controller.session is not None and tour.prompt.toPlainText())
     tour.send(tour.prompt.toPlainText())
-    await _until(lambda: tour.controller.current_dialog is not None and tour.controller.current_dialog.isVisible())
-    await _settle(300)
+    await until(lambda: tour.controller.current_dialog is not None and tour.controller.current_dialog.isVisible())
+    await settle(300)
     save(_composite(tour, tour.controller.current_dialog), "03-permission")
-    await _until(tour.controller.current_dialog.is_ready)  # the dialog's safety delay
+    await until(tour.controller.current_dialog.is_ready)  # the dialog's safety delay
     tour.controller.current_dialog.allow_button.click()
-    await _until(lambda: not tour.controller.busy)
-    await _settle(100)
+    await until(lambda: not tour.controller.busy)
+    await settle(100)
 
     # 4. changes panel with several changes (second prompt: allow, allow, deny, allow)
     decisions = ["allow", "allow", "deny", "allow"]
-    await _until(lambda: bool(tour.prompt.toPlainText()))
+    await until(lambda: bool(tour.prompt.toPlainText()))
     tour.send(tour.prompt.toPlainText())
     while tour.controller.busy:
         dlg = tour.controller.current_dialog
         if dlg is not None and dlg.isVisible():
-            await _settle(30)
+            await settle(30)
             {"allow": dlg.allow_button, "deny": dlg.deny_button}[decisions.pop(0) if decisions else "allow"].click()
         await asyncio.sleep(0.02)
     tour.prompt.clear()
     tour.diff_panel.view.verticalScrollBar().setValue(0)  # newest turn at the top
-    await _settle(400)
+    await settle(400)
     save(tour.grab().toImage(), "04-changes")
     tour.close()
 
@@ -220,13 +154,13 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     bp = MainWindow()
     bp.resize(W, H)
     bp.show()
-    _populate_streaming(bp, folder)
+    populate_streaming(bp, folder)
     bp.request_mode(BYPASS)
-    await _settle(300)
+    await settle(300)
     save(_composite(bp, bp.bypass_box), "08-bypass-confirm")
     bp.bypass_box.yes_button.click()
     bp._update_title()
-    await _settle(200)
+    await settle(200)
     img = bp.grab().toImage()
     _title_strip(img, bp.windowTitle())
     save(img, "09-bypass-badge")
@@ -234,7 +168,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     # 7. a retry in progress (one card, countdown, Retry now / Cancel), at 900×600
     bp.conversation.show_retry(2, 10, 17, "Overloaded (529): the API is busy; retrying.")
     bp.resize(900, 600)
-    await _settle(300)
+    await settle(300)
     save(bp.grab().toImage(), "10-900x600")
     bp.close()
 
@@ -243,8 +177,8 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     first.resize(W, H)
     first.show()
     dlg = first.show_settings(first_run=True)
-    await _until(dlg.key_facts_known)  # where the key comes from is looked up off the Qt thread
-    await _settle(200)
+    await until(dlg.key_facts_known)  # where the key comes from is looked up off the Qt thread
+    await settle(200)
     save(_composite(first, dlg), "05-settings")
     dlg.close()
 
@@ -274,7 +208,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     view.go_to(3)
     view.toggle()
     view.go_to(1)
-    await _settle(900)  # past the safety delay
+    await settle(900)  # past the safety delay
     save(_composite(first, dlg), "06-per-hunk")
     dlg.close_silently()
 
@@ -288,7 +222,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     dlg.open()
     dlg.diff_view.finish_loading()
     dlg.diff_view.go_to(6)
-    await _settle(900)
+    await settle(900)
     save(_composite(first, dlg), "07-navigator")
     dlg.close_silently()
 
@@ -322,7 +256,7 @@ async def _shoot_ecosystem(folder: str, save) -> None:
     win = MainWindow()
     win.resize(W, H)
     win.show()
-    _populate_streaming(win, folder)
+    populate_streaming(win, folder)
     err = ("McpError: Connection closed\nTraceback (most recent call last):\n  File \"server.py\", line 41, in main\n"
            "ConnectionRefusedError: [Errno 111] Connection refused: postgres://localhost:5432")
     win.controller.session = _ShotSession([
@@ -336,7 +270,7 @@ async def _shoot_ecosystem(folder: str, save) -> None:
     ])
     win._restarting = {"docs"}
     view = win.show_servers()
-    await _settle(300)
+    await settle(300)
     save(_composite(win, view), "13-mcp-servers")
     view.close()
     win._restarting = set()
@@ -350,8 +284,8 @@ async def _shoot_ecosystem(folder: str, save) -> None:
     first.resize(W, H)
     first.show()
     dlg = first.show_settings()
-    await _until(dlg.key_facts_known)
-    await _settle(200)
+    await until(dlg.key_facts_known)
+    await settle(200)
     save(_composite(first, dlg), "14-provider-settings")
     dlg.reject()
     s.provider, s.openai_base_url, s.model = "anthropic", None, None
@@ -369,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     outdir = os.path.abspath(argv[0] if argv else "screenshots")
     themes = argv[1:] or ["light", "dark"]
     os.makedirs(outdir, exist_ok=True)
-    _isolate_home()
+    isolate_home()
     from desktop_agent.ui.main import install_translator, make_app, make_loop
 
     app = make_app()

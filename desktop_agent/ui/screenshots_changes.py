@@ -13,17 +13,18 @@ import os
 import sys
 from typing import Any, Callable
 
+from desktop_agent.ui.screenshots_kit import isolate_home, populate_streaming, settle
+
 
 async def shoot_changes(folder: str, save: Callable[[Any, str], None], size: tuple[int, int] = (1280, 800)) -> None:
     from desktop_agent.core.permission import DecisionReason, PermissionRequest
     from desktop_agent.util.diff import hunk_old_range, structured_patch
     from desktop_agent.ui.window.main_window import MainWindow
-    from desktop_agent.ui.screenshots import _populate_streaming, _settle
 
     win = MainWindow()
     win.resize(*size)
     win.show()
-    _populate_streaming(win, folder)
+    populate_streaming(win, folder)
     panel = win.diff_panel
     panel.cwd = folder
 
@@ -61,7 +62,7 @@ async def shoot_changes(folder: str, save: Callable[[Any, str], None], size: tup
         "type": "create", "filePath": big_path, "content": big, "originalFile": None,
         "structuredPatch": structured_patch("", big)}, turn=3)
     panel.select_tool("shot_partial")
-    await _settle(400)
+    await settle(400)
     save(win.grab().toImage(), "11-changes-partial")
 
     panel.select_tool("shot_big")  # opens it in full on the change page
@@ -69,19 +70,17 @@ async def shoot_changes(folder: str, save: Callable[[Any, str], None], size: tup
     panel.detail.view.go_to(0)
     bar = panel.detail.view.verticalScrollBar()
     bar.setValue(bar.maximum() - 30)  # near the end: every line is there
-    await _settle(400)
+    await settle(400)
     save(win.grab().toImage(), "12-changes-show-all")
     win.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    from desktop_agent.ui import screenshots
-
     argv = list(sys.argv[1:] if argv is None else argv)
     outdir = os.path.abspath(argv[0] if argv else "screenshots")
     themes = argv[1:] or ["light", "dark"]
     os.makedirs(outdir, exist_ok=True)
-    screenshots._isolate_home()
+    isolate_home()
     from desktop_agent.ui.window.demo import prepare_demo_project
     from desktop_agent.ui.main import install_translator, make_app, make_loop
     from desktop_agent.ui.style import apply_theme

@@ -9,7 +9,8 @@ from pydantic import Field
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.events import TurnFinished
-from desktop_agent.engine.loop import QueryParams, query
+from desktop_agent.engine.loop import query
+from desktop_agent.engine.params import QueryParams
 from desktop_agent.core.permission import PermissionReply, PermissionRequest, PermissionTarget
 from desktop_agent.core.tool import ToolInput, ToolResult, build_tool
 

@@ -17,7 +17,8 @@ from desktop_agent.core.events import (
     StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, ToolCallStarted, TurnStarted, Usage,
 )
 from desktop_agent.engine.ledger import INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE
-from desktop_agent.engine.loop import QueryParams, query
+from desktop_agent.engine.loop import query
+from desktop_agent.engine.params import QueryParams
 from desktop_agent.core.messages import user_entry
 from desktop_agent.model.client import ModelError
 from desktop_agent.model.pricing import CostTracker
@@ -585,7 +586,7 @@ class StopHooks:
         self.calls.append(stop_hook_active)
         return self.outcomes.pop(0)
 
-    def has_hooks(self, event, match_value=None):  # core.seams.ToolHooks: no PermissionRequest hooks
+    def has_hooks(self, event, match_value=None):  # core.context.ToolHooks: no PermissionRequest hooks
         return event == "Stop"
 
     async def permission_request(self, *a, **k):

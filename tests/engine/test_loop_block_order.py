@@ -11,7 +11,8 @@ import pytest
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.events import AssistantBlock, AssistantMessage, ToolCallStarted, TurnFinished
-from desktop_agent.engine.loop import QueryParams, query
+from desktop_agent.engine.loop import query
+from desktop_agent.engine.params import QueryParams
 from desktop_agent.core.messages import user_entry
 from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from desktop_agent.engine.loop import QueryParams
+from desktop_agent.engine.params import QueryParams
 from desktop_agent.core.messages import normalize_for_api, user_entry
 from tests.engine.helpers import TurnRun
 

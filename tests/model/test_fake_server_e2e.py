@@ -20,7 +20,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.events import (
     ErrorEvent, RetryWaiting, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished, TurnFinished, Usage,
 )
-from desktop_agent.engine.loop import QueryParams
+from desktop_agent.engine.params import QueryParams
 from desktop_agent.core.messages import normalize_for_api, user_entry
 from desktop_agent.model.anthropic_client import AnthropicClient
 from tests.engine.helpers import FakePrompter, Tracker, TurnRun, make_tools

@@ -113,7 +113,7 @@ def test_always_allow_matches_again_and_only_that(command, again, other, tmp_pat
 def test_read_deny_globs_for_ripgrep(tmp_path):
     from desktop_agent.core.context import ToolUseContext
     from desktop_agent.permissions.context import PermissionContext
-    from desktop_agent.permissions.paths import read_deny_globs
+    from desktop_agent.permissions.path_rules import read_deny_globs
 
     ws = str(tmp_path)
     pc = PermissionContext(ws)

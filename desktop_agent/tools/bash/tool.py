@@ -16,7 +16,7 @@ what actually ran (a ``cancel`` tool would get REJECT_MESSAGE, which claims noth
 abort with reason ``interrupt`` (new user input while tools run) does not stop it, as for every
 ``block`` tool.
 
-Sandbox: every shell, foreground and background, is spawned through ``ctx.sandbox`` (``core.sandbox.CommandSandbox``;
+Sandbox: every shell, foreground and background, is spawned through ``ctx.sandbox`` (``core.context.CommandSandbox``;
 the app sets ``permissions.sandbox_launch.BubblewrapSandbox``: writable only the working dirs and a private TMPDIR,
 Read-deny paths masked, no network). The permission decision (``permission_target`` → ``permissions.bash``) gates
 ``dangerouslyDisableSandbox`` and an unavailable sandbox. The cwd file lives in the sandbox's private TMPDIR.
