@@ -214,6 +214,31 @@ class PermissionContext:
             self._cache[key] = hit
         return hit
 
+    def replace_source_rules(self, source: RuleSource, rules: Iterable[PermissionRule]) -> None:
+        """Every rule of ``source`` replaced by ``rules`` (a host's new flag-settings layer). The deny rules' file
+        identities bound so far stay bound for every rule that is still in force (``identity``), so a rename made
+        before the change does not free a file a kept rule denies."""
+        ids = self._cache.get(("identities-set",))
+        self._rules = [r for r in self._rules if r.rule.source != source]
+        self._reindex()
+        for r in rules:
+            if r.source == source:
+                self._add_rule(r)
+        if ids is not None:
+            kept = {(r.behavior, str(r.rule.value), r.rule.source) for r in self._rules}
+            ids.by_identity = {k: v for k, v in ids.by_identity.items()
+                               if (v[0].behavior, str(v[0].rule.value), v[0].rule.source) in kept}
+            ids.refreshed = -1.0
+            self._cache[("identities-set",)] = ids
+
+    def replace_directories(self, remove: Iterable[str], add: Iterable[str]) -> None:
+        """Launch directories changed by a host's new flag layer: ``remove`` stop being ones, ``add`` become ones
+        (the caller leaves out of ``remove`` what another source still names)."""
+        gone = {self._dir_path(d) for d in remove}
+        self.additional_dirs = [d for d in self.additional_dirs if d not in gone]
+        for d in add:
+            self._add_dir(d, self.additional_dirs)
+
     # ------------------------------------------------------------------ updates
     def apply_updates(self, updates: Iterable[PermissionUpdate | dict[str, Any]]) -> None:
         for u in updates:
