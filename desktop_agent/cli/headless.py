@@ -3,7 +3,13 @@
 ``HeadlessRun`` builds the ``AgentSession`` from the parsed ``Options``, writes ``system``/``init``, the
 ``assistant``/``user`` lines as the transcript grows (``stream_event`` lines with ``--include-partial-messages``)
 and one ``result`` per turn, and answers the host's control requests (``initialize``, ``interrupt``,
-``set_permission_mode``, ``set_model``, ``mcp_status``). ``/compact [instructions]`` as a prompt compacts the
+``set_permission_mode``, ``set_model``, and App. D.5's ``mcp_status``, ``mcp_toggle``, ``mcp_reconnect``,
+``get_context_usage``, ``apply_flag_settings``, ``update_settings``, ``seed_read_state`` through ``cli.controls``;
+any other subtype gets the error ``Unsupported control request: <subtype>``). With ``--await-initialize`` (and
+stream-json input) the session is built only once the host's ``initialize`` arrives, from its ``mcpServers``,
+``settings`` and ``disallowedTools`` as well as the flags (the SDK keeps server credentials off the command line);
+its reply says so (``mcp_servers_applied``, ``settings_applied``, ``disallowed_tools_applied``), and stdin lines
+sent before it are taken after it. ``/compact [instructions]`` as a prompt compacts the
 session instead of calling the model. ``run_headless(opts)`` is the program's entry (exit code 0 when the last
 turn succeeded, 1 otherwise, 2 for a missing prompt or a settings source that cannot be read — ``SettingsError``, named
 with its file and position; the settings' other warnings, each invalid entry with its file, go to stderr at start).

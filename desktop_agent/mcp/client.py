@@ -11,7 +11,10 @@ session); the call that saw the crash is not retried (it may have had effects).
 Each connection lives in a task of its own, because the SDK's ``Client`` is an anyio context manager
 that must be entered and left in one task; calls are made from the tool's task through the client's
 streams. ``status()`` is what the window's Servers view and the CLI's ``system/init`` ``mcp_servers``
-show: name, state, transport, tools, last error.
+show: name, state, transport, tools, last error; ``host_status()`` the same as a host's ``mcp_status`` shapes it (the
+SDK's ``McpServerStatus``: server info, tool descriptions, the configuration without env or headers).
+A host may switch a server off and on (``set_enabled``: a ``disabled`` server is stopped and offers no tools) and
+restart it (``reconnect``).
 
 ``McpTool`` is an MCP tool seen through the six steps: name ``mcp__<server>__<tool>``, the server's
 description and input schema (validated with ``jsonschema``; errors read as our InputValidationError),

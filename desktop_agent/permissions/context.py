@@ -10,7 +10,8 @@ One object per session, stored on ``ToolUseContext.permission_context``. It hold
   project's only once the folder is trusted), and the disabled tools.
 
 ``apply_updates`` applies ``PermissionUpdate``s (a dialog's "allow for session" / "always", a hook's
-``updatedPermissions``, a host's ``control_response``); ``to_json``/``restore`` carry session grants, removed
+``updatedPermissions``, a host's ``control_response``); ``replace_source_rules`` / ``replace_directories`` swap in a
+host's new flag-settings layer (``app.host_requests``); ``to_json``/``restore`` carry session grants, removed
 directories and the mode across a resume.
 """
 

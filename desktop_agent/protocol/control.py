@@ -1,8 +1,11 @@
 """Typed control messages of the stdio protocol (SPEC §1.5, App. C).
 
 ``ControlRequest`` (``request_id`` + one of ``InitializeRequest``, ``CanUseToolRequest``, ``HookCallbackRequest``,
-``InterruptRequest``, ``SetPermissionModeRequest``, ``SetModelRequest``; any other subtype decodes as
-``OtherRequest``), ``ControlResponse`` (``success`` with an optional ``response`` object, or ``error``) and
+``InterruptRequest``, ``SetPermissionModeRequest``, ``SetModelRequest``, the host's App. D.5 requests
+(``HostRequest``: ``mcp_status``, ``mcp_toggle``, ``mcp_reconnect``, ``get_context_usage``, ``apply_flag_settings``,
+``update_settings``, ``seed_read_state``, with their responses ``McpStatusResponse`` and ``ContextUsageResponse``, as
+the TypeScript SDK's ``sdk.d.ts`` shapes them); any other subtype decodes as ``OtherRequest``, answered with
+``unsupported(subtype)``), ``ControlResponse`` (``success`` with an optional ``response`` object, or ``error``) and
 ``ControlCancelRequest``. ``can_use_tool`` carries the extension fields ``file_path``, ``structured_patch``,
 ``original_file`` and ``subcommands`` (the patch our engine built, so a host shows exactly it; Claude Code
 sends none of them). ``PermissionAllow`` / ``PermissionDeny`` are the bodies a host answers it with.

@@ -205,3 +205,25 @@ def test_an_unknown_request_is_answered_with_its_name(fake, workdir, tmp_path):
                         "error": "Unsupported control request: reload_plugins"}
     finally:
         assert d.close() == 0
+
+
+def test_lines_before_initialize_wait_and_a_malformed_request_is_answered(fake, workdir, tmp_path):
+    fake.script([reply(text("hi there"))])
+    d = Driver(["--await-initialize"], workdir, cli_env(fake, tmp_path / "h"))
+    try:
+        d.user("hello")  # before initialize: taken once the session is built from it
+        rid = d.control({"subtype": "initialize"})
+        first = d.expect(lambda m: m.get("type") in ("control_response", "system"))
+        assert first["type"] == "control_response" and first["response"]["request_id"] == rid
+        assert d.result()["result"] == "hi there"
+        bad = answer(d, {"subtype": "mcp_toggle", "enabled": True})
+        assert bad["subtype"] == "error" and bad["error"].startswith("bad control_request")
+    finally:
+        assert d.close() == 0
+
+
+def test_stdin_closing_before_initialize_starts_nothing(fake, workdir, tmp_path):
+    d = Driver(["--await-initialize"], workdir, cli_env(fake, tmp_path / "h"))
+    assert d.close() == 1
+    assert "before the initialize request" in (d.proc.stderr.read() if d.proc.stderr else "")
+    assert fake.requests == [] and not (tmp_path / "h" / "data").exists()
