@@ -98,7 +98,7 @@ class McpConnection:
             name=self.name, status="pending" if self.state == "connecting" else self.state,
             serverInfo=self.server_info, error=self.error if self.state == "failed" else None,
             config=None if cfg.error else config, scope=scope, source=scope,
-            tools=tools if self.state == "connected" else None, transport=cfg.transport, restarts=self.restarts)
+            tools=tools if self.state == "connected" else [], transport=cfg.transport, restarts=self.restarts)
 
     def _stderr_tail(self) -> str:
         if self._errlog is None:

@@ -74,6 +74,7 @@ def test_await_initialize_with_a_bad_disallowed_rule_is_refused_and_nothing_star
 
 
 def test_mcp_status_toggle_reconnect(fake, workdir, tmp_path):
+    fake.script([reply(text("ok"))])
     d, init = launch(fake, workdir, tmp_path, {"mcpServers": servers()})
     try:
         assert init["subtype"] == "success"
@@ -87,7 +88,10 @@ def test_mcp_status_toggle_reconnect(fake, workdir, tmp_path):
         names = {t["name"]: t for t in server["tools"]}
         assert {"echo", "add", "write_file"} <= set(names) and names["echo"]["description"] == "Echo the text back."
         assert ok(d, {"subtype": "mcp_toggle", "serverName": "fake", "enabled": False}) == {}
-        assert ok(d, {"subtype": "mcp_status"})["mcpServers"][0]["status"] == "disabled"
+        off = ok(d, {"subtype": "mcp_status"})["mcpServers"][0]
+        assert off["status"] == "disabled" and off["tools"] == []
+        d.user("anything")  # the turn's request no longer offers the server's tools
+        d.result()
         refused = answer(d, {"subtype": "mcp_reconnect", "serverName": "fake"})
         assert refused == {"subtype": "error", "request_id": refused["request_id"], "error": "Server is disabled: fake"}
         ok(d, {"subtype": "mcp_toggle", "serverName": "fake", "enabled": True})
@@ -99,6 +103,8 @@ def test_mcp_status_toggle_reconnect(fake, workdir, tmp_path):
         assert missing["subtype"] == "error" and missing["error"] == "Server not found: nope"
     finally:
         assert d.close() == 0
+    offered = [t["name"] for t in fake.requests[0].body["tools"]]
+    assert "Read" in offered and not any(n.startswith("mcp__fake__") for n in offered)
 
 
 def test_context_usage_counts_the_last_request(fake, workdir, tmp_path):
