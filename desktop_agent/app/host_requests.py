@@ -10,7 +10,7 @@ layer goes through the same loading as ``--settings`` (``permissions.settings``)
 unreadable, or any entry the loader reports (a malformed rule, a mode we do not know, a value of the wrong type), is
 a ``HostRequestError`` and nothing changes — stricter than the reference, which drops a bad entry. The flag rules
 replace the layer's earlier ones (the deny rules' bound file identities kept for the rules still in force), its
-directories replace the earlier layer's, ``disableBypassPermissionsMode`` counts with every other source, and a
+directories replace the earlier layer's (one that ``--add-dir`` or another source names stays), ``disableBypassPermissionsMode`` counts with every other source, and a
 ``defaultMode`` that changed becomes the mode (bypass only where no source disables it). The layer is the host's,
 as trusted as the command line that started us: it never reads or widens what an untrusted folder's own files grant.
 
@@ -61,11 +61,14 @@ class FlagLayer:
 
     data: dict[str, Any] = field(default_factory=dict)
     root: str = ""
+    pinned: set[str] = field(default_factory=set)  # --add-dir directories: never taken away by the layer
 
     @classmethod
-    def of(cls, settings_arg: str | None, cwd: str) -> FlagLayer:
+    def of(cls, settings_arg: str | None, cwd: str, add_dirs: list[str] | None = None) -> FlagLayer:
         src = settings_mod.settings_arg_source(settings_arg, cwd)
-        return cls(dict(src.data), src.root) if src is not None else cls({}, cwd)
+        layer = cls(dict(src.data), src.root) if src is not None else cls({}, cwd)
+        layer.pinned = {os.path.normpath(os.path.join(cwd, os.path.expanduser(d))) for d in add_dirs or []}
+        return layer
 
     def permissions(self) -> dict[str, Any]:
         perms = self.data.get("permissions")
@@ -116,7 +119,7 @@ def apply_flag_settings(session: AgentSession, layer: FlagLayer, settings: dict[
     pc = session.permission_context
     old_dirs = _dirs(layer.permissions(), pc.original_cwd)
     new_dirs = _dirs(merged.get("permissions") or {}, pc.original_cwd)
-    others = set(loaded.additional_directories) - set(new_dirs)
+    others = (set(loaded.additional_directories) - set(new_dirs)) | layer.pinned
     mode_before = pc.mode
     pc.replace_source_rules("flagSettings", loaded.rules)
     identity.capture(pc)

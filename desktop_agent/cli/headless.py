@@ -119,7 +119,7 @@ class HeadlessRun:
             trusted=True if o.trust else None, settings_arg=settings_arg, model=o.model, mcp_config=mcp_config,
             provider=o.provider,
         )
-        self.flag_layer = FlagLayer.of(settings_arg, cwd)
+        self.flag_layer = FlagLayer.of(settings_arg, cwd, o.add_dirs)
         self.session.include_stream_events = o.include_partial and o.out_format == "stream-json"
         for warning in self.session.permission_context.warnings:  # invalid settings entries: file and entry
             eprint(f"warning: {warning}")
