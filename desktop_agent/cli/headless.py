@@ -429,11 +429,16 @@ class HeadlessRun:
     def _before_session(self, line: str) -> None:
         """``--await-initialize``: the first ``initialize`` request starts the session; lines before it wait."""
         assert self._awaiting is not None
-        if not self._awaiting.done():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            obj = None
+        if not self._awaiting.done() and isinstance(obj, dict) and obj.get("type") == "control_request":
             try:
-                message = decode(line)
-            except ProtocolError:
-                message = None
+                message = decode(obj)
+            except ProtocolError as exc:  # a malformed initialize among them: answered now, never a hang
+                self.out.line(ControlResponse.failure(str(obj.get("request_id") or ""), str(exc)))
+                return
             if isinstance(message, ControlRequest) and isinstance(message.request, InitializeRequest):
                 self._awaiting.set_result(message)
                 return

@@ -218,6 +218,8 @@ def test_lines_before_initialize_wait_and_a_malformed_request_is_answered(fake, 
     d = Driver(["--await-initialize"], workdir, cli_env(fake, tmp_path / "h"))
     try:
         d.user("hello")  # before initialize: taken once the session is built from it
+        broken = answer(d, {"subtype": "initialize", "mcpServers": ["not", "an", "object"]})
+        assert broken["subtype"] == "error" and broken["error"].startswith("bad control_request")  # no hang
         rid = d.control({"subtype": "initialize"})
         first = d.expect(lambda m: m.get("type") in ("control_response", "system"))
         assert first["type"] == "control_response" and first["response"]["request_id"] == rid
