@@ -34,11 +34,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from desktop_agent.core.context import FileStateEntry, expand_path
-from desktop_agent.permissions import identity
 from desktop_agent.permissions import settings as settings_mod
-from desktop_agent.permissions.paths import in_working_dirs, paths_to_check
 from desktop_agent.permissions.settings_files import SettingsError
-from desktop_agent.util import fileio
 
 if TYPE_CHECKING:
     from desktop_agent.app.session import AgentSession
@@ -103,6 +100,8 @@ def _check(settings: dict[str, Any]) -> None:
 
 def apply_flag_settings(session: AgentSession, layer: FlagLayer, settings: dict[str, Any]) -> bool:
     """Merge ``settings`` into ``layer`` and apply it (see the module docstring); True when the mode changed."""
+    from desktop_agent.permissions import identity  # the requests' modules load when one comes, not at start-up
+
     _check(settings)
     incoming = settings.get("permissions")
     if isinstance(incoming, dict):  # the host's own entries, through the loader alone: any problem refuses them
@@ -179,6 +178,9 @@ def update_settings(session: AgentSession, source: str, settings: dict[str, Any]
 
 def seed_read_state(session: AgentSession, path: str, mtime: float) -> bool:
     """Seed the Read-before-Edit state for ``path`` (see the module docstring); False when the file changed since."""
+    from desktop_agent.permissions.paths import in_working_dirs, paths_to_check
+    from desktop_agent.util import fileio
+
     ctx, pc = session.ctx, session.permission_context
     abs_path = expand_path(path, session.cwd)
     checked = paths_to_check(abs_path)
