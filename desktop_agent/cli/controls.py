@@ -1,6 +1,7 @@
 """The host's further control requests (SPEC App. D.5), answered for ``HeadlessRun``.
 
-``answer(session, layer, request)`` gives the ``response`` object of the SDK's ``Query`` methods:
+``answer(session, layer, request)`` gives the ``response`` object of the SDK's ``Query`` methods (and whether the
+permission mode changed):
 ``mcp_status`` → ``{"mcpServers": [McpServerStatus…]}`` (the servers started first); ``mcp_toggle`` /
 ``mcp_reconnect`` → ``{}`` once the server is stopped or up again (the tool list follows at once);
 ``get_context_usage`` → ``app.context_usage``; ``apply_flag_settings``, ``update_settings``, ``seed_read_state`` →

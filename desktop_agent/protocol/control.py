@@ -82,7 +82,7 @@ class SetModelRequest(WireModel):
 
 
 class OtherRequest(WireModel):
-    """A subtype this module has no model for (``mcp_status``, …); its fields are kept as extras."""
+    """A subtype this module has no model for (``reload_skills``, …); its fields are kept as extras."""
 
     subtype: str
 
