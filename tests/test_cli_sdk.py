@@ -1,6 +1,7 @@
 """The Python ``claude-agent-sdk`` drives ``desktop-agent`` through ``cli_path=`` against the fake server
 (App. C): ``can_use_tool`` deny (the message reaches the model verbatim) and allow, an SDK ``PreToolUse``
-hook callback denying Bash, ``set_permission_mode``, and ``interrupt`` while a permission is pending."""
+hook callback denying Bash, ``set_permission_mode``, ``interrupt`` while a permission is pending, and the info calls
+``get_mcp_status`` (the fake MCP server, given as ``mcp_servers``) and ``get_context_usage``."""
 
 from __future__ import annotations
 
@@ -71,6 +72,8 @@ def test_sdk_session(workdir, tmp_path):
         options = ClaudeAgentOptions(
             cli_path=str(cli), cwd=str(workdir), env=env, permission_mode="default", can_use_tool=can_use_tool,
             hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[deny_bash])]},
+            mcp_servers={"fake": {"type": "stdio", "command": sys.executable,
+                                  "args": ["-m", "tests.fakes.mcp_server", "stdio"], "env": {"PYTHONPATH": str(ROOT)}}},
         )
 
         async def scenario() -> dict:
@@ -78,6 +81,8 @@ def test_sdk_session(workdir, tmp_path):
             async with ClaudeSDKClient(options=options) as client:
                 await client.query("Change `value` to 2")
                 out["deny"] = await collect(client)
+                out["mcp_status"] = await client.get_mcp_status()
+                out["context"] = await client.get_context_usage()
                 policy["mode"] = "allow"
                 await client.query("Please try again")
                 out["allow"] = await collect(client)
@@ -106,6 +111,15 @@ def test_sdk_session(workdir, tmp_path):
     assert result(out["deny"]).subtype == "success"
     denied = [b for m in requests[2].messages for b in m["content"] if b.get("tool_use_id") == "toolu_edit_2"]
     assert denied[0]["content"] == "Not now: the user wants to review first" and denied[0]["is_error"] is True
+    # the info calls: the MCP server as McpServerStatus, the context usage from the last request's usage
+    (server,) = out["mcp_status"]["mcpServers"]
+    assert server["name"] == "fake" and server["status"] == "connected" and server["serverInfo"]["name"] == "fake-tools"
+    assert {"echo", "write_file"} <= {t["name"] for t in server["tools"]}
+    usage = out["context"]
+    assert usage["model"] == requests[2].body["model"] and usage["apiUsage"]["input_tokens"] > 0
+    assert usage["percentage"] == round(usage["totalTokens"] * 100 / usage["rawMaxTokens"])
+    assert any(t["serverName"] == "fake" and t["name"] == "mcp__fake__echo" for t in usage["mcpTools"])
+    assert {c["id"] for c in usage["categories"]} >= {"system_prompt", "system_tools", "mcp_tools", "messages"}
     # 2. allow: the edit happened with the model's input
     assert result(out["allow"]).subtype == "success"
     assert [name for name, _ in asked[:2]] == ["Edit", "Edit"]

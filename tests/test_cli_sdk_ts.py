@@ -85,7 +85,21 @@ def scripts(cwd: Path) -> dict[str, list]:
             reply(text("wrote a")),
             reply(tool_use("Write", {"file_path": str(cwd / "b.txt"), "content": "b\n"}, id="toolu_write_b"))],
         "info": [],
+        "mcp_servers": [reply(tool_use("mcp__fake__echo", {"text": "hi"}, id="toolu_mcp_1")), reply(text("echoed"))],
+        "mcp_methods": [],
+        "context_usage": [reply(text("hello"))],
+        "flag_settings": [reply(tool_use("Write", {"file_path": str(cwd / "notes.txt"), "content": "x\n"},
+                                         id="toolu_write_1")), reply(text("blocked"))],
+        "update_settings": [],
+        "seed_read_state": [edit(app, "1", "2", "toolu_edit_1"), reply(text("edited"))],
+        "unknown_request": [],
     }
+
+
+def mcp_servers() -> dict[str, Any]:
+    """The fake MCP server as the SDK's ``mcpServers`` option (sent in ``initialize``, env off the command line)."""
+    return {"fake": {"type": "stdio", "command": sys.executable, "args": ["-m", "tests.fakes.mcp_server", "stdio"],
+                     "env": {"PYTHONPATH": str(ROOT)}}}
 
 
 def test_typescript_sdk_drives_the_cli(tmp_path):
@@ -101,7 +115,8 @@ def test_typescript_sdk_drives_the_cli(tmp_path):
             fake = FakeAnthropic().start()
             fake.script(scripts(cwd)[name])
             fakes[name] = fake
-            cases[name] = {"url": fake.base_url, "cwd": str(cwd), "wire": str(tmp_path / f"{name}.wire.jsonl")}
+            cases[name] = {"url": fake.base_url, "cwd": str(cwd), "wire": str(tmp_path / f"{name}.wire.jsonl"),
+                           "mcp": mcp_servers()}
         env = cli_env(None, home, ANTHROPIC_API_KEY="test-key", DA_PYTHON=sys.executable)
         env.pop("ANTHROPIC_BASE_URL", None)
         config = tmp_path / "config.json"
@@ -131,6 +146,15 @@ def test_typescript_sdk_drives_the_cli(tmp_path):
         "Use one of the available tools instead.</tool_use_error>")
     assert both["toolu_bash_1"]["content"] == "hi" and not both["toolu_bash_1"].get("is_error")
     assert "Edit" not in [t["name"] for t in fakes["allowed_disallowed"].requests[0].body["tools"]]
+    # --await-initialize: the servers came in initialize, never on the command line, and the call reached the server.
+    assert results_of(fakes["mcp_servers"], 1)["toolu_mcp_1"]["content"] == "echo: hi"
+    for name in ("mcp_servers", "mcp_methods"):
+        argv = (tmp_path / f"{name}.wire.jsonl.args").read_text().splitlines()
+        assert "--await-initialize" in argv and not any(a.startswith("--mcp-config") for a in argv), argv
+        assert "PYTHONPATH" not in " ".join(argv)
+    # apply_flag_settings' deny rule reached the model as a denial; seed_read_state let Edit run without a Read.
+    assert results_of(fakes["flag_settings"], 1)["toolu_write_1"]["is_error"] is True
+    assert not results_of(fakes["seed_read_state"], 1)["toolu_edit_1"].get("is_error")
     resumed = json.dumps(fakes["resume"].request_messages(1))
     assert "Remember 42" in resumed and "Noted." in resumed
     # The order rule held where requests were made (hook callbacks and can_use_tool).

@@ -12,12 +12,15 @@ unchanged:
 - the control protocol on stdio: ``initialize`` (SDK hook callbacks are registered as callback hooks of
   the session's ``HookRunner``; each sends a ``hook_callback`` request), ``can_use_tool`` requests for every
   ``ask`` with ``--permission-prompt-tool stdio`` (``control_cancel_request`` when the wait is aborted; a
-  duplicate or unknown response is ignored), ``set_permission_mode``, ``set_model`` and ``interrupt``;
+  duplicate or unknown response is ignored), ``set_permission_mode``, ``set_model`` and ``interrupt``, the
+  SDK's further ``Query`` requests (``controls``: MCP status, toggle and reconnect, context usage, flag settings,
+  settings-file keys, the Read-before-Edit seed; any other subtype is answered with an error naming it), and
+  ``--await-initialize`` (MCP servers, settings and disallowed tools read from ``initialize`` before the session);
 - ``/compact [instructions]`` as a prompt compacts the session instead of calling the model.
 
 The package: ``argv`` (the one parser, for ``-p`` and the window flags, and ``--help``), ``stdio`` (stdout lines,
-the stdin reader, the control channel, the prompters, SDK hook callbacks), ``headless`` (``HeadlessRun``,
-``run_headless``). Every line is encoded and every control request decoded through ``desktop_agent.protocol``.
+the stdin reader, the control channel, the prompters, SDK hook callbacks), ``controls`` (the host's App. D.5
+requests), ``headless`` (``HeadlessRun``, ``run_headless``). Every line is encoded and every control request decoded through ``desktop_agent.protocol``.
 
 Unknown flags are reported on stderr and ignored with ``-p``; the window refuses them. A bad flag value or a
 missing API key is one line on stderr and a non-zero exit. Exit code 0 when the last turn succeeded, 1 otherwise.

@@ -55,6 +55,7 @@ _FLAGS: dict[str, tuple[str, int]] = {
     "-c": ("continue_latest", 0),
     "--permission-prompt-tool": ("permission_prompt_tool", 1),
     "--trust": ("trust", 0),
+    "--await-initialize": ("await_initialize", 0),
     "--version": ("version", 0),
     "-v": ("version", 0),
     "--help": ("help", 0),
@@ -75,6 +76,7 @@ _IGNORED_LISTS = ("--betas",)
 _UNKNOWN_BOOLEAN = {
     "--fork-session", "--strict-mcp-config", "--include-hook-events", "--session-mirror", "--debug", "--ide",
     "--replay-user-messages", "--bare", "--no-session-persistence", "--mcp-debug", "--exclude-dynamic-sections",
+    "--managed-settings-in-initialize",
 }
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")
@@ -114,6 +116,8 @@ Options (headless):
   --session-id ID  --resume ID  --continue
   --permission-prompt-tool stdio    ask permissions through control requests on stdio
   --trust                           treat the folder as trusted for this run
+  --await-initialize                with stream-json input: read the host's initialize request
+                                    (its mcpServers, settings, disallowedTools) before starting
   --version
 """
 
@@ -154,6 +158,7 @@ class Options:
     continue_latest: bool = False
     permission_prompt_tool: str | None = None
     trust: bool = False
+    await_initialize: bool = False
     version: bool = False
     help: bool = False
     demo: bool = False
@@ -309,10 +314,6 @@ def _rule_lists(opts: Options, raw: dict[str, Any]) -> None:
     (exit 2) naming it: a rule is never dropped, and a prompt after a list flag is never taken silently."""
     if not any(k in raw for k in _LIST_FLAG_NAMES):
         return
-    # Lazy: pydantic is not needed for --version / --help.
-    from desktop_agent.permissions.rules import split_rule_list
-    from desktop_agent.permissions.settings import rule_problem
-
     for dest, flag in _LIST_FLAG_NAMES.items():
         if dest not in raw:
             continue
@@ -321,11 +322,21 @@ def _rule_lists(opts: Options, raw: dict[str, Any]) -> None:
         if dest == "tools" and [v.strip() for v in values] == ["default"]:
             opts.tools = None
             continue
-        items = split_rule_list(values)
-        for item in items:
-            problem = rule_problem(item, tool_name_only=dest == "tools")
-            if problem:
-                what = "tool name" if dest == "tools" else "permission rule"
-                raise UsageError(f"{flag}: {item!r} is not a valid {what} ({problem}). {flag} takes every value "
-                                 f"up to the next option: put the prompt before it, or after '--'")
-        setattr(opts, dest, items)
+        setattr(opts, dest, checked_rules(flag, values, tool_name_only=dest == "tools"))
+
+
+def checked_rules(flag: str, values: list[str], *, tool_name_only: bool = False, hint: bool = True) -> list[str]:
+    """A rule list flag's values (or ``initialize``'s ``disallowedTools``) → rules; ``UsageError`` naming the first
+    value that is not a valid rule (or tool name): a rule is never dropped."""
+    from desktop_agent.permissions.rules import split_rule_list
+    from desktop_agent.permissions.settings import rule_problem
+
+    items = split_rule_list(values)
+    for item in items:
+        problem = rule_problem(item, tool_name_only=tool_name_only)
+        if problem:
+            what = "tool name" if tool_name_only else "permission rule"
+            tail = (f" {flag} takes every value up to the next option: put the prompt before it, or after '--'"
+                    if hint else "")
+            raise UsageError(f"{flag}: {item!r} is not a valid {what} ({problem}).{tail}")
+    return items

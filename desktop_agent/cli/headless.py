@@ -3,7 +3,13 @@
 ``HeadlessRun`` builds the ``AgentSession`` from the parsed ``Options``, writes ``system``/``init``, the
 ``assistant``/``user`` lines as the transcript grows (``stream_event`` lines with ``--include-partial-messages``)
 and one ``result`` per turn, and answers the host's control requests (``initialize``, ``interrupt``,
-``set_permission_mode``, ``set_model``, ``mcp_status``). ``/compact [instructions]`` as a prompt compacts the
+``set_permission_mode``, ``set_model``, and App. D.5's ``mcp_status``, ``mcp_toggle``, ``mcp_reconnect``,
+``get_context_usage``, ``apply_flag_settings``, ``update_settings``, ``seed_read_state`` through ``cli.controls``;
+any other subtype gets the error ``Unsupported control request: <subtype>``). With ``--await-initialize`` (and
+stream-json input) the session is built only once the host's ``initialize`` arrives, from its ``mcpServers``,
+``settings`` and ``disallowedTools`` as well as the flags (the SDK keeps server credentials off the command line);
+its reply says so (``mcp_servers_applied``, ``settings_applied``, ``disallowed_tools_applied``), and stdin lines
+sent before it are taken after it. ``/compact [instructions]`` as a prompt compacts the
 session instead of calling the model. ``run_headless(opts)`` is the program's entry (exit code 0 when the last
 turn succeeded, 1 otherwise, 2 for a missing prompt or a settings source that cannot be read — ``SettingsError``, named
 with its file and position; the settings' other warnings, each invalid entry with its file, go to stderr at start).
@@ -27,8 +33,9 @@ from desktop_agent.cli.stdio import (
 )
 from desktop_agent.protocol import ProtocolError, WireModel, decode
 from desktop_agent.protocol.control import (
-    ControlCancelRequest, ControlRequest, ControlResponse, InitializeRequest, InterruptRequest, OtherRequest,
-    SetModelRequest, SetPermissionModeRequest,
+    ApplyFlagSettingsRequest, ControlCancelRequest, ControlRequest, ControlResponse, GetContextUsageRequest,
+    InitializeRequest, InterruptRequest, McpReconnectRequest, McpStatusRequest, McpToggleRequest, SeedReadStateRequest,
+    SetModelRequest, SetPermissionModeRequest, UpdateSettingsRequest, unsupported,
 )
 from desktop_agent.protocol.stream_json import (
     AssistantLine, PermissionDenial, ResultLine, StreamEventLine, SystemInit, SystemLine, SystemStatus, UnknownLine,
@@ -36,7 +43,11 @@ from desktop_agent.protocol.stream_json import (
 )
 
 if TYPE_CHECKING:
+    from desktop_agent.app.host_requests import FlagLayer
     from desktop_agent.app.session import AgentSession
+
+_HOST_REQUESTS = (McpStatusRequest, McpToggleRequest, McpReconnectRequest, GetContextUsageRequest,
+                  ApplyFlagSettingsRequest, UpdateSettingsRequest, SeedReadStateRequest)
 
 # -------------------------------------------------------------------------------------- headless run
 
@@ -68,6 +79,11 @@ class HeadlessRun:
         self._emitted: set[str] = set()
         self._key_source: str | None = None
         self.freeze_heap = False  # set by run_headless (the program), never for in-process callers
+        self.flag_layer: FlagLayer | None = None  # the flag settings a host's apply_flag_settings merges into
+        # --await-initialize: the initialize read at launch, and the stdin lines that came before the session
+        self.launch_init: InitializeRequest | None = None
+        self._awaiting: asyncio.Future[ControlRequest | None] | None = None
+        self._early: list[str] = []
 
     # ---------------------------------------------------------------------- session
 
@@ -78,18 +94,32 @@ class HeadlessRun:
             raise RuntimeError("the headless run has no session yet")
         return self._session
 
-    def create_session(self) -> None:
+    def create_session(self, init: InitializeRequest | None = None) -> None:
+        """The session from the flags, and under ``--await-initialize`` from what ``init`` carries as well: its
+        ``mcpServers`` as one more ``--mcp-config`` item, its ``settings`` over ``--settings``, its
+        ``disallowedTools`` after ``--disallowedTools`` (checked as that flag's values are)."""
+        from desktop_agent.app.host_requests import FlagLayer, merged_settings_arg
         from desktop_agent.app.session import AgentSession
+        from desktop_agent.cli.argv import checked_rules
 
         o = self.opts
+        cwd = os.getcwd()
+        mcp_config, disallowed, settings_arg = list(o.mcp_config), list(o.disallowed_tools), o.settings
+        if init is not None:
+            if init.mcpServers is not None:
+                mcp_config.append(json.dumps({"mcpServers": init.mcpServers}))
+            disallowed += checked_rules("initialize disallowedTools", init.disallowedTools or [], hint=False)
+            settings_arg = merged_settings_arg(settings_arg, init.settings, cwd)
+            self.launch_init = init
         self._session = AgentSession.create(
-            os.getcwd(), prompter=self.prompter, session_id=o.session_id, resume=o.resume,
+            cwd, prompter=self.prompter, session_id=o.session_id, resume=o.resume,
             continue_latest=o.continue_latest, permission_mode=o.permission_mode, allowed_tools=o.allowed_tools,
-            disallowed_tools=o.disallowed_tools, tools=o.tools, add_dirs=o.add_dirs, max_turns=o.max_turns,
+            disallowed_tools=disallowed, tools=o.tools, add_dirs=o.add_dirs, max_turns=o.max_turns,
             system_prompt=o.system_prompt, append_system_prompt=o.append_system_prompt,
-            trusted=True if o.trust else None, settings_arg=o.settings, model=o.model, mcp_config=o.mcp_config,
+            trusted=True if o.trust else None, settings_arg=settings_arg, model=o.model, mcp_config=mcp_config,
             provider=o.provider,
         )
+        self.flag_layer = FlagLayer.of(settings_arg, cwd, o.add_dirs)
         self.session.include_stream_events = o.include_partial and o.out_format == "stream-json"
         for warning in self.session.permission_context.warnings:  # invalid settings entries: file and entry
             eprint(f"warning: {warning}")
@@ -304,6 +334,7 @@ class HeadlessRun:
                     "models": [{"value": self.session.model, "displayName": self.session.model,
                                 "description": "The session's model"}],
                     "account": {"apiKeySource": self.api_key_source()}, "pid": os.getpid(), "hooks_applied": True,
+                    "claude_code_version": __version__, **self._applied(request),
                 }
                 self._initialize_prompt(request)
             elif isinstance(request, InterruptRequest):
@@ -319,19 +350,44 @@ class HeadlessRun:
             elif isinstance(request, SetModelRequest):
                 self.session.set_model(request.model or None)
                 response = {}
-            elif isinstance(request, OtherRequest) and request.subtype == "mcp_status":
-                await self.session.start_mcp()
-                response = {"mcpServers": self.session.mcp_status()}
+            elif isinstance(request, _HOST_REQUESTS):
+                from desktop_agent.cli.controls import answer
+
+                assert self.flag_layer is not None  # made with the session
+                response, mode_changed = await answer(self.session, self.flag_layer, request)
+                if mode_changed:  # as after set_permission_mode: the reply, then the status line
+                    self.out.line(ControlResponse.success(request_id, response))
+                    self._line(SystemStatus(permissionMode=self.session.permission_mode,
+                                            session_id=self.session.session_id, uuid=str(uuid.uuid4())))
+                    return
             else:
-                raise ValueError(f"Unsupported control request subtype: {request.subtype}")
+                raise ValueError(unsupported(request.subtype))
         except Exception as exc:
-            self.out.line(ControlResponse.failure(request_id, str(exc)))
+            from desktop_agent.cli.controls import error_text
+
+            self.out.line(ControlResponse.failure(request_id, error_text(exc)))
             return
         self.out.line(ControlResponse.success(request_id, response))
+
+    def _applied(self, request: InitializeRequest) -> dict[str, bool]:
+        """``mcp_servers_applied`` / ``settings_applied`` / ``disallowed_tools_applied`` for what ``request``
+        carries: true when it is what this process read at launch (``--await-initialize``); a repeated or late
+        ``initialize`` loads nothing (the SDK then ends the session rather than run without them)."""
+        launch = self.launch_init
+        out: dict[str, bool] = {}
+        for field, key in (("mcpServers", "mcp_servers_applied"), ("settings", "settings_applied"),
+                           ("disallowedTools", "disallowed_tools_applied")):
+            value = getattr(request, field)
+            if value is not None:
+                out[key] = launch is not None and getattr(launch, field) == value
+        return out
 
     def on_line(self, line: str) -> None:
         line = line.strip()
         if not line:
+            return
+        if self._session is None and self._awaiting is not None:
+            self._before_session(line)
             return
         try:
             obj = json.loads(line)
@@ -367,17 +423,68 @@ class HeadlessRun:
     def on_eof(self) -> None:
         self.channel.close()
         self.queue.put_nowait(None)
+        if self._awaiting is not None and not self._awaiting.done():
+            self._awaiting.set_result(None)
+
+    def _before_session(self, line: str) -> None:
+        """``--await-initialize``: the first ``initialize`` request starts the session; lines before it wait."""
+        assert self._awaiting is not None
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            obj = None
+        if not self._awaiting.done() and isinstance(obj, dict) and obj.get("type") == "control_request":
+            try:
+                message = decode(obj)
+            except ProtocolError as exc:  # a malformed initialize among them: answered now, never a hang
+                self.out.line(ControlResponse.failure(str(obj.get("request_id") or ""), str(exc)))
+                return
+            if isinstance(message, ControlRequest) and isinstance(message.request, InitializeRequest):
+                self._awaiting.set_result(message)
+                return
+        self._early.append(line)
+
+    async def _start_after_initialize(self) -> bool:
+        """Read stdin until ``initialize``, build the session from it, answer it, then take the lines that came
+        before it. False when stdin ended first (nothing was started)."""
+        self._awaiting = asyncio.get_running_loop().create_future()
+        message = await self._awaiting
+        if message is None:
+            eprint("error: stdin closed before the initialize request (--await-initialize)")
+            return False
+        assert isinstance(message.request, InitializeRequest)
+        try:
+            self.create_session(message.request)
+        except Exception as exc:  # the host learns why before the process ends
+            self.out.line(ControlResponse.failure(message.request_id, str(exc)))
+            raise
+        await self.handle_control_request(message)
+        early, self._early = self._early, []
+        for line in early:
+            self.on_line(line)
+        return True
 
     # ---------------------------------------------------------------------- main
 
     async def main(self, prompt: str | None) -> int:
-        self.create_session()
+        from desktop_agent.cli.argv import UsageError
+
+        awaits = self.opts.await_initialize and self.opts.input_format == "stream-json"
+        if not awaits:
+            self.create_session()
         reader: StdinReader | None = None
         needs_stdin = self.opts.input_format == "stream-json" or self.opts.permission_prompt_tool == "stdio"
         if needs_stdin:
             reader = StdinReader(self.on_line, self.on_eof)
             reader.start()
         try:
+            if awaits:
+                try:
+                    if not await self._start_after_initialize():
+                        return 1
+                except UsageError as exc:
+                    eprint(f"error: {exc}")
+                    return 2
             if self.opts.input_format == "stream-json":
                 if prompt:
                     await self._run_and_report(prompt)
@@ -394,7 +501,8 @@ class HeadlessRun:
         finally:
             if reader is not None and reader.task is not None and not reader.task.done():
                 reader.task.cancel()
-            await self.session.end("other")  # SessionEnd hooks, then close (``-p`` exits: reason ``other``)
+            if self._session is not None:
+                await self.session.end("other")  # SessionEnd hooks, then close (``-p`` exits: reason ``other``)
         return 0 if self.last_ok else 1
 
     async def _run_and_report(self, content: Any) -> None:

@@ -11,7 +11,10 @@ session); the call that saw the crash is not retried (it may have had effects).
 Each connection lives in a task of its own, because the SDK's ``Client`` is an anyio context manager
 that must be entered and left in one task; calls are made from the tool's task through the client's
 streams. ``status()`` is what the window's Servers view and the CLI's ``system/init`` ``mcp_servers``
-show: name, state, transport, tools, last error.
+show: name, state, transport, tools, last error; ``host_status()`` the same as a host's ``mcp_status`` shapes it (the
+SDK's ``McpServerStatus``: server info, tool descriptions, the configuration without env or headers).
+A host may switch a server off and on (``set_enabled``: a ``disabled`` server is stopped and offers no tools) and
+restart it (``reconnect``).
 
 ``McpTool`` is an MCP tool seen through the six steps: name ``mcp__<server>__<tool>``, the server's
 description and input schema (validated with ``jsonschema``; errors read as our InputValidationError),
@@ -40,8 +43,9 @@ from desktop_agent.core.errors import ToolError
 from desktop_agent.mcp.config import McpServerConfig, normalize_name
 from desktop_agent.core.permission import PermissionTarget
 from desktop_agent.core.tool import Tool, ToolResult
+from desktop_agent.protocol.control import McpServerStatusInfo, McpToolInfo
 
-State = Literal["pending", "connecting", "connected", "failed"]
+State = Literal["pending", "connecting", "connected", "failed", "disabled"]
 MAX_RESTARTS = 3
 MAX_DESCRIPTION = 2048
 
@@ -63,6 +67,7 @@ class McpConnection:
         self.unreadable = ""  # why the last message from the server could not be read
         self.error: str | None = cfg.error
         self.tools: list[dict[str, Any]] = []
+        self.server_info: dict[str, str] | None = None  # the server's name and version, once connected
         self.restarts = 0
         self._client: Any = None
         self._task: asyncio.Task[None] | None = None
@@ -79,6 +84,21 @@ class McpConnection:
         return {"name": self.name, "status": self.state, "transport": self.cfg.transport,
                 "source": self.cfg.source, "tools": [t.get("name", "") for t in self.tools],
                 "error": self.error, "restarts": self.restarts}
+
+    def host_status(self) -> McpServerStatusInfo:
+        """The server as a host's ``mcp_status`` shows it (the SDK's ``McpServerStatus``): ``connecting`` reads
+        ``pending``; the configuration without ``env`` or ``headers``, which may hold credentials."""
+        cfg = self.cfg
+        config: dict[str, Any] = ({"type": "http", "url": cfg.url} if cfg.transport == "http"
+                                  else {"type": "stdio", "command": cfg.command, "args": list(cfg.args)})
+        tools = [McpToolInfo(name=str(t.get("name", "")), description=t.get("description"),
+                             annotations=_annotations(t.get("annotations"))) for t in self.tools]
+        scope = _scope(cfg.source)
+        return McpServerStatusInfo(
+            name=self.name, status="pending" if self.state == "connecting" else self.state,
+            serverInfo=self.server_info, error=self.error if self.state == "failed" else None,
+            config=None if cfg.error else config, scope=scope, source=scope,
+            tools=tools if self.state == "connected" else [], transport=cfg.transport, restarts=self.restarts)
 
     def _stderr_tail(self) -> str:
         if self._errlog is None:
@@ -113,6 +133,7 @@ class McpConnection:
 
         try:
             async with Client(self._transport()) as client:
+                self.server_info = _server_info(client)
                 tools: list[dict[str, Any]] = []
                 cursor = None
                 while True:
@@ -243,6 +264,32 @@ async def _readable_only(conn: McpConnection, transport: Any) -> AsyncIterator[A
                 tg.cancel_scope.cancel()
 
 
+def _server_info(client: Any) -> dict[str, str] | None:
+    """The connected server's ``name`` and ``version`` (None when it did not identify itself)."""
+    try:
+        info = client.server_info
+    except Exception:
+        return None
+    name, version = getattr(info, "name", None), getattr(info, "version", None)
+    return {"name": str(name), "version": str(version or "")} if name else None
+
+
+def _scope(source: str) -> str:
+    """Where a server's definition came from, in the reference's scope names (``dynamic``: ``--mcp-config``, which
+    a host's ``initialize`` servers also are)."""
+    return {".mcp.json": "project", "~/.claude.json": "user", "user settings": "user",
+            "~/.claude.json (project)": "local"}.get(source, "dynamic")
+
+
+def _annotations(raw: Any) -> dict[str, bool] | None:
+    """MCP tool annotations (``readOnlyHint``…) as the SDK names them."""
+    if not isinstance(raw, dict):
+        return None
+    out = {ours: raw[theirs] for theirs, ours in (("readOnlyHint", "readOnly"), ("destructiveHint", "destructive"),
+                                                 ("openWorldHint", "openWorld")) if isinstance(raw.get(theirs), bool)}
+    return out or None
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
@@ -281,6 +328,38 @@ class McpManager:
         conn.state = "pending"
         await conn.start()
 
+    def _named(self, name: str) -> McpConnection:
+        conn = self.connections.get(name)
+        if conn is None:
+            raise KeyError(f"Server not found: {name}")
+        return conn
+
+    async def reconnect(self, name: str) -> None:
+        """A host's ``mcp_reconnect``: restart the server now; ``RuntimeError`` with its error when it does not come
+        up, ``KeyError`` for an unknown name, ``RuntimeError`` for a disabled one."""
+        conn = self._named(name)
+        if conn.state == "disabled":
+            raise RuntimeError(f"Server is disabled: {name}")
+        await self.restart(name)
+        if conn.state != "connected":
+            raise RuntimeError(f"Failed to reconnect {name}: {conn.error or conn.state}")
+
+    async def set_enabled(self, name: str, enabled: bool) -> None:
+        """A host's ``mcp_toggle``: a disabled server is stopped and offers no tools until enabled again (then it
+        starts at once; ``RuntimeError`` with its error when it does not come up)."""
+        conn = self._named(name)
+        if not enabled:
+            await conn.close()
+            conn.state, conn.tools, conn.error = "disabled", [], None
+            return
+        if conn.state != "disabled":
+            return
+        conn.state = "failed" if conn.cfg.error else "pending"
+        conn.error = conn.cfg.error
+        await conn.start()
+        if conn.state != "connected":
+            raise RuntimeError(f"Failed to enable {name}: {conn.error or conn.state}")
+
     def tools(self) -> list[McpTool]:
         """The tools of the connected servers, plus those of servers that died since (so a call reaches
         ``call`` and is told why, or restarts the server)."""
@@ -296,6 +375,9 @@ class McpManager:
 
     def status(self) -> list[dict[str, Any]]:
         return [c.status() for c in self.connections.values()]
+
+    def host_status(self) -> list[McpServerStatusInfo]:
+        return [c.host_status() for c in self.connections.values()]
 
     async def aclose(self) -> None:
         await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)

@@ -10,7 +10,8 @@ One object per session, stored on ``ToolUseContext.permission_context``. It hold
   project's only once the folder is trusted), and the disabled tools.
 
 ``apply_updates`` applies ``PermissionUpdate``s (a dialog's "allow for session" / "always", a hook's
-``updatedPermissions``, a host's ``control_response``); ``to_json``/``restore`` carry session grants, removed
+``updatedPermissions``, a host's ``control_response``); ``replace_source_rules`` / ``replace_directories`` swap in a
+host's new flag-settings layer (``app.host_requests``); ``to_json``/``restore`` carry session grants, removed
 directories and the mode across a resume.
 """
 
@@ -213,6 +214,31 @@ class PermissionContext:
             hit = build()
             self._cache[key] = hit
         return hit
+
+    def replace_source_rules(self, source: RuleSource, rules: Iterable[PermissionRule]) -> None:
+        """Every rule of ``source`` replaced by ``rules`` (a host's new flag-settings layer). The deny rules' file
+        identities bound so far stay bound for every rule that is still in force (``identity``), so a rename made
+        before the change does not free a file a kept rule denies."""
+        ids = self._cache.get(("identities-set",))
+        self._rules = [r for r in self._rules if r.rule.source != source]
+        self._reindex()
+        for r in rules:
+            if r.source == source:
+                self._add_rule(r)
+        if ids is not None:
+            kept = {(r.behavior, str(r.rule.value), r.rule.source) for r in self._rules}
+            ids.by_identity = {k: v for k, v in ids.by_identity.items()
+                               if (v[0].behavior, str(v[0].rule.value), v[0].rule.source) in kept}
+            ids.refreshed = -1.0
+            self._cache[("identities-set",)] = ids
+
+    def replace_directories(self, remove: Iterable[str], add: Iterable[str]) -> None:
+        """Launch directories changed by a host's new flag layer: ``remove`` stop being ones, ``add`` become ones
+        (the caller leaves out of ``remove`` what another source still names)."""
+        gone = {self._dir_path(d) for d in remove}
+        self.additional_dirs = [d for d in self.additional_dirs if d not in gone]
+        for d in add:
+            self._add_dir(d, self.additional_dirs)
 
     # ------------------------------------------------------------------ updates
     def apply_updates(self, updates: Iterable[PermissionUpdate | dict[str, Any]]) -> None:

@@ -158,7 +158,7 @@ def _managed_sources() -> list[SettingsSource]:
     return out
 
 
-def _settings_arg_source(settings_arg: str | None, cwd: str) -> SettingsSource | None:
+def settings_arg_source(settings_arg: str | None, cwd: str) -> SettingsSource | None:
     """``--settings FILE|JSON``: JSON when it starts with ``{``; a file that does not exist is an error."""
     if settings_arg is None or settings_arg == "":
         return None
@@ -179,12 +179,14 @@ FILE_LABELS = {"localSettings": "local settings", "projectSettings": "project se
 
 
 def collect_sources(cwd: str, settings_arg: str | None, warnings: list[str],
-                    project_dir: str | None = None) -> list[SettingsSource]:
+                    project_dir: str | None = None, flag: SettingsSource | None = None) -> list[SettingsSource]:
     """All settings sources, highest precedence first (CLI-flag rules are added by ``load_settings``).
-    ``SettingsError`` when one exists but cannot be read or parsed (``warnings`` is kept for callers)."""
+    ``SettingsError`` when one exists but cannot be read or parsed (``warnings`` is kept for callers).
+    ``flag``: the flag-settings layer already parsed (a host's ``apply_flag_settings``), instead of ``settings_arg``."""
     project_dir = project_dir or cwd
     out = _managed_sources()
-    flag = _settings_arg_source(settings_arg, cwd)
+    if flag is None:
+        flag = settings_arg_source(settings_arg, cwd)
     if flag is not None:
         out.append(flag)
     for source, path, root in (
@@ -338,10 +340,12 @@ def load_settings(
     settings_arg: str | None = None,
     trusted: bool = True,
     project_dir: str | None = None,
+    flag: SettingsSource | None = None,
 ) -> LoadedSettings:
     cwd = os.path.abspath(cwd)
     out = LoadedSettings()
-    out.sources = collect_sources(cwd, settings_arg, out.warnings, project_dir)  # SettingsError: nothing starts
+    # SettingsError: nothing starts
+    out.sources = collect_sources(cwd, settings_arg, out.warnings, project_dir, flag=flag)
     # CLI flag rules sit just below managed settings and the --settings file.
     insert_at = sum(1 for s in out.sources if s.source in ("policySettings", "flagSettings"))
     cli_data = {"permissions": {"allow": split_rule_list(cli_allowed), "deny": split_rule_list(cli_disallowed)}}

@@ -1,8 +1,11 @@
 """Typed control messages of the stdio protocol (SPEC §1.5, App. C).
 
 ``ControlRequest`` (``request_id`` + one of ``InitializeRequest``, ``CanUseToolRequest``, ``HookCallbackRequest``,
-``InterruptRequest``, ``SetPermissionModeRequest``, ``SetModelRequest``; any other subtype decodes as
-``OtherRequest``), ``ControlResponse`` (``success`` with an optional ``response`` object, or ``error``) and
+``InterruptRequest``, ``SetPermissionModeRequest``, ``SetModelRequest``, the host's App. D.5 requests
+(``HostRequest``: ``mcp_status``, ``mcp_toggle``, ``mcp_reconnect``, ``get_context_usage``, ``apply_flag_settings``,
+``update_settings``, ``seed_read_state``, with their responses ``McpStatusResponse`` and ``ContextUsageResponse``, as
+the TypeScript SDK's ``sdk.d.ts`` shapes them); any other subtype decodes as ``OtherRequest``, answered with
+``unsupported(subtype)``), ``ControlResponse`` (``success`` with an optional ``response`` object, or ``error``) and
 ``ControlCancelRequest``. ``can_use_tool`` carries the extension fields ``file_path``, ``structured_patch``,
 ``original_file`` and ``subcommands`` (the patch our engine built, so a host shows exactly it; Claude Code
 sends none of them). ``PermissionAllow`` / ``PermissionDeny`` are the bodies a host answers it with.
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Literal, Union
+from typing import Any, ClassVar, Literal, Union
 
 from pydantic import Field, ValidationError
 
@@ -32,6 +35,11 @@ class InitializeRequest(WireModel):
     # the TypeScript SDK's prompt options (a string or a list of parts), sent here rather than as flags
     systemPrompt: Any = None
     appendSystemPrompt: Any = None
+    # read only at launch under --await-initialize (the SDK sends them here, off the command line): the servers as
+    # one --mcp-config item, the flag-settings layer (an object, or a --settings value), more --disallowedTools
+    mcpServers: dict[str, Any] | None = None
+    settings: dict[str, Any] | str | None = None
+    disallowedTools: list[str] | None = None
 
 
 class CanUseToolRequest(WireModel):
@@ -74,13 +82,13 @@ class SetModelRequest(WireModel):
 
 
 class OtherRequest(WireModel):
-    """A subtype this module has no model for (``mcp_status``, …); its fields are kept as extras."""
+    """A subtype this module has no model for (``reload_skills``, …); its fields are kept as extras."""
 
     subtype: str
 
 
 Request = Union[InitializeRequest, CanUseToolRequest, HookCallbackRequest, InterruptRequest, SetPermissionModeRequest,
-                SetModelRequest, OtherRequest]
+                SetModelRequest, "HostRequest", OtherRequest]
 _REQUESTS: dict[str, type[WireModel]] = {
     "initialize": InitializeRequest, "can_use_tool": CanUseToolRequest, "hook_callback": HookCallbackRequest,
     "interrupt": InterruptRequest, "set_permission_mode": SetPermissionModeRequest, "set_model": SetModelRequest,
@@ -155,7 +163,8 @@ def encode(message: WireModel) -> str:
 
 
 def decode_request(obj: dict[str, Any]) -> Request:
-    model = _REQUESTS.get(str(obj.get("subtype")), OtherRequest)
+    subtype = str(obj.get("subtype"))
+    model = _REQUESTS.get(subtype) or _HOST_REQUESTS.get(subtype) or OtherRequest
     return model.model_validate(obj)  # type: ignore[return-value]
 
 
@@ -184,3 +193,165 @@ def decode_control(obj: dict[str, Any]) -> ControlMessage:
 
 def decode(text: str | bytes | dict[str, Any]) -> ControlMessage:
     return decode_control(loads_object(text))
+
+
+# ------------------------------------------------------------------ the host's further requests (SPEC App. D.5)
+# The TypeScript SDK's ``Query`` methods, shapes as its ``sdk.d.ts`` (0.3.333) declares them.
+
+
+def unsupported(subtype: str) -> str:
+    """The error text of a control request we do not implement (App. D.5)."""
+    return f"Unsupported control request: {subtype}"
+
+
+class McpStatusRequest(WireModel):
+    """``mcpServerStatus()``."""
+
+    subtype: Literal["mcp_status"] = "mcp_status"
+
+
+class McpToggleRequest(WireModel):
+    """``toggleMcpServer(name, enabled)``."""
+
+    subtype: Literal["mcp_toggle"] = "mcp_toggle"
+    serverName: str
+    enabled: bool
+
+
+class McpReconnectRequest(WireModel):
+    """``reconnectMcpServer(name)``."""
+
+    subtype: Literal["mcp_reconnect"] = "mcp_reconnect"
+    serverName: str
+
+
+class GetContextUsageRequest(WireModel):
+    """``getContextUsage({detail})``: we always answer the ``summary`` way (last usage and local estimates)."""
+
+    subtype: Literal["get_context_usage"] = "get_context_usage"
+    detail: Literal["summary", "full"] | None = None
+
+
+class ApplyFlagSettingsRequest(WireModel):
+    """``applyFlagSettings(settings)``: top-level keys shallow-merged into the flag layer, ``null`` clears one."""
+
+    subtype: Literal["apply_flag_settings"] = "apply_flag_settings"
+    settings: dict[str, Any]
+
+
+class UpdateSettingsRequest(WireModel):
+    """``updateSettings(source, settings)``: allowlisted keys written to a settings file."""
+
+    subtype: Literal["update_settings"] = "update_settings"
+    source: Literal["localSettings", "userSettings"]
+    settings: dict[str, Any]
+
+
+class SeedReadStateRequest(WireModel):
+    """``seedReadState(path, mtime)``: ``mtime`` in ms (floored) when the host saw the Read."""
+
+    subtype: Literal["seed_read_state"] = "seed_read_state"
+    path: str
+    mtime: float
+
+
+HostRequest = Union[McpStatusRequest, McpToggleRequest, McpReconnectRequest, GetContextUsageRequest,
+                    ApplyFlagSettingsRequest, UpdateSettingsRequest, SeedReadStateRequest]
+_HOST_REQUESTS: dict[str, type[WireModel]] = {
+    "mcp_status": McpStatusRequest, "mcp_toggle": McpToggleRequest, "mcp_reconnect": McpReconnectRequest,
+    "get_context_usage": GetContextUsageRequest, "apply_flag_settings": ApplyFlagSettingsRequest,
+    "update_settings": UpdateSettingsRequest, "seed_read_state": SeedReadStateRequest,
+}
+
+
+class McpToolInfo(WireModel):
+    name: str
+    description: str | None = None
+    annotations: dict[str, bool] | None = None  # readOnly, destructive, openWorld
+
+
+class McpServerStatusInfo(WireModel):
+    """One ``McpServerStatus``; ``restarts`` and ``transport`` are our extension fields."""
+
+    name: str
+    status: Literal["connected", "failed", "needs-auth", "pending", "disabled"]
+    serverInfo: dict[str, str] | None = None
+    error: str | None = None
+    config: dict[str, Any] | None = None  # stdio: type, command, args; http: type, url (never env or headers)
+    scope: str | None = None
+    source: str | None = None
+    tools: list[McpToolInfo] | None = None
+    transport: str | None = None
+    restarts: int | None = None
+
+
+class McpStatusResponse(WireModel):
+    mcpServers: list[McpServerStatusInfo] = Field(default_factory=list)
+
+
+ContextRowId = Literal["system_prompt", "system_tools", "mcp_tools", "memory_files", "messages", "autocompact_buffer",
+                       "free_space"]
+
+
+class ContextCategory(WireModel):
+    id: ContextRowId
+    name: str
+    tokens: int
+    color: str
+    kind: Literal["used", "free", "buffer", "deferred"]
+    isDeferred: bool | None = None
+
+
+class ContextGridSquare(WireModel):
+    color: str
+    isFilled: bool
+    categoryName: str
+    tokens: int
+    percentage: int
+    squareFullness: float
+
+
+class ContextMemoryFile(WireModel):
+    path: str
+    type: str
+    tokens: int
+
+
+class ContextMcpTool(WireModel):
+    name: str
+    serverName: str
+    tokens: int
+    isLoaded: bool | None = None
+
+
+class ContextNamedTokens(WireModel):
+    name: str
+    tokens: int
+
+
+class ContextApiUsage(WireModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+
+class ContextUsageResponse(WireModel):
+    """``SDKControlGetContextUsageResponse``."""
+
+    _keep_null: ClassVar[frozenset[str]] = frozenset({"apiUsage"})
+    categories: list[ContextCategory]
+    totalTokens: int
+    maxTokens: int
+    rawMaxTokens: int
+    percentage: int
+    gridRows: list[list[ContextGridSquare]]
+    model: str
+    memoryFiles: list[ContextMemoryFile] = Field(default_factory=list)
+    mcpTools: list[ContextMcpTool] = Field(default_factory=list)
+    agents: list[dict[str, Any]] = Field(default_factory=list)
+    systemTools: list[ContextNamedTokens] | None = None
+    systemPromptSections: list[ContextNamedTokens] | None = None
+    autoCompactThreshold: int | None = None
+    isAutoCompactEnabled: bool = False
+    apiUsage: ContextApiUsage | None = None

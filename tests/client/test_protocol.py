@@ -17,8 +17,8 @@ from desktop_agent.core.events import ToolCallFinished, ToolCallStarted, TurnFin
 from desktop_agent.core.permission import PermissionReply, PermissionRequest, PermissionUpdate
 from desktop_agent.protocol import ProtocolError, decode, encode
 from desktop_agent.protocol.control import (
-    CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse, InterruptRequest, OtherRequest,
-    PermissionAllow, SetPermissionModeRequest,
+    CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse, InterruptRequest, McpStatusRequest,
+    OtherRequest, PermissionAllow, SetPermissionModeRequest,
 )
 from desktop_agent.protocol.stream_json import AssistantLine, ResultLine, SystemInit, UnknownLine, UserLine
 
@@ -46,11 +46,13 @@ def test_lines_round_trip_exactly():
         {"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]}, "parent_tool_use_id": None,
          "session_id": "s", "uuid": "u"},
         {"type": "user", "message": {"role": "user", "content": "hi"}, "parent_tool_use_id": None, "session_id": ""},
+        {"type": "control_request", "request_id": "q2", "request": {"subtype": "reload_skills", "x": 1}},
     ]
     for obj in lines:
         assert json.loads(encode(decode(json.dumps(obj)))) == obj
     assert isinstance(decode(json.dumps(CAN_USE_TOOL)).request, CanUseToolRequest)
-    assert isinstance(decode(json.dumps(lines[4])).request, OtherRequest)
+    assert isinstance(decode(json.dumps(lines[4])).request, McpStatusRequest)
+    assert isinstance(decode(json.dumps(lines[8])).request, OtherRequest)
     assert isinstance(decode(json.dumps(lines[3])), ControlCancelRequest)
     assert isinstance(decode(json.dumps(lines[5])), SystemInit)
     assert isinstance(decode(json.dumps(lines[6])), AssistantLine)

@@ -253,6 +253,166 @@ const cases = {
   },
 };
 
+// Shape checks after sdk.d.ts (0.3.333): McpServerStatus, SDKControlGetContextUsageResponse.
+const isNum = (v) => typeof v === "number" && Number.isFinite(v);
+const isStr = (v) => typeof v === "string";
+const KINDS = ["used", "free", "buffer", "deferred"];
+const STATES = ["connected", "failed", "needs-auth", "pending", "disabled"];
+
+function checkServerStatus(s) {
+  check(isStr(s.name) && STATES.includes(s.status), `McpServerStatus name/status ${JSON.stringify(s)}`);
+  if (s.serverInfo !== undefined) check(isStr(s.serverInfo.name) && isStr(s.serverInfo.version), "serverInfo");
+  if (s.error !== undefined) check(isStr(s.error), "error");
+  for (const k of ["scope", "source"]) if (s[k] !== undefined) check(isStr(s[k]), k);
+  if (s.config !== undefined) check(isStr(s.config.command) || isStr(s.config.url), "config");
+  if (s.tools !== undefined) {
+    check(Array.isArray(s.tools), "tools");
+    for (const t of s.tools) {
+      check(isStr(t.name), "tool name");
+      if (t.description !== undefined) check(isStr(t.description), "tool description");
+      if (t.annotations !== undefined) {
+        for (const v of Object.values(t.annotations)) check(typeof v === "boolean", "annotation");
+      }
+    }
+  }
+}
+
+function checkContextUsage(u) {
+  check(Array.isArray(u.categories) && u.categories.length > 0, "categories");
+  for (const c of u.categories) {
+    check(isStr(c.name) && isNum(c.tokens) && isStr(c.color) && KINDS.includes(c.kind), `category ${JSON.stringify(c)}`);
+  }
+  for (const k of ["totalTokens", "maxTokens", "rawMaxTokens", "percentage"]) check(isNum(u[k]), k);
+  check(Array.isArray(u.gridRows) && u.gridRows.every((r) => Array.isArray(r) && r.every((q) =>
+    isStr(q.color) && typeof q.isFilled === "boolean" && isStr(q.categoryName) && isNum(q.tokens)
+    && isNum(q.percentage) && isNum(q.squareFullness))), "gridRows");
+  check(isStr(u.model), "model");
+  check(Array.isArray(u.memoryFiles) && u.memoryFiles.every((f) => isStr(f.path) && isStr(f.type) && isNum(f.tokens)),
+    "memoryFiles");
+  check(Array.isArray(u.mcpTools) && u.mcpTools.every((t) => isStr(t.name) && isStr(t.serverName) && isNum(t.tokens)),
+    "mcpTools");
+  check(Array.isArray(u.agents), "agents");
+  check(typeof u.isAutoCompactEnabled === "boolean", "isAutoCompactEnabled");
+  check(u.apiUsage === null || ["input_tokens", "output_tokens", "cache_creation_input_tokens",
+    "cache_read_input_tokens"].every((k) => isNum(u.apiUsage[k])), "apiUsage");
+}
+
+async function rejects(promise, what) {
+  try { await promise; } catch (err) { return String(err?.message ?? err); }
+  throw new Error(`assertion failed: ${what} should have been refused`);
+}
+
+// A streaming session the case drives: push prompts, wait for each result, call Query methods between them.
+function session(name, extra = {}) {
+  const input = inputQueue();
+  const q = query({ prompt: input, options: options(name, extra) });
+  const msgs = [];
+  const waiting = [];
+  const done = (async () => {
+    for await (const m of q) {
+      msgs.push(m);
+      if (m.type === "result") waiting.shift()?.(m);
+    }
+  })();
+  return {
+    q, msgs,
+    turn(text) { input.push(userMessage(text)); return new Promise((r) => waiting.push(r)); },
+    async end() { input.end(); await done; },
+  };
+}
+
+Object.assign(cases, {
+  // --await-initialize: the SDK (0.3.333) sends mcpServers inside initialize and passes the flag.
+  async mcp_servers(name) {
+    const s = session(name, { mcpServers: cfg.cases[name].mcp, allowedTools: ["mcp__fake__echo"] });
+    const r = await s.turn("echo hi");
+    check(r.subtype === "success" && r.result === "echoed", `result ${JSON.stringify(r)}`);
+    const init = s.msgs.find((m) => m.type === "system" && m.subtype === "init");
+    check(init.mcp_servers.some((m) => m.name === "fake" && m.status === "connected"), `init ${JSON.stringify(init.mcp_servers)}`);
+    check(init.tools.includes("mcp__fake__echo"), "echo offered");
+    const ir = await s.q.initializationResult();
+    check(ir.mcp_servers_applied === true, `mcp_servers_applied ${ir.mcp_servers_applied}`);
+    await s.end();
+  },
+
+  async mcp_methods(name) {
+    const s = session(name, { mcpServers: cfg.cases[name].mcp });
+    let status = await s.q.mcpServerStatus();
+    check(Array.isArray(status) && status.length === 1, `status ${JSON.stringify(status)}`);
+    status.forEach(checkServerStatus);
+    check(status[0].status === "connected" && status[0].tools.some((t) => t.name === "echo"), "connected with tools");
+    await s.q.toggleMcpServer("fake", false);
+    status = await s.q.mcpServerStatus();
+    status.forEach(checkServerStatus);
+    check(status[0].status === "disabled", `disabled ${status[0].status}`);
+    const refused = await rejects(s.q.reconnectMcpServer("fake"), "reconnecting a disabled server");
+    check(refused.includes("Server is disabled: fake"), refused);
+    await s.q.toggleMcpServer("fake", true);
+    await s.q.reconnectMcpServer("fake");
+    status = await s.q.mcpServerStatus();
+    check(status[0].status === "connected", `reconnected ${status[0].status}`);
+    const missing = await rejects(s.q.toggleMcpServer("nope", true), "an unknown server");
+    check(missing.includes("Server not found: nope"), missing);
+    await s.end();
+  },
+
+  async context_usage(name) {
+    const s = session(name);
+    const before = await s.q.getContextUsage();
+    checkContextUsage(before);
+    check(before.apiUsage === null, "no request yet");
+    await s.turn("hi");
+    const after = await s.q.getContextUsage({ detail: "summary" });
+    checkContextUsage(after);
+    check(after.apiUsage && after.apiUsage.input_tokens > 0, `apiUsage ${JSON.stringify(after.apiUsage)}`);
+    check(after.totalTokens > 0 && after.totalTokens < after.rawMaxTokens, "total");
+    check(after.percentage === Math.round(after.totalTokens * 100 / after.rawMaxTokens), "percentage");
+    await s.end();
+  },
+
+  async flag_settings(name) {
+    const target = join(cfg.cases[name].cwd, "notes.txt");
+    const s = session(name, { permissionMode: "acceptEdits" });
+    const bad = await rejects(s.q.applyFlagSettings({ permissions: { deny: ["Write", "Bash(rm:*"] } }), "a bad rule");
+    check(bad.includes("Nothing was applied"), bad);
+    await s.q.applyFlagSettings({ permissions: { deny: ["Write"] } });
+    const r = await s.turn("write notes");
+    check(r.subtype === "success" && !existsSync(target), "the flag deny rule held");
+    await s.q.applyFlagSettings({ permissions: null });
+    await s.end();
+  },
+
+  async update_settings(name) {
+    const s = session(name);
+    await s.q.updateSettings("localSettings", { outputStyle: "default" });
+    const local = join(cfg.cases[name].cwd, ".claude", "settings.local.json");
+    check(JSON.parse(readFileSync(local, "utf8")).outputStyle === "default", "written");
+    const refused = await rejects(s.q.updateSettings("localSettings", { permissions: { allow: ["Bash"] } }),
+      "a key off the allowlist");
+    check(refused.includes("outputStyle"), refused);
+    check(!("permissions" in JSON.parse(readFileSync(local, "utf8"))), "nothing else written");
+    await s.end();
+  },
+
+  async seed_read_state(name) {
+    const app = join(cfg.cases[name].cwd, "app.ts");
+    const s = session(name, { permissionMode: "acceptEdits" });
+    const { mtimeMs } = await import("node:fs").then((fs) => fs.statSync(app));
+    await s.q.seedReadState(app, Math.floor(mtimeMs));
+    const r = await s.turn("edit without reading");
+    check(r.subtype === "success" && r.result === "edited", `result ${JSON.stringify(r)}`);
+    check(readFileSync(app, "utf8") === "export const value = 2", "edited on disk");
+    await s.end();
+  },
+
+  async unknown_request(name) {
+    const s = session(name);
+    const err = await rejects(s.q.reloadSkills(), "reload_skills");
+    check(err.includes("Unsupported control request: reload_skills"), err);
+    await s.end();
+  },
+});
+
 const report = {};
 for (const [name, fn] of Object.entries(cases)) {
   if (only.length && !only.includes(name)) continue;
