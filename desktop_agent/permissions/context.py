@@ -74,6 +74,7 @@ class PermissionContext:
         self._rules: list[CompiledRule] = []
         self._keys: set[tuple[str, str, str]] = set()
         self._cache: dict[tuple[Any, ...], Any] = {}
+        self._lasting: dict[tuple[Any, ...], Any] = {}  # kept across rule changes (``lasting``)
         for r in rules:
             self._add_rule(r)
 
@@ -215,22 +216,24 @@ class PermissionContext:
             self._cache[key] = hit
         return hit
 
+    def lasting(self, key: tuple[Any, ...], build: Any) -> Any:
+        """A structure kept across rule changes, unlike ``cached`` (the deny rules' bound file identities: a rename
+        made before a grant must not free a file a rule still in force denies; ``identity`` prunes what a removed
+        rule bound)."""
+        hit = self._lasting.get(key)
+        if hit is None:
+            hit = build()
+            self._lasting[key] = hit
+        return hit
+
     def replace_source_rules(self, source: RuleSource, rules: Iterable[PermissionRule]) -> None:
         """Every rule of ``source`` replaced by ``rules`` (a host's new flag-settings layer). The deny rules' file
-        identities bound so far stay bound for every rule that is still in force (``identity``), so a rename made
-        before the change does not free a file a kept rule denies."""
-        ids = self._cache.get(("identities-set",))
+        identities bound so far stay bound for every rule that is still in force (``lasting``)."""
         self._rules = [r for r in self._rules if r.rule.source != source]
         self._reindex()
         for r in rules:
             if r.source == source:
                 self._add_rule(r)
-        if ids is not None:
-            kept = {(r.behavior, str(r.rule.value), r.rule.source) for r in self._rules}
-            ids.by_identity = {k: v for k, v in ids.by_identity.items()
-                               if (v[0].behavior, str(v[0].rule.value), v[0].rule.source) in kept}
-            ids.refreshed = -1.0
-            self._cache[("identities-set",)] = ids
 
     def replace_directories(self, remove: Iterable[str], add: Iterable[str]) -> None:
         """Launch directories changed by a host's new flag layer: ``remove`` stop being ones, ``add`` become ones

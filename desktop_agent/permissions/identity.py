@@ -39,6 +39,7 @@ class DeniedIdentities:
     def __init__(self) -> None:
         self.by_identity: dict[Identity, tuple[CompiledRule, frozenset[str]]] = {}
         self.refreshed = -1.0
+        self.targets: object = None  # the rules' target list it was last refreshed from
 
     def add(self, rule: CompiledRule, path: str, operations: frozenset[str]) -> None:
         try:
@@ -80,17 +81,26 @@ def _ops(tool_name: str) -> frozenset[str]:
 
 
 def identities(pc: RuleSource) -> DeniedIdentities:
-    """The state's identity set, refreshed with the rules' current targets."""
-    ids: DeniedIdentities = pc.cached(("identities-set",), DeniedIdentities)
+    """The state's identity set — kept across rule changes (``lasting``), pruned of what a rule no longer in force
+    bound — refreshed with the rules' current targets."""
+    ids: DeniedIdentities = pc.lasting(("identities-set",), DeniedIdentities)
     targets: list[tuple[CompiledRule, str]] = pc.cached(("identities-targets",), lambda: [
         (r, t) for name in ("Read", "Edit") for r in pc.content_rules("deny", name)
         if (t := literal_target(r, pc.original_cwd, pc.home)) is not None])
+    if ids.targets is not targets:  # the rules changed: keep what the rules still in force bound
+        kept = {_key(r) for r, _ in targets}
+        ids.by_identity = {k: v for k, v in ids.by_identity.items() if _key(v[0]) in kept}
+        ids.targets, ids.refreshed = targets, -1.0
     now = time.monotonic()
     if now - ids.refreshed >= REFRESH_S:
         ids.refreshed = now
         for rule, target in targets:
             ids.add(rule, target, _ops(rule.tool_name))
     return ids
+
+
+def _key(rule: CompiledRule) -> tuple[str, str, str]:
+    return rule.behavior, str(rule.rule.value), rule.rule.source
 
 
 def capture(pc: RuleSource) -> None:

@@ -96,3 +96,20 @@ def test_a_write_checks_where_the_path_leads_now(ws, monkeypatch, tool, to_denie
     else:
         assert not block.get("is_error"), block
         assert "pwned" in target.read_text() and before != target.read_text()
+
+
+def test_a_rule_change_after_a_rename_keeps_the_binding(ws):
+    """A grant ("allow for session", a host's new flag layer) changes the rules after a denied folder was renamed:
+    the identity bound before stays bound while its rule is in force, and goes with its rule."""
+    (ws / "secrets").mkdir()
+    (ws / "secrets" / "k.txt").write_text(SECRET)
+    pc = PermissionContext(str(ws), mode="bypassPermissions")
+    pc.add_rules(["Read(./secrets/**)"], "deny")
+    identity.capture(pc)
+    ctx = ToolUseContext(cwd=str(ws), tools=[ReadTool(), EditTool(), WriteTool()], permission_context=pc)
+    os.rename(ws / "secrets", ws / "s2")
+    pc.add_rules(["Bash(ls:*)"], "allow")  # a grant: the rules changed
+    block = call(ctx, "Read", {"file_path": str(ws / "s2" / "k.txt")})
+    assert block.get("is_error") and SECRET not in str(block["content"]), block
+    pc.remove_rules(["Read(./secrets/**)"], "deny")  # the rule goes: so does what it bound
+    assert SECRET in str(call(ctx, "Read", {"file_path": str(ws / "s2" / "k.txt")})["content"])
