@@ -289,9 +289,19 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self._sessions_timer.setSingleShot(True)
         self._sessions_timer.setInterval(300)
         self._sessions_timer.timeout.connect(lambda: self._refresh_sessions(self._session_id()))
-        sandbox_text = self.controller.client.sandbox_warning()  # bubblewrap cannot start: say so, once
-        if sandbox_text:
-            self.conversation.add_banner("error", sandbox_text, key="sandbox")
+        try:  # bubblewrap cannot start: say so, once (the probe starts a process: not on the Qt thread)
+            self._sandbox_task: asyncio.Task | None = asyncio.get_event_loop().create_task(self._sandbox_banner())
+        except RuntimeError:  # no event loop (a window built outside the app): no probe
+            self._sandbox_task = None
+
+    async def _sandbox_banner(self) -> None:
+        try:
+            text = await self.controller.client.sandbox_warning()
+        except Exception:
+            log.exception("could not probe the shell sandbox")
+            return
+        if text:
+            self.conversation.add_banner("error", text, key="sandbox")
 
     # ----- state -------------------------------------------------------------------------------
     def _restore_state(self) -> None:
