@@ -168,7 +168,7 @@ class FoldersMixin:
             entries = await self.controller.client.history(folder, resume)
             prepared = await in_thread(lambda: prepare_history(entries, folder))
             if prepared is not None:
-                self.show_history(prepared)
+                await self.show_history(prepared)
                 replayed = True
                 self.history_shown.emit(folder)
                 if self.isVisible():
@@ -367,18 +367,23 @@ class FoldersMixin:
                 entries = []
             return prepare_history(entries, folder)  # type: ignore[return-value]  # a list gives a result
 
-        self.show_history(await in_thread(read))
+        await self.show_history(await in_thread(read))
 
-    def show_history(self, prepared: PreparedHistory) -> None:
+    async def show_history(self, prepared: PreparedHistory) -> None:
         """Render a resumed transcript: prompts, text, tool cards with their results and +/− summaries
         (the newest part: the view makes widgets for the last items only), and the changes panel's log built from
         the structured patches of every Edit and Write (``toolUseResult``) and the reverts and redos recorded
-        since; remembers its tokens, cost and turns for the status bar. Nothing here reads a file."""
+        since; remembers its tokens, cost and turns for the status bar."""
         self.conversation.replay(prepared.ops)
         self.diff_panel.log = prepared.changes
+        if self.isVisible():
+            await asyncio.sleep(0.005)  # the conversation paints before the panel lays its document out
         self.diff_panel.render()
         self._history_stats = (prepared.tokens, prepared.cost, prepared.turns)
         self.controller.set_usage_base(prepared.tokens, prepared.cost, prepared.turns)
+
+
+RESUME_EXPANDED = 8  # a resumed session's newest changes shown with their diffs; the older ones folded (a click opens)
 
 
 @dataclass
@@ -395,7 +400,8 @@ class PreparedHistory:
 def prepare_history(entries: list[dict[str, Any]] | None, cwd: str) -> PreparedHistory | None:
     """What ``show_history`` needs of ``entries`` (None for None), computed on any thread — no widget is touched:
     the display operations, the changes (as the live turn fed them, then the transcript's reverts and redos), the
-    number of turns (user prompts), tokens and cost; the syntax lexers the changes need are compiled here too."""
+    number of turns (user prompts), tokens and cost. Only the newest ``RESUME_EXPANDED`` changes keep their diffs
+    open (as the conversation shows only its newest part), and their syntax lexers are compiled here too."""
     if entries is None:
         return None
     ops = history_ops(entries)
@@ -410,7 +416,9 @@ def prepare_history(entries: list[dict[str, Any]] | None, cwd: str) -> PreparedH
         elif op[0] == "result" and len(op) > 4 and op[4] is not None:
             changes.on_tool_finished(op[1], names.get(op[1], ""), op[3], op[4], max(1, turn), op[2])
     changes.apply_records(entries, cwd)
-    for path in {c.file_path for c in changes.changes}:
+    for change in changes.changes[:-RESUME_EXPANDED]:  # older changes folded: the panel highlights the newest only
+        change.collapsed = True
+    for path in {c.file_path for c in changes.changes[-RESUME_EXPANDED:]}:
         lexer_for_filename(path)  # cached: the panel's first render does not compile it
     try:
         tokens, cost = transcript_usage(entries)
