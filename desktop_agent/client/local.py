@@ -63,14 +63,14 @@ class LocalStore:
         """Can the folder's settings be read (managed, user, project, local)? ``(error, problems)``: the error that
         keeps the folder from opening — the file, line and column — or None, and the invalid entries of readable
         files (skipped; the others stay in force)."""
-        return await in_thread(lambda: _settings_check(os.fspath(folder)))  # type: ignore[no-any-return]
+        return await in_thread(lambda: _settings_check(os.fspath(folder)))
 
     async def sandbox_warning(self) -> str | None:
         """The sentence to show when the shell sandbox cannot start (None when it runs or is off on purpose);
         the first call probes bubblewrap (a process)."""
         from desktop_agent.permissions.sandbox import sandbox_warning
 
-        return await in_thread(sandbox_warning)  # type: ignore[no-any-return]
+        return await in_thread(sandbox_warning)
 
 
 def store_sessions(folder: str | os.PathLike[str]) -> list[SessionSummary]:
@@ -149,15 +149,19 @@ def suggested_models() -> list[str]:
     return list(SUGGESTED_MODELS)
 
 
+def warm_imports() -> None:
+    """Import what a session's first turn needs — the engine, the API client, the shell parser (``bashlex`` builds its
+    parse tables at import: ~0.1 s) — on the calling thread, a worker's: never the loop's the first turn runs on."""
+    try:
+        import bashlex  # noqa: F401
+
+        import desktop_agent.app.session  # noqa: F401
+        import desktop_agent.model.anthropic_client  # noqa: F401
+        import desktop_agent.tools.registry  # noqa: F401
+    except Exception:
+        pass
+
+
 def prewarm() -> None:
-    """Import the engine and the API client on a worker thread, so opening a folder does not wait."""
-
-    def work() -> None:
-        try:
-            import desktop_agent.app.session  # noqa: F401
-            import desktop_agent.model.anthropic_client  # noqa: F401
-            import desktop_agent.tools.registry  # noqa: F401
-        except Exception:
-            pass
-
-    threading.Thread(target=work, name="prewarm-engine", daemon=True).start()
+    """``warm_imports`` on a worker thread, so opening a folder does not wait."""
+    threading.Thread(target=warm_imports, name="prewarm-engine", daemon=True).start()

@@ -121,12 +121,12 @@ class SubprocessClient(LocalStore):
     async def list_sessions(self, folder: str | os.PathLike[str]) -> list[SessionSummary]:
         """Our store's sessions of the folder, or Claude Code's own (its ``projects/`` folder)."""
         if self.flavor == "claude":
-            return await in_thread(lambda: claude_code.list_sessions(folder))  # type: ignore[no-any-return]
+            return await in_thread(lambda: claude_code.list_sessions(folder))
         return await super().list_sessions(folder)
 
     async def history(self, folder: str | os.PathLike[str], session_id: str) -> list[dict[str, Any]] | None:
         if self.flavor == "claude":
-            return await in_thread(lambda: claude_code.history(folder, session_id))  # type: ignore[no-any-return]
+            return await in_thread(lambda: claude_code.history(folder, session_id))
         return await super().history(folder, session_id)
 
 

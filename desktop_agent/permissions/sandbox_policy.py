@@ -93,7 +93,6 @@ class SandboxPolicy:
     read_only: list[str] = field(default_factory=list)
     masked_files: list[str] = field(default_factory=list)
     masked_dirs: list[str] = field(default_factory=list)
-    pinned: list[str] = field(default_factory=list)
     network: bool = False
     tmpdir: str = ""
     notes: list[str] = field(default_factory=list)

@@ -150,8 +150,8 @@ class FoldersMixin:
                 self.permission_mode = fresh
                 self._select_mode(fresh)
         kwargs = dict(self.session_kwargs)
-        if self.client_factory is not None:
-            kwargs["client"] = self.client_factory()
+        if self.client_factory is not None:  # a model client (tests, tour): its TLS context loads certificates
+            kwargs["client"] = await in_thread(self.client_factory)
         if resume:
             kwargs["resume"] = resume
         if trusted is False:

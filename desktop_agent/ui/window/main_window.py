@@ -289,10 +289,13 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self._sessions_timer.setSingleShot(True)
         self._sessions_timer.setInterval(300)
         self._sessions_timer.timeout.connect(lambda: self._refresh_sessions(self._session_id()))
-        try:  # bubblewrap cannot start: say so, once (the probe starts a process: not on the Qt thread)
-            self._sandbox_task: asyncio.Task | None = asyncio.get_event_loop().create_task(self._sandbox_banner())
-        except RuntimeError:  # no event loop (a window built outside the app): no probe
-            self._sandbox_task = None
+        self.sandbox_task: asyncio.Task | None = None  # the probe below, once the loop runs
+        QTimer.singleShot(0, self._probe_sandbox)
+
+    def _probe_sandbox(self) -> None:
+        """Bubblewrap cannot start: say so, once. The probe starts a process: on a worker thread, from the loop."""
+        if _loop_running():
+            self.sandbox_task = asyncio.ensure_future(self._sandbox_banner())
 
     async def _sandbox_banner(self) -> None:
         try:
