@@ -378,12 +378,13 @@ class FoldersMixin:
         self.diff_panel.log = prepared.changes
         if self.isVisible():
             await asyncio.sleep(0.005)  # the conversation paints before the panel lays its document out
-        self.diff_panel.render()
+        self.diff_panel.render(slices=RESUME_SLICE)
         self._history_stats = (prepared.tokens, prepared.cost, prepared.turns)
         self.controller.set_usage_base(prepared.tokens, prepared.cost, prepared.turns)
 
 
 RESUME_EXPANDED = 8  # a resumed session's newest changes shown with their diffs; the older ones folded (a click opens)
+RESUME_SLICE = 4  # the changes panel filled this many turns (a change or two each, mostly) per turn of the loop
 
 
 @dataclass
