@@ -1,7 +1,8 @@
 """Nothing blocks the Qt thread (issue 23): the real window keeps painting — the largest gap between two frames
 stays under 100 ms — while it opens a folder that is a git repository whose ``git`` takes 2 s per call (a shim first
-on ``PATH``), resumes a session whose transcript is 50 MB, starts while the bubblewrap probe takes a second, and runs
-a sandboxed Bash command whose policy asks git whether a Read-denied file is tracked.
+on ``PATH``; opening calls no git today, the first turn's system prompt does, asynchronously), resumes a session whose
+transcript is 50 MB, starts while the bubblewrap probe takes a second, and runs a sandboxed Bash command whose policy
+asks that slow git whether a Read-denied file is tracked.
 
 ``FrameMeter`` ticks a QTimer every 10 ms on the Qt thread and repaints a small widget of the window at each tick; it
 records the largest gap between two paints. A watchdog thread samples the Qt thread's stack
@@ -203,7 +204,7 @@ def test_window_keeps_painting_while_a_slow_git_folder_opens_and_a_50_mb_session
     finally:
         meter.stop()
     print(f"open: {open_report}\nresume: {meter.report()}")
-    print("git calls:", calls.read_text() if calls.exists() else "(none)")
+    print("git calls while opening and resuming:", calls.read_text() if calls.exists() else "(none)")
     assert open_gap < MAX_GAP_S, open_report
     assert meter.max_gap < MAX_GAP_S, meter.report()
     assert win.controller.session.session_id == sid
