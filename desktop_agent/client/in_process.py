@@ -15,7 +15,7 @@ from typing import Any, AsyncIterator
 
 from desktop_agent.util.threads import in_thread  # noqa: F401 - re-exported for client.subprocess
 from desktop_agent.client.base import Ack, ExecutorKind, Question, QuestionBoard, SessionOptions
-from desktop_agent.client.local import LocalStore, discard_empty_transcript
+from desktop_agent.client.local import LocalStore, discard_empty_transcript, warm_imports
 from desktop_agent.core.events import Compacted
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
 from desktop_agent.model.client import ModelClient
@@ -166,6 +166,7 @@ class InProcessClient(LocalStore):
             kwargs["client"] = tour_client(cwd)
 
         def build() -> Any:
+            warm_imports()  # here, not on the loop at the first turn
             from desktop_agent.app.session import IDLE_NOTIFICATION_S, AgentSession
 
             session = AgentSession.create(cwd, **kwargs)

@@ -3,6 +3,9 @@ folder and their transcripts (``session/``), whether a folder is trusted (``perm
 settings can be read (``permissions.settings``: a file that cannot keeps the folder from opening), whether the
 shell sandbox can start (``permissions.sandbox``), the suggested model names, and warming the engine's imports.
 
+Every question that reads the disk or starts a process is ``async``: its work runs on a worker thread
+(``util.threads.in_thread``), so a front end on the Qt thread never waits for it.
+
 ``LocalStore`` is the part of ``EngineClient`` every client shares (``InProcessClient`` and ``SubprocessClient``
 inherit it): our executor process writes the same JSONL store and honours the same trust store. For Claude Code
 (``--executor claude``) the subprocess client answers ``list_sessions`` and ``history`` from Claude Code's own
@@ -16,6 +19,8 @@ import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from desktop_agent.util.threads import in_thread
 
 log = logging.getLogger(__name__)
 
@@ -33,55 +38,70 @@ class SessionSummary:
 class LocalStore:
     """The folder-level questions of ``EngineClient``, answered from this machine's stores."""
 
-    def list_sessions(self, folder: str | os.PathLike[str]) -> list[SessionSummary]:
+    async def list_sessions(self, folder: str | os.PathLike[str]) -> list[SessionSummary]:
         """The folder's sessions in the store (any order; empty launches included)."""
-        from desktop_agent.session.store import list_sessions
+        return await in_thread(lambda: store_sessions(folder))
 
-        return [SessionSummary(i.session_id, i.first_prompt, i.message_count, i.mtime)
-                for i in list_sessions(os.fspath(folder))]
-
-    def history(self, folder: str | os.PathLike[str], session_id: str) -> list[dict[str, Any]] | None:
+    async def history(self, folder: str | os.PathLike[str], session_id: str) -> list[dict[str, Any]] | None:
         """A session's transcript for display, read without building the session (no model client); None when
         there is no such session or it cannot be read."""
-        try:
-            from desktop_agent.session.resume import history_for_display
-            from desktop_agent.session.store import find_session, read_transcript
+        return await in_thread(lambda: store_history(folder, session_id))
 
-            path = find_session(session_id, os.fspath(folder))
-            return history_for_display(read_transcript(path, full=True)) if path is not None else None
-        except Exception:
-            log.exception("could not read the transcript of %s", session_id)
-            return None
-
-    def needs_trust(self, folder: str | os.PathLike[str]) -> bool:
+    async def needs_trust(self, folder: str | os.PathLike[str]) -> bool:
         """The folder's settings grant rules, run hooks or start servers and it is not trusted yet."""
         from desktop_agent.permissions import trust
 
-        return trust.needs_trust_prompt(os.fspath(folder))
+        return bool(await in_thread(lambda: trust.needs_trust_prompt(os.fspath(folder))))
 
-    def trust(self, folder: str | os.PathLike[str]) -> None:
+    async def trust(self, folder: str | os.PathLike[str]) -> None:
         """Remember that the user trusts the folder."""
         from desktop_agent.permissions import trust
 
-        trust.set_trusted(os.fspath(folder), True)
+        await in_thread(lambda: trust.set_trusted(os.fspath(folder), True))
 
-    def settings_check(self, folder: str | os.PathLike[str]) -> tuple[str | None, list[str]]:
+    async def settings_check(self, folder: str | os.PathLike[str]) -> tuple[str | None, list[str]]:
         """Can the folder's settings be read (managed, user, project, local)? ``(error, problems)``: the error that
         keeps the folder from opening — the file, line and column — or None, and the invalid entries of readable
-        files (skipped; the others stay in force). Reads files: call it off the Qt thread."""
-        from desktop_agent.permissions.settings import SettingsError, load_settings
+        files (skipped; the others stay in force)."""
+        return await in_thread(lambda: _settings_check(os.fspath(folder)))
 
-        try:  # trusted: every entry is checked (nothing loaded here is used)
-            loaded = load_settings(os.fspath(folder), trusted=True)
-        except SettingsError as exc:
-            return str(exc), []
-        return None, list(loaded.problems)
-
-    def sandbox_warning(self) -> str | None:
-        """The sentence to show when the shell sandbox cannot start (None when it runs or is off on purpose)."""
+    async def sandbox_warning(self) -> str | None:
+        """The sentence to show when the shell sandbox cannot start (None when it runs or is off on purpose);
+        the first call probes bubblewrap (a process)."""
         from desktop_agent.permissions.sandbox import sandbox_warning
 
-        return sandbox_warning()
+        return await in_thread(sandbox_warning)
+
+
+def store_sessions(folder: str | os.PathLike[str]) -> list[SessionSummary]:
+    """``LocalStore.list_sessions`` on this thread (reads every transcript's head)."""
+    from desktop_agent.session.store import list_sessions
+
+    return [SessionSummary(i.session_id, i.first_prompt, i.message_count, i.mtime)
+            for i in list_sessions(os.fspath(folder))]
+
+
+def store_history(folder: str | os.PathLike[str], session_id: str) -> list[dict[str, Any]] | None:
+    """``LocalStore.history`` on this thread (reads the whole transcript)."""
+    try:
+        from desktop_agent.session.resume import history_for_display
+        from desktop_agent.session.store import find_session, read_transcript
+
+        path = find_session(session_id, os.fspath(folder))
+        return history_for_display(read_transcript(path, full=True)) if path is not None else None
+    except Exception:
+        log.exception("could not read the transcript of %s", session_id)
+        return None
+
+
+def _settings_check(folder: str) -> tuple[str | None, list[str]]:
+    from desktop_agent.permissions.settings import SettingsError, load_settings
+
+    try:  # trusted: every entry is checked (nothing loaded here is used)
+        loaded = load_settings(folder, trusted=True)
+    except SettingsError as exc:
+        return str(exc), []
+    return None, list(loaded.problems)
 
 
 def transcript_usage(entries: list[dict[str, Any]]) -> tuple[int, float]:
@@ -129,15 +149,19 @@ def suggested_models() -> list[str]:
     return list(SUGGESTED_MODELS)
 
 
+def warm_imports() -> None:
+    """Import what a session's first turn needs — the engine, the API client, the shell parser (``bashlex`` builds its
+    parse tables at import: ~0.1 s) — on the calling thread, a worker's: never the loop's the first turn runs on."""
+    try:
+        import bashlex  # noqa: F401
+
+        import desktop_agent.app.session  # noqa: F401
+        import desktop_agent.model.anthropic_client  # noqa: F401
+        import desktop_agent.tools.registry  # noqa: F401
+    except Exception:
+        pass
+
+
 def prewarm() -> None:
-    """Import the engine and the API client on a worker thread, so opening a folder does not wait."""
-
-    def work() -> None:
-        try:
-            import desktop_agent.app.session  # noqa: F401
-            import desktop_agent.model.anthropic_client  # noqa: F401
-            import desktop_agent.tools.registry  # noqa: F401
-        except Exception:
-            pass
-
-    threading.Thread(target=work, name="prewarm-engine", daemon=True).start()
+    """``warm_imports`` on a worker thread, so opening a folder does not wait."""
+    threading.Thread(target=warm_imports, name="prewarm-engine", daemon=True).start()

@@ -118,16 +118,16 @@ class SubprocessClient(LocalStore):
         await session.start(resume=options.resume)
         return session
 
-    def list_sessions(self, folder: str | os.PathLike[str]) -> list[SessionSummary]:
+    async def list_sessions(self, folder: str | os.PathLike[str]) -> list[SessionSummary]:
         """Our store's sessions of the folder, or Claude Code's own (its ``projects/`` folder)."""
         if self.flavor == "claude":
-            return claude_code.list_sessions(folder)
-        return super().list_sessions(folder)
+            return await in_thread(lambda: claude_code.list_sessions(folder))
+        return await super().list_sessions(folder)
 
-    def history(self, folder: str | os.PathLike[str], session_id: str) -> list[dict[str, Any]] | None:
+    async def history(self, folder: str | os.PathLike[str], session_id: str) -> list[dict[str, Any]] | None:
         if self.flavor == "claude":
-            return claude_code.history(folder, session_id)
-        return super().history(folder, session_id)
+            return await in_thread(lambda: claude_code.history(folder, session_id))
+        return await super().history(folder, session_id)
 
 
 class _Turn:

@@ -201,11 +201,13 @@ def main(options: WindowOptions) -> int:
             else:
                 window.open_folder_soon(folder)
         if not os.environ.get("DESKTOP_AGENT_EXIT_AFTER_PAINT"):
-            def _first_run() -> None:
-                if needs_first_run():
+            async def _first_run() -> None:
+                from desktop_agent.util.threads import in_thread
+
+                if await in_thread(needs_first_run):  # the keyring lookup (D-Bus, ~0.4 s): not on the Qt thread
                     window.show_settings(first_run=True)
 
-            QTimer.singleShot(0, _first_run)
+            QTimer.singleShot(0, lambda: asyncio.ensure_future(_first_run()))
 
     app.aboutToQuit.connect(done.set)
     app.lastWindowClosed.connect(done.set)

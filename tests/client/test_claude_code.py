@@ -5,6 +5,7 @@ model from Settings at spawn, and Claude Code's own sessions of a folder (``proj
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -158,8 +159,9 @@ def test_its_sessions_of_a_folder_by_slug_and_recorded_cwd(tmp_path):
     assert [(s.session_id, s.first_prompt, s.message_count) for s in listed] == [
         ("22222222-bbbb", "newer prompt", 2), ("11111111-aaaa", "older prompt", 2)]
     assert [s.session_id for s in claude_code.list_sessions(twin)] == ["33333333-cccc"]
-    assert [s.session_id for s in fake_client().list_sessions(folder)] == ["22222222-bbbb", "11111111-aaaa"]
-    history = fake_client().history(folder, "11111111-aaaa")
+    assert [s.session_id for s in asyncio.run(fake_client().list_sessions(folder))] == ["22222222-bbbb",
+                                                                                        "11111111-aaaa"]
+    history = asyncio.run(fake_client().history(folder, "11111111-aaaa"))
     assert history is not None and "older prompt" in json.dumps(history)
     assert claude_code.transcript_path("../" + slug + "/11111111-aaaa") == ""  # an id is never a path
 

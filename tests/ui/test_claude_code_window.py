@@ -375,13 +375,13 @@ def test_claude_code_sessions_in_the_sidebar_and_resumed_by_id(qtbot, qloop, fak
     from desktop_agent.client import subprocess as client_subprocess
 
     listed_on: list[bool] = []
-    real_list = client_subprocess.SubprocessClient.list_sessions
+    real_list = client_subprocess.claude_code.list_sessions
 
-    def list_sessions(self, folder):
+    def list_sessions(folder):
         listed_on.append(threading.current_thread() is threading.main_thread())
-        return real_list(self, folder)
+        return real_list(folder)
 
-    monkeypatch.setattr(client_subprocess.SubprocessClient, "list_sessions", list_sessions)
+    monkeypatch.setattr(client_subprocess.claude_code, "list_sessions", list_sessions)
     fake.script([fa.reply(fa.text("Noted the first.")), fa.reply(fa.text("Noted the second.")),
                  fa.reply(fa.text("Back in the first."))])
     win = claude_window(qtbot, tmp_path, claude_bin)

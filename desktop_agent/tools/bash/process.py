@@ -135,9 +135,10 @@ async def spawn_shell(script: str, cwd: str, env: dict[str, str] | None = None, 
     around it, the private TMPDIR, git neutralised in untrusted folders); otherwise it starts as is."""
     loop = asyncio.get_running_loop()
     argv = [shell_path(), "-c", script]
-    if ctx is not None and ctx.sandbox is not None:
-        plan = ctx.sandbox.plan_launch(argv, cwd, dict(env if env is not None else os.environ), ctx,
-                                       command=command, disable_sandbox=disable_sandbox)
+    if ctx is not None and ctx.sandbox is not None:  # on a worker thread: the policy may ask git, probe bwrap
+        sandbox, base_env = ctx.sandbox, dict(env if env is not None else os.environ)
+        plan = await asyncio.to_thread(lambda: sandbox.plan_launch(argv, cwd, base_env, ctx, command=command,
+                                                                   disable_sandbox=disable_sandbox))
         argv, env = plan.argv, plan.env
     transport, protocol = await loop.subprocess_exec(
         lambda: _ShellProtocol(limit=2 ** 16, loop=loop), *argv, cwd=cwd, env=env,

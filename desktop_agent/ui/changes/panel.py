@@ -20,7 +20,8 @@ Redo (re-apply it) instead of Revert. Both have their own focus-safe confirmatio
 refused with a sentence when the file is not as they expect (nothing written), and run their file I/O and
 their transcript record (a ``change-revert`` line through the session's recorder, which also has the model
 told with the next prompt) on a worker thread (``util.threads.in_thread``): nothing of it on the Qt thread.
-After a resume ``apply_records`` marks the changes the transcript's records reverted. Selecting a change
+After a resume ``apply_records`` marks the changes the transcript's records reverted, and the window renders the
+log in slices of turns (``render(slices=…)``: the same document, filled between other events). Selecting a change
 tells the conversation which card to show.
 """
 
@@ -33,7 +34,8 @@ import os
 import time
 from typing import Any, Callable
 
-from PySide6.QtCore import QUrl, Signal
+from PySide6.QtCore import QTimer, QUrl, Signal
+from PySide6.QtGui import QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
     QApplication, QFrame, QHBoxLayout, QLabel, QStackedWidget, QTextBrowser, QVBoxLayout, QWidget,
 )
@@ -80,6 +82,7 @@ class DiffPanel(QWidget):
         self._tasks: set[asyncio.Future] = set()
         self._dark: bool | None = None  # the palette last rendered
         self._waiting: set[Any] = set()  # diffs being rendered in the background
+        self._render_gen = 0  # renders so far: a sliced one stops when another replaced it
         renderer().ready.connect(self._on_diff_ready)
 
         root = QVBoxLayout(self)
@@ -354,7 +357,12 @@ class DiffPanel(QWidget):
         (self.change_reverted if action == "revert" else self.change_redone).emit(change.tool_use_id)
 
     # ----- rendering ---------------------------------------------------------------------------
-    def render(self) -> None:
+    def render(self, slices: int = 0) -> None:
+        """The whole log into the view. ``slices``: the document is filled that many turns (a heading and its
+        changes) at a time, one turn of the loop each — a resumed session's hundreds of changes never hold the
+        Qt thread in one ``setHtml`` (~0.4 ms a change); the newest, at the top, come first. A later render
+        replaces what is left of it."""
+        self._render_gen += 1
         dark = is_dark(self)
         c = highlight.colors(dark)
         total = len(self.changes)
@@ -372,17 +380,40 @@ class DiffPanel(QWidget):
                               f"{line1}<br/><br/>{line2}<br/>{line3}</div>")
             return
         scroll = self.view.verticalScrollBar().value()
-        parts: list[str] = []
+        parts: list[str] = []  # one per turn: its heading, then its changes
         for turn, group in self.log.by_turn():
             stamp = time.strftime("%H:%M", time.localtime(group[-1].created))
             heading = html.escape(self.tr("TURN {0}").format(turn))
             parts.append(
                 f"<p style='color:{c.muted}; font-size:small; margin-top:12px; margin-bottom:4px'>"
-                f"<b>{heading}</b> · {stamp}</p>")
-            for change in group:
-                parts.append(self._change_html(change, dark, c))
-        self.view.setHtml("".join(parts))
+                f"<b>{heading}</b> · {stamp}</p>" + "".join(self._change_html(change, dark, c) for change in group))
+        if slices <= 0 or len(parts) <= slices:
+            self.view.setHtml("".join(parts))
+            self.view.verticalScrollBar().setValue(scroll)
+            return
+        self.view.setHtml("".join(parts[:slices]))
         self.view.verticalScrollBar().setValue(scroll)
+        self._append_later(parts[slices:], slices, self._render_gen)
+
+    def _append_later(self, parts: list[str], slices: int, gen: int) -> None:
+        def step() -> None:
+            if gen != self._render_gen:
+                return  # rendered again since
+            cursor = QTextCursor(self.view.document())
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            if cursor.block().length() > 1:  # the heading starts a block of its own, as in one setHtml
+                cursor.insertBlock()
+            start = cursor.position()
+            cursor.insertHtml("".join(parts[:slices]))
+            first = QTextDocument()  # insertHtml merges the heading into the last block: its own format back
+            first.setHtml(parts[0][:parts[0].find("</p>") + 4])  # the heading alone
+            fix = QTextCursor(self.view.document())
+            fix.setPosition(start)
+            fix.setBlockFormat(first.firstBlock().blockFormat())
+            if len(parts) > slices:
+                self._append_later(parts[slices:], slices, gen)
+
+        QTimer.singleShot(0, step)
 
     def _status_html(self, change: Change, c: highlight.DiffColors) -> str:
         label, color, mark = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication, Signal
@@ -21,10 +22,14 @@ from PySide6.QtWidgets import QFileDialog
 
 from desktop_agent.client import EXECUTOR_KINDS, ExecutorKind, SessionHandle
 from desktop_agent.client.local import transcript_usage
+from desktop_agent.ui.changes.log import ChangeLog
+from desktop_agent.ui.conversation.presenter import HistoryOp, history_ops
 from desktop_agent.ui.dialogs.stop_turn import StopTurnDialog
+from desktop_agent.ui.highlight import lexer_for_filename
 from desktop_agent.ui.modes import BYPASS, default_mode_setting, settled_mode
 from desktop_agent.ui.window.presenters import STOPPING, home, session_rows
 from desktop_agent.ui.window.settings_gate import settings_gate, show_problems
+from desktop_agent.util.threads import in_thread
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
@@ -98,7 +103,7 @@ class FoldersMixin:
             return
         await self.controller.end_session(reason)
         if not self.demo:
-            session.discard_if_empty()
+            await in_thread(session.discard_if_empty)  # reads the transcript
 
 
     def folder_dialog_start(self) -> str:
@@ -145,8 +150,8 @@ class FoldersMixin:
                 self.permission_mode = fresh
                 self._select_mode(fresh)
         kwargs = dict(self.session_kwargs)
-        if self.client_factory is not None:
-            kwargs["client"] = self.client_factory()
+        if self.client_factory is not None:  # a model client (tests, tour): its TLS context loads certificates
+            kwargs["client"] = await in_thread(self.client_factory)
         if resume:
             kwargs["resume"] = resume
         if trusted is False:
@@ -160,9 +165,10 @@ class FoldersMixin:
         self.diff_panel.cwd = folder
         replayed = False
         if resume:  # show the transcript first (fast), while the session is built
-            entries = await asyncio.to_thread(self.controller.client.history, folder, resume)  # not on the Qt thread
-            if entries is not None:
-                self.replay_history(entries=entries)
+            entries = await self.controller.client.history(folder, resume)
+            prepared = await in_thread(lambda: prepare_history(entries, folder))
+            if prepared is not None:
+                await self.show_history(prepared)
                 replayed = True
                 self.history_shown.emit(folder)
                 if self.isVisible():
@@ -194,12 +200,7 @@ class FoldersMixin:
         self.permission_mode = mode
         self._select_mode(mode)
         if resume and not replayed:  # the transcript only this session's executor knows (Claude Code's own)
-            try:
-                entries = await asyncio.to_thread(session.history)
-            except Exception:
-                log.exception("could not read the session's transcript")
-                entries = []
-            self.replay_history(entries=entries)
+            await self.replay_history(session)
         elif not resume:
             self._show_empty()
         show_problems(self.conversation, problems)
@@ -300,7 +301,7 @@ class FoldersMixin:
             return True
         client = self.controller.client
         try:
-            if not client.needs_trust(folder):
+            if not await client.needs_trust(folder):
                 return True
         except Exception:
             return True
@@ -313,7 +314,7 @@ class FoldersMixin:
         if choice == "cancel":
             return None
         if choice == "trust":
-            client.trust(folder)
+            await client.trust(folder)
             return True
         return False
 
@@ -339,7 +340,7 @@ class FoldersMixin:
 
         async def go() -> None:
             try:
-                infos = await asyncio.to_thread(client.list_sessions, folder)
+                infos = await client.list_sessions(folder)
             except Exception:
                 log.exception("could not list the sessions of %s", folder)
                 infos = []
@@ -354,44 +355,75 @@ class FoldersMixin:
         if self.folder and (current is None or sid != current.session_id):
             self.open_folder_soon(self.folder, resume=sid)
 
-    def replay_history(self, session: SessionHandle | None = None, entries: list[dict[str, Any]] | None = None) -> None:
-        """Render a resumed transcript: prompts, text, tool cards with their results and +/− summaries
-        (the newest part), and the changes panel rebuilt from the structured patches of every Edit and
-        Write (``toolUseResult``) and the reverts and redos recorded since; remembers its tokens, cost and turns for the status bar."""
-        if entries is None:
+    async def replay_history(self, session: SessionHandle) -> None:
+        """Read ``session``'s transcript and show it (``prepare_history`` on a worker thread, then ``show_history``)."""
+        folder = self.conversation.cwd or session.cwd
+
+        def read() -> PreparedHistory:
             try:
-                entries = session.history() if session is not None else []
+                entries = session.history()
             except Exception:
                 log.exception("could not read the session's transcript")
                 entries = []
-        ops = self.conversation.history_ops(entries)
-        self.conversation.replay(ops)
-        turns = self._rebuild_changes(ops)
-        self.diff_panel.apply_records(entries)  # the reverts and redos the transcript records
-        try:
-            tokens, cost = transcript_usage(entries)
-        except Exception:
-            log.exception("could not sum the transcript's usage")
-            tokens, cost = 0, 0.0
-        self._history_stats = (tokens, cost, turns)
-        self.controller.set_usage_base(tokens, cost, turns)
+            return prepare_history(entries, folder)  # type: ignore[return-value]  # a list gives a result
 
-    def _rebuild_changes(self, ops: list[tuple]) -> int:
-        """Feed the changes panel the finished file changes of a transcript, as the live turn did.
-        Returns the number of turns (user prompts)."""
-        panel = self.diff_panel
-        names: dict[str, str] = {}
-        turn = 0
-        panel.render = lambda: None  # type: ignore[method-assign]  # one render at the end, not one per change
-        try:
-            for op in ops:
-                if op[0] == "user":
-                    turn += 1
-                elif op[0] == "tool":
-                    names[op[1]] = op[2]
-                elif op[0] == "result" and len(op) > 4 and op[4] is not None:
-                    panel.on_tool_finished(op[1], names.get(op[1], ""), op[3], op[4], max(1, turn), op[2])
-        finally:
-            del panel.render
-        panel.render()
-        return turn
+        await self.show_history(await in_thread(read))
+
+    async def show_history(self, prepared: PreparedHistory) -> None:
+        """Render a resumed transcript: prompts, text, tool cards with their results and +/− summaries
+        (the newest part: the view makes widgets for the last items only), and the changes panel's log built from
+        the structured patches of every Edit and Write (``toolUseResult``) and the reverts and redos recorded
+        since; remembers its tokens, cost and turns for the status bar."""
+        self.conversation.replay(prepared.ops)
+        self.diff_panel.log = prepared.changes
+        if self.isVisible():
+            await asyncio.sleep(0.005)  # the conversation paints before the panel lays its document out
+        self.diff_panel.render(slices=RESUME_SLICE)
+        self._history_stats = (prepared.tokens, prepared.cost, prepared.turns)
+        self.controller.set_usage_base(prepared.tokens, prepared.cost, prepared.turns)
+
+
+RESUME_EXPANDED = 8  # a resumed session's newest changes shown with their diffs; the older ones folded (a click opens)
+RESUME_SLICE = 4  # the changes panel filled this many turns (a change or two each, mostly) per turn of the loop
+
+
+@dataclass
+class PreparedHistory:
+    """A resumed transcript made ready off the Qt thread: its display operations, its change log, its totals."""
+
+    ops: list[HistoryOp]
+    changes: ChangeLog
+    turns: int
+    tokens: int
+    cost: float
+
+
+def prepare_history(entries: list[dict[str, Any]] | None, cwd: str) -> PreparedHistory | None:
+    """What ``show_history`` needs of ``entries`` (None for None), computed on any thread — no widget is touched:
+    the display operations, the changes (as the live turn fed them, then the transcript's reverts and redos), the
+    number of turns (user prompts), tokens and cost. Only the newest ``RESUME_EXPANDED`` changes keep their diffs
+    open (as the conversation shows only its newest part), and their syntax lexers are compiled here too."""
+    if entries is None:
+        return None
+    ops = history_ops(entries)
+    changes = ChangeLog()
+    names: dict[str, str] = {}
+    turn = 0
+    for op in ops:
+        if op[0] == "user":
+            turn += 1
+        elif op[0] == "tool":
+            names[op[1]] = op[2]
+        elif op[0] == "result" and len(op) > 4 and op[4] is not None:
+            changes.on_tool_finished(op[1], names.get(op[1], ""), op[3], op[4], max(1, turn), op[2])
+    changes.apply_records(entries, cwd)
+    for change in changes.changes[:-RESUME_EXPANDED]:  # older changes folded: the panel highlights the newest only
+        change.collapsed = True
+    for path in {c.file_path for c in changes.changes[-RESUME_EXPANDED:]}:
+        lexer_for_filename(path)  # cached: the panel's first render does not compile it
+    try:
+        tokens, cost = transcript_usage(entries)
+    except Exception:
+        log.exception("could not sum the transcript's usage")
+        tokens, cost = 0, 0.0
+    return PreparedHistory(ops, changes, turn, tokens, cost)

@@ -289,9 +289,22 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self._sessions_timer.setSingleShot(True)
         self._sessions_timer.setInterval(300)
         self._sessions_timer.timeout.connect(lambda: self._refresh_sessions(self._session_id()))
-        sandbox_text = self.controller.client.sandbox_warning()  # bubblewrap cannot start: say so, once
-        if sandbox_text:
-            self.conversation.add_banner("error", sandbox_text, key="sandbox")
+        self.sandbox_task: asyncio.Task | None = None  # the probe below, once the loop runs
+        QTimer.singleShot(0, self._probe_sandbox)
+
+    def _probe_sandbox(self) -> None:
+        """Bubblewrap cannot start: say so, once. The probe starts a process: on a worker thread, from the loop."""
+        if _loop_running():
+            self.sandbox_task = asyncio.ensure_future(self._sandbox_banner())
+
+    async def _sandbox_banner(self) -> None:
+        try:
+            text = await self.controller.client.sandbox_warning()
+        except Exception:
+            log.exception("could not probe the shell sandbox")
+            return
+        if text:
+            self.conversation.add_banner("error", text, key="sandbox")
 
     # ----- state -------------------------------------------------------------------------------
     def _restore_state(self) -> None:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QCoreApplication
 
 from desktop_agent.ui.window.presenters import home
-from desktop_agent.util.threads import in_thread
 
 if TYPE_CHECKING:
     from desktop_agent.ui.conversation.view import ConversationView
@@ -35,7 +34,7 @@ async def settings_gate(controller: AgentController, conversation: ConversationV
     """None when ``folder`` must not open (the blocking banner is shown); else the invalid entries to report."""
     client = controller.client
     try:
-        error, problems = await in_thread(lambda: client.settings_check(folder))
+        error, problems = await client.settings_check(folder)  # reads the files on a worker thread
     except Exception as exc:  # the check itself failed: the folder does not open either
         log.exception("could not check the settings of %s", folder)
         error, problems = f"{type(exc).__name__}: {exc}", []

@@ -113,7 +113,7 @@ def test_ctrl_n_stop_opens_a_new_session_and_the_old_one_shows_no_red_error(qtbo
 
     old_id = qloop.run_until_complete(scenario())
     assert "error" not in live_states  # live, the cut-short call never read as a failure
-    entries = win.controller.client.history(str(workdir), old_id)
+    entries = qloop.run_until_complete(win.controller.client.history(str(workdir), old_id))
     uses, results = _results(entries)
     assert uses == ["toolu_bash"] and results == ["toolu_bash"]  # the transcript is valid
     assert any(e.get("isInterrupt") for e in entries)  # the normal interrupt path wrote its marker
@@ -218,7 +218,7 @@ def test_a_permission_question_waits_behind_the_stop_question(qtbot, qloop, fake
         return old.session_id
 
     old_id = qloop.run_until_complete(scenario())
-    entries = win.controller.client.history(str(workdir), old_id)
+    entries = qloop.run_until_complete(win.controller.client.history(str(workdir), old_id))
     uses, results = _results(entries)
     assert uses == results == ["toolu_read", "toolu_ask"]  # the Edit answered exactly once (deny), in both cases
     assert app_ts.read_text() == "export const value = 1"
