@@ -40,6 +40,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 
+from desktop_agent.util.paths import is_inside as _inside
+
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run")
 SOCKET_ENV = ("SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS", "DOCKER_HOST",
               "CONTAINER_HOST", "WAYLAND_DISPLAY", "PULSE_SERVER", "GPG_AGENT_INFO", "TMUX", "STY",
@@ -58,10 +60,6 @@ class SocketPolicy:
     masked: list[str] = field(default_factory=list)
     bound: list[tuple[str, str]] = field(default_factory=list)
     shown: list[str] = field(default_factory=list)  # bound back writable by SandboxPolicy (working dirs, TMPDIR)
-
-
-def _inside(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
 def _real_dir(path: str) -> str | None:

@@ -38,6 +38,8 @@ import tempfile
 import threading
 from typing import Any
 
+from desktop_agent.util import fileio
+
 STANDARD_DIRS = ("/bin", "/usr/bin", "/sbin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin")
 # where packages keep a second copy of a program (Debian's /usr/lib/git-core/git is not /usr/bin/git)
 EXTRA_DIRS = ("/usr/libexec", "/usr/local/libexec", "/usr/lib/git-core", "/usr/libexec/git-core", "/usr/games",
@@ -178,18 +180,7 @@ def write_stub(name: str, rule: str, interpreter: str) -> str:
     path = os.path.join(directory, f"stub-{digest}")
     if os.path.isfile(path):
         return path
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".stub-")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o555)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    fileio.write_bytes_atomic(path, text.encode(), fsync=False, mode=0o555)
     return path
 
 
