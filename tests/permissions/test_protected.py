@@ -147,6 +147,7 @@ def test_sandbox_keeps_protected_paths_read_only(repo, command, left):
         assert not os.path.lexists(os.path.join(repo, left)), os.listdir(repo)
 
 
+@pytest.mark.needs_sandbox
 @needs_bwrap
 def test_git_still_works_inside_and_placeholders_are_invisible_and_removed(repo):
     shutil.rmtree(os.path.join(repo, "sub"))
@@ -174,6 +175,7 @@ def test_home_as_folder_keeps_startup_files_and_our_config(home_is_folder):
         assert not os.path.lexists(os.path.join(home_is_folder, rel)), rel
 
 
+@pytest.mark.needs_sandbox
 @needs_bwrap
 def test_folders_holding_protected_paths_cannot_be_renamed(home_is_folder):
     """``mv ~/.config c2`` would carry the read-only ``git`` mount away and let a fresh ``~/.config/git/config``
@@ -191,6 +193,7 @@ def test_folders_holding_protected_paths_cannot_be_renamed(home_is_folder):
     assert os.path.isfile(os.path.join(home_is_folder, "vendor", "lib", ".git", "config"))
 
 
+@pytest.mark.needs_sandbox
 @needs_bwrap
 def test_a_path_the_person_allowed_stays_writable(repo):
     husky = os.path.join(repo, ".husky")
@@ -198,6 +201,7 @@ def test_a_path_the_person_allowed_stays_writable(repo):
     assert out.returncode == 0 and os.path.isfile(os.path.join(husky, "pre-commit")), out.stderr
 
 
+@pytest.mark.needs_sandbox
 @needs_bwrap
 def test_a_protected_name_that_is_a_symlink_is_protected_at_its_target(home_is_folder):
     dotfiles = os.path.join(home_is_folder, "dotfiles")
@@ -211,6 +215,7 @@ def test_a_protected_name_that_is_a_symlink_is_protected_at_its_target(home_is_f
     assert out.stderr.count("Read-only file system") == 2 and "cannot move 'dotfiles'" in out.stderr
 
 
+@pytest.mark.needs_sandbox
 def test_hooks_path_and_included_config_are_read_only(repo):
     with open(os.path.join(repo, ".git", "config"), "a") as fh:
         fh.write('[core]\n\thooksPath = tools/hooks\n[include]\n\tpath = ../local.gitconfig\n'

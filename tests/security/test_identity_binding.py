@@ -125,6 +125,7 @@ def test_the_binding_is_taken_before_the_first_command(fake, tree, tmp_path):
     assert all(SECRET not in shown(results[f"toolu_{i}"]) for i in (1, 2)), results
 
 
+@pytest.mark.needs_sandbox
 @pytest.mark.parametrize("skip_analysis", [False, True], ids=["analysis", "sandbox-only"])
 @pytest.mark.parametrize("guarded", [True, False], ids=["denied", "control"])
 def test_a_denied_folder_renamed_by_a_command_is_not_read_by_the_next(fake, tree, tmp_path, monkeypatch, guarded,

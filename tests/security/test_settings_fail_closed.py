@@ -169,6 +169,7 @@ def test_settings_fail_closed(settings_case, settings_runs):
         assert "Nothing was started" in run.stderr or "--disallowedTools" in run.stderr, run.stderr[-800:]
 
 
+@pytest.mark.needs_sandbox
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("settings_case", [c["id"] for c in CONTROLS])
 def test_control_removes_the_victim(settings_case, settings_runs):

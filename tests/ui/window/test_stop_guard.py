@@ -41,6 +41,7 @@ def _results(entries):
     return uses, results
 
 
+@pytest.mark.needs_sandbox
 def test_ctrl_n_while_running_asks_and_cancel_keeps_the_turn(qtbot, qloop, fake, make_window, workdir):
     marker = workdir / "finished.txt"
     fake.script([_bash(f"echo first line; sleep 1.5; echo ok > {marker}"), reply(text("All done."))])
