@@ -10,6 +10,12 @@ fails with that reason, so CI always exercises the sandbox.
 import asyncio
 import os
 
+# Imported now, on the main thread, while nothing else runs: imported lazily by its pytest plugin later, its
+# modules go through pytest's assertion rewriting (``ast.parse``) while a window's worker thread may be importing
+# or compiling too, and CPython 3.11.7's AST converter is not thread-safe ("SystemError: AST constructor
+# recursion depth mismatch", gh-106905; seen in a child pytest of tests/ui/window/test_questions_wm.py).
+import hypothesis  # noqa: F401
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
 
 import pytest

@@ -53,6 +53,7 @@ def test_the_next_dialog_is_the_active_window_under_openbox(tmp_path):
         time.sleep(0.5)  # openbox takes the display
         assert wm.poll() is None, "openbox exited"
         child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                                "-p", "no:hypothesispytest",  # nothing imported lazily beside worker threads
                                 f"{__file__}::test_case_under_the_window_manager"],
                                env=env, capture_output=True, text=True, timeout=120)
     finally:
