@@ -57,6 +57,16 @@ def _collect_on_main_thread():
 
 
 @pytest.fixture
+def keep_app_running(qapp):
+    """The app quits with its last window (that is how ui/main.py ends): a test that closes its window and opens
+    another needs its loop to outlive the first."""
+    before = qapp.quitOnLastWindowClosed()
+    qapp.setQuitOnLastWindowClosed(False)
+    yield
+    qapp.setQuitOnLastWindowClosed(before)
+
+
+@pytest.fixture
 def fake():
     """The fake Messages API (a test scripts its replies)."""
     with FakeAnthropic(chunk_size=5) as server:

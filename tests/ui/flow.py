@@ -1,7 +1,7 @@
 """The steps the end-to-end UI tests share: scripted model replies (``READ``, ``edit``), waiting on the qasync loop
 (``wait_for``, ``wait_dialog``), typing a prompt into the real window (``open_and_send``), reading what the model was
 sent back (``tool_results``, ``result_text``), the 60-line file with five changed lines the per-hunk tests use
-(``ORIGINAL``, ``CHANGED``, ``changed_text``), and a transcript of n Read rounds to replay (``transcript_entries``)."""
+(``ORIGINAL``, ``CHANGED``, ``changed_text``, ``reject_hunks_2_and_4_then_allow``), and a transcript of n Read rounds to replay (``transcript_entries``)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,18 @@ CHANGED = (5, 17, 29, 41, 53)
 
 def changed_text(keep=CHANGED) -> str:
     return "".join(f"line {i} changed\n" if i in keep else f"line {i}\n" for i in range(1, 61))
+
+
+def reject_hunks_2_and_4_then_allow(qtbot, dlg) -> None:
+    """In the dialog of the five-hunk change: ``]`` and X reject hunk 2, X on hunk 4 (lines 17 and 41 are not
+    written), then Allow — which reads "Allow 3 of 5 hunks"."""
+    view = dlg.diff_view
+    qtbot.keyClick(view, Qt.Key.Key_BracketRight)
+    qtbot.keyClick(view, Qt.Key.Key_X)
+    view.go_to(3)
+    qtbot.keyClick(view, Qt.Key.Key_X)
+    assert dlg.allow_button.text().replace("&", "").startswith("Allow 3 of 5 hunks")
+    qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
 
 
 def transcript_entries(n: int) -> list[dict[str, Any]]:

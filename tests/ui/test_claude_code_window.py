@@ -34,7 +34,7 @@ import tests.fakes.anthropic_server as fa
 from desktop_agent.config import AppSettings
 from desktop_agent.ui.window.main_window import MainWindow
 from desktop_agent.util.diff import rejected_hunks_sentence
-from tests.ui.flow import ORIGINAL, changed_text, open_and_send, result_text, wait_dialog, wait_for
+from tests.ui.flow import ORIGINAL, changed_text, open_and_send, result_text, wait_dialog, wait_for, reject_hunks_2_and_4_then_allow
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHED = Path(os.path.expanduser("~/.cache/desktop-agent-bench/reference/node_modules/.bin/claude"))
@@ -257,12 +257,7 @@ def test_claude_code_rejected_hunks_reach_the_model_and_the_panel(qtbot, qloop, 
         dlg = await wait_dialog(win, 60)
         view = dlg.diff_view
         assert dlg.per_hunk and dlg.request.computed_here and len(view.hunks) == 5
-        qtbot.keyClick(view, Qt.Key.Key_BracketRight)
-        qtbot.keyClick(view, Qt.Key.Key_X)
-        view.go_to(3)
-        qtbot.keyClick(view, Qt.Key.Key_X)
-        assert dlg.allow_button.text().replace("&", "").startswith("Allow 3 of 5 hunks")
-        qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+        reject_hunks_2_and_4_then_allow(qtbot, dlg)
         await asyncio.wait_for(task, 60)
 
     qloop.run_until_complete(scenario())

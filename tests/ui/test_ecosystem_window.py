@@ -231,15 +231,6 @@ os.close(fd)
 """
 
 
-@pytest.fixture
-def keep_app_running(qapp):
-    """The app quits with its last window (that is how ui/main.py ends); this test's loop must outlive it."""
-    before = qapp.quitOnLastWindowClosed()
-    qapp.setQuitOnLastWindowClosed(False)
-    yield
-    qapp.setQuitOnLastWindowClosed(before)
-
-
 def test_session_end_hooks_on_new_session_and_window_close(qtbot, qloop, fake, make_window, tmp_path,
                                                            keep_app_running):
     from desktop_agent.permissions import trust

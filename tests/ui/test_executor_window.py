@@ -22,7 +22,8 @@ from desktop_agent.ui.window.main_window import MainWindow
 from tests.faults.util import api_pairing_problems
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.ui.flow import (
-    ORIGINAL, READ, changed_text, edit, open_and_send, result_text, tool_results, wait_dialog, wait_for,
+    ORIGINAL, READ, changed_text, edit, open_and_send, reject_hunks_2_and_4_then_allow, result_text, tool_results,
+    wait_dialog, wait_for,
 )
 
 EXECUTORS = ["inprocess", "process"]
@@ -236,12 +237,7 @@ def test_per_hunk_partial_allow_writes_only_accepted_hunks(qtbot, qloop, fake, m
         dlg = await wait_dialog(win)
         view = dlg.diff_view
         assert dlg.per_hunk and len(view.hunks) == 5
-        qtbot.keyClick(view, Qt.Key.Key_BracketRight)
-        qtbot.keyClick(view, Qt.Key.Key_X)
-        view.go_to(3)
-        qtbot.keyClick(view, Qt.Key.Key_X)
-        assert dlg.allow_button.text().replace("&", "").startswith("Allow 3 of 5 hunks")
-        qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+        reject_hunks_2_and_4_then_allow(qtbot, dlg)
         await asyncio.wait_for(task, 20)
 
     qloop.run_until_complete(scenario())

@@ -21,7 +21,7 @@ from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.util.diff import structured_patch
 from desktop_agent.ui.dialogs.permission import PermissionDialog
 from tests.fakes.anthropic_server import reply, text, tool_use
-from tests.ui.flow import ORIGINAL, READ, changed_text, open_and_send, result_text, tool_results, wait_dialog
+from tests.ui.flow import ORIGINAL, READ, changed_text, open_and_send, result_text, tool_results, wait_dialog, reject_hunks_2_and_4_then_allow
 from tests.ui.test_widgets import edit_request
 
 
@@ -321,12 +321,7 @@ def test_reject_two_of_five_hunks_writes_only_the_other_three(qtbot, qloop, fake
         view = dlg.diff_view
         assert dlg.per_hunk and len(view.hunks) == 5
         assert path.read_text() == ORIGINAL
-        qtbot.keyClick(view, Qt.Key.Key_BracketRight)
-        qtbot.keyClick(view, Qt.Key.Key_X)
-        view.go_to(3)
-        qtbot.keyClick(view, Qt.Key.Key_X)
-        assert dlg.allow_button.text().replace("&", "").startswith("Allow 3 of 5 hunks")
-        qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+        reject_hunks_2_and_4_then_allow(qtbot, dlg)
         await asyncio.wait_for(task, 10)
 
     qloop.run_until_complete(scenario())

@@ -43,15 +43,6 @@ def _last_user_text(fake, n: int) -> tuple[str, str]:
     return texts[0], texts[-1]
 
 
-@pytest.fixture
-def keep_app_running(qapp):
-    """Closing the test's only window must not quit the application (and stop the loop)."""
-    before = qapp.quitOnLastWindowClosed()
-    qapp.setQuitOnLastWindowClosed(False)
-    yield
-    qapp.setQuitOnLastWindowClosed(before)
-
-
 def test_revert_close_resume_then_redo_and_the_model_is_told(qtbot, qloop, fake, make_window, workdir,
                                                              keep_app_running):
     path = workdir / "calc.py"
