@@ -14,7 +14,6 @@ import stat
 import sys
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 
 from tests.fakes.anthropic_server import reply, text, tool_use

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 
-import pytest
 from PySide6.QtCore import Qt
 
 from desktop_agent.session.store import read_transcript
