@@ -1,0 +1,207 @@
+"""Notification actions on a real D-Bus session bus with a real notification daemon (Debian's dunst under Xvfb):
+Deny denies, Review calls back, Allow once only for whole-input requests, nothing for a question no longer
+pending, the notification closed when the question is resolved elsewhere, forged signals ignored."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+import pytest
+
+from desktop_agent.core.permission import PermissionReply
+from desktop_agent.host.inbox import Inbox, PendingQuestion
+from desktop_agent.host.notify import Notifier, notification_text, whole_input_text
+from tests.host.dunst_session import DunstSession, missing
+from tests.host.questions import bash_request, read_request, start_edit
+
+pytestmark = pytest.mark.skipif(bool(missing()), reason=f"needs {' '.join(missing())}")
+
+
+@pytest.fixture(scope="module")
+def desktop(tmp_path_factory: pytest.TempPathFactory):
+    with DunstSession(tmp_path_factory.mktemp("dunst")) as session:
+        yield session
+
+
+async def until(check: Callable[[], Any], timeout: float = 5.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        await asyncio.sleep(0.02)
+
+
+def run_with_notifier(desktop: DunstSession, body: Callable[[Inbox, Notifier, list[PendingQuestion]], Awaitable[None]],
+                      **kw: Any) -> None:
+    async def main() -> None:
+        desktop.ctl("close-all")
+        inbox = Inbox()
+        reviewed: list[PendingQuestion] = []
+        notifier = Notifier(inbox, review=reviewed.append, bus_address=desktop.bus_address, **kw)
+        await notifier.start()
+        try:
+            await body(inbox, notifier, reviewed)
+        finally:
+            await notifier.stop()
+
+    asyncio.run(main())
+
+
+async def sent(notifier: Notifier, q: PendingQuestion):
+    return await until(lambda: notifier.sent_for(*q.key))
+
+
+def test_dunst_offers_actions_and_deny_denies(desktop: DunstSession) -> None:
+    async def body(inbox: Inbox, notifier: Notifier, reviewed: list) -> None:
+        assert notifier.has_actions
+        q = inbox.ask("sess-1", bash_request("rm -rf build"), title="clean up")
+        s = await sent(notifier, q)
+        assert await until(lambda: desktop.displayed() == 1)
+        menu = await asyncio.to_thread(desktop.invoke, s.notification_id, "deny")
+        assert f"[{s.notification_id},deny]" in menu and "#Deny" in menu and "#Allow once" in menu
+        assert "always" not in menu.lower()
+        reply = await asyncio.wait_for(inbox.wait(q), 5)
+        assert reply.behavior == "deny" and reply.message == "User denied via UI"
+        assert await until(lambda: desktop.displayed() == 0)  # resolved: closed
+        assert reviewed == []
+
+    run_with_notifier(desktop, body)
+
+
+def test_review_calls_back_and_answers_nothing(desktop: DunstSession) -> None:
+    async def body(inbox: Inbox, notifier: Notifier, reviewed: list) -> None:
+        q = inbox.ask("sess-1", bash_request("make test"))
+        s = await sent(notifier, q)
+        await asyncio.to_thread(desktop.invoke, s.notification_id, "review")
+        await until(lambda: reviewed)
+        assert reviewed == [q] and inbox.get(*q.key) is q and not q.future.done()
+
+    run_with_notifier(desktop, body)
+
+
+def test_allow_once_only_where_the_whole_input_is_shown(desktop: DunstSession, tmp_path: Path) -> None:
+    target = tmp_path / "parser.py"
+    target.write_text("def parse(x):\n    return x\n")
+
+    async def body(inbox: Inbox, notifier: Notifier, reviewed: list) -> None:
+        read_q = inbox.ask("sess-1", read_request("/etc/hostname"))
+        s = await sent(notifier, read_q)
+        menu = await asyncio.to_thread(desktop.invoke, s.notification_id, "allow-once")
+        assert "#Allow once" in menu
+        assert (await asyncio.wait_for(inbox.wait(read_q), 5)).behavior == "allow"
+
+        long_q = inbox.ask("sess-1", bash_request("echo " + "x" * 400))  # does not fit: no Allow once
+        long_sent = await sent(notifier, long_q)
+        assert "allow-once" not in long_sent.actions
+
+        task, edit_q = await start_edit(tmp_path, inbox, target, "return x", "return x + 1")
+        assert edit_q.request.structured_patch  # the Edit tool's own patch
+        edit_sent = await sent(notifier, edit_q)
+        assert edit_sent.actions == ("default", "review", "deny")
+        title, text = notification_text(edit_q)
+        assert text == "parser.py  +1 \u22121" and title.endswith("— Edit")
+        menu = await asyncio.to_thread(desktop.invoke, edit_sent.notification_id, "allow-once")
+        assert "Allow once" not in menu and not edit_q.future.done()
+        # a forged "allow-once" for the edit, straight to the handler, is refused too
+        assert notifier.invoke(edit_sent.notification_id, "allow-once") == "ignored"
+        await asyncio.to_thread(desktop.invoke, edit_sent.notification_id, "deny")
+        out = await asyncio.wait_for(task, 10)
+        assert out.is_error and target.read_text() == "def parse(x):\n    return x\n"
+
+    run_with_notifier(desktop, body)
+
+
+def test_an_action_on_a_question_no_longer_pending_does_nothing(desktop: DunstSession) -> None:
+    async def body(inbox: Inbox, notifier: Notifier, reviewed: list) -> None:
+        withdrawn = inbox.ask("sess-1", bash_request("ls"))
+        answered = inbox.ask("sess-1", bash_request("pwd"))
+        other = inbox.ask("sess-2", bash_request("date"))
+        s1, s2 = await sent(notifier, withdrawn), await sent(notifier, answered)
+        await sent(notifier, other)
+        assert await until(lambda: desktop.displayed() == 3)
+        inbox.withdraw(*withdrawn.key)
+        assert inbox.answer(*answered.key, PermissionReply(behavior="allow"), source="window") == "ok"
+        assert await until(lambda: desktop.displayed() == 1)  # both closed by us
+        # late actions (a click that raced the close): nothing happens
+        for s in (s1, s2):
+            for action in ("deny", "allow-once", "review"):
+                assert notifier.invoke(s.notification_id, action) == "ignored"
+        assert reviewed == [] and (await inbox.wait(answered)).behavior == "allow"
+        assert inbox.get(*other.key) is other and not other.future.done()
+
+    run_with_notifier(desktop, body)
+
+
+def test_a_signal_forged_by_another_bus_client_is_ignored(desktop: DunstSession) -> None:
+    from dbus_fast import Message, MessageType
+    from dbus_fast.aio import MessageBus
+
+    async def body(inbox: Inbox, notifier: Notifier, reviewed: list) -> None:
+        q = inbox.ask("sess-1", bash_request("ls"))
+        s = await sent(notifier, q)
+        forger = await MessageBus(bus_address=desktop.bus_address).connect()
+        try:
+            await forger.send(Message(message_type=MessageType.SIGNAL, path="/org/freedesktop/Notifications",
+                                      interface="org.freedesktop.Notifications", member="ActionInvoked",
+                                      signature="us", body=[s.notification_id, "allow-once"]))
+            await asyncio.sleep(0.3)
+        finally:
+            forger.disconnect()
+        assert inbox.get(*q.key) is q and not q.future.done()
+
+    run_with_notifier(desktop, body)
+
+
+def test_no_notification_while_the_window_is_active(desktop: DunstSession) -> None:
+    async def body(inbox: Inbox, notifier: Notifier, reviewed: list) -> None:
+        q = inbox.ask("sess-1", bash_request("ls"))
+        await asyncio.sleep(0.3)
+        assert notifier.sent_for(*q.key) is None and desktop.displayed() == 0
+
+    run_with_notifier(desktop, body, window_active=lambda: True)
+
+
+def test_markup_in_a_command_is_shown_as_text() -> None:
+    from desktop_agent.host.inbox import PendingQuestion
+
+    q = PendingQuestion(session_id="s", request=bash_request("echo '<b>safe</b>' && curl x | sh"), title="t")
+    assert notification_text(q)[1] == "echo '<b>safe</b>' && curl x | sh"  # escaped at send time (body-markup)
+    assert whole_input_text(bash_request("ls\x1b[2J")) is None
+    assert whole_input_text(bash_request("ls", dangerouslyDisableSandbox=True)) == "ls\ndangerouslyDisableSandbox: True"
+
+
+def test_without_a_daemon_with_actions_a_plain_notification(tmp_path: Path) -> None:
+    """A bus with no notification daemon: nothing offered, nothing raised, the question still waits."""
+    import subprocess
+
+    config = tmp_path / "bus.conf"  # a session bus without service activation: no daemon can be started on it
+    config.write_text('<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" '
+                      '"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd"><busconfig><type>session</type>'
+                      f'<listen>unix:dir={tmp_path}</listen><auth>EXTERNAL</auth><policy context="default">'
+                      '<allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/>'
+                      '</policy></busconfig>')
+    bus = subprocess.Popen(["dbus-daemon", f"--config-file={config}", "--nofork", "--print-address=1"],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        address = bus.stdout.readline().strip()
+
+        async def main() -> None:
+            inbox = Inbox()
+            notifier = Notifier(inbox, review=lambda q: None, bus_address=address)
+            await notifier.start()
+            assert not notifier.has_actions
+            q = inbox.ask("s", bash_request("ls"))
+            await asyncio.sleep(0.2)
+            assert notifier.sent_for(*q.key) is None and inbox.get(*q.key) is q
+            await notifier.stop()
+
+        asyncio.run(main())
+    finally:
+        bus.terminate()
+        bus.wait(5)
