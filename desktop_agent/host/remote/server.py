@@ -226,8 +226,8 @@ class RemoteServer:
             return self._secure(web.Response(status=405))
         try:
             response = await handler(request)
-        except web.HTTPException as exc:
-            response = exc
+        except web.HTTPException as exc:  # answered here, with our headers (returning the exception is deprecated)
+            response = web.Response(status=exc.status, text=exc.text or exc.reason)
         return self._secure(response, host)
 
     def _secure(self, response: web.StreamResponse, host: str = "") -> web.StreamResponse:
