@@ -157,9 +157,9 @@ class RemoteServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context(), reuse_address=True)
         await site.start()
-        server = site._server
-        if self.port == 0 and server is not None and getattr(server, "sockets", None):
-            self.port = int(server.sockets[0].getsockname()[1])
+        sockets = getattr(site._server, "sockets", None) or []
+        if self.port == 0 and sockets:
+            self.port = int(sockets[0].getsockname()[1])
         self._unsubscribe = self.inbox.subscribe(self._on_event)
         log.info("phone page serving on %s", self.base_url())
 
@@ -386,10 +386,11 @@ class RemoteServer:
 
     async def _answer(self, request: web.Request) -> web.Response:
         data = await self._json(request)
-        fields = {k: data.get(k) for k in ("device", "session_id", "request_id", "input_sha256", "nonce", "ts",
-                                            "behavior", "accepted", "feedback", "mac")}
-        if not all(isinstance(fields[k], str) for k in fields):
+        names = ("device", "session_id", "request_id", "input_sha256", "nonce", "ts", "behavior", "accepted",
+                 "feedback", "mac")
+        if not all(isinstance(data.get(k), str) for k in names):
             return web.json_response({"error": "bad answer"}, status=400)
+        fields: dict[str, str] = {k: str(data[k]) for k in names}
         device = self.devices.get(fields["device"])
         if device is None:
             log.warning("answer refused: unknown or revoked device")
