@@ -76,7 +76,7 @@ def question_view(question: PendingQuestion) -> dict[str, Any]:
     view: dict[str, Any] = {
         "session_id": question.session_id, "request_id": req.request_id, "input_sha256": question.input_sha256,
         "session": question.title or question.session_id, "folder": question.folder, "tool": req.tool_name,
-        "asked_at": question.asked_at, "message": req.reason_text, "per_hunk": per_hunk(question),
+        "asked_at": question.asked_at, "message": req.message or req.reason_text, "per_hunk": per_hunk(question),
     }
     command = req.input.get("command")
     if req.tool_name == "Bash" and isinstance(command, str):

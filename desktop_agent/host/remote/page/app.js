@@ -308,4 +308,7 @@ function start() {
   setInterval(() => { if (!current && device) renderList(); }, 15000);
 }
 
+// A pairing link opened in a tab already showing the page changes only the fragment: start over with it.
+window.addEventListener("hashchange", () => { if (location.hash.includes("pair=")) location.reload(); });
+
 start();
