@@ -69,7 +69,7 @@ def bench_page(repeat: int, shots: Path | None) -> list[dict]:
     ws_s: list[float] = []
     try:
         for i in range(repeat):
-            driver = phone_browser(server.identity.spki_sha256_b64, tmp / f"profile{i}")
+            driver = phone_browser(server.ident.spki_sha256_b64, tmp / f"profile{i}")
             try:
                 t0 = time.perf_counter()
                 driver.get(server.base_url())

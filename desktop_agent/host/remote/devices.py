@@ -47,13 +47,14 @@ def new_device_id() -> str:
 
 
 class DeviceStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, load: bool = True) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._devices: dict[str, Device] = {}
-        self._load()
+        if load:
+            self.load()
 
-    def _load(self) -> None:
+    def load(self) -> None:
         try:
             data = json.loads(self.path.read_text())
         except (FileNotFoundError, ValueError):
@@ -65,8 +66,12 @@ class DeviceStore:
             except (KeyError, ValueError, TypeError):
                 continue
 
+    def save(self) -> None:
+        with self._lock:
+            self._save()
+
     def _save(self) -> None:
-        items = [dict(asdict(d), key=base64.b64encode(d.key).decode()) for d in self._devices.values()]
+        items = [dict(asdict(d), key=base64.b64encode(d.key).decode()) for d in list(self._devices.values())]
         write_secret(self.path, json.dumps({"devices": items}, indent=1).encode())
 
     def add(self, name: str, key: bytes) -> Device:
@@ -80,23 +85,25 @@ class DeviceStore:
     def get(self, device_id: object) -> Device | None:
         return self._devices.get(device_id) if isinstance(device_id, str) else None
 
-    def revoke(self, device_id: str) -> bool:
-        with self._lock:
-            if self._devices.pop(device_id, None) is None:
-                return False
-            self._save()
-        return True
+    def forget(self, device_id: str) -> bool:
+        """Revoked in memory at once (every later request refused); ``save()`` writes it."""
+        return self._devices.pop(device_id, None) is not None
 
-    def touch(self, device_id: str, *, save_every: float = 30.0) -> None:
+    def revoke(self, device_id: str) -> bool:
+        found = self.forget(device_id)
+        if found:
+            self.save()
+        return found
+
+    def touch(self, device_id: str, *, save_every: float = 30.0) -> bool:
+        """Note a use; True when the file is due to be written (``save()``, off the loop)."""
         device = self._devices.get(device_id)
         if device is None:
-            return
+            return False
         now = time.time()
-        stale = now - device.last_used > save_every
+        due = now - device.last_used > save_every
         device.last_used = now
-        if stale:
-            with self._lock:
-                self._save()
+        return due
 
     def list(self) -> list[dict[str, object]]:
         return [d.public() for d in sorted(self._devices.values(), key=lambda d: d.paired_at)]

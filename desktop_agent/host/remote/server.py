@@ -45,7 +45,7 @@ from desktop_agent.core.permission import PermissionReply
 from desktop_agent.host.inbox import Inbox, InboxEvent
 from desktop_agent.host.remote.devices import Device, DeviceStore, PairingOffers
 from desktop_agent.host.remote.identity import (
-    Exchange, answer_message, b64u, events_message, exchange, load_identity, mac_ok, unb64u,
+    Exchange, Identity, answer_message, b64u, events_message, exchange, load_identity, mac_ok, unb64u,
 )
 from desktop_agent.host.remote.view import USER_DENIED, BadDecision, question_view, reply_for
 
@@ -101,8 +101,8 @@ class RemoteServer:
         self.port = port
         self.names = names
         self.confirm = confirm
-        self.identity = load_identity(state_dir, [self.host, *names])
-        self.devices = DeviceStore(state_dir / "devices.json")
+        self.identity: Identity | None = None  # loaded in start(), off the loop's thread
+        self.devices = DeviceStore(state_dir / "devices.json", load=False)
         self.offers = offers or PairingOffers()
         self._pairings: dict[str, _Pending] = {}
         self._sockets: dict[str, set[web.WebSocketResponse]] = {}
@@ -134,18 +134,28 @@ class RemoteServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"https://{host}:{self.port}/"
 
+    @property
+    def ident(self) -> Identity:
+        if self.identity is None:
+            raise RuntimeError("the phone page is not started")
+        return self.identity
+
     def ssl_context(self) -> ssl.SSLContext:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         with tempfile.TemporaryDirectory() as tmp:  # load_cert_chain takes files; the key stays 0600 in a 0700 dir
             cert, key = Path(tmp) / "c.pem", Path(tmp) / "k.pem"
-            cert.write_bytes(self.identity.cert_pem)
+            cert.write_bytes(self.ident.cert_pem)
             key.touch(0o600)
-            key.write_bytes(self.identity.key_pem)
+            key.write_bytes(self.ident.key_pem)
             ctx.load_cert_chain(str(cert), str(key))
         return ctx
 
     async def start(self) -> None:
+        # the certificate (made on first use), the devices and the TLS context: disk and key generation, on a thread
+        self.identity = await asyncio.to_thread(load_identity, self.state_dir, [self.host, *self.names])
+        await asyncio.to_thread(self.devices.load)
+        ssl_context = await asyncio.to_thread(self.ssl_context)
         app = web.Application(middlewares=[self._guard], client_max_size=MAX_BODY)
         app.router.add_get("/", self._index)
         app.router.add_get("/static/{name}", self._static)
@@ -155,7 +165,7 @@ class RemoteServer:
         app.router.add_get("/api/events", self._events)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.ssl_context(), reuse_address=True)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context, reuse_address=True)
         await site.start()
         sockets = getattr(site._server, "sockets", None) or []
         if self.port == 0 and sockets:
@@ -180,7 +190,7 @@ class RemoteServer:
     def pairing_url(self) -> str:
         """A new single-use pairing URL (5 minutes): the code and the certificate's fingerprint in the fragment."""
         code = self.offers.offer()
-        return f"{self.base_url()}#pair={code}&fp={quote(self.identity.fingerprint)}"
+        return f"{self.base_url()}#pair={code}&fp={quote(self.ident.fingerprint)}"
 
     def pairing_qr_svg(self, url: str) -> str:
         import segno
@@ -197,9 +207,11 @@ class RemoteServer:
 
     async def revoke(self, device_id: str) -> bool:
         """Forget the device and close its open connections now."""
-        found = self.devices.revoke(device_id)
+        found = self.devices.forget(device_id)  # refused from now on …
         self._nonces.pop(device_id, None)
-        await self._close_sockets(device_id, 4001, "revoked")
+        await self._close_sockets(device_id, 4001, "revoked")  # … its sockets closed …
+        if found:
+            await asyncio.to_thread(self.devices.save)  # … and the file written off the loop
         if found:
             log.info("device %s revoked", device_id)
             self.on_devices_changed()
@@ -281,7 +293,7 @@ class RemoteServer:
             return web.json_response({"error": "This pairing code is not valid; show a new one"}, status=403)
         try:
             phone_pub, phone_nonce = unb64u(str(data.get("pub", ""))), unb64u(str(data.get("nonce", "")))
-            ex = exchange(self.identity.fingerprint, phone_pub, phone_nonce)
+            ex = exchange(self.ident.fingerprint, phone_pub, phone_nonce)
         except (ValueError, TypeError):
             return web.json_response({"error": "bad pairing key"}, status=400)
         name = str(data.get("name") or "Phone").strip()[:60] or "Phone"
@@ -292,7 +304,7 @@ class RemoteServer:
         self._pairings[pairing_id] = pending
         asyncio.ensure_future(self._confirm(pairing_id, pending))
         return web.json_response({"pairing": pairing_id, "pub": b64u(ex.server_pub), "nonce": b64u(ex.server_nonce),
-                                  "fingerprint": self.identity.fingerprint})
+                                  "fingerprint": self.ident.fingerprint})
 
     async def _confirm(self, pairing_id: str, pending: _Pending) -> None:
         ok = False
@@ -301,7 +313,8 @@ class RemoteServer:
                 ok = bool(await asyncio.wait_for(self.confirm(pending.prompt), PAIR_CONFIRM_TIMEOUT))
         except Exception:
             ok = False
-        device = self.devices.add(pending.prompt.device_name, pending.exchange.device_key) if ok else None
+        device = await asyncio.to_thread(self.devices.add, pending.prompt.device_name,
+                                         pending.exchange.device_key) if ok else None
         if device is not None:
             log.info("device %s paired", device.id)
             self.on_devices_changed()
@@ -346,7 +359,7 @@ class RemoteServer:
             await ws.close(code=4001, message=b"unknown device")
             return ws
         self._sockets.setdefault(device.id, set()).add(ws)
-        self.devices.touch(device.id)
+        await self._touch(device.id)
         try:
             await ws.send_json({"type": "snapshot", "device": device.id, "name": device.name,
                                 "questions": [question_view(q) for q in self.inbox.pending()]})
@@ -374,6 +387,10 @@ class RemoteServer:
                     asyncio.ensure_future(ws.send_json(message))
 
     # -- answers ------------------------------------------------------------------------------------------------
+    async def _touch(self, device_id: str) -> None:
+        if self.devices.touch(device_id):
+            await asyncio.to_thread(self.devices.save)
+
     def _fresh_nonce(self, device_id: str, nonce: str, now: float) -> bool:
         seen = self._nonces.setdefault(device_id, {})
         for old, at in list(seen.items()):
@@ -413,7 +430,7 @@ class RemoteServer:
             log.warning("answer refused from device %s: replayed", device.id)
             return web.json_response({"error": "This answer was already received", "outcome": "replay"},
                                      status=409)
-        self.devices.touch(device.id)
+        await self._touch(device.id)
         question = self.inbox.get(fields["session_id"], fields["request_id"])
         if question is None:
             # not pending: the inbox refuses any reply and says why (answered, withdrawn, unknown)

@@ -46,7 +46,7 @@ class Phone:
         return {"Origin": self.origin, **extra}
 
     async def __aenter__(self) -> Phone:
-        ctx = ssl.create_default_context(cadata=self.server.identity.cert_pem.decode())
+        ctx = ssl.create_default_context(cadata=self.server.ident.cert_pem.decode())
         self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx))
         return self
 

@@ -75,7 +75,7 @@ def desktop(tmp_path: Path):
 
 @pytest.fixture
 def browser(desktop: Desktop, tmp_path: Path):
-    driver = phone_browser(desktop.server.identity.spki_sha256_b64, tmp_path / "profile")
+    driver = phone_browser(desktop.server.ident.spki_sha256_b64, tmp_path / "profile")
     yield driver
     driver.quit()
 
