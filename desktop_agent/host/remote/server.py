@@ -197,10 +197,15 @@ class RemoteServer:
 
         return str(segno.make(url, error="m").svg_inline(scale=6, border=2))
 
-    def pairing_qr_png(self, url: str, path: Path) -> None:
+    def pairing_qr_png(self, url: str) -> bytes:
+        """The QR of ``url`` as PNG bytes (pure Python, a few ms)."""
+        import io
+
         import segno
 
-        segno.make(url, error="m").save(str(path), scale=8, border=2)
+        out = io.BytesIO()
+        segno.make(url, error="m").save(out, kind="png", scale=8, border=2)
+        return out.getvalue()
 
     def list_devices(self) -> list[dict[str, object]]:
         return self.devices.list()
