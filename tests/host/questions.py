@@ -56,11 +56,17 @@ def edit_context(workdir: Path, prompter: InboxPrompter) -> Any:
 async def start_edit(workdir: Path, inbox: Inbox, path: Path, old: str, new: str,
                      session_id: str = "sess-1") -> tuple[asyncio.Task[Any], PendingQuestion]:
     """Read ``path`` and start an Edit of it; the running tool call and its question (pending in ``inbox``)."""
+    return await start_tool(workdir, inbox, path, "Edit", {"file_path": str(path), "old_string": old,
+                                                            "new_string": new}, session_id)
+
+
+async def start_tool(workdir: Path, inbox: Inbox, path: Path, tool: str, tool_input: dict[str, Any],
+                     session_id: str = "sess-1") -> tuple[asyncio.Task[Any], PendingQuestion]:
+    """Read ``path`` and start ``tool`` (Edit or Write) on it; the running tool call and its pending question."""
     prompter = InboxPrompter(inbox, session_id)
     ctx = edit_context(workdir, prompter)
     await read_file(ctx, path)
-    task = asyncio.ensure_future(run_tool_use(
-        tool_use("Edit", {"file_path": str(path), "old_string": old, "new_string": new}, "toolu_edit_1"), ctx))
+    task = asyncio.ensure_future(run_tool_use(tool_use(tool, tool_input, "toolu_edit_1"), ctx))
     for _ in range(500):
         if prompter.asked:
             return task, prompter.asked[0]

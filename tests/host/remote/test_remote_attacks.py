@@ -22,7 +22,7 @@ from desktop_agent.host.inbox import Inbox
 from desktop_agent.host.remote.devices import PairingOffers
 from desktop_agent.host.remote.server import PairingPrompt, RemoteServer
 from desktop_agent.host.remote.view import question_view
-from tests.host.questions import bash_request, five_hunk_edit, FIVE_HUNKS_OLD, start_edit
+from tests.host.questions import FIVE_HUNKS_OLD, bash_request, five_hunk_edit, start_edit, start_tool
 from tests.host.remote.phone import Phone, fragment, wait_for, yes
 
 
@@ -365,6 +365,39 @@ def test_per_hunk_answer_writes_exactly_the_accepted_hunks(tmp_path: Path) -> No
                     expected = expected.replace(f"line {n}\n", f"LINE {n} changed\n")
                 assert target.read_text() == expected
                 assert "15" in str(out.block["content"])
+            finally:
+                await phone.__aexit__()
+
+    run(main())
+
+
+def test_per_hunk_answer_to_a_write_and_refused_decisions(tmp_path: Path) -> None:
+    """A Write over an existing file: the same per-hunk rule as the dialog; decisions that do not fit the patch
+    (wrong count, not 0/1, all rejected, hunks on a deny) are refused and leave the question pending."""
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "numbers.txt"
+    target.write_text(FIVE_HUNKS_OLD)
+    new_text = FIVE_HUNKS_OLD.replace("line 6\n", "six\n").replace("line 54\n", "fifty-four\n")
+
+    async def main() -> None:
+        async with serving(tmp_path) as (inbox, server, prompts):
+            phone = await paired(server)
+            try:
+                task, q = await start_tool(work, inbox, target, "Write",
+                                           {"file_path": str(target), "content": new_text})
+                view = question_view(q)
+                assert view["per_hunk"] and len(view["hunks"]) == 2
+                for behavior, accepted in (("allow", "1"), ("allow", "111"), ("allow", "1x"), ("allow", "00"),
+                                           ("deny", "10")):
+                    status, _ = await phone.answer(view, behavior, accepted=accepted)
+                    assert status == 400, (behavior, accepted)
+                assert not q.future.done()
+                assert await phone.answer(view, "allow", accepted="01") == (200, {"outcome": "ok"})
+                out = await asyncio.wait_for(task, 10)
+                assert not out.is_error, out.block
+                assert target.read_text() == FIVE_HUNKS_OLD.replace("line 54\n", "fifty-four\n")
+                assert q.future.result().rejected_hunks == [(3, 9)]
             finally:
                 await phone.__aexit__()
 

@@ -99,6 +99,22 @@ def pair(desktop: Desktop, browser: Any) -> str:
     return code
 
 
+KEY_PROBE = """
+const done = arguments[arguments.length - 1];
+const open = indexedDB.open("desktop-agent", 1);
+open.onsuccess = () => {
+  const get = open.result.transaction("keys", "readonly").objectStore("keys").get("device");
+  get.onsuccess = async () => {
+    const key = get.result;
+    if (!key) { done("none"); return; }
+    try { await crypto.subtle.exportKey("raw", key); done("exported"); }
+    catch (e) { done("kept:" + key.type + ":" + key.extractable + ":" + key.usages.join(",")); }
+  };
+};
+open.onerror = () => done("error");
+"""
+
+
 def csp_violations(browser: Any) -> list[str]:
     return [e["message"] for e in browser.get_log("browser")
             if "Content Security Policy" in e["message"] or "Refused to" in e["message"]]
@@ -108,6 +124,9 @@ def test_pair_see_the_patch_reject_one_hunk_allow_the_rest(desktop: Desktop, bro
     from selenium.webdriver.common.by import By
 
     pair(desktop, browser)
+    # the device key never leaves the browser's key store: not in localStorage, not exportable by a script
+    assert browser.execute_async_script(KEY_PROBE) == "kept:secret:false:sign"
+    assert "key" not in (browser.execute_script("return localStorage.getItem('desktop-agent-device')") or "")
     work = tmp_path / "work"
     work.mkdir()
     target = work / "numbers.py"
@@ -188,5 +207,6 @@ def test_revoking_the_device_unpairs_the_open_page(desktop: Desktop, browser: An
     assert desktop.loop.run(desktop.server.revoke(str(device["id"])))
     wait(lambda: browser.find_element(By.ID, "unpaired-view").is_displayed(), 3, "the unpaired view")
     assert browser.execute_script("return localStorage.getItem('desktop-agent-device')") is None
+    wait(lambda: browser.execute_async_script(KEY_PROBE) == "none", 3, "the key deleted")
 
 

@@ -35,16 +35,30 @@ async function post(path, body) {
 }
 
 // ---------------------------------------------------------------- the device
+// The device's id and name in localStorage; its key a non-extractable CryptoKey in IndexedDB: a script that ran
+// here could sign while the page is open, but could never carry the key away.
 function loadDevice() {
   try { return JSON.parse(localStorage.getItem(STORE) || "null"); } catch (e) { return null; }
 }
 let device = loadDevice();
 let hmacKey = null;
+
+function keyStore(mode, action) {
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open("desktop-agent", 1);
+    open.onupgradeneeded = () => open.result.createObjectStore("keys");
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const tx = open.result.transaction("keys", mode);
+      const request = action(tx.objectStore("keys"));
+      tx.oncomplete = () => { open.result.close(); resolve(request ? request.result : undefined); };
+      tx.onerror = () => { open.result.close(); reject(tx.error); };
+    };
+  });
+}
 async function key() {
-  if (!hmacKey) {
-    hmacKey = await crypto.subtle.importKey("raw", unb64u(device.key), { name: "HMAC", hash: "SHA-256" }, false,
-      ["sign"]);
-  }
+  if (!hmacKey) hmacKey = await keyStore("readonly", (store) => store.get("device"));
+  if (!hmacKey) throw new Error("no device key");
   return hmacKey;
 }
 async function sign(lines) {
@@ -76,14 +90,17 @@ async function pair(code, fp) {
   status("Confirm on the desktop…");
   const peer = await crypto.subtle.importKey("raw", serverPub, { name: "ECDH", namedCurve: "P-256" }, false, []);
   const shared = await crypto.subtle.deriveBits({ name: "ECDH", public: peer }, pair.privateKey, 256);
-  const hkdf = await crypto.subtle.importKey("raw", shared, "HKDF", false, ["deriveBits"]);
-  const bits = await crypto.subtle.deriveBits({ name: "HKDF", hash: "SHA-256", salt: concat(nonce, serverNonce),
-    info: enc.encode("desktop-agent device key v1") }, hkdf, 256);
+  const hkdf = await crypto.subtle.importKey("raw", shared, "HKDF", false, ["deriveKey"]);
+  const deviceKey = await crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: concat(nonce, serverNonce),
+    info: enc.encode("desktop-agent device key v1") }, hkdf, { name: "HMAC", hash: "SHA-256", length: 256 }, false,
+    ["sign"]);
   for (;;) {
     const w = await post("/api/pair/wait", { pairing: r.data.pairing });
     if (w.ok && w.data.status === "pending") continue;
     if (w.ok && w.data.status === "paired") {
-      device = { id: w.data.device, name: w.data.name, key: b64u(bits) };
+      await keyStore("readwrite", (store) => store.put(deviceKey, "device"));
+      hmacKey = deviceKey;
+      device = { id: w.data.device, name: w.data.name };
       localStorage.setItem(STORE, JSON.stringify(device));
       status("Paired");
       $("verify").hidden = true;
@@ -242,6 +259,7 @@ async function answer(behavior) {
 
 function forget(note) {
   localStorage.removeItem(STORE);
+  keyStore("readwrite", (store) => store.delete("device")).catch(() => {});
   device = null;
   hmacKey = null;
   questions.clear();
