@@ -140,6 +140,7 @@ class Notifier:
         self._tasks: set[asyncio.Task[Any]] = set()
         # Keys whose question ended while its Notify call was still on the wire: closed as soon as the id comes.
         self._ended: set[tuple[str, str]] = set()
+        self._sending: set[tuple[str, str]] = set()  # Notify on the wire
 
     @property
     def has_actions(self) -> bool:
@@ -173,6 +174,14 @@ class Notifier:
             self._bus.disconnect()
             self._bus = None
 
+    async def remind(self) -> int:
+        """The window stopped being active: a notification for every pending question that has none yet (asked
+        while the window was active); how many were sent."""
+        waiting = [q for q in self.inbox.pending() if q.key not in self._by_key and q.key not in self._sending]
+        for question in waiting:
+            await self._notify(question)
+        return len(waiting)
+
     def sent_for(self, session_id: str, request_id: str) -> Sent | None:
         return self._by_key.get((session_id, request_id))
 
@@ -200,8 +209,16 @@ class Notifier:
         task.add_done_callback(self._tasks.discard)
 
     async def _notify(self, question: PendingQuestion) -> None:
-        if self._bus is None:
+        if self._bus is None or question.key in self._sending or question.key in self._by_key:
             return
+        self._sending.add(question.key)
+        try:
+            await self._send(question)
+        finally:
+            self._sending.discard(question.key)
+
+    async def _send(self, question: PendingQuestion) -> None:
+        assert self._bus is not None
         title, body = notification_text(question)
         if "body-markup" in self.capabilities:
             body = html.escape(body, quote=False)

@@ -167,6 +167,23 @@ def test_no_notification_while_the_window_is_active(desktop: DunstSession) -> No
     run_with_notifier(desktop, body, window_active=lambda: True)
 
 
+def test_questions_asked_while_the_window_was_active_are_notified_when_it_is_left(desktop: DunstSession) -> None:
+    active = [True]
+
+    async def body(inbox: Inbox, notifier: Notifier, reviewed: list) -> None:
+        q1 = inbox.ask("sess-1", bash_request("ls"))
+        q2 = inbox.ask("sess-1", bash_request("pwd"))
+        inbox.answer(*q2.key, PermissionReply(behavior="allow"), source="window")
+        await asyncio.sleep(0.2)
+        assert desktop.displayed() == 0
+        active[0] = False
+        assert await notifier.remind() == 1  # only the one still pending
+        assert notifier.sent_for(*q1.key) is not None and await until(lambda: desktop.displayed() == 1)
+        assert await notifier.remind() == 0  # never twice
+
+    run_with_notifier(desktop, body, window_active=lambda: active[0])
+
+
 def test_markup_in_a_command_is_shown_as_text() -> None:
     from desktop_agent.host.inbox import PendingQuestion
 
