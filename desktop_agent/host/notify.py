@@ -198,7 +198,8 @@ class Notifier:
             return
         sent = self._by_key.pop(key, None)
         if sent is None:
-            self._ended.add(key)
+            if key in self._sending:  # closed as soon as its id comes back
+                self._ended.add(key)
             return
         self._by_id.pop(sent.notification_id, None)
         self._spawn(self._close(sent.notification_id))
