@@ -32,6 +32,7 @@ from dbus_fast.aio import MessageBus
 
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
 from desktop_agent.host.inbox import Inbox, InboxEvent, PendingQuestion
+from desktop_agent.util.invisible import has_invisible, reveal
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def whole_input_text(request: PermissionRequest) -> str | None:
     text = "\n".join(lines)
     if len(text) > MAX_WHOLE_CHARS or text.count("\n") + 1 > MAX_WHOLE_LINES:
         return None
-    if any(ch < " " and ch not in "\n\t" for ch in text):  # control characters: not shown as they run
+    if has_invisible(text):  # bidi, zero-width or control characters: not shown as they run
         return None
     return text
 
@@ -94,7 +95,7 @@ def whole_input_text(request: PermissionRequest) -> str | None:
 def notification_text(question: PendingQuestion) -> tuple[str, str]:
     """(title, body) of a question's notification."""
     req = question.request
-    title = f"{question.title or question.session_id} — {req.tool_name}"
+    title = reveal(f"{question.title or question.session_id} — {req.tool_name}")
     whole = whole_input_text(req)
     if whole is not None:
         return title, whole
@@ -103,12 +104,13 @@ def notification_text(question: PendingQuestion) -> tuple[str, str]:
         rel = os.path.relpath(path, question.folder) if question.folder and path.startswith(question.folder) \
             else path
         adds, dels = _plus_minus(req)
-        return title, f"{rel}  +{adds} \u2212{dels}"
+        return title, reveal(f"{rel}  +{adds} \u2212{dels}")
     command = req.input.get("command")
     if isinstance(command, str):
         first = command.splitlines()[0] if command else ""
-        return title, (first[:MAX_WHOLE_CHARS] + " …") if len(first) > MAX_WHOLE_CHARS or "\n" in command else first
-    return title, req.message or req.tool_name
+        shown = (first[:MAX_WHOLE_CHARS] + " …") if len(first) > MAX_WHOLE_CHARS or "\n" in command else first
+        return title, reveal(shown)
+    return title, reveal(req.message or req.tool_name)
 
 
 @dataclass

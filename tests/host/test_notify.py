@@ -190,6 +190,10 @@ def test_markup_in_a_command_is_shown_as_text() -> None:
     q = PendingQuestion(session_id="s", request=bash_request("echo '<b>safe</b>' && curl x | sh"), title="t")
     assert notification_text(q)[1] == "echo '<b>safe</b>' && curl x | sh"  # escaped at send time (body-markup)
     assert whole_input_text(bash_request("ls\x1b[2J")) is None
+    # a command that reads "ls # txt.sh" but runs otherwise (right-to-left override): no Allow once, shown as it is
+    tricky = bash_request("ls #\u202ehs.txt")
+    assert whole_input_text(tricky) is None
+    assert notification_text(PendingQuestion(session_id="s", request=tricky))[1] == "ls #\u27e8U+202E\u27e9hs.txt"
     assert whole_input_text(bash_request("ls", dangerouslyDisableSandbox=True)) == "ls\ndangerouslyDisableSandbox: True"
 
 

@@ -28,6 +28,7 @@ from desktop_agent.host.inbox import PendingQuestion
 from desktop_agent.tools.edit import partial_edit_input
 from desktop_agent.tools.write import partial_write_input
 from desktop_agent.util.diff import hunk_old_range
+from desktop_agent.util.invisible import reveal
 
 USER_DENIED = "User denied via UI"  # SPEC: the desktop's deny
 HUNK_TOOLS = ("Edit", "Write")
@@ -59,7 +60,7 @@ def highlight_lines(path: str, texts: list[str]) -> list[list[list[str]]]:
             if i:
                 out.append([])
             if part:
-                out[-1].append([cls, part])
+                out[-1].append([cls, reveal(part)])
     while len(out) < len(texts):
         out.append([])
     return out[:len(texts)]
@@ -80,15 +81,15 @@ def question_view(question: PendingQuestion) -> dict[str, Any]:
     }
     command = req.input.get("command")
     if req.tool_name == "Bash" and isinstance(command, str):
-        view["command"] = command
-        view["subcommands"] = req.subcommands or []
-    view["description"] = req.description or req.input.get("description") or ""
+        view["command"] = reveal(command)
+        view["subcommands"] = [reveal(c) for c in req.subcommands or []]
+    view["description"] = reveal(str(req.description or req.input.get("description") or ""))
     # the whole input, always (a command's flags, a read's range…)
-    view["input"] = json.dumps(req.input, indent=2, ensure_ascii=False, sort_keys=True)
+    view["input"] = reveal(json.dumps(req.input, indent=2, ensure_ascii=False, sort_keys=True))
     path = req.file_path or req.input.get("file_path") or req.input.get("notebook_path")
     if isinstance(path, str) and path:
-        view["file"] = os.path.relpath(path, question.folder) if question.folder and path.startswith(
-            question.folder.rstrip("/") + "/") else path
+        view["file"] = reveal(os.path.relpath(path, question.folder) if question.folder and path.startswith(
+            question.folder.rstrip("/") + "/") else path)
     if req.structured_patch:
         hunks = []
         for hunk in req.structured_patch:

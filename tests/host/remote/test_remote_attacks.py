@@ -402,3 +402,13 @@ def test_per_hunk_answer_to_a_write_and_refused_decisions(tmp_path: Path) -> Non
                 await phone.__aexit__()
 
     run(main())
+
+
+def test_invisible_characters_are_shown_on_the_page() -> None:
+    """Bidi overrides and zero-width characters in a command or a patch appear as ⟨U+…⟩ on the page."""
+    from desktop_agent.host.inbox import PendingQuestion
+
+    q = PendingQuestion(session_id="s", request=bash_request("echo ok\u202e ;hs.lave\u200b"))
+    view = question_view(q)
+    assert view["command"] == "echo ok\u27e8U+202E\u27e9 ;hs.lave\u27e8U+200B\u27e9"
+    assert "\u202e" not in view["input"] and "U+202E" in view["input"]
