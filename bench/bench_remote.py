@@ -131,6 +131,7 @@ def bench_page(repeat: int, shots: Path | None) -> list[dict]:
                     driver.find_element(By.CSS_SELECTOR, f"li.question[data-request-id='{q.request_id}']").click()
                     wait(lambda: driver.find_elements(By.CSS_SELECTOR, "button.hunk-toggle"))
                     driver.find_element(By.CSS_SELECTOR, "button.hunk-toggle[data-hunk='1']").click()
+                    wait(lambda: driver.find_element(By.ID, "allow").is_enabled())
                     driver.save_screenshot(str(shots / "phone-question.png"))
                     driver.find_element(By.ID, "allow").click()
                     loop.run(asyncio.wait_for(task, 10))

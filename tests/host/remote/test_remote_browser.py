@@ -154,6 +154,7 @@ def test_pair_see_the_patch_reject_one_hunk_allow_the_rest(desktop: Desktop, bro
     toggle.click()
     assert "Rejected" in toggle.text
     allow = browser.find_element(By.ID, "allow")
+    wait(allow.is_enabled, 3, "Allow to take taps")  # armed a moment after the question opened
     assert allow.text == "Allow 4 of 5 hunks"
     shots = Path(os.environ.get("DESKTOP_AGENT_SHOTS", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
@@ -183,8 +184,12 @@ def test_a_question_answered_on_the_desktop_vanishes_from_the_page(desktop: Desk
         return desktop.inbox.ask("sess-2", bash_request("git push --force origin main"), title="release")
 
     q = desktop.loop.run(ask())
-    item = wait(lambda: browser.find_element(By.CSS_SELECTOR, f"li.question[data-request-id='{q.request_id}']"))
-    item.click()
+    wait(lambda: browser.find_element(By.CSS_SELECTOR, f"li.question[data-request-id='{q.request_id}']"))
+    # a double tap: the second lands where Allow appears — it answers nothing
+    browser.execute_script("document.querySelector(arguments[0]).click(); document.getElementById('allow').click();",
+                           f"li.question[data-request-id='{q.request_id}']")
+    time.sleep(0.3)
+    assert not q.future.done()
     assert browser.find_element(By.ID, "q-command").text == "git push --force origin main"
     assert browser.find_element(By.ID, "allow").text == "Allow once"
     shots = Path(os.environ.get("DESKTOP_AGENT_SHOTS", tmp_path))

@@ -116,6 +116,8 @@ async function pair(code, fp) {
 const questions = new Map();
 let current = null; // the key of the question shown
 let decisions = [];
+let armed = false; // the answer buttons take taps only a moment after the question opened (no stray double tap)
+const ARM_MS = 600;
 let offset = 0; // the desktop's clock minus ours, seconds
 let socket = null;
 const qkey = (q) => q.session_id + "\u0000" + q.request_id;
@@ -194,9 +196,10 @@ function renderHunks(q) {
 
 function updateAllow(q) {
   const allow = $("allow");
-  if (!q.per_hunk || !q.hunks) { allow.textContent = "Allow once"; allow.disabled = false; return; }
+  $("deny").disabled = !armed;
+  if (!q.per_hunk || !q.hunks) { allow.textContent = "Allow once"; allow.disabled = !armed; return; }
   const n = decisions.filter(Boolean).length;
-  allow.disabled = n === 0;
+  allow.disabled = !armed || n === 0;
   allow.textContent = n === q.hunks.length ? "Allow once" : "Allow " + n + " of " + q.hunks.length + " hunks";
 }
 
@@ -219,10 +222,10 @@ function openQuestion(k) {
   $("q-input").textContent = q.input;
   $("feedback").value = "";
   $("q-result").textContent = "";
-  $("allow").disabled = false;
-  $("deny").disabled = false;
+  armed = false;
   renderHunks(q);
   updateAllow(q);
+  setTimeout(() => { if (current === k) { armed = true; updateAllow(q); } }, ARM_MS);
   show("question-view");
   window.scrollTo(0, 0);
 }
@@ -236,7 +239,8 @@ function closeQuestion(note) {
 
 async function answer(behavior) {
   const q = current && questions.get(current);
-  if (!q) return;
+  if (!q || !armed) return;
+  armed = false;
   $("allow").disabled = true;
   $("deny").disabled = true;
   const accepted = behavior === "allow" && q.per_hunk && q.hunks ? decisions.map((d) => (d ? "1" : "0")).join("") : "";
@@ -253,7 +257,7 @@ async function answer(behavior) {
   } else {
     $("q-result").textContent = r.data.error || "Not sent";
     if (r.status === 401) forget("This device is no longer paired");
-    else { $("allow").disabled = false; $("deny").disabled = false; updateAllow(q); }
+    else { armed = true; updateAllow(q); }
   }
 }
 
