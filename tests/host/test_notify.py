@@ -226,3 +226,67 @@ def test_without_a_daemon_with_actions_a_plain_notification(tmp_path: Path) -> N
     finally:
         bus.terminate()
         bus.wait(5)
+
+
+def test_a_daemon_without_actions_gets_a_plain_notification(tmp_path: Path) -> None:
+    """A notification daemon of our own on a fresh session bus, speaking the real interface with capabilities
+    ``body`` only: the notification goes out with no action at all (nothing to press), and is still closed when
+    the question is answered elsewhere."""
+    import subprocess
+
+    from dbus_fast.aio import MessageBus
+    from dbus_fast.service import ServiceInterface, method
+
+    class PlainDaemon(ServiceInterface):
+        def __init__(self) -> None:
+            super().__init__("org.freedesktop.Notifications")
+            self.notified: list[tuple[str, str, list[str]]] = []
+            self.closed: list[int] = []
+
+        @method()
+        def GetCapabilities(self) -> "as":  # noqa: F722,N802
+            return ["body"]
+
+        @method()
+        def Notify(self, app: "s", replaces: "u", icon: "s", summary: "s", body: "s", actions: "as",  # noqa: F722,F821,N802
+                   hints: "a{sv}", timeout: "i") -> "u":  # noqa: F722,F821
+            self.notified.append((summary, body, list(actions)))
+            return len(self.notified)
+
+        @method()
+        def CloseNotification(self, notification_id: "u"):  # noqa: F821,N802,ANN201
+            self.closed.append(notification_id)
+
+        @method()
+        def GetServerInformation(self) -> "ssss":  # noqa: F821,N802
+            return ["plain", "test", "1", "1.2"]
+
+    bus_proc = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        address = bus_proc.stdout.readline().strip()
+
+        async def main() -> None:
+            daemon_bus = await MessageBus(bus_address=address).connect()
+            daemon = PlainDaemon()
+            daemon_bus.export("/org/freedesktop/Notifications", daemon)
+            await daemon_bus.request_name("org.freedesktop.Notifications")
+            inbox = Inbox()
+            notifier = Notifier(inbox, review=lambda q: None, bus_address=address)
+            await notifier.start()
+            try:
+                assert notifier.capabilities == {"body"} and not notifier.has_actions
+                q = inbox.ask("sess-1", bash_request("ls"), title="plain")
+                s = await until(lambda: notifier.sent_for(*q.key))
+                assert daemon.notified == [("plain — Bash", "ls", [])] and s.actions == ()
+                assert notifier.invoke(s.notification_id, "allow-once") == "ignored"
+                inbox.answer(*q.key, PermissionReply(behavior="allow"), source="window")
+                await until(lambda: daemon.closed == [s.notification_id])
+            finally:
+                await notifier.stop()
+                daemon_bus.disconnect()
+
+        asyncio.run(main())
+    finally:
+        bus_proc.terminate()
+        bus_proc.wait(5)
