@@ -61,10 +61,6 @@ class Identity:
     fingerprint: str  # SHA-256 of the DER certificate, hex pairs joined by ":" (upper case)
     spki_sha256_b64: str
 
-    @property
-    def cert_path_hint(self) -> str:
-        return "cert.pem"
-
 
 def _make(names: list[str]) -> tuple[bytes, bytes]:
     key = ec.generate_private_key(ec.SECP256R1())
