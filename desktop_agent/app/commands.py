@@ -7,7 +7,7 @@ only in a trusted folder: an untrusted clone must not put words in the user's mo
 is the command's prompt; ``$ARGUMENTS`` in it becomes the arguments, and without it non-empty arguments are appended
 as ``ARGUMENTS: <args>`` (the reference's forms).
 
-``expand(session, prompt, contexts)`` runs the UserPromptExpansion hooks (matcher: the command name; input
+``expand(prompt, contexts, ...)`` runs the UserPromptExpansion hooks (matcher: the command name; input
 ``expansion_type: "slash_command"``, ``command_name``, ``command_args``, ``command_source`` —
 ``projectSettings``/``userSettings`` — and ``prompt``, the typed text) and returns an ``Expansion``: the user
 entry's text (``<command-message>…</command-message>`` / ``<command-name>/…</command-name>`` /
@@ -23,12 +23,11 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from desktop_agent.core.context import ToolUseContext
+from desktop_agent.permissions.hooks import HookRunner
 from desktop_agent.util import dirs
-
-if TYPE_CHECKING:  # pragma: no cover
-    from desktop_agent.app.session import AgentSession
 
 MAX_COMMAND_BYTES = 256 * 1024
 _INVOCATION = re.compile(r"/([A-Za-z0-9_][A-Za-z0-9_.:-]*)(?:\s+(.*))?", re.S)
@@ -94,23 +93,23 @@ def shown_text(name: str, args: str) -> str:
     return "\n".join(lines)
 
 
-async def expand(session: AgentSession, prompt: str | list[dict[str, Any]], contexts: list[str]) -> Expansion:
+async def expand(prompt: str | list[dict[str, Any]], contexts: list[str], *, cwd: str, trusted: bool,
+                 hooks: HookRunner | None, ctx: ToolUseContext | None) -> Expansion:
     if not isinstance(prompt, str):
         return Expansion()
     match = _INVOCATION.fullmatch(prompt.strip())
     if match is None or match.group(1) == "compact":
         return Expansion()
     name, args = match.group(1), (match.group(2) or "").strip()
-    command = find_commands(session.cwd, bool(session.permission_context.trusted)).get(name)
+    command = find_commands(cwd, trusted).get(name)
     if command is None:
         return Expansion()
     body = command_text(command.path, args)
     if body is None:
         return Expansion()
     typed = f"/{name} {args}" if args else f"/{name}"
-    hooks = session.hooks
     if hooks is not None and hooks.has_hooks("UserPromptExpansion", name):
-        out = await hooks.user_prompt_expansion("slash_command", name, args, command.source, typed, session.ctx)
+        out = await hooks.user_prompt_expansion("slash_command", name, args, command.source, typed, ctx)
         if out.block:
             text = f"{BLOCKED_PREFIX}\n{out.reason or 'blocked'}"
             return Expansion(blocked=text if out.suppress_original else f"{text}\n\nOriginal prompt: {typed}")

@@ -401,7 +401,8 @@ class AgentSession:
             # 2. a slash command's expansion (UserPromptExpansion hooks may block it), then SessionStart (first
             # turn) and UserPromptSubmit hooks; a blocked prompt is never sent
             contexts: list[str] = []
-            expansion = await commands.expand(self, prompt, contexts)
+            expansion = await commands.expand(prompt, contexts, cwd=self.cwd, hooks=self.hooks, ctx=self.ctx,
+                                              trusted=bool(self.permission_context.trusted))
             if expansion.blocked is not None:
                 yield ErrorEvent(message=expansion.blocked, kind="hook")
                 yield TurnFinished(reason="prompt_blocked", error=expansion.blocked,

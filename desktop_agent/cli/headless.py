@@ -60,6 +60,8 @@ RESULT_SUBTYPES = {
 }
 
 
+NO_INPUT = "Input must be provided either through stdin or as a prompt argument when using --print"
+
 # TurnFinished.reason → the ``terminal_reason`` of the result line (the reference's names; ours match but one).
 TERMINAL_REASONS = {"prompt_blocked": "hook_stopped"}
 
@@ -501,6 +503,9 @@ class HeadlessRun:
                     if content is None:
                         continue
                     await self._run_and_report(content)
+            elif not prompt and self.session.pending_deferred is None:
+                eprint(NO_INPUT)  # only a deferred call may be resumed without a prompt
+                return 2
             else:
                 await self._run_and_report(prompt or "")
         finally:
@@ -568,8 +573,8 @@ def run_headless(opts: Options) -> int:
             eprint("a prompt argument is required with --permission-prompt-tool stdio and text input")
             return 2
         prompt = _read_stdin_prompt()
-        if not prompt:
-            eprint("Input must be provided either through stdin or as a prompt argument when using --print")
+        if not prompt and not (opts.resume or opts.continue_latest):  # a resume may run a deferred call (D.6)
+            eprint(NO_INPUT)
             return 2
     run = HeadlessRun(opts)
     run.freeze_heap = True

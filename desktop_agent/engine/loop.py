@@ -219,9 +219,9 @@ class QueryRun:
                     return "max_turns"
                 self.turn += 1
                 continue
-            verdict = await self.after_tools()
-            if verdict is not None:
-                return verdict
+            ended = await self.after_tools()
+            if ended is not None:
+                return ended
             if self.p.max_turns is not None and not self._next_turn_allowed():
                 self.ledger.write_max_turns_reached(self.p.max_turns, self.turn + 1)
                 return "max_turns"
@@ -246,7 +246,7 @@ class QueryRun:
         runner = getattr(hooks, "post_tool_batch", None)
         if hooks is None or runner is None or not hooks.has_hooks("PostToolBatch"):
             return None
-        calls = [{"tool_name": b.get("name"), "tool_input": b.get("input") if isinstance(b.get("input"), dict) else {},
+        calls: list[dict[str, Any]] = [{"tool_name": b.get("name"), "tool_input": b.get("input") if isinstance(b.get("input"), dict) else {},
                   "tool_use_id": b.get("id"), "tool_response": self.ledger.results.get(str(b.get("id")))}
                  for b in self.ledger.round_tool_uses]
         try:
