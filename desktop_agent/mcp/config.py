@@ -14,6 +14,10 @@ An entry is ``{"command", "args", "env", "cwd"}`` (stdio; ``"type": "stdio"`` op
 ``${VAR:-default}`` expand from the environment in command, args, env, url and headers. A malformed
 entry is not dropped silently: it becomes a server in the ``failed`` state with the reason, shown in the
 Servers view and ``system/init``. ``sse`` servers are reported as unsupported.
+
+A server the settings deny is never started (``denial``; ``app.build.make_mcp``): settings ``deniedMcpServers``
+(``{"serverName"}``, ``{"serverCommand": [argv]}`` or ``{"serverUrl": "glob"}``, from any settings file: a deny list
+only restricts) or a deny rule on the whole server (``mcp__<server>``); it is listed ``failed`` with the reason.
 """
 
 from __future__ import annotations
@@ -102,6 +106,27 @@ def parse_entry(name: str, raw: Any, source: str) -> McpServerConfig:
     cwd = raw.get("cwd")
     cfg.cwd = expand_vars(cwd) if isinstance(cwd, str) and cwd else None
     return cfg
+
+
+def _url_matches(pattern: str, url: str) -> bool:
+    return re.fullmatch(".*".join(re.escape(p) for p in pattern.split("*")), url) is not None
+
+
+def denial(cfg: McpServerConfig, entries: list[dict[str, Any]]) -> str | None:
+    """Why settings' ``deniedMcpServers`` forbid starting ``cfg`` (the first matching entry), or None. A name
+    matches as the tools are named (``my.fs`` is ``my_fs``); a command is the whole argv; a URL a ``*`` glob."""
+    for entry in entries:
+        where = entry.get("where", "settings")
+        name = entry.get("serverName")
+        if isinstance(name, str) and normalize_name(name) == cfg.name:
+            return f"the MCP server {cfg.name!r} is denied by deniedMcpServers in {where}; it was not started"
+        command = entry.get("serverCommand")
+        if isinstance(command, list) and cfg.transport == "stdio" and [cfg.command, *cfg.args] == command:
+            return f"the command of MCP server {cfg.name!r} is denied by deniedMcpServers in {where}; it was not started"
+        url = entry.get("serverUrl")
+        if isinstance(url, str) and cfg.transport == "http" and _url_matches(url, cfg.url):
+            return f"the URL of MCP server {cfg.name!r} is denied by deniedMcpServers in {where}; it was not started"
+    return None
 
 
 def _servers_of(data: Any, source: str, out: dict[str, McpServerConfig], warnings: list[str]) -> None:
