@@ -220,10 +220,10 @@ def _save(path: str, key: str, action: dict[int, dict[str, int]], goto: dict[int
 
 
 def _cached_table_class(yacc: ModuleType, pkg_dir: str) -> type:
-    base = yacc.LRTable
+    base: Any = yacc.LRTable
     version, sources = bashlex_version(pkg_dir), source_digest(pkg_dir)
 
-    class CachedLRTable(base):  # type: ignore[misc, valid-type]
+    class CachedLRTable(base):
         """``LRTable`` whose tables come from the trusted cache when it fits, else are built (and cached)."""
 
         def __init__(self, grammar: Any, log: Any = None) -> None:
@@ -231,19 +231,20 @@ def _cached_table_class(yacc: ModuleType, pkg_dir: str) -> type:
                                  .encode()).hexdigest()
             path = cache_path()
             tables = _load(path, key, grammar)
+            table: Any = self  # bashlex's attributes, untyped
             if tables is None:
-                base.__init__(self, grammar, log)
+                base.__init__(table, grammar, log)
                 # saved now, before bashlex.parser patches a few entries of the built tables in place
-                _save(path, key, self.lr_action, self.lr_goto)
+                _save(path, key, table.lr_action, table.lr_goto)
                 last_status["status"] = "built"
                 return
-            self.grammar = grammar
-            self.log = log or yacc.NullLogger()
-            self.lr_action, self.lr_goto = tables
-            self.lr_productions = grammar.Productions
-            self.lr_goto_cache, self.lr0_cidhash, self._add_count = {}, {}, 0
-            self.sr_conflict = self.rr_conflict = 0
-            self.conflicts, self.sr_conflicts, self.rr_conflicts = [], [], []
+            table.grammar = grammar
+            table.log = log or yacc.NullLogger()
+            table.lr_action, table.lr_goto = tables
+            table.lr_productions = grammar.Productions
+            table.lr_goto_cache, table.lr0_cidhash, table._add_count = {}, {}, 0
+            table.sr_conflict = table.rr_conflict = 0
+            table.conflicts, table.sr_conflicts, table.rr_conflicts = [], [], []
             last_status.update(status="loaded", why="")
 
     return CachedLRTable
