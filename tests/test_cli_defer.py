@@ -4,8 +4,8 @@ through the hook and the permission check (the hook now allows: it runs; denies:
 CLI at any point in between loses nothing, a reply with two calls cannot be deferred (``ask``, so denied in ``-p``),
 and the desktop's way of resuming (an ``AgentSession`` with a prompter) finds the same valid conversation.
 
-The hook is a real command reading what to answer from ``decision.txt`` (``defer``, ``allow``, ``deny``, or ``hang``:
-write its pid and sleep). The fake API checks every request the way the real one does (one tool_result per
+The hook is a real command reading what to answer from ``decision.txt`` (``defer``, ``allow``, ``deny``, ``defer-once``:
+defer the first call then allow, or ``hang``: write its pid and sleep). The fake API checks every request the way the real one does (one tool_result per
 tool_use, alternating roles), so a broken transcript fails the request."""
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ base = sys.argv[1]
 with open(os.path.join(base, "calls.jsonl"), "a") as fh:
     fh.write(json.dumps(event) + "\\n")
 decision = open(os.path.join(base, "decision.txt")).read().strip()
+if decision == "defer-once":
+    with open(os.path.join(base, "calls.jsonl")) as fh:
+        decision = "defer" if len(fh.readlines()) == 1 else "allow"
 if decision == "hang":
     open(os.path.join(base, "hook.pid"), "w").write(str(os.getpid()))
     time.sleep(120)
@@ -271,3 +274,27 @@ def test_the_desktop_resume_asks_a_person_about_the_deferred_call(tmp_path, monk
     assert sent[-1]["content"][0]["tool_use_id"] == "toolu_w1"
     assert sent[-1]["content"][-1]["text"] == "and now?"
     one_result_per_use(entries(home, proj, session_id))
+
+
+def test_a_stream_json_session_runs_the_deferred_call_before_its_next_message(tmp_path):
+    """An SDK-style session that goes on after ``tool_deferred``: its next user message first runs the pending call
+    (the hook allows it now), then is sent after the call's result."""
+    proj, home = project(tmp_path), tmp_path / "h"
+    decide(tmp_path, "defer-once")
+    lines = [json.dumps({"type": "user", "message": {"role": "user", "content": c}, "parent_tool_use_id": None,
+                         "session_id": "default"}) for c in ("write it", "go on")]
+    with FakeAnthropic() as fake:
+        fake.script([reply(tool_use("Write", dict(WRITE, file_path=str(proj / "out.txt")), id="toolu_w1")),
+                     reply(text("Written, going on."))])
+        proc = run_cli(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+                        "--trust"], proj, cli_env(fake, home), stdin="\n".join(lines) + "\n")
+        fake.assert_done()
+        sent = fake.request_messages(1)
+    results = [m for m in jsonl(proc.stdout) if m.get("type") == "result"]
+    assert [r["stop_reason"] for r in results] == ["tool_deferred", "end_turn"], (proc.stderr, results)
+    assert results[0]["deferred_tool_use"]["id"] == "toolu_w1" and "deferred_tool_use" not in results[1]
+    assert (proj / "out.txt").read_text() == "approved later\n"
+    user = sent[-1]["content"]
+    assert user[0]["tool_use_id"] == "toolu_w1" and not user[0].get("is_error")
+    assert user[-1]["text"] == "go on"
+    one_result_per_use(entries(home, proj, results[0]["session_id"]))
