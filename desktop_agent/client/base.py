@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Generator, Literal, Protocol, Sequence
 
-from desktop_agent.client.local import SessionSummary
+from desktop_agent.client.local import ProviderModels, SessionSummary
 from desktop_agent.core.events import AgentEvent, Compacted
 from desktop_agent.core.permission import PermissionMode, PermissionPrompter, PermissionReply, PermissionRequest
 
@@ -247,4 +247,5 @@ class EngineClient(Protocol):
     async def trust(self, folder: str | os.PathLike[str]) -> None: ...
     async def settings_check(self, folder: str | os.PathLike[str]) -> tuple[str | None, list[str]]: ...
     async def sandbox_warning(self) -> str | None: ...
+    async def provider_models(self) -> ProviderModels: ...
 
