@@ -53,6 +53,13 @@ class LocalStore:
 
         return bool(await in_thread(lambda: trust.needs_trust_prompt(os.fspath(folder))))
 
+    async def trust_details(self, folder: str | os.PathLike[str]) -> Any:
+        """What trusting the folder would let run (``permissions.trust.TrustDetails``): the files that ask for it,
+        their hook and MCP server commands, apiKeyHelper and grants."""
+        from desktop_agent.permissions import trust
+
+        return await in_thread(lambda: trust.trust_details(os.fspath(folder)))
+
     async def trust(self, folder: str | os.PathLike[str]) -> None:
         """Remember that the user trusts the folder."""
         from desktop_agent.permissions import trust
