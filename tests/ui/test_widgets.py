@@ -75,7 +75,7 @@ def test_tool_card_states_and_lazy_body(qtbot):
     assert card.state == ToolCard.ERROR and card.summary == "Exit code 2"
     h = card.height()
     card.set_expanded(True)
-    assert card.body is not None and "boom" in card.body.toPlainText() and '"make test"' in card.body.toPlainText()
+    assert card.body is not None and "boom" in card.body.toPlainText() and "command: make test" in card.body.toPlainText()
     assert card.height() > h
     card.grab()  # paints without error (cached header)
 
