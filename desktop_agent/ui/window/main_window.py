@@ -539,6 +539,13 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
     def resizeEvent(self, event) -> None:  # noqa: N802
         """Narrow windows (900 px) give the sessions pane's width to the conversation."""
         super().resizeEvent(event)
+        self._fit_narrow()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - a window resized before it was shown
+        super().showEvent(event)
+        self._fit_narrow()
+
+    def _fit_narrow(self) -> None:
         if self.width() < 1000 and self.side.isVisible():
             sizes = self.splitter.sizes()
             if len(sizes) == 3 and sizes[0] > 140:
