@@ -103,14 +103,14 @@ class TrustDialog(AwaitableDialog[TrustChoice]):
         """The commands and grants, one per line: a bold heading per kind, the commands in monospace and in full."""
         if details is None:
             return ""
-        tr = QCoreApplication.translate
+        translate = QCoreApplication.translate
         sections: list[tuple[str, list[str]]] = [
-            (tr("MainWindow", "Hooks"), [f"{html.escape(event)}: <code>{html.escape(cmd)}</code>"
+            (translate("MainWindow", "Hooks"), [f"{html.escape(event)}: <code>{html.escape(cmd)}</code>"
                                          for event, cmd in details.hooks]),
-            (tr("MainWindow", "MCP servers (start with the first message)"),
+            (translate("MainWindow", "MCP servers (start with the first message)"),
              [f"{html.escape(name)}: <code>{html.escape(line)}</code>" for name, line in details.servers]),
-            (tr("MainWindow", "API key helper"), [f"<code>{html.escape(c)}</code>" for c in details.helpers]),
-            (tr("MainWindow", "Permissions"), [html.escape(g) for g in details.grants]),
+            (translate("MainWindow", "API key helper"), [f"<code>{html.escape(c)}</code>" for c in details.helpers]),
+            (translate("MainWindow", "Permissions"), [html.escape(g) for g in details.grants]),
         ]
         parts = [f"<p style='margin:6px 0 2px 0'><b>{html.escape(head)}</b></p>"
                  + "".join(f"<div style='margin-left:12px; white-space:pre-wrap'>{row}</div>" for row in rows)
