@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from desktop_agent.ui.window.presenters import ERROR, STOPPING
 from desktop_agent.ui.window.prompt import PromptEdit
@@ -71,15 +71,17 @@ class QueuedRow(QFrame):
         self.editor.escaped.connect(lambda: self.finish_edit(False))
         row.addWidget(self.label, 1)
         row.addWidget(self.editor, 1)
-        self.edit_button = QPushButton(self.tr("Edit"))
+        self.edit_button = QToolButton()
+        self.edit_button.setText(self.tr("Edit"))
         self.edit_button.setObjectName("queuedEdit")
         self.edit_button.setAccessibleName(self.tr("Edit the queued message"))
-        self.edit_button.setFlat(True)
+        self.edit_button.setAutoRaise(True)
         self.edit_button.clicked.connect(self._edit_or_save)
-        self.cancel_button = QPushButton(self.tr("Cancel"))
+        self.cancel_button = QToolButton()
+        self.cancel_button.setText(self.tr("Cancel"))
         self.cancel_button.setObjectName("queuedCancel")
         self.cancel_button.setAccessibleName(self.tr("Remove the queued message"))
-        self.cancel_button.setFlat(True)
+        self.cancel_button.setAutoRaise(True)
         self.cancel_button.clicked.connect(lambda: self.cancel_clicked.emit(self))
         row.addWidget(self.edit_button, 0, Qt.AlignmentFlag.AlignTop)
         row.addWidget(self.cancel_button, 0, Qt.AlignmentFlag.AlignTop)
@@ -143,9 +145,10 @@ class MessageQueue(QWidget):
         self.header.setObjectName("muted")
         self.header.setWordWrap(True)
         head.addWidget(self.header, 1)
-        self.send_now_button = QPushButton(self.tr("Send &now"))
+        self.send_now_button = QToolButton()
+        self.send_now_button.setText(self.tr("Send &now"))
         self.send_now_button.setObjectName("queuedSendNow")
-        self.send_now_button.setFlat(True)
+        self.send_now_button.setAutoRaise(True)
         self.send_now_button.clicked.connect(self.send_now)
         head.addWidget(self.send_now_button)
         root.addLayout(head)
