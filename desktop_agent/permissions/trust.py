@@ -155,7 +155,8 @@ def _hook_commands(hooks: Any) -> list[tuple[str, str]]:
 
 
 def _grants(data: dict[str, Any]) -> list[str]:
-    perms = data.get("permissions") if isinstance(data.get("permissions"), dict) else {}
+    given = data.get("permissions")
+    perms: dict[str, Any] = given if isinstance(given, dict) else {}
     out = [f"allow {r}" for r in perms.get("allow") or [] if isinstance(r, str)]
     out += [f"directory {d}" for d in perms.get("additionalDirectories") or [] if isinstance(d, str)]
     mode = perms.get("defaultMode")
@@ -176,7 +177,8 @@ def _server_line(cfg: Any) -> str:
     if isinstance(cfg.get("url"), str):
         return cfg["url"]
     command = cfg.get("command")
-    args = cfg.get("args") if isinstance(cfg.get("args"), list) else []
+    given = cfg.get("args")
+    args: list[Any] = given if isinstance(given, list) else []
     if not isinstance(command, str):
         return "(no command)"
     return " ".join(shlex.quote(str(a)) for a in [command, *args])
