@@ -19,8 +19,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
+from desktop_agent.ui.highlight import colors, is_dark
 from desktop_agent.ui.window.presenters import ERROR, STOPPING
 from desktop_agent.ui.window.prompt import PromptEdit
 
@@ -88,6 +90,11 @@ class QueuedRow(QFrame):
         self._show_text()
 
     def _show_text(self) -> None:
+        pal = self.label.palette()  # greyed in both palettes (a disabled label looked live in the dark one)
+        muted = QColor(colors(is_dark(self)).muted)
+        for group in (QPalette.ColorGroup.Disabled, QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
+            pal.setColor(group, QPalette.ColorRole.WindowText, muted)
+        self.label.setPalette(pal)
         self.label.setText(self.text)
         self.label.setToolTip(self.text)
         self.setAccessibleName(self.tr("Queued message: {0}").format(self.text))

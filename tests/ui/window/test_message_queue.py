@@ -52,6 +52,9 @@ def test_queue_two_edit_one_cancel_one_the_other_is_sent_at_turn_end(qtbot, qloo
         assert queue.isVisible() and queue.texts() == ["queued one", "queued two"]
         assert "2 queued · sent when this turn ends" in queue.header.text()
         assert all(not r.label.isEnabled() for r in queue.rows)  # greyed
+        from desktop_agent.ui.highlight import colors, is_dark
+        muted = colors(is_dark(win)).muted.lower()
+        assert all(r.label.palette().color(r.label.foregroundRole()).name() == muted for r in queue.rows)
         await asyncio.sleep(0.05)  # laid out and painted, as a person sees it
 
         second = queue.rows[1]
@@ -109,6 +112,7 @@ def test_stop_holds_the_queue_and_escape_in_its_editor_does_not_stop(qtbot, qloo
         qtbot.keyClicks(row.editor, " (typo")
         qtbot.keyClick(row.editor, Qt.Key.Key_Escape)  # puts the text back; the turn goes on
         assert row.text == "later" and not row.editing and win.controller.busy
+        await wait_for(lambda: len(fake.requests) == 1, what="the first turn's request")
         win.stop_turn()  # Esc in the prompt: Stop
         await asyncio.wait_for(task, 10)
         await asyncio.sleep(0.1)
