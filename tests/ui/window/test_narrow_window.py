@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractButton, QAbstractScrollArea, QLabel
 
 from tests.fakes.anthropic_server import reply, text, tool_use
@@ -64,7 +65,6 @@ def test_900_by_600_no_side_pane_scrolls_sideways_and_nothing_is_clipped(qtbot, 
         # a queued message while a turn runs, at 900×600 too
         win.prompt.setFocus()
         qtbot.keyClicks(win.prompt, "one more turn, slowly")
-        from PySide6.QtCore import Qt
         qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
         assert win.controller.busy
         qtbot.keyClicks(win.prompt, "and a queued follow-up that is long enough to wrap in the strip " * 2)
