@@ -546,6 +546,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self._fit_narrow()
 
     def _fit_narrow(self) -> None:
+        self.fit_toolbar(self.width() < 1000)
         if self.width() < 1000 and self.side.isVisible():
             sizes = self.splitter.sizes()
             if len(sizes) == 3 and sizes[0] > 140:

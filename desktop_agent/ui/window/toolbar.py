@@ -181,6 +181,12 @@ class ToolbarMixin:
         self.toolbar.addWidget(label)
         self.toolbar.addWidget(combo)
 
+    def fit_toolbar(self, narrow: bool) -> None:
+        """A narrow window (900 px) shortens the tour's label, so Stop stays on the toolbar (not in its overflow)."""
+        self.tour_label.setText(translate("MainWindow", "Tour") if narrow
+                                else translate("MainWindow", "Tour · scripted model, sample project"))
+        self.tour_label.setToolTip(translate("MainWindow", "Tour · scripted model, sample project"))
+
     def refresh_models(self) -> asyncio.Task | None:
         """List the configured provider's models in the box: Claude's names for Anthropic, what an OpenAI-compatible
         server's ``GET /v1/models`` answers (on a worker thread, via ``client``) — the box stays editable."""
