@@ -83,7 +83,7 @@ def main() -> int:
     ns = ap.parse_args()
     from PySide6.QtWidgets import QApplication
 
-    from desktop_agent.ui import diff_render
+    from desktop_agent.ui.changes import render as diff_render  # the dialog's HunkDiffView (was ui/diff_render)
     from desktop_agent.ui.changes.detail import ReviewedDiffView
 
     app = QApplication.instance() or QApplication([])

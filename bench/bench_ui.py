@@ -11,12 +11,18 @@ Measures (targets from the desktop issue):
    file (500 hunks) — the real window asks, the dialog shows the diff (the changes panel lists the
    change collapsed), then Allow: the largest event-loop stall from the prompt until the diff is
    shown, and how long that takes; baseline in the same run: the whole diff put in at once;
+7. the changes panel: rendering a log of 300 changes (60 turns of 5 Edits, each a real highlighted diff) into
+   the panel — the whole log at once, and the largest Qt-thread stall when it is filled in slices of turns (as a
+   resumed session does); baseline in the same run: the raw diff HTML of the same changes (``highlight.diff_html``);
 6. the whole patch: a 20,000-line Write in the dialog — the largest event-loop stall from the prompt
    until every line is in (target ≤ 50 ms), prompt → first hunk visible (≤ 0.5 s), and the last
    line reached by scrolling before Allow; baseline in the same run: the whole diff put in at once
-   (``diff_render.CHUNK_LINES`` raised).
+   (``ui.changes.render.CHUNK_LINES`` raised).
 
-    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui.py [--runs 5]
+The dialog's diff view is ``ui.changes.render.HunkDiffView`` (``CHUNK_LINES`` / ``FIRST_CHUNK``; it was
+``ui.diff_render`` before wave 2), the conversation's messages are ``ui.conversation.markdown`` segments.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/bench_ui.py [--runs 5] [--diff-runs 3] [--skip-start]
 """
 
 from __future__ import annotations
@@ -260,11 +266,11 @@ def bench_stall(chunks: int = 600) -> list[dict]:
 
 def bench_big_diff(runs: int = 3) -> list[dict]:
     """Item 5, twice in one run: as shipped (the dialog's diff view is filled in slices) and with the
-    whole diff put in at once on the Qt thread (``diff_render.CHUNK_LINES`` raised) as the baseline."""
+    whole diff put in at once on the Qt thread (``ui.changes.render.CHUNK_LINES`` raised) as the baseline."""
     from PySide6.QtWidgets import QApplication
 
     from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
-    from desktop_agent.ui import diff_render
+    from desktop_agent.ui.changes import render as diff_render  # the dialog's HunkDiffView (was ui/diff_render)
     from desktop_agent.ui.main import make_loop
     from desktop_agent.ui.window.main_window import MainWindow
 
@@ -349,13 +355,13 @@ class _all_at_once:
     """The baseline: the dialog's diff view takes the whole diff in one slice."""
 
     def __enter__(self) -> None:
-        from desktop_agent.ui import diff_render
+        from desktop_agent.ui.changes import render as diff_render  # the dialog's HunkDiffView (was ui/diff_render)
 
         self.saved = diff_render.CHUNK_LINES, diff_render.FIRST_CHUNK
         diff_render.CHUNK_LINES = diff_render.FIRST_CHUNK = 10**9
 
     def __exit__(self, *exc: object) -> None:
-        from desktop_agent.ui import diff_render
+        from desktop_agent.ui.changes import render as diff_render  # the dialog's HunkDiffView (was ui/diff_render)
 
         diff_render.CHUNK_LINES, diff_render.FIRST_CHUNK = self.saved
 
@@ -444,22 +450,97 @@ def bench_whole_patch(runs: int = 3, n_lines: int = 20_000) -> list[dict]:
     ]
 
 
+def bench_panel_render(n_turns: int = 60, per_turn: int = 5, runs: int = 3) -> list[dict]:
+    """Item 7: the changes panel's render of a 300-change log: the first render (every diff highlighted) against
+    the raw diff HTML of the same changes; the render a live session repeats with each new change (diffs memoised);
+    and a resumed session's (the newest 8 open, filled 4 turns per turn of the loop): its largest Qt-thread stall."""
+    from PySide6.QtWidgets import QApplication
+
+    from desktop_agent.ui import highlight
+    from desktop_agent.ui.changes.panel import DiffPanel
+    from desktop_agent.util.diff import structured_patch
+
+    app = QApplication.instance() or QApplication([])
+    cold, raw, warm, stalls = [], [], [], []
+    for r in range(runs):
+        def change(i: int) -> tuple[str, list[dict]]:  # a new text per run: the memo must not serve it
+            old = "".join(f"def handler_{r}_{i}_{k}(event):\n    return dispatch(event, {k})\n\n" for k in range(12))
+            new = old.replace("dispatch(event, 3)", "dispatch(event, 3, retry=True)").replace(
+                "dispatch(event, 9)", "log(event)\n    return dispatch(event, 9)")
+            return f"/work/src/module_{i}.py", structured_patch(old, new)
+
+        changes = [change(i) for i in range(n_turns * per_turn)]
+        t0 = time.perf_counter()
+        for path, patch in changes:
+            highlight.diff_html(patch, path, False, "DejaVu Sans Mono")
+        raw.append(time.perf_counter() - t0)
+        changes = [change(i + 10_000) for i in range(n_turns * per_turn)]  # fresh again for the panel
+        panel = DiffPanel()
+        panel.cwd = "/work"
+        panel.resize(460, 760)
+        panel.show()
+        panel.render = lambda slices=0: None  # type: ignore[method-assign]  # fed first, rendered below
+        for i, (path, patch) in enumerate(changes):
+            panel.on_tool_finished(f"t{r}_{i}", "Edit", False, {"filePath": path, "structuredPatch": patch},
+                                   turn=i // per_turn + 1)
+        del panel.render
+        app.processEvents()
+        t0 = time.perf_counter()
+        panel.render()
+        app.processEvents()
+        cold.append(time.perf_counter() - t0)
+        assert f"module_{10_000 + len(changes) - 1}.py" in panel.view.toPlainText()
+        t0 = time.perf_counter()
+        panel.render()  # the next change of a live session: the log again, its diffs memoised
+        app.processEvents()
+        warm.append(time.perf_counter() - t0)
+        for c in panel.changes[:-8]:  # a resumed session: the newest 8 open, the rest folded
+            c.collapsed = True
+        panel.render(slices=4)
+        last, worst = time.perf_counter(), 0.0
+        deadline = last + 30
+        while time.perf_counter() < deadline:
+            app.processEvents()
+            now = time.perf_counter()
+            worst = max(worst, now - last)
+            last = now
+            if "module_10000.py" in panel.view.toPlainText():
+                break
+        stalls.append(worst)
+        panel.close()
+        panel.deleteLater()
+        app.processEvents()
+    print(f"changes panel, {n_turns * per_turn} changes, {runs} runs: first render {[round(x * 1000) for x in cold]} ms "
+          f"(raw diff HTML {[round(x * 1000) for x in raw]} ms), again {[round(x * 1000) for x in warm]} ms, resumed "
+          f"in slices: largest stall {[round(x * 1000) for x in stalls]} ms")
+    return [
+        result("ui changes panel: first render of 300 changes vs their raw diff HTML", cold, unit="ms", scale=1000,
+               baseline=raw, target=1.5, kind="ratio"),
+        result("ui changes panel: render of 300 changes again (diffs memoised; each new change)", warm, unit="ms",
+               scale=1000, target=250),
+        result("ui changes panel: resumed 300 changes in slices: largest stall", stalls, unit="ms", scale=1000,
+               target=50),
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--skip-start", action="store_true")
-    ap.add_argument("--only-diffs", action="store_true", help="items 5 and 6 only")
+    ap.add_argument("--diff-runs", type=int, default=3, help="runs of items 5 and 6 (each shipped + baseline)")
+    ap.add_argument("--only-diffs", action="store_true", help="items 5, 6 and 7 only")
     ns = ap.parse_args()
     if ns.only_diffs:
-        report(bench_big_diff() + bench_whole_patch())
+        report(bench_big_diff(ns.diff_runs) + bench_whole_patch(ns.diff_runs) + bench_panel_render())
         return 0
     items: list[dict] = []
     if not ns.skip_start:
         items += bench_cold_start(ns.runs)
     items += bench_appends()
     items += bench_stall()
-    items += bench_big_diff()
-    items += bench_whole_patch()
+    items += bench_big_diff(ns.diff_runs)
+    items += bench_whole_patch(ns.diff_runs)
+    items += bench_panel_render()
     report(items)
     return 0
 

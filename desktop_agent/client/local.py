@@ -53,6 +53,13 @@ class LocalStore:
 
         return bool(await in_thread(lambda: trust.needs_trust_prompt(os.fspath(folder))))
 
+    async def trust_details(self, folder: str | os.PathLike[str]) -> Any:
+        """What trusting the folder would let run (``permissions.trust.TrustDetails``): the files that ask for it,
+        their hook and MCP server commands, apiKeyHelper and grants."""
+        from desktop_agent.permissions import trust
+
+        return await in_thread(lambda: trust.trust_details(os.fspath(folder)))
+
     async def trust(self, folder: str | os.PathLike[str]) -> None:
         """Remember that the user trusts the folder."""
         from desktop_agent.permissions import trust
@@ -64,6 +71,10 @@ class LocalStore:
         keeps the folder from opening — the file, line and column — or None, and the invalid entries of readable
         files (skipped; the others stay in force)."""
         return await in_thread(lambda: _settings_check(os.fspath(folder)))
+
+    async def provider_models(self) -> ProviderModels:
+        """The model names for the configured provider (an OpenAI-compatible server is asked for its list)."""
+        return await in_thread(provider_models)
 
     async def sandbox_warning(self) -> str | None:
         """The sentence to show when the shell sandbox cannot start (None when it runs or is off on purpose);
@@ -140,6 +151,38 @@ def discard_empty_transcript(path: str, close: Callable[[], Any] | None = None) 
     except Exception:
         log.exception("could not remove the empty session %s", path)
         return False
+
+
+@dataclass(frozen=True)
+class ProviderModels:
+    """The models a model box offers for the configured provider: Claude's names for Anthropic; for an
+    OpenAI-compatible server what its ``GET /v1/models`` lists (``error`` says why the listing failed: the box then
+    offers none, and a name can still be typed)."""
+
+    provider: str
+    models: list[str]
+    error: str | None = None
+
+
+def provider_models() -> ProviderModels:
+    """``LocalStore.provider_models`` on this thread (an OpenAI-compatible server: one HTTP request, 5 s at most)."""
+    from desktop_agent.config import AppSettings, find_openai_key, resolve_provider
+
+    try:
+        settings = AppSettings.load()
+    except Exception:
+        settings = None
+    provider = resolve_provider(None, settings)
+    if provider != "openai":
+        return ProviderModels(provider, suggested_models())
+    from desktop_agent.model.openai_wire import list_models
+
+    key, _source = find_openai_key()
+    base = os.environ.get("OPENAI_BASE_URL") or (settings.openai_base_url if settings else None) or None
+    try:
+        return ProviderModels(provider, list_models(base, key))
+    except Exception as exc:
+        return ProviderModels(provider, [], f"{type(exc).__name__}: {exc}")
 
 
 def suggested_models() -> list[str]:

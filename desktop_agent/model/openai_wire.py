@@ -350,3 +350,29 @@ def _parse(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw.decode("utf-8", "replace")
+
+
+MAX_MODELS = 500  # a listing longer than this is cut (OpenRouter lists ~300)
+
+
+def list_models(base_url: str | None, api_key: str | None = None, *, timeout_s: float = 5.0) -> list[str]:
+    """``GET {base_url}/models``: the ids of the models an OpenAI-compatible server offers (Ollama, LM Studio, vLLM,
+    llama.cpp and OpenRouter all answer it), sorted, at most ``MAX_MODELS``. Blocking: call it on a worker thread.
+    Raises ``APIStatusError`` / ``APIConnectionError`` like a request, and ``ValueError`` for a body that is not
+    ``{"data": [{"id": …}, …]}``."""
+    url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/models"
+    headers = {"accept": "application/json", "user-agent": f"desktop-agent/{__version__}"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    try:
+        response = httpx2.get(url, headers=headers, timeout=httpx2.Timeout(timeout_s, connect=min(timeout_s, 3.0)))
+    except httpx2.HTTPError as exc:
+        raise connection_error(exc) from exc
+    if response.status_code >= 400:
+        raise APIStatusError(response.status_code, _parse(response.content), response.headers)
+    body = _parse(response.content)
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        raise ValueError(f"{url} did not answer with a model list")
+    ids = {str(m["id"]).strip() for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)}
+    return sorted(i for i in ids if i and len(i) <= 200 and i.isprintable())[:MAX_MODELS]

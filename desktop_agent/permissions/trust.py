@@ -11,14 +11,18 @@ A folder is trusted when
 
 Until then a project's allow rules, ``additionalDirectories``, permissive ``defaultMode``, hooks, ``env``,
 ``apiKeyHelper`` and MCP servers do not apply (``settings.load_settings``); deny/ask rules apply regardless.
-The GUI asks once per folder (``needs_trust_prompt``); headless runs read the same records.
+The GUI asks once per folder (``needs_trust_prompt``), naming what trusting would let run (``trust_details``: the
+files that exist and ask for it, their hook commands, MCP server commands, apiKeyHelper and grants); headless runs
+read the same records.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import tempfile
+from dataclasses import dataclass, field
 from typing import Any
 
 from desktop_agent.permissions.settings import (has_allow_rules_or_hooks, local_settings_path, project_settings_path,
@@ -113,3 +117,92 @@ def needs_trust_prompt(folder: str) -> bool:
         if has_allow_rules_or_hooks(read_json_file(path, warnings)):
             return True
     return os.path.isfile(os.path.join(folder, ".mcp.json"))
+
+
+@dataclass(frozen=True)
+class TrustDetails:
+    """What trusting a folder would let run or apply, read from its files (each list in file order):
+
+    - ``files``: the folder's files that ask for trust, relative to it — only files that exist and hold something
+      that waits for trust (``.claude/settings.json``, ``.claude/settings.local.json``, ``.mcp.json``);
+    - ``hooks``: ``(event, command)`` of each command hook;
+    - ``servers``: ``(name, command line or URL)`` of each MCP server of ``.mcp.json`` (a stdio server's command and
+      arguments, shell-quoted; an HTTP server's URL);
+    - ``helpers``: the ``apiKeyHelper`` commands;
+    - ``grants``: allow rules, extra directories, a permissive mode, the names of ``env`` variables set.
+    """
+
+    files: list[str] = field(default_factory=list)
+    hooks: list[tuple[str, str]] = field(default_factory=list)
+    servers: list[tuple[str, str]] = field(default_factory=list)
+    helpers: list[str] = field(default_factory=list)
+    grants: list[str] = field(default_factory=list)
+
+
+def _hook_commands(hooks: Any) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    if not isinstance(hooks, dict):
+        return out
+    for event, groups in hooks.items():
+        for group in groups if isinstance(groups, list) else []:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            for hook in entries if isinstance(entries, list) else []:
+                if isinstance(hook, dict) and isinstance(hook.get("command"), str) and hook["command"].strip():
+                    out.append((str(event), hook["command"]))
+                elif isinstance(hook, dict) and hook.get("type") not in (None, "command"):
+                    out.append((str(event), f"({hook.get('type')} hook)"))
+    return out
+
+
+def _grants(data: dict[str, Any]) -> list[str]:
+    given = data.get("permissions")
+    perms: dict[str, Any] = given if isinstance(given, dict) else {}
+    out = [f"allow {r}" for r in perms.get("allow") or [] if isinstance(r, str)]
+    out += [f"directory {d}" for d in perms.get("additionalDirectories") or [] if isinstance(d, str)]
+    mode = perms.get("defaultMode")
+    if isinstance(mode, str) and mode not in ("default", "plan", "dontAsk", "manual"):
+        out.append(f"mode {mode}")
+    env = data.get("env")
+    if isinstance(env, dict) and env:
+        out.append("env " + ", ".join(sorted(str(k) for k in env)))
+    for key in ("enableAllProjectMcpServers", "enabledMcpjsonServers"):
+        if data.get(key):
+            out.append(f"{key} {json.dumps(data[key])}")
+    return out
+
+
+def _server_line(cfg: Any) -> str:
+    if not isinstance(cfg, dict):
+        return "(not a server entry)"
+    if isinstance(cfg.get("url"), str):
+        return cfg["url"]
+    command = cfg.get("command")
+    given = cfg.get("args")
+    args: list[Any] = given if isinstance(given, list) else []
+    if not isinstance(command, str):
+        return "(no command)"
+    return " ".join(shlex.quote(str(a)) for a in [command, *args])
+
+
+def trust_details(folder: str) -> TrustDetails:
+    """What the trust question names: the files of ``folder`` that exist and ask for trust, and the commands they
+    would run (hooks, MCP servers, apiKeyHelper) and grants — never a file that is not there."""
+    details = TrustDetails()
+    warnings: list[str] = []
+    for path in (project_settings_path(folder), local_settings_path(folder)):
+        data = read_json_file(path, warnings) if os.path.isfile(path) else None
+        if not isinstance(data, dict) or not has_allow_rules_or_hooks(data):
+            continue
+        details.files.append(os.path.relpath(path, folder))
+        details.hooks.extend(_hook_commands(data.get("hooks")))
+        if isinstance(data.get("apiKeyHelper"), str) and data["apiKeyHelper"].strip():
+            details.helpers.append(data["apiKeyHelper"])
+        details.grants.extend(_grants(data))
+    mcp = os.path.join(folder, ".mcp.json")
+    if os.path.isfile(mcp):
+        details.files.append(".mcp.json")
+        data = read_json_file(mcp, warnings)
+        servers = data.get("mcpServers") if isinstance(data, dict) else None
+        if isinstance(servers, dict):
+            details.servers.extend((str(name), _server_line(cfg)) for name, cfg in servers.items())
+    return details

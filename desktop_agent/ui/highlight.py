@@ -307,6 +307,14 @@ def hunks_for_new_file(content: str) -> list[dict[str, Any]]:
 DIFF_MAX_LINES = 1000
 
 
+@lru_cache(maxsize=8)
+def _char_width(font_family: str) -> float:
+    """The advance of one character of the monospace font (the diff gutter's hanging indent)."""
+    from PySide6.QtGui import QFont, QFontMetricsF
+
+    return QFontMetricsF(QFont(font_family)).horizontalAdvance("0")
+
+
 def diff_line_count(hunks: Iterable[dict[str, Any]]) -> int:
     return sum(len(h.get("lines", ())) for h in hunks)
 
@@ -338,9 +346,14 @@ def diff_html_steps(hunks: list[dict[str, Any]], file_path: str | None, dark: bo
     def num(n: int | None) -> str:
         return blank if n is None else f"{n:>{width}}".replace(" ", "&nbsp;")
 
+    indent = round(_char_width(font_family) * (2 * width + 7))
+    hang = f"margin-left:{indent}px; text-indent:-{indent}px"
+
     def row(bg: str | None, gutter_bg: str | None, old: int | None, new: int | None, mark: str, code: str) -> str:
         gbg = f"; background-color:{gutter_bg}" if gutter_bg else ""
-        style = f"margin:0; white-space:pre; background-color:{bg}" if bg else "margin:0; white-space:pre"
+        # pre-wrap: a view that wraps (the changes panel) wraps a long line under its code (a hanging indent the
+        # width of the gutter and the mark); a NoWrap view keeps it whole
+        style = f"margin:0; white-space:pre-wrap; {hang}" + (f"; background-color:{bg}" if bg else "")
         return (f'<p style="{style}"><span style="color:{c.gutter_fg}{gbg}">&nbsp;{num(old)}&nbsp;&nbsp;{num(new)}'
                 f"&nbsp;</span>&nbsp;{mark}&nbsp;{code}</p>")
 
@@ -366,7 +379,7 @@ def diff_html_steps(hunks: list[dict[str, Any]], file_path: str | None, dark: bo
             shown += 1
             sign = line[:1]
             if sign == "\\":
-                rows.append(f'<p style="margin:0; white-space:pre; color:{c.muted}">&nbsp;{blank}&nbsp;&nbsp;{blank}'
+                rows.append(f'<p style="margin:0; white-space:pre-wrap; color:{c.muted}">&nbsp;{blank}&nbsp;&nbsp;{blank}'
                             f"&nbsp;&nbsp;&nbsp;{html.escape(line)}</p>")
             elif sign == "+":
                 code = new_hl[ni] if ni < len(new_hl) else ""

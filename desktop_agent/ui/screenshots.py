@@ -3,7 +3,8 @@
 States: the empty window, a streaming turn, the permission dialog with a diff, the changes panel
 with several changes (a real tour run through the engine), the settings dialog, the dialog with a
 decision per hunk (2 of 5 rejected) and a big diff's hunk navigator, the MCP Servers view (up, failed
-with its last error and banner, restarting) and the provider settings (OpenAI-compatible) — each in the
+with its last error and banner, restarting), the provider settings (OpenAI-compatible), expanded tool cards
+(fields, an exit line, an MCP tool), queued messages and 900×600 after the tour — each in the
 light and the dark palette. Dialogs are composited over their window (offscreen platforms have no
 window manager). Works offscreen or under Xvfb; uses a throwaway HOME so no real key or setting
 shows up.
@@ -234,6 +235,9 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
 
     # 13, 14. the MCP Servers view (one server up, one failed, one restarting) and the provider settings
     await _shoot_ecosystem(folder, save)
+
+    # 15-17. expanded tool cards (fields, an exit line, an MCP tool), queued messages, and 900×600 after the tour
+    await _shoot_window_ux(folder, save)
     return saved
 
 
@@ -291,6 +295,56 @@ async def _shoot_ecosystem(folder: str, save) -> None:
     s.provider, s.openai_base_url, s.model = "anthropic", None, None
     s.save()
     first.close()
+
+
+async def _shoot_window_ux(folder: str, save) -> None:
+    from desktop_agent.core import events as ev
+    from desktop_agent.ui.window.main_window import MainWindow, start_tour_window
+
+    win = MainWindow()
+    win.resize(W, H)
+    win.show()
+    populate_streaming(win, folder)
+    c = win.controller
+    c.handle_event(ev.ToolCallStarted(tool_use_id="t5", name="mcp__demo__echo", input={"text": "hello"}))
+    c.handle_event(ev.ToolCallFinished(tool_use_id="t5", name="mcp__demo__echo", content="hello"))
+    c.handle_event(ev.ToolCallStarted(tool_use_id="t6", name="Edit", input={
+        "file_path": f"{folder}/src/date.ts", "old_string": "  return d.getDay();\n",
+        "new_string": "  return isoWeek(d);\n", "replace_all": False}))
+    c.handle_event(ev.ToolCallFinished(tool_use_id="t6", name="Edit", content="The file src/date.ts was updated.",
+                                       data={"filePath": f"{folder}/src/date.ts", "structuredPatch": []}))
+    for tid in ("t3", "t5", "t6"):
+        win.conversation.cards[tid].set_expanded(True)
+    await settle(300)
+    win.conversation.ensureWidgetVisible(win.conversation.cards["t3"], 0, 16)
+    await settle(200)
+    save(win.grab().toImage(), "15-tool-cards")
+    for tid in ("t3", "t5", "t6"):
+        win.conversation.cards[tid].set_expanded(False)
+    win.message_queue.add("Also add a test for week 53 of 2026")
+    row = win.message_queue.add("Then run the whole suite and tell me what else fails")
+    win.message_queue.add("And update the changelog")
+    row.start_edit()
+    await settle(300)
+    win.conversation.verticalScrollBar().setValue(win.conversation.verticalScrollBar().maximum())
+    await settle(200)
+    save(win.grab().toImage(), "16-queued-messages")
+
+    tour = start_tour_window(show=False)
+    tour.resize(W, H)
+    tour.show()
+    win.close()  # after the next window is up: the app quits with its last window
+    await _tour(tour, ["allow", "allow", "allow", "deny", "allow"])
+    tour.prompt.clear()
+    tour.conversation.append_text("A wide line scrolls inside its block:\n\n```ts\nexport const handlers = ["
+                                  + ", ".join(f"handle{i}" for i in range(24)) + "];\n```\n\nThe prose stays put.")
+    tour.conversation.close_text()
+    tour.resize(900, 600)
+    await settle(500)
+    tour.conversation.verticalScrollBar().setValue(tour.conversation.verticalScrollBar().maximum())
+    await settle(200)
+    save(tour.grab().toImage(), "17-900x600-changes")
+    tour.close()
 
 
 def main(argv: list[str] | None = None) -> int:

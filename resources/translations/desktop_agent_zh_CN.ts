@@ -139,6 +139,29 @@
     </message>
 </context>
 <context>
+    <name>CodeView</name>
+    <message>
+        <source>Code block</source>
+        <translation>代码块</translation>
+    </message>
+    <message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy this code block</source>
+        <translation>复制此代码块</translation>
+    </message>
+    <message>
+        <source>Copy code</source>
+        <translation>复制代码</translation>
+    </message>
+    <message>
+        <source>Copied</source>
+        <translation>已复制</translation>
+    </message>
+</context>
+<context>
     <name>ConversationView</name>
     <message>
         <source>error</source>
@@ -433,6 +456,18 @@
         <translation>模型(&amp;O)</translation>
     </message>
     <message>
+        <source>The server did not list its models ({0}); type a model name</source>
+        <translation>服务器未列出其模型（{0}）；请输入模型名称</translation>
+    </message>
+    <message>
+        <source>{0} models from the server; or type any model name</source>
+        <translation>服务器提供 {0} 个模型；也可输入任意模型名称</translation>
+    </message>
+    <message>
+        <source>model name</source>
+        <translation>模型名称</translation>
+    </message>
+    <message>
         <source>Model</source>
         <translation>模型</translation>
     </message>
@@ -657,8 +692,40 @@
         <translation>&lt;b&gt;您信任 {0} 中的文件吗？&lt;/b&gt;</translation>
     </message>
     <message>
-        <source>Its .claude/settings.json grants permissions or runs hooks. Trusting the folder lets those allow rules apply; deny rules and hooks apply either way.</source>
-        <translation>其 .claude/settings.json 会授予权限或运行钩子。信任此文件夹后，其中的允许规则才会生效；拒绝规则和钩子无论如何都会生效。</translation>
+        <source>What would run</source>
+        <translation>将会运行的内容</translation>
+    </message>
+    <message>
+        <source>Trusting the folder lets these run and apply. Without trust none of them does; the folder&apos;s deny and ask rules apply either way.</source>
+        <translation>信任此文件夹后，这些内容才会运行和生效。不信任时它们都不会运行；文件夹的拒绝和询问规则始终生效。</translation>
+    </message>
+    <message>
+        <source>Its settings grant permissions, run hooks or start MCP servers.</source>
+        <translation>它的设置会授予权限、运行钩子或启动 MCP 服务器。</translation>
+    </message>
+    <message>
+        <source>Its {0} would run these commands and grant these permissions:</source>
+        <translation>它的 {0} 将运行以下命令并授予以下权限：</translation>
+    </message>
+    <message>
+        <source> and </source>
+        <translation> 和 </translation>
+    </message>
+    <message>
+        <source>Hooks</source>
+        <translation>钩子</translation>
+    </message>
+    <message>
+        <source>MCP servers (start with the first message)</source>
+        <translation>MCP 服务器（随第一条消息启动）</translation>
+    </message>
+    <message>
+        <source>API key helper</source>
+        <translation>API 密钥助手</translation>
+    </message>
+    <message>
+        <source>Permissions</source>
+        <translation>权限</translation>
     </message>
     <message>
         <source>&amp;Trust folder</source>
@@ -681,10 +748,6 @@ in this folder</source>
     <message>
         <source>Open a folder first (File ▸ Open Folder…, Ctrl+O).</source>
         <translation>请先打开一个文件夹（文件 ▸ 打开文件夹…，Ctrl+O）。</translation>
-    </message>
-    <message>
-        <source>The agent is still working — press Esc to stop it first.</source>
-        <translation>代理仍在工作——请先按 Esc 停止。</translation>
     </message>
     <message>
         <source>Model for this session: {0}</source>
@@ -921,21 +984,24 @@ in this folder</source>
         <source>Agent message</source>
         <translation>代理消息</translation>
     </message>
+</context>
+<context>
+    <name>MessageQueue</name>
     <message>
-        <source>Copy</source>
-        <translation>复制</translation>
+        <source>Queued messages</source>
+        <translation>排队的消息</translation>
     </message>
     <message>
-        <source>Copy this code block</source>
-        <translation>复制此代码块</translation>
+        <source>Send &amp;now</source>
+        <translation>立即发送(&amp;N)</translation>
     </message>
     <message>
-        <source>Copy code</source>
-        <translation>复制代码</translation>
+        <source>{0} queued · held (the turn did not finish): Send now to go on</source>
+        <translation>{0} 条排队中 · 已暂停（本轮未完成）：点“立即发送”继续</translation>
     </message>
     <message>
-        <source>Copied</source>
-        <translation>已复制</translation>
+        <source>{0} queued · sent when this turn ends</source>
+        <translation>{0} 条排队中 · 本轮结束后发送</translation>
     </message>
 </context>
 <context>
@@ -1170,6 +1236,33 @@ in this folder</source>
     </message>
 </context>
 <context>
+    <name>QueuedRow</name>
+    <message>
+        <source>Edit the queued message</source>
+        <translation>编辑排队的消息</translation>
+    </message>
+    <message>
+        <source>Edit</source>
+        <translation>编辑</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Remove the queued message</source>
+        <translation>移除排队的消息</translation>
+    </message>
+    <message>
+        <source>Queued message: {0}</source>
+        <translation>排队的消息：{0}</translation>
+    </message>
+    <message>
+        <source>Save</source>
+        <translation>保存</translation>
+    </message>
+</context>
+<context>
     <name>RetryCard</name>
     <message>
         <source>Retrying in {0} s (attempt {1} of {2})</source>
@@ -1274,6 +1367,10 @@ in this folder</source>
         <translation>stdio</translation>
     </message>
     <message>
+        <source>starts with the first message</source>
+        <translation>随第一条消息启动</translation>
+    </message>
+    <message>
         <source>from {0}</source>
         <translation>来自 {0}</translation>
     </message>
@@ -1288,6 +1385,10 @@ in this folder</source>
     <message>
         <source>Tools ({0}): {1}</source>
         <translation>工具（{0}）：{1}</translation>
+    </message>
+    <message>
+        <source>Its tools are listed once it starts</source>
+        <translation>启动后列出其工具</translation>
     </message>
     <message>
         <source>No tools listed yet</source>
@@ -1315,6 +1416,10 @@ in this folder</source>
     <message>
         <source>{0} servers: {1} connected, {2} failed, {3} pending</source>
         <translation>{0} 个服务器：{1} 个已连接，{2} 个失败，{3} 个等待中</translation>
+    </message>
+    <message>
+        <source>(MCP servers start with the first message)</source>
+        <translation>（MCP 服务器随第一条消息启动）</translation>
     </message>
 </context>
 <context>
@@ -1559,6 +1664,10 @@ in this folder</source>
     <message>
         <source>Input</source>
         <translation>输入</translation>
+    </message>
+    <message>
+        <source>Details</source>
+        <translation>详细信息</translation>
     </message>
     <message>
         <source>Result</source>

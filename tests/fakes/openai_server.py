@@ -5,7 +5,8 @@ The twin of ``anthropic_server.FakeAnthropic`` for the OpenAI-compatible provide
 converted to what Ollama, vLLM or OpenRouter send — a first chunk with ``role``, ``content`` pieces,
 ``tool_calls`` pieces (``index``, the ``id`` and ``name`` in the first piece, ``arguments`` split
 anywhere), a chunk with ``finish_reason``, a usage chunk (when ``stream_options.include_usage``), then
-``data: [DONE]``. Non-streaming requests get a ``chat.completion``. HTTP errors use OpenAI's body shape
+``data: [DONE]``. Non-streaming requests get a ``chat.completion``. ``GET /v1/models`` lists ``models`` (``model_listings``
+records those requests). HTTP errors use OpenAI's body shape
 ``{"error": {"message", "type", "code"}}``; ``break_after=N`` cuts the connection after N chunks.
 
 ``base_url`` includes ``/v1`` as OpenAI's own clients expect (``OPENAI_BASE_URL=http://…/v1``). Requests
@@ -106,6 +107,26 @@ class _OpenAIHandler(_Handler):
     def _sse_data(self, payload: str) -> None:
         self._chunk(f"data: {payload}\n\n".encode())
 
+    def do_GET(self) -> None:  # noqa: N802 - http.server API: GET /v1/models, as Ollama, vLLM and OpenRouter answer it
+        path = self.path.split("?", 1)[0]
+        owner = self.owner
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        if path != "/v1/models":
+            self._send_json(404, {"error": {"message": f"unknown path {path}", "type": "invalid_request_error",
+                                            "code": "not_found"}})
+            return
+        with owner._lock:
+            owner.model_listings.append(RecordedRequest(path=path, headers=headers, body={}))
+        key = headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if owner.api_key is not None and key != owner.api_key:
+            self._send_json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                                            "code": "invalid_api_key"}})
+            return
+        if owner.models_delay:
+            time.sleep(owner.models_delay)
+        self._send_json(200, {"object": "list", "data": [
+            {"id": m, "object": "model", "created": 1700000000, "owned_by": "local"} for m in owner.models]})
+
     def do_POST(self) -> None:  # noqa: N802 - http.server API
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -194,8 +215,11 @@ class FakeOpenAI(FakeAnthropic):
     handler_class = _OpenAIHandler
 
     def __init__(self, chunk_size: int = 7, api_key: str | None = None, model: str = "local-model",
-                 validate: bool = True):
+                 validate: bool = True, models: list[str] | None = None):
         super().__init__(chunk_size=chunk_size, api_key=api_key, model=model, validate=validate)
+        self.models = list(models) if models is not None else [model]  # what GET /v1/models lists
+        self.models_delay = 0.0  # seconds before answering GET /v1/models (a slow server)
+        self.model_listings: list[RecordedRequest] = []  # the GET /v1/models requests
 
     @property
     def base_url(self) -> str:

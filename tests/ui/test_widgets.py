@@ -75,7 +75,7 @@ def test_tool_card_states_and_lazy_body(qtbot):
     assert card.state == ToolCard.ERROR and card.summary == "Exit code 2"
     h = card.height()
     card.set_expanded(True)
-    assert card.body is not None and "boom" in card.body.toPlainText() and '"make test"' in card.body.toPlainText()
+    assert card.body is not None and "boom" in card.body.toPlainText() and "command: make test" in card.body.toPlainText()
     assert card.height() > h
     card.grab()  # paints without error (cached header)
 
@@ -135,17 +135,16 @@ def test_code_block_copy_button_copies_the_code_exactly(qtbot, qapp):
     block = next(b for b in view.column.children() if isinstance(b, MarkdownBlock))
     assert [c for _, _, c in block.code_blocks] == [code]
     first, last, _ = block.code_blocks[0]
-    # hover the code: the Copy button shows at the block's top right; hover the prose: it hides
-    cursor = QTextCursor(block.document())
-    cursor.setPosition((first + last) // 2)
-    over_code = block.cursorRect(cursor).center()
-    qtbot.mouseMove(block.viewport(), over_code)
+    assert block.toPlainText()[first:last].replace("\u00a0", " ") == code
+    # hover the code: the Copy button shows at the block's top right; leave it: it hides
+    code_view = block.code_views()[0]
+    qtbot.mouseMove(code_view.viewport(), code_view.viewport().rect().center())
     qtbot.waitUntil(lambda: block.copy_button.isVisible())
-    assert block.copy_button.geometry().right() > block.viewport().width() // 2
+    assert block.copy_button.geometry().right() > code_view.width() // 2
     qtbot.mouseClick(block.copy_button, Qt.MouseButton.LeftButton)
     assert qapp.clipboard().text() == code and block.copy_button.text() == "Copied"
-    cursor.setPosition(block.document().characterCount() - 2)
-    qtbot.mouseMove(block.viewport(), block.cursorRect(cursor).center())
+    prose = block.segments[-1]
+    qtbot.mouseMove(prose.viewport(), prose.viewport().rect().center())
     qtbot.waitUntil(lambda: not block.copy_button.isVisible())
     # a plain selection copies plain spaces, not the NBSPs that keep the indentation on screen
     block.selectAll()

@@ -343,7 +343,7 @@ view = ConversationView(); view.resize(700, 500); view.show()
 view.append_text("Look:\n\n```python\ndef f(x):\n    return x_code + 1\n```\n")
 view.close_text()
 md = view.column.items[0]
-fonts = fragment_fonts(md.document(), "x_code")
+fonts = fragment_fonts(md.code_views()[0].document(), "x_code")
 out["code_block"] = [f.family() for f in fonts]
 out["code_block_fixed"] = bool(fonts) and all(is_fixed_pitch(f) for f in fonts)
 patch = [{"oldStart": 1, "oldLines": 2, "newStart": 1, "newLines": 2,
@@ -665,7 +665,9 @@ def test_deny_feedback_appears_in_the_conversation(qtbot, qloop, make_window, wo
     assert app_ts.read_text() == "export const value = 1"
 
 
-def test_code_blocks_scroll_sideways_instead_of_wrapping(qtbot):
+def test_code_blocks_scroll_sideways_inside_themselves(qtbot):
+    """A wide code block scrolls sideways in its own frame; the message's prose never moves (issue 28)."""
+    from desktop_agent.ui.conversation.markdown import CodeView
     from desktop_agent.ui.conversation.view import ConversationView
 
     view = ConversationView()
@@ -673,18 +675,25 @@ def test_code_blocks_scroll_sideways_instead_of_wrapping(qtbot):
     view.resize(500, 400)
     view.show()
     long = "x = " + " + ".join(f"value_{i}" for i in range(40))
-    view.append_text(f"Prose that is long enough to wrap " * 6 + f"\n\n```python\n{long}\nshort = 1\n```\n")
+    view.append_text(f"Prose that is long enough to wrap " * 6 + f"\n\n```python\n{long}\nshort = 1\n```\n\nAfter.")
     view.close_text()
     md = view.column.items[0]
-    doc = md.document()
-    block = doc.begin()
+    prose, code, after = md.segments
+    assert isinstance(code, CodeView) and not isinstance(prose, CodeView)
+    block = code.document().begin()
     while block.isValid() and "value_1" not in block.text():
         block = block.next()
     assert block.isValid() and block.blockFormat().nonBreakableLines()
     assert block.layout().lineCount() == 2  # the two code lines, unwrapped
-    assert doc.begin().layout().lineCount() > 1  # prose still wraps
-    assert md.horizontalScrollBar().maximum() > 0 and md.horizontalScrollBar().isVisible()
-    assert md.height() >= doc.size().height() + md.horizontalScrollBar().height() - 2
+    assert prose.document().begin().layout().lineCount() > 1  # prose still wraps
+    bar = code.horizontalScrollBar()
+    assert bar.maximum() > 0 and bar.isVisible()  # the code block's own bar
+    for seg in (prose, after):
+        assert seg.horizontalScrollBar().maximum() == 0 and not seg.horizontalScrollBar().isVisible()
+    assert code.width() <= md.width() and md.width() <= view.viewport().width()
+    assert code.height() >= code.document().size().height() + bar.height() - 2
+    bar.setValue(bar.maximum())  # scrolling the code moves nothing else
+    assert prose.horizontalScrollBar().value() == 0 and after.horizontalScrollBar().value() == 0
 
 
 def test_disabled_stop_looks_disabled(qtbot, make_window):

@@ -34,8 +34,8 @@ import os
 import time
 from typing import Any, Callable
 
-from PySide6.QtCore import QTimer, QUrl, Signal
-from PySide6.QtGui import QTextCursor, QTextDocument
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QTextCursor, QTextDocument, QTextOption
 from PySide6.QtWidgets import (
     QApplication, QFrame, QHBoxLayout, QLabel, QStackedWidget, QTextBrowser, QVBoxLayout, QWidget,
 )
@@ -107,7 +107,11 @@ class DiffPanel(QWidget):
         self.view.setAccessibleName(self.tr("Diffs of the session"))
         self.view.setFrameShape(QFrame.Shape.NoFrame)
         self.view.setOpenLinks(False)
-        self.view.setLineWrapMode(QTextBrowser.LineWrapMode.NoWrap)
+        # Long diff lines wrap inside the pane (it never scrolls sideways, even at 900 px); the detail page's
+        # virtual view keeps them on one line each
+        self.view.setLineWrapMode(QTextBrowser.LineWrapMode.WidgetWidth)
+        self.view.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.view.anchorClicked.connect(self._on_anchor)
         self.view.document().setDocumentMargin(12)
         self.pages.addWidget(self.view)
@@ -551,7 +555,7 @@ class DiffPanel(QWidget):
                 old, new, mark = old_no, new_no, "&nbsp;"
                 old_no += 1
                 new_no += 1
-            rows.append(f"<p style='margin:0; white-space:pre; color:{c.muted}; background-color:{c.code_bg}'>"
+            rows.append(f"<p style='margin:0; white-space:pre-wrap; color:{c.muted}; background-color:{c.code_bg}'>"
                         f"<span style='color:{c.gutter_fg}'>&nbsp;{num(old)}&nbsp;&nbsp;{num(new)}&nbsp;</span>"
                         f"&nbsp;{mark}&nbsp;<span style='{strike[2:]}'>{code}</span></p>")
         return f"<div style=\"font-family:'{self._mono.family()}'\">" + "".join(rows) + "</div>"

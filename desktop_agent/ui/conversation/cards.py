@@ -9,16 +9,20 @@ widgets) and create the result view only when expanded.
 from __future__ import annotations
 
 import html
-import json
+import math
 import time
 
 from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette, QPen, QPixmap
-from PySide6.QtWidgets import QFrame, QLabel, QPlainTextEdit, QWidget
+from PySide6.QtGui import (
+    QColor, QFont, QFontMetrics, QPainter, QPalette, QPen, QPixmap, QTextBlockFormat, QTextCharFormat, QTextCursor,
+    QTextOption,
+)
+from PySide6.QtWidgets import QFrame, QLabel, QPlainTextEdit, QTextBrowser, QWidget
 
 from desktop_agent.ui import highlight, icons
 from desktop_agent.ui.conversation.column import Column
 from desktop_agent.ui.conversation.presenter import TAIL_LINES, BannerKind, RetryItem, ThinkingItem, ToolItem
+from desktop_agent.ui.conversation.tool_fields import display_tool_name, exit_line, input_fields
 from desktop_agent.ui.highlight import is_dark, mono_font
 
 HEADER_H = 32
@@ -92,18 +96,22 @@ class _Expandable(QWidget):
             return
         self.expanded = on
         if on and self.body is None:
-            self.body = QPlainTextEdit(self)
-            self.body.setReadOnly(True)
-            self.body.setFont(mono_font())
-            self.body.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-            self.body.setFrameShape(QFrame.Shape.NoFrame)
-            self.body.setAccessibleName(self.tr("Details"))
+            self.body = self._make_body()
             self.refresh_body()
         if self.body is not None:
             self.body.setVisible(on)
         self._place_body()
         self.column.child_changed(self)
         self.update()
+
+    def _make_body(self) -> QPlainTextEdit:
+        body = QPlainTextEdit(self)
+        body.setReadOnly(True)
+        body.setFont(mono_font())
+        body.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        body.setFrameShape(QFrame.Shape.NoFrame)
+        body.setAccessibleName(self.tr("Details"))
+        return body
 
     def refresh_body(self) -> None:
         if self.body is None:
@@ -235,7 +243,8 @@ class ToolCard(_Expandable):
         self.spin = 0
         self._described: tuple[str, str] = (item.state, item.summary)
         self._body_for: tuple[str, str] = (item.state, item.result)
-        self.setAccessibleName(f"{item.name} {item.arg}")
+        self.display_name = display_tool_name(item.name)  # mcp__demo__echo reads "demo · echo"
+        self.setAccessibleName(f"{self.display_name} {item.arg}")
         self.setToolTip(item.arg)
 
     # the item's fields, read-only here (the presenter changes them)
@@ -298,17 +307,120 @@ class ToolCard(_Expandable):
             y += fm.lineSpacing()
         p.end()
 
+    RESULT_LIMIT = 200_000  # characters of a result shown (the rest is counted)
+
+    def _make_body(self) -> QTextBrowser:  # type: ignore[override]
+        """The expanded body: the input as fields and the result, wrapped, scrolling inside the card."""
+        body = QTextBrowser(self)
+        body.setObjectName("toolBody")
+        body.setFrameShape(QFrame.Shape.NoFrame)
+        body.setOpenLinks(False)
+        body.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        body.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        body.setAccessibleName(self.tr("Details"))
+        body.document().setDocumentMargin(4)
+        return body
+
     def body_text(self) -> str:
-        inp = json.dumps(self.input, indent=2, ensure_ascii=False)
-        out = self.result if self.state not in (self.RUNNING, self.WAITING) else self.tr("(running…)")
-        limit = 200_000
-        if len(out) > limit:
-            out = out[:limit] + "\n" + self.tr("… {0} more characters").format(len(out) - limit)
+        """The body as plain text: ``Input``, a ``key: value`` line per field, ``Result``, the exit line and output."""
+        self._fill_body_document(None)
+        return self._plain
+
+    def refresh_body(self) -> None:
+        if self.body is None:
+            return
+        self._on_body_refresh()
+        self._fill_body_document(self.body)
+        self._place_body()
+        self.column.child_changed(self)
+
+    def _fill_body_document(self, body: QTextBrowser | None) -> None:
+        c = highlight.colors(is_dark(self))
+        mono = mono_font()
+        plain: list[str] = []
+        cursor = QTextCursor(body.document()) if body is not None else None
+        if body is not None:
+            body.document().clear()
+            cursor = QTextCursor(body.document())
+        heading, key_fmt, value_fmt, error_fmt = (QTextCharFormat() for _ in range(4))
+        heading.setFontWeight(QFont.Weight.DemiBold)
+        heading.setForeground(QColor(c.muted))
+        key_fmt.setForeground(QColor(c.muted))
+        for fmt in (value_fmt, error_fmt):
+            fmt.setFontFamilies([mono.family()])
+            fmt.setFontFixedPitch(True)
+        value_fmt.setForeground(self.palette().color(QPalette.ColorRole.Text))
+        error_fmt.setForeground(QColor(c.error))
+        error_fmt.setFontWeight(QFont.Weight.DemiBold)
+        plain_block, indented = QTextBlockFormat(), QTextBlockFormat()
+        indented.setLeftMargin(16)
+        gap = QTextBlockFormat()
+        gap.setTopMargin(8)
+        first = [True]
+
+        def block(fmt: QTextBlockFormat = plain_block) -> None:
+            if cursor is None:
+                return
+            if first[0]:
+                cursor.setBlockFormat(fmt)
+                first[0] = False
+            else:
+                cursor.insertBlock(fmt)
+
+        def put(text: str, fmt: QTextCharFormat) -> None:
+            if cursor is not None:
+                cursor.insertText(text, fmt)
+
         input_label, result_label = self.tr("Input"), self.tr("Result")
-        return f"{input_label}\n{inp}\n\n{result_label}\n{out}"
+        block()
+        put(input_label, heading)
+        plain.append(input_label)
+        for f in input_fields(self.input):
+            block()
+            put(f"{f.key}: ", key_fmt)
+            if f.block:
+                block(indented)
+            put(f.text, value_fmt)
+            plain.append(f"{f.key}: {f.text}")
+        block(gap)
+        put(result_label, heading)
+        plain.append(result_label)
+        if self.state in (self.RUNNING, self.WAITING):
+            running = self.tr("(running…)")
+            block()
+            put(running, key_fmt)
+            plain.append(running)
+        else:
+            out = self.result
+            line, rest = exit_line(out, self.is_error)
+            if line is not None:
+                block()
+                put(line, error_fmt)  # the failure, in the error colour; the card itself stays as it is
+                plain.append(line)
+                out = rest
+            if len(out) > self.RESULT_LIMIT:
+                out = out[:self.RESULT_LIMIT] + "\n" + self.tr("… {0} more characters").format(
+                    len(out) - self.RESULT_LIMIT)
+            if out:
+                block()
+                put(out, value_fmt)
+                plain.append(out)
+        self._plain = "\n".join(plain)
+        if body is not None:
+            body.verticalScrollBar().setValue(0)
+
+    def _body_height(self) -> int:
+        if self.body is None:
+            return 0
+        doc = self.body.document()
+        width = max(50, self.width() - 36)
+        if self.body.width() != width:  # the document is laid out at the body's own viewport width
+            self.body.resize(width, max(self.body.height(), 50))
+        cap = 18 * QFontMetrics(mono_font()).lineSpacing() + 16
+        return min(cap, int(math.ceil(doc.size().height())) + 4)
 
     def body_is_error(self) -> bool:
-        return self.is_error
+        return False  # the exit line says it; the rest of the card keeps its colours
 
     def _on_body_refresh(self) -> None:
         self._body_for = (self.item.state, self.item.result)
@@ -328,8 +440,8 @@ class ToolCard(_Expandable):
         p.setFont(bold)
         p.setPen(text_color)
         baseline = (HEADER_H + fm_b.ascent() - fm_b.descent()) // 2
-        p.drawText(x, baseline, self.name)
-        x += fm_b.horizontalAdvance(self.name) + 12
+        p.drawText(x, baseline, self.display_name)
+        x += fm_b.horizontalAdvance(self.display_name) + 12
         # State on the right.
         state_w = self._paint_state(p, c, baseline)
         mono = mono_font()

@@ -6,8 +6,8 @@ marks in the text blocks (the current one stronger), the current match selected 
 
 from __future__ import annotations
 
-from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
-from PySide6.QtWidgets import QScrollArea, QTextEdit, QWidget
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QScrollArea, QWidget
 
 from desktop_agent.ui.conversation.cards import Banner, ToolCard, UserBlock
 from desktop_agent.ui.conversation.column import Column
@@ -85,21 +85,8 @@ class ConversationFind(QScrollArea):
             if isinstance(w, MarkdownBlock):
                 by_block.setdefault(id(w), []).append((at, i == current))
         for w in self.column.items:
-            if not isinstance(w, MarkdownBlock):
-                continue
-            sels = []
-            for at, is_cur in by_block.get(id(w), []):
-                sel = QTextEdit.ExtraSelection()
-                cur = QTextCursor(w.document())
-                cur.setPosition(at)
-                cur.setPosition(at + len(needle), QTextCursor.MoveMode.KeepAnchor)
-                sel.cursor = cur
-                fmt = QTextCharFormat()
-                fmt.setBackground(cur_bg if is_cur else all_bg)
-                sel.format = fmt
-                sels.append(sel)
-            if sels or w.extraSelections():
-                w.setExtraSelections(sels)
+            if isinstance(w, MarkdownBlock) and (id(w) in by_block or w.extraSelections()):
+                w.mark_matches(by_block.get(id(w), []), len(needle), all_bg, cur_bg)
         if 0 <= current < len(matches):
             w = matches[current][0]
             if isinstance(w, ToolCard):
@@ -107,7 +94,5 @@ class ConversationFind(QScrollArea):
             self._stick = False
             y = self.column.top_of(w)
             if isinstance(w, MarkdownBlock):
-                cur = QTextCursor(w.document())
-                cur.setPosition(matches[current][1])
-                y += w.cursorRect(cur).top()
+                y += w.top_of_offset(matches[current][1])
             self.ensureVisible(0, y, 0, 64)

@@ -1,24 +1,33 @@
-"""Model text as Markdown: ``MarkdownBlock``, a text view that grows with its text.
+"""Model text as Markdown: ``MarkdownBlock``, one message that grows with its text.
 
-Streaming re-renders only the tail after the last stable paragraph break (outside a code fence), at
-most every 40 ms. Code blocks are highlighted with pygments (``ui/highlight.py``), never wrap (they
-scroll sideways) and show a Copy button while hovered that copies the code exactly as written.
+A message is a column of *segments*: runs of prose (``_Prose``, a text view at reading width, about 96 characters)
+and code blocks (``CodeView``). A code block is highlighted with pygments (``ui/highlight.py``), never wraps, and
+scrolls sideways **inside itself** — its own horizontal scroll bar — so a wide line moves only its code, never the
+message's prose (at 900×600 a wide block scrolled the whole message before). It shows a Copy button while hovered
+that copies the code exactly as written.
+
+Streaming re-renders only what changed: the fences are found again in the whole text (cheap), segments whose text is
+unchanged are kept, and a growing prose run re-renders only its tail after the last paragraph break (at most every
+40 ms). Find (``find.py``) sees the message as one text — the segments' texts joined by newlines (``toPlainText``)
+— and marks matches with ``mark_matches``.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from typing import Iterator
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QColor, QFontMetrics, QTextCursor, QTextFrameFormat
-from PySide6.QtWidgets import QApplication, QFrame, QTextBrowser, QToolButton, QWidget
+from PySide6.QtCore import QRect, Qt, QTimer
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPalette, QPen, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QApplication, QFrame, QTextBrowser, QTextEdit, QToolButton, QWidget
 
 from desktop_agent.ui import highlight
 from desktop_agent.ui.conversation.column import Column
 from desktop_agent.ui.highlight import PlainSpacesCopy, is_dark, mono_font
 
 READING_CHARS = 96  # prose wraps at about this many characters, however wide the pane
+GAP = 4  # between segments
 _FENCE = re.compile(r"^```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)(?:^```[ \t]*$|\Z)", re.S | re.M)
 
 
@@ -33,39 +42,210 @@ def _stable_boundary(text: str) -> int:
     return 0
 
 
-class MarkdownBlock(PlainSpacesCopy, QTextBrowser):
-    """Model text rendered as Markdown; code blocks highlighted with pygments. Grows with its text.
+def split_segments(text: str) -> list[tuple[str, str, str]]:
+    """``(kind, text, lang)`` of each segment: ``prose`` runs (blank ones dropped) and ``code`` blocks (an unclosed
+    fence is code to the end)."""
+    out: list[tuple[str, str, str]] = []
+    pos = 0
+    for m in _FENCE.finditer(text):
+        prose = text[pos:m.start()].strip("\n")
+        if prose.strip():
+            out.append(("prose", prose, ""))
+        out.append(("code", m.group(2).rstrip("\n"), m.group(1)))
+        pos = m.end()
+    rest = text[pos:].strip("\n")
+    if rest.strip():
+        out.append(("prose", rest, ""))
+    return out
 
-    A code block shows a Copy button at its top right while the mouse is over it; it copies the code
-    exactly as the model wrote it. Copying a selection gives plain spaces (the rendering uses
-    non-breaking ones to keep indentation)."""
+
+class _Segment(PlainSpacesCopy, QTextBrowser):
+    """What prose and code share: no frame, no vertical scrolling (the conversation scrolls), copy with plain
+    spaces; a vertical wheel goes to the conversation."""
+
+    kind = ""
+
+    def __init__(self, parent: QWidget):
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setOpenExternalLinks(True)
+        self.viewport().setAutoFillBackground(False)
+        self.source = ""  # the Markdown (prose) or code it shows
+
+    def wheelEvent(self, event) -> None:  # noqa: N802 - sideways in a wide code block; else the conversation's
+        delta = event.angleDelta()
+        if abs(delta.x()) > abs(delta.y()) and self.horizontalScrollBar().maximum() > 0:
+            super().wheelEvent(event)
+            return
+        event.ignore()
+
+
+class _Prose(_Segment):
+    """A run of Markdown prose at reading width, streamed: the part before its last paragraph break is rendered
+    once and stays; only the tail after it is replaced."""
+
+    kind = "prose"
+
+    def __init__(self, parent: QWidget):
+        super().__init__(parent)
+        self.setObjectName("markdownProse")
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.document().setDocumentMargin(0)
+        self._stable_len = 0  # characters of source rendered for good
+        self._stable_pos = 0  # document position where that part ends
+        self.viewport().setMouseTracking(True)
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 - the pointer is on prose: no code block's Copy shows
+        super().mouseMoveEvent(event)
+        for view in self.parent().findChildren(CodeView):
+            view.show_copy(False)
+
+    def set_source(self, text: str) -> None:
+        if text == self.source:
+            return
+        doc = self.document()
+        if not text.startswith(self.source[:self._stable_len]) or len(text) < self._stable_len:
+            doc.clear()  # replaced, not appended: start over
+            self._stable_len, self._stable_pos = 0, 0
+        self.source = text
+        cut = text.rfind("\n\n")
+        boundary = cut + 2 if cut > 0 else 0
+        cursor = QTextCursor(doc)
+        cursor.setPosition(self._stable_pos)
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        if boundary > self._stable_len:
+            self._insert(cursor, text[self._stable_len:boundary])
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            self._stable_len, self._stable_pos = boundary, cursor.position()
+        self._insert(cursor, text[self._stable_len:])
+
+    def _insert(self, cursor: QTextCursor, text: str) -> None:
+        if not text.strip():
+            return
+        if cursor.position() > 0:
+            cursor.insertBlock()
+        cursor.insertMarkdown(text.strip("\n"))
+
+    def height_for(self, width: int) -> int:
+        doc = self.document()
+        if self.lineWrapColumnOrWidth() != width or self.lineWrapMode() != QTextBrowser.LineWrapMode.FixedPixelWidth:
+            self.setLineWrapMode(QTextBrowser.LineWrapMode.FixedPixelWidth)
+            self.setLineWrapColumnOrWidth(width)
+        if doc.textWidth() != width:
+            doc.setTextWidth(width)
+        return int(math.ceil(doc.size().height())) + 2
+
+
+class CodeView(_Segment):
+    """One code block: highlighted, never wrapped, scrolling sideways inside itself; a Copy button while hovered."""
+
+    kind = "code"
+    PAD = 8
+
+    def __init__(self, parent: QWidget):
+        super().__init__(parent)
+        self.setObjectName("codeBlock")
+        self.setAccessibleName(self.tr("Code block"))
+        self.setLineWrapMode(QTextBrowser.LineWrapMode.NoWrap)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.document().setDocumentMargin(self.PAD)
+        self.viewport().setAutoFillBackground(True)
+        self.lang = ""
+        self._dark: bool | None = None
+        self._copy_button: QToolButton | None = None  # made on the first hover
+        self.setMouseTracking(True)
+
+    def set_code(self, code: str, lang: str) -> None:
+        dark = is_dark(self)
+        if code == self.source and lang == self.lang and dark == self._dark:
+            return
+        self.source, self.lang, self._dark = code, lang, dark
+        c = highlight.colors(dark)
+        pal = self.viewport().palette()
+        pal.setColor(QPalette.ColorRole.Base, QColor(c.code_bg))
+        pal.setColor(QPalette.ColorRole.Window, QColor(c.code_bg))
+        self.viewport().setPalette(pal)
+        self.setHtml(highlight.highlight_code_html(code, lang, dark, mono_font().family()))
+        block = self.document().begin()
+        while block.isValid():  # lines keep their shape: the block scrolls sideways instead
+            fmt = block.blockFormat()
+            fmt.setNonBreakableLines(True)
+            QTextCursor(block).setBlockFormat(fmt)
+            block = block.next()
+
+    def overflows(self, width: int) -> bool:
+        return self.document().idealWidth() > width - 2 * self.frameWidth() + 0.5
+
+    def height_for(self, width: int) -> int:
+        h = int(math.ceil(self.document().size().height()))
+        bar = self.horizontalScrollBar().sizeHint().height() if self.overflows(width) else 0
+        return h + bar + 2 * self.frameWidth()
+
+    # ----- copying -----------------------------------------------------------------------------
+    @property
+    def copy_button(self) -> QToolButton:
+        if self._copy_button is None:
+            button = QToolButton(self)
+            button.setObjectName("copyCodeButton")
+            button.setText(self.tr("Copy"))
+            button.setToolTip(self.tr("Copy this code block"))
+            button.setAccessibleName(self.tr("Copy code"))
+            button.setAutoRaise(True)
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            button.hide()
+            button.clicked.connect(self._copy)
+            self._copy_button = button
+        return self._copy_button
+
+    def _copy(self) -> None:
+        QApplication.clipboard().setText(self.source)
+        self.copy_button.setText(self.tr("Copied"))
+
+    def show_copy(self, on: bool) -> None:
+        if not on:
+            if self._copy_button is not None:
+                self._copy_button.hide()
+            return
+        button = self.copy_button
+        button.setText(self.tr("Copy"))
+        hint = button.sizeHint()
+        button.setGeometry(self.width() - hint.width() - 4, 4, hint.width(), hint.height())
+        button.show()
+        button.raise_()
+
+    def enterEvent(self, event) -> None:  # noqa: N802
+        super().enterEvent(event)
+        self.show_copy(True)
+
+    def leaveEvent(self, event) -> None:  # noqa: N802
+        super().leaveEvent(event)
+        if self._copy_button is None or not self._copy_button.underMouse():
+            self.show_copy(False)
+
+
+class MarkdownBlock(QWidget):
+    """Model text: prose segments and code blocks stacked at reading width; grows with its text.
+
+    ``code_blocks``: ``(start, end, code)`` of each code block, offsets in ``toPlainText()``."""
 
     def __init__(self, column: Column, parent: QWidget | None = None):
         super().__init__(parent)
         self.column = column
         self.text = ""
         self.closed = False
+        self.segments: list[_Segment] = []
         self.setObjectName("markdownBlock")
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)  # wide code blocks
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setOpenExternalLinks(True)
         self.setAccessibleName(self.tr("Agent message"))
-        self.viewport().setAutoFillBackground(False)
-        self.document().setDocumentMargin(0)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(40)
         self._timer.timeout.connect(self.render)
-        self._mono = mono_font()
         self._rendered_len = -1
-        self._stable_len = 0  # characters of self.text rendered for good
-        self._stable_pos = 0  # document position where that part ends
-        self.code_blocks: list[tuple[int, int, str]] = []  # (first, last document position, code)
-        self.viewport().setMouseTracking(True)
-        self._copy_button: QToolButton | None = None  # made on the first hover of a code block
-        self._hovered: tuple[int, int, str] | None = None
+        self._width = 0
 
+    # ----- text --------------------------------------------------------------------------------
     def append_text(self, chunk: str) -> None:
         self.set_text(self.text + chunk)
 
@@ -83,152 +263,149 @@ class MarkdownBlock(PlainSpacesCopy, QTextBrowser):
         self.render()
 
     def render(self) -> None:
-        """Render what changed. Text before the last paragraph break (outside a code fence) is final
-        and stays in the document; only the tail after it is replaced, so a long streamed answer costs
-        O(tail) per frame instead of O(message)."""
+        """Render what changed: kept segments stay as they are; changed ones update, new ones are added."""
         if self._rendered_len == len(self.text):
             return
         self._rendered_len = len(self.text)
-        dark = is_dark(self)
-        c = highlight.colors(dark)
-        doc = self.document()
-        boundary = _stable_boundary(self.text)
-        cursor = QTextCursor(doc)
-        if boundary < self._stable_len:  # text was replaced (not appended): start over
-            doc.clear()
-            self._stable_len, self._stable_pos = 0, 0
-        # drop the old tail (and its code blocks)
-        self.code_blocks = [b for b in self.code_blocks if b[1] < self._stable_pos]
-        self._hover_code(None)
-        cursor.setPosition(self._stable_pos)
-        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-        cursor.removeSelectedText()
-        if boundary > self._stable_len:
-            self._insert_segment(cursor, self.text[self._stable_len:boundary], dark, c, self._stable_pos > 0)
-            cursor.movePosition(QTextCursor.MoveOperation.End)
-            self._stable_len, self._stable_pos = boundary, cursor.position()
-        self._insert_segment(cursor, self.text[self._stable_len:], dark, c, self._stable_pos > 0)
+        parts = split_segments(self.text)
+        for i, (kind, source, lang) in enumerate(parts):
+            seg = self.segments[i] if i < len(self.segments) else None
+            if seg is not None and seg.kind != kind:
+                for old in self.segments[i:]:
+                    old.deleteLater()
+                del self.segments[i:]
+                seg = None
+            if seg is None:
+                seg = _Prose(self) if kind == "prose" else CodeView(self)
+                self.segments.append(seg)
+                seg.show()
+            if isinstance(seg, CodeView):
+                seg.set_code(source, lang)
+            elif isinstance(seg, _Prose):
+                seg.set_source(source)
+        for old in self.segments[len(parts):]:
+            old.deleteLater()
+        del self.segments[len(parts):]
+        self._place(self.width())
         self.column.child_changed(self)
 
-    def _insert_segment(self, cursor: QTextCursor, text: str, dark: bool, c: highlight.DiffColors,
-                        separate: bool) -> None:
-        pos = 0
-        first = not separate
-        after_code = False
-        for m in _FENCE.finditer(text):
-            prose = text[pos:m.start()]
-            if prose.strip():
-                if not first and not after_code:
-                    cursor.insertBlock()
-                cursor.insertMarkdown(prose.strip("\n"))
-                first = False
-            self._insert_code(cursor, m.group(2), m.group(1), dark, c)
-            first, after_code = False, True
-            pos = m.end()
-        rest = text[pos:]
-        if rest.strip():
-            if not first and not after_code:
-                cursor.insertBlock()
-            cursor.insertMarkdown(rest.strip("\n"))
-
-    def _insert_code(self, cursor: QTextCursor, code: str, lang: str, dark: bool, c: highlight.DiffColors) -> None:
-        fmt = QTextFrameFormat()
-        fmt.setBackground(QColor(c.code_bg))
-        fmt.setPadding(8)
-        fmt.setTopMargin(4)
-        fmt.setBottomMargin(4)
-        fmt.setBorder(1)
-        fmt.setBorderBrush(QColor(c.border))
-        fmt.setBorderStyle(QTextFrameFormat.BorderStyle.BorderStyle_Solid)
-        frame = cursor.insertFrame(fmt)
-        cursor.insertHtml(highlight.highlight_code_html(code, lang, dark, self._mono.family()))
-        # Code never wraps: its lines keep their shape and the block scrolls sideways instead.
-        block = frame.firstCursorPosition().block()
-        while block.isValid() and block.position() <= frame.lastPosition():
-            bf = block.blockFormat()
-            bf.setNonBreakableLines(True)
-            QTextCursor(block).setBlockFormat(bf)
-            block = block.next()
-        self.code_blocks.append((frame.firstPosition(), frame.lastPosition(), code.rstrip("\n")))
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-
-    # ----- copying -----------------------------------------------------------------------------
-    @property
-    def copy_button(self) -> QToolButton:
-        if self._copy_button is None:
-            button = QToolButton(self.viewport())
-            button.setObjectName("copyCodeButton")
-            button.setText(self.tr("Copy"))
-            button.setToolTip(self.tr("Copy this code block"))
-            button.setAccessibleName(self.tr("Copy code"))
-            button.setAutoRaise(True)
-            button.setCursor(Qt.CursorShape.PointingHandCursor)
-            button.hide()
-            button.clicked.connect(self._copy_hovered)
-            self._copy_button = button
-        return self._copy_button
-    def code_block_at(self, pos) -> tuple[int, int, str] | None:
-        """The code block under a viewport point, if any."""
-        at = self.cursorForPosition(pos).position()
-        for block in self.code_blocks:
-            if block[0] <= at <= block[1]:
-                return block
-        return None
-
-    def _hover_code(self, block: tuple[int, int, str] | None) -> None:
-        if block == self._hovered:
-            return
-        self._hovered = block
-        if block is None:
-            if self._copy_button is not None:
-                self._copy_button.hide()
-            return
-        self.copy_button.setText(self.tr("Copy"))
-        cursor = QTextCursor(self.document())
-        cursor.setPosition(block[0])
-        rect = self.document().documentLayout().frameBoundingRect(cursor.currentFrame())
-        rect.translate(-self.horizontalScrollBar().value(), -self.verticalScrollBar().value())
-        hint = self.copy_button.sizeHint()
-        self.copy_button.setGeometry(int(rect.right()) - hint.width() - 4, int(rect.top()) + 4, hint.width(),
-                                     hint.height())
-        self.copy_button.show()
-        self.copy_button.raise_()
-
-    def _copy_hovered(self) -> None:
-        if self._hovered is not None:
-            QApplication.clipboard().setText(self._hovered[2])
-            self.copy_button.setText(self.tr("Copied"))
-
-    def mouseMoveEvent(self, event) -> None:  # noqa: N802
-        super().mouseMoveEvent(event)
-        self._hover_code(self.code_block_at(event.position().toPoint()))
-
-    def leaveEvent(self, event) -> None:  # noqa: N802
-        super().leaveEvent(event)
-        if self._copy_button is None or not self._copy_button.underMouse():
-            self._hover_code(None)
-
+    # ----- layout ------------------------------------------------------------------------------
+    def reading_width(self, w: int) -> int:
+        return max(50, min(w, QFontMetrics(self.font()).averageCharWidth() * READING_CHARS))
 
     def hasHeightForWidth(self) -> bool:  # noqa: N802
         return True
 
     def heightForWidth(self, w: int) -> int:  # noqa: N802
-        doc = self.document()
-        width = max(50, min(w, QFontMetrics(self.font()).averageCharWidth() * READING_CHARS))
-        if self.lineWrapColumnOrWidth() != width or self.lineWrapMode() != QTextBrowser.LineWrapMode.FixedPixelWidth:
-            self.setLineWrapMode(QTextBrowser.LineWrapMode.FixedPixelWidth)
-            self.setLineWrapColumnOrWidth(width)
-        if doc.textWidth() != width:
-            doc.setTextWidth(width)
-        extra = self.horizontalScrollBar().sizeHint().height() if doc.size().width() > w + 1 else 0  # its bar
-        return int(math.ceil(doc.size().height())) + 2 + extra
+        width = self.reading_width(w)
+        heights = [s.height_for(width - 2) + 2 if isinstance(s, CodeView) else s.height_for(width)
+                   for s in self.segments]
+        return sum(heights) + GAP * max(0, len(heights) - 1) + (0 if heights else 1)
+
+    def _place(self, w: int) -> None:
+        if w <= 0:
+            return
+        width = self.reading_width(w)
+        y = 0
+        for seg in self.segments:
+            if isinstance(seg, CodeView):  # inside a 1 px frame (paintEvent)
+                h = seg.height_for(width - 2)
+                seg.setGeometry(1, y + 1, width - 2, h)
+                y += h + 2 + GAP
+            else:
+                h = seg.height_for(width)
+                seg.setGeometry(0, y, width, h)
+                y += h + GAP
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
+        self._place(self.width())
 
-    def wheelEvent(self, event) -> None:  # noqa: N802 - vertical: the conversation; sideways: a wide code block
-        delta = event.angleDelta()
-        if abs(delta.x()) > abs(delta.y()) and self.horizontalScrollBar().maximum() > 0:
-            super().wheelEvent(event)
+    def paintEvent(self, event) -> None:  # noqa: N802 - a frame around each code block
+        if not any(isinstance(s, CodeView) for s in self.segments):
             return
-        event.ignore()
+        c = highlight.colors(is_dark(self))
+        p = QPainter(self)
+        p.setPen(QPen(QColor(c.border), 1))
+        for seg in self.segments:
+            if isinstance(seg, CodeView):
+                r: QRect = seg.geometry()
+                p.drawRect(r.adjusted(-1, -1, 0, 0))
+        p.end()
+
+    # ----- reading it as one text (find, copy, tests) ------------------------------------------
+    def code_views(self) -> list[CodeView]:
+        return [s for s in self.segments if isinstance(s, CodeView)]
+
+    def _offsets(self) -> Iterator[tuple[int, _Segment, str]]:
+        at = 0
+        for seg in self.segments:
+            text = seg.toPlainText()
+            yield at, seg, text
+            at += len(text) + 1
+
+    def toPlainText(self) -> str:  # noqa: N802 - as QTextEdit's
+        return "\n".join(seg.toPlainText() for seg in self.segments)
+
+    @property
+    def code_blocks(self) -> list[tuple[int, int, str]]:
+        return [(at, at + len(text), seg.source) for at, seg, text in self._offsets() if isinstance(seg, CodeView)]
+
+    @property
+    def copy_button(self) -> QToolButton:
+        """The Copy button of the first code block (tests)."""
+        return self.code_views()[0].copy_button
+
+    def find(self, needle: str) -> bool:
+        """Select the first occurrence of ``needle`` (case-insensitive), as QTextEdit.find does."""
+        for seg in self.segments:
+            seg.moveCursor(QTextCursor.MoveOperation.Start)
+            if seg.find(needle):
+                return True
+        return False
+
+    def mark_matches(self, matches: list[tuple[int, bool]], length: int, all_bg: QColor, cur_bg: QColor) -> None:
+        """Mark each match (offset in ``toPlainText()``, current or not) in its segment."""
+        spans = list(self._offsets())
+        per: dict[int, list[QTextEdit.ExtraSelection]] = {}
+        for at, is_cur in matches:
+            for start, seg, text in spans:
+                if start <= at < start + len(text) + 1:
+                    sel = QTextEdit.ExtraSelection()
+                    cur = QTextCursor(seg.document())
+                    cur.setPosition(min(at - start, len(text)))
+                    cur.setPosition(min(at - start + length, len(text)), QTextCursor.MoveMode.KeepAnchor)
+                    sel.cursor = cur
+                    fmt = QTextCharFormat()
+                    fmt.setBackground(cur_bg if is_cur else all_bg)
+                    sel.format = fmt
+                    per.setdefault(id(seg), []).append(sel)
+                    break
+        for seg in self.segments:
+            sels = per.get(id(seg), [])
+            if sels or seg.extraSelections():
+                seg.setExtraSelections(sels)
+
+    def extraSelections(self) -> list[QTextEdit.ExtraSelection]:  # noqa: N802 - every segment's marks
+        return [sel for seg in self.segments for sel in seg.extraSelections()]
+
+    def top_of_offset(self, at: int) -> int:
+        """The y (in this block) of the text at offset ``at`` of ``toPlainText()``."""
+        for start, seg, text in self._offsets():
+            if start <= at <= start + len(text):
+                cur = QTextCursor(seg.document())
+                cur.setPosition(min(at - start, len(text)))
+                return seg.y() + seg.cursorRect(cur).top()
+        return 0
+
+    def selectAll(self) -> None:  # noqa: N802
+        for seg in self.segments:
+            seg.selectAll()
+
+    def copy(self) -> None:
+        """The selected text of every segment, joined, with plain spaces."""
+        parts = [seg.textCursor().selection().toPlainText() for seg in self.segments if seg.textCursor().hasSelection()]
+        QApplication.clipboard().setText("\n".join(parts).replace("\u00a0", " "))
+
+
+__all__ = ["CodeView", "MarkdownBlock", "READING_CHARS", "split_segments"]

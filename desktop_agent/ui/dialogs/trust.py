@@ -1,4 +1,9 @@
-"""The one-time trust question for a folder whose ``.claude/settings.json`` grants permissions or runs hooks.
+"""The one-time trust question for a folder whose files (``.claude/settings.json``, ``.claude/settings.local.json``,
+``.mcp.json``) grant permissions, run hooks or start MCP servers.
+
+It names only the files that exist and what trusting would let run: each hook command (with its event), each MCP
+server's command line (or URL), the apiKeyHelper command, and the permissions granted — from the ``TrustDetails``
+the caller read off the Qt thread (``client.trust_details``), in monospace and in full, scrolled when long.
 
 An ``AwaitableDialog[TrustChoice]`` laid out as the question box it replaces (the question icon, the
 question in bold, what trusting means, three buttons): ``"trust"`` (Trust folder, the default button),
@@ -10,11 +15,11 @@ folder is not opened). The caller records the trust; this dialog only asks. Its 
 from __future__ import annotations
 
 import html
-from typing import Literal
+from typing import Any, Literal
 
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import (
-    QDialogButtonBox, QHBoxLayout, QLabel, QPushButton, QStyle, QVBoxLayout, QWidget,
+    QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QStyle, QVBoxLayout, QWidget,
 )
 
 from desktop_agent.ui.dialogs.base import AwaitableDialog
@@ -25,7 +30,7 @@ TrustChoice = Literal["trust", "untrusted", "cancel"]
 class TrustDialog(AwaitableDialog[TrustChoice]):
     """Ask whether to trust ``folder`` (shown as given, e.g. ``~/proj``)."""
 
-    def __init__(self, folder: str, parent: QWidget | None = None):
+    def __init__(self, folder: str, parent: QWidget | None = None, details: Any = None):
         super().__init__(parent)
         self.setObjectName("trustDialog")
         self.setWindowTitle(QCoreApplication.translate("MainWindow", "Trust this folder?"))
@@ -44,12 +49,29 @@ class TrustDialog(AwaitableDialog[TrustChoice]):
         self.question.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.question.setWordWrap(True)
         texts.addWidget(self.question)
-        self.details = QLabel(QCoreApplication.translate(
-            "MainWindow",
-            "Its .claude/settings.json grants permissions or runs hooks. Trusting the folder lets those allow "
-            "rules apply; deny rules and hooks apply either way."))
+        self.details = QLabel(self._intro(details))
         self.details.setWordWrap(True)
         texts.addWidget(self.details)
+        self.what_runs = QLabel(self._listing(details))
+        self.what_runs.setObjectName("trustListing")
+        self.what_runs.setTextFormat(Qt.TextFormat.RichText)
+        self.what_runs.setWordWrap(True)
+        self.what_runs.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.what_runs.setAccessibleName(QCoreApplication.translate("MainWindow", "What would run"))
+        scroll = QScrollArea()
+        scroll.setObjectName("trustListingScroll")
+        scroll.setWidget(self.what_runs)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setMaximumHeight(320)
+        scroll.setVisible(bool(self.what_runs.text()))
+        texts.addWidget(scroll)
+        self.outro = QLabel(QCoreApplication.translate(
+            "MainWindow", "Trusting the folder lets these run and apply. Without trust none of them does; the "
+                          "folder's deny and ask rules apply either way."))
+        self.outro.setWordWrap(True)
+        texts.addWidget(self.outro)
         row.addLayout(texts, 1)
         root.addLayout(row)
         self.button_box = QDialogButtonBox()
@@ -65,6 +87,35 @@ class TrustDialog(AwaitableDialog[TrustChoice]):
         self.cancel_button.clicked.connect(self.reject)
         root.addWidget(self.button_box)
         self.setMinimumWidth(420)
+
+    @staticmethod
+    def _intro(details: Any) -> str:
+        files = list(getattr(details, "files", None) or [])
+        if not files:
+            return QCoreApplication.translate(
+                "MainWindow", "Its settings grant permissions, run hooks or start MCP servers.")
+        return QCoreApplication.translate(
+            "MainWindow", "Its {0} would run these commands and grant these permissions:").format(
+            QCoreApplication.translate("MainWindow", " and ").join(files))
+
+    @staticmethod
+    def _listing(details: Any) -> str:
+        """The commands and grants, one per line: a bold heading per kind, the commands in monospace and in full."""
+        if details is None:
+            return ""
+        translate = QCoreApplication.translate
+        sections: list[tuple[str, list[str]]] = [
+            (translate("MainWindow", "Hooks"), [f"{html.escape(event)}: <code>{html.escape(cmd)}</code>"
+                                         for event, cmd in details.hooks]),
+            (translate("MainWindow", "MCP servers (start with the first message)"),
+             [f"{html.escape(name)}: <code>{html.escape(line)}</code>" for name, line in details.servers]),
+            (translate("MainWindow", "API key helper"), [f"<code>{html.escape(c)}</code>" for c in details.helpers]),
+            (translate("MainWindow", "Permissions"), [html.escape(g) for g in details.grants]),
+        ]
+        parts = [f"<p style='margin:6px 0 2px 0'><b>{html.escape(head)}</b></p>"
+                 + "".join(f"<div style='margin-left:12px; white-space:pre-wrap'>{row}</div>" for row in rows)
+                 for head, rows in sections if rows]
+        return "".join(parts)
 
     def closed_value(self) -> TrustChoice:
         return "cancel"

@@ -307,7 +307,12 @@ class FoldersMixin:
             return True
         from desktop_agent.ui.dialogs.trust import TrustDialog
 
-        box = TrustDialog(home(folder), self)
+        try:
+            details = await client.trust_details(folder)  # the files and commands it names (off the Qt thread)
+        except Exception:
+            log.exception("could not read what the folder would run")
+            details = None
+        box = TrustDialog(home(folder), self, details)
         self.trust_box = box
         choice = await box.ask()
         self.trust_box = None

@@ -35,6 +35,7 @@ from desktop_agent.ui.window.folders import FoldersMixin
 from desktop_agent.ui.mode_labels import MODES, mode_label
 from desktop_agent.ui.modes import BYPASS, default_mode_setting
 from desktop_agent.ui.window.presenters import RETRYING, STOPPING, STREAMING, TOOL, WAITING, home, token_text
+from desktop_agent.ui.window.message_queue import MessageQueue
 from desktop_agent.ui.window.prompt import PromptEdit
 from desktop_agent.ui.window.sidebar import SessionsPane
 from desktop_agent.ui.window.toolbar import ToolbarMixin
@@ -136,6 +137,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.find_prev_button, self.find_next_button = self.find_bar.prev_button, self.find_bar.next_button
         self.find_close_button = self.find_bar.close_button
         center_layout.addWidget(self.find_bar)
+        self.message_queue = MessageQueue(  # typed while the agent works; sent as the turn ends (not the prompt's)
+            self.controller, lambda text: self.controller.submit(text) is not None and self._sessions_timer.start())
+        center_layout.addWidget(self.message_queue)
         prompt_row = QVBoxLayout()
         prompt_row.setContentsMargins(16, 8, 16, 8)
         prompt_row.setSpacing(4)
@@ -391,8 +395,10 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
             self.conversation.add_banner("error", self.tr("Open a folder first (File ▸ Open Folder…, Ctrl+O)."),
                                          key="setup")
             return
-        if self.controller.busy:
-            self.status.showMessage(self.tr("The agent is still working — press Esc to stop it first."), 4000)
+        if self.controller.busy:  # queued under the conversation, sent when the turn ends
+            self.prompt.remember(text)
+            self.prompt.clear()
+            self.message_queue.add(text)
             return
         self.prompt.remember(text)
         self.prompt.clear()
@@ -533,6 +539,14 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
     def resizeEvent(self, event) -> None:  # noqa: N802
         """Narrow windows (900 px) give the sessions pane's width to the conversation."""
         super().resizeEvent(event)
+        self._fit_narrow()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - a window resized before it was shown
+        super().showEvent(event)
+        self._fit_narrow()
+
+    def _fit_narrow(self) -> None:
+        self.fit_toolbar(self.width() < 1000)
         if self.width() < 1000 and self.side.isVisible():
             sizes = self.splitter.sizes()
             if len(sizes) == 3 and sizes[0] > 140:

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget,
 )
 
+from desktop_agent.ui.conversation.tool_fields import SEPARATOR
 from desktop_agent.ui.highlight import colors, is_dark
 
 BANNER_ERROR_CHARS = 300
@@ -91,13 +92,17 @@ class ServerRow(QFrame):
         transport = {"http": self.tr("streamable HTTP"), "stdio": self.tr("stdio")}.get(
             str(status.get("transport") or ""), str(status.get("transport") or ""))
         parts = [transport]
+        if self.state == "pending" and not restarting:
+            parts.insert(0, self.tr("starts with the first message"))  # servers start with the first turn
         if status.get("source"):
             parts.append(self.tr("from {0}").format(status["source"]))
         restarts = int(status.get("restarts") or 0)
         parts.append(self.tr("restarted {0}×").format(restarts) if restarts else self.tr("not restarted"))
         self.details.setText(" · ".join(parts))
         tools = [str(t) for t in status.get("tools") or []]
-        self.tools_label.setText(self.tr("Tools ({0}): {1}").format(len(tools), ", ".join(tools)) if tools
+        shown_tools = [f"{self.name}{SEPARATOR}{t}" for t in tools]  # as the tool cards name them: demo · echo
+        self.tools_label.setText(self.tr("Tools ({0}): {1}").format(len(tools), ", ".join(shown_tools)) if tools
+                                 else self.tr("Its tools are listed once it starts") if self.state == "pending"
                                  else self.tr("No tools listed yet"))
         error = str(status.get("error") or "").strip()
         self.error_label.setVisible(bool(error))
@@ -172,5 +177,8 @@ class ServersView(QDialog):
             self.summary.setText(self.tr("No MCP servers are configured for this session."))
         else:
             counts = {k: sum(1 for r in self.rows.values() if r.state == k) for k in ("connected", "failed", "pending")}
-            self.summary.setText(self.tr("{0} servers: {1} connected, {2} failed, {3} pending").format(
-                len(servers), counts["connected"], counts["failed"], counts["pending"]))
+            text = self.tr("{0} servers: {1} connected, {2} failed, {3} pending").format(
+                len(servers), counts["connected"], counts["failed"], counts["pending"])
+            if counts["pending"]:
+                text += " " + self.tr("(MCP servers start with the first message)")
+            self.summary.setText(text)

@@ -6,7 +6,7 @@ one resumes it (``session_activated``). The rows come from ``presenters.session_
 from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal
-from PySide6.QtWidgets import QFrame, QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QListView, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from desktop_agent.ui.window.presenters import SessionRow
 
@@ -26,6 +26,10 @@ class SessionsPane(QWidget):
         self.list.setAccessibleName(translate("MainWindow", "Sessions in this folder"))
         self.list.setFrameShape(QFrame.Shape.NoFrame)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # a narrow pane (900 px windows) wraps a long title instead of scrolling the list sideways
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setResizeMode(QListView.ResizeMode.Adjust)
+        self.list.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)

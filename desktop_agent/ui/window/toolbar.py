@@ -6,6 +6,8 @@ cycle is ``modes.next_mode`` (never bypass nor dontAsk).
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QSize, Qt
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from desktop_agent.ui.window.controller import AgentController
 
 translate = QCoreApplication.translate
+log = logging.getLogger(__name__)
 
 
 class ToolbarMixin:
@@ -83,6 +86,9 @@ class ToolbarMixin:
         self.model_combo.activated.connect(lambda _i: self._on_model_chosen())
         self.model_combo.lineEdit().editingFinished.connect(self._on_model_chosen)
         self._add_captioned(translate("MainWindow", "M&odel"), self.model_combo, left=16)
+        self.models_task: asyncio.Task | None = None  # the provider's model list being read
+        self.models_provider = "anthropic"  # whose names the box lists
+        self.controller.session_changed.connect(lambda _s: self.refresh_models())  # e.g. after Settings changed it
         self.tour_label = QLabel(translate("MainWindow", "Tour · scripted model, sample project"))
         self.tour_label.setObjectName("tourLabel")
         self.tour_label.setVisible(False)
@@ -174,6 +180,50 @@ class ToolbarMixin:
         label.setBuddy(combo)
         self.toolbar.addWidget(label)
         self.toolbar.addWidget(combo)
+
+    def fit_toolbar(self, narrow: bool) -> None:
+        """A narrow window (900 px) shortens the tour's label, so Stop stays on the toolbar (not in its overflow)."""
+        self.tour_label.setText(translate("MainWindow", "Tour") if narrow
+                                else translate("MainWindow", "Tour · scripted model, sample project"))
+        self.tour_label.setToolTip(translate("MainWindow", "Tour · scripted model, sample project"))
+
+    def refresh_models(self) -> asyncio.Task | None:
+        """List the configured provider's models in the box: Claude's names for Anthropic, what an OpenAI-compatible
+        server's ``GET /v1/models`` answers (on a worker thread, via ``client``) — the box stays editable."""
+        try:
+            if not asyncio.get_event_loop().is_running():
+                return None
+        except RuntimeError:
+            return None
+        if self.models_task is not None and not self.models_task.done():
+            self.models_task.cancel()
+        self.models_task = asyncio.ensure_future(self._fill_models())
+        return self.models_task
+
+    async def _fill_models(self) -> None:
+        try:
+            listing = await self.controller.client.provider_models()
+        except Exception:
+            log.exception("could not list the provider's models")
+            return
+        self.models_provider = listing.provider
+        shown = self.model_combo.currentText()
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        self.model_combo.addItems(listing.models)
+        self.model_combo.setCurrentText(shown)
+        self.model_combo.blockSignals(False)
+        if listing.error:
+            self.model_combo.setToolTip(translate(
+                "MainWindow", "The server did not list its models ({0}); type a model name").format(listing.error))
+        elif listing.provider == "openai":
+            self.model_combo.setToolTip(translate(
+                "MainWindow", "{0} models from the server; or type any model name").format(len(listing.models)))
+        else:
+            self.model_combo.setToolTip(
+                translate("MainWindow", "The model of this session's next requests (the default is in Settings)"))
+        if self.model_combo.lineEdit() is not None:
+            self.model_combo.lineEdit().setPlaceholderText(translate("MainWindow", "model name"))
 
     def show_model(self, name: str, enabled: bool = True) -> None:
         """Put ``name`` in the model box without switching anything."""
