@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import report, result  # noqa: E402
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.engine.execution import run_tool_use  # noqa: E402
-from desktop_agent.permissions import identity, paths  # noqa: E402
+from desktop_agent.permissions import identity, path_rules as paths  # noqa: E402
 from desktop_agent.permissions.context import PermissionContext  # noqa: E402
 from desktop_agent.tools.read.tool import ReadTool  # noqa: E402
 
