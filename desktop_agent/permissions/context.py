@@ -69,6 +69,7 @@ class PermissionContext:
         # settings ``env`` and ``apiKeyHelper`` (a project's only when trusted: settings.load_settings)
         self.env: dict[str, str] = dict(env or {})
         self.api_key_helper = api_key_helper
+        self.flag_source: settings_mod.SettingsSource | None = None  # the --settings layer (``load``)
         self.home = os.path.expanduser("~")
         self.user_dir = dirs.claude_config_dir()
         self._rules: list[CompiledRule] = []
@@ -104,6 +105,8 @@ class PermissionContext:
                  warnings=loaded.warnings, hooks_config=loaded.hooks, disable_bypass=loaded.disable_bypass,
                  untrusted_rules=loaded.untrusted_rules, env=loaded.env, api_key_helper=loaded.api_key_helper)
         pc.set_mode(mode or loaded.default_mode or "default")
+        # the --settings layer as loaded (inline JSON or a file): its ``sandbox`` block counts (sandbox_settings)
+        pc.flag_source = next((s for s in loaded.sources if s.source == "flagSettings"), None)
         return pc
 
     # ------------------------------------------------------------------ mode
