@@ -429,12 +429,14 @@ class EgressProxy:
     ``launch_prefix``/``env`` are what a sandboxed shell needs; ``close`` ends both."""
 
     def __init__(self, rules: EgressRules, *, session_id: str = "", log_path: str | None = None,
-                 hosts: dict[str, str] | None = None, bwrap: str = "bwrap"):
+                 hosts: dict[str, str] | None = None, bwrap: str = "bwrap",
+                 resolver: Callable[[str, int], Any] | None = None):
         self.rules = rules
         self.session_id = session_id
         self.log_path = log_path
         self.hosts = dict(hosts) if hosts is not None else _unsafe_hosts(_HOSTS_AT_START)
         self.bwrap = bwrap
+        self.resolver = resolver  # an async (name, port) -> [address] in place of getaddrinfo (tests)
         self.session_allowed: list[str] = []  # "Allow this host for the session"
         self.records: collections.deque[EgressRecord] = collections.deque(maxlen=MAX_RECORDS)
         self.listeners: list[Callable[[EgressRecord], None]] = []
@@ -561,6 +563,8 @@ class EgressProxy:
                 addrs = [str(literal)]
             elif canon == "localhost":
                 addrs = ["127.0.0.1", "::1"]
+            elif self.resolver is not None:
+                addrs = list(await self.resolver(canon, port))
             else:
                 infos = await asyncio.wait_for(loop.getaddrinfo(canon, port, type=socket.SOCK_STREAM),
                                                CONNECT_TIMEOUT_S)
