@@ -177,6 +177,13 @@ class _V6Server(http.server.ThreadingHTTPServer):
 
 
 def self_signed(directory: Path) -> tuple[str, str]:
+    """A self-signed certificate for the test names: with the openssl CLI, else the cryptography package."""
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    if shutil.which("openssl"):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-subj", "/CN=allowed.test", "-days", "2", "-keyout", str(key_path), "-out",
+                        str(cert_path)], check=True, capture_output=True)
+        return str(cert_path), str(key_path)
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
