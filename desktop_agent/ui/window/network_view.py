@@ -5,7 +5,8 @@ that decided, bytes up and down.
 The view only shows and asks. It reads nothing itself: ``show_network(window)`` reads the session's log
 (``client.network.read_session_log``: ``<data dir>/egress/<session>.jsonl``, the same file for a session in this window, in the background host or in
 an executor) on a worker thread (``util.threads.in_thread``) and calls ``set_records``; a timer does it again
-every 2 s while the view is shown. A refused host's row has **Allow for this session** (``allow_requested``)
+every 2 s while the view is shown. A host refused for want of an entry (not by ``deniedDomains``, which would win
+anyway) has **Allow for this session** (``allow_requested``)
 and **Add to settings** (``add_requested``); the window answers them (``allow_host``/``add_host_to_settings``):
 the first asks through the focus-safe confirmation ``ui.dialogs.allow_host`` (Bypass's rules), then tells an
 in-process session's sandbox (``BubblewrapSandbox.allow_host_for_session``: from the next command on); the second
@@ -80,7 +81,7 @@ class RequestRow(QFrame):
         text.addWidget(self.detail)
         outer.addLayout(text, 1)
         self.allow_button = self.add_button = None
-        if refused and self.host:
+        if refused and self.host and str(rec.get("rule") or "").startswith("no entry"):  # a deny rule wins anyway
             self.allow_button = QPushButton(self.tr("Allow for this session"))
             self.allow_button.setAccessibleName(self.tr("Allow {0} for this session").format(self.host))
             self.allow_button.clicked.connect(lambda: self.allow_clicked.emit(self.host))

@@ -36,6 +36,7 @@ def test_rows_newest_first_with_rule_bytes_and_buttons_on_refused_ones(qtbot):
     pypi = view.rows[-1]
     assert "allowedDomains: pypi.org" in pypi.detail.text() and "5.1 MB down" in pypi.detail.text()
     assert pypi.allow_button is None and pypi.add_button is None
+    assert view.rows[0].allow_button is None  # refused by deniedDomains: allowing it would change nothing
     evil = view.rows[2]
     assert evil.allow_button is not None and evil.add_button is not None
     allowed, added = [], []
