@@ -9,8 +9,8 @@ allow. An empty or absent list means no proxy and no network at all (bubblewrap'
 How the proxy is reached (the anchor, anthropics/sandbox-runtime, binds a Unix socket into the sandbox and runs
 ``socat`` inside to expose it on ``localhost:3128``; measured here that costs 17 ms per command — socat's start and
 the wait until it listens — and one more copy of every byte). We keep its boundary and drop the relay:
-``EgressProxy.start`` starts one helper per session (``bwrap --unshare-user --unshare-net``, which brings ``lo``
-up) that creates the listening TCP socket ``127.0.0.1:3128`` *inside* the new namespace and hands it to us with
+``EgressProxy.start`` starts one helper per session (a small Python program that calls ``unshare(CLONE_NEWUSER |
+CLONE_NEWNET)`` itself, maps our uid to itself and brings ``lo`` up) that creates the listening TCP socket ``127.0.0.1:3128`` *inside* the new namespace and hands it to us with
 its user and network namespace descriptors (``SCM_RIGHTS``), then exits. The proxy accepts on that socket
 directly; the descriptors keep the namespaces alive. Each sandboxed shell starts as ``nsenter --user=...
 --net=... --preserve-credentials -- bwrap --unshare-all --share-net ...``: bubblewrap's own user, PID, IPC, UTS,
@@ -294,9 +294,20 @@ class EgressRecord:
 
 
 HELPER = r'''
-import array, os, socket, sys
+import array, ctypes, fcntl, os, socket, struct, sys
 chan = socket.socket(fileno=int(sys.argv[1]))
 port = int(sys.argv[2])
+uid, gid = os.getuid(), os.getgid()
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x10000000 | 0x40000000) != 0:  # CLONE_NEWUSER | CLONE_NEWNET, in this process: its caps stay
+    raise OSError(ctypes.get_errno(), "unshare")
+for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+    with open(f"/proc/self/{name}", "w") as fh:
+        fh.write(text)
+ctl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # lo up (SIOCGIFFLAGS / SIOCSIFFLAGS, IFF_UP)
+flags = struct.unpack("16sh", fcntl.ioctl(ctl, 0x8913, struct.pack("16sh", b"lo", 0)))[1]
+fcntl.ioctl(ctl, 0x8914, struct.pack("16sh", b"lo", flags | 1))
+ctl.close()
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 s.bind(("127.0.0.1", port))
 s.listen(512)
@@ -338,12 +349,16 @@ class Namespace:
 
 
 def make_namespace(bwrap: str, port: int = PROXY_PORT, timeout: float = 10.0) -> Namespace:
-    """A new user + network namespace (loopback up) with a socket listening on ``127.0.0.1:port`` in it."""
+    """A new user + network namespace (loopback up) with a socket listening on ``127.0.0.1:port`` in it.
+    ``bwrap``: the sandbox's binary — a missing one means no sandbox, so no namespace either."""
+    if not os.access(bwrap, os.X_OK) and shutil.which(bwrap) is None:
+        raise OSError(f"{bwrap} is not installed")
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-user", "--unshare-net",
-                "--die-with-parent", "--", _helper_python(), "-I", "-S", "-c", HELPER, str(theirs.fileno()),
-                str(port)]
+        # the helper unshares in its own process (not bubblewrap, not unshare(1)): run unprivileged, a program
+        # exec'd into a new user namespace loses its capabilities, so it could not bring lo up, and a namespace
+        # bubblewrap made cannot be entered again by nsenter (setns(CLONE_NEWNET): EPERM; measured as uid 65534)
+        argv = [_helper_python(), "-I", "-S", "-c", HELPER, str(theirs.fileno()), str(port)]
         proc = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         theirs.close()
