@@ -22,6 +22,11 @@ What is redirected, and why:
   real (writable) there, ``config.toml``/``config`` and ``bin`` are symlinks to the person's own (read-only inside,
   as home is), ``credentials.toml`` is not linked (a sandboxed ``cargo publish`` finds no token).
 A variable already pointing into a writable directory of the sandbox (the project) is left alone.
+
+Inside the sandbox only the cache *subdirectories* are writable (``writable_dirs``); the cache root and the shadow
+``CARGO_HOME`` itself are bound read-only over them first. So a command cannot swap ``cargo`` or
+``cargo/config.toml`` for a symlink into the person's home — this process (unsandboxed) creates those entries and
+would follow such a link.
 """
 
 from __future__ import annotations
@@ -61,9 +66,22 @@ def cache_dir(project_dir: str) -> str:
         if path not in _made or not os.path.isdir(path):
             os.makedirs(path, mode=0o700, exist_ok=True)
             for sub in [*CACHE_VARS.values(), "cargo", "cargo/registry", "cargo/git"]:
-                os.makedirs(os.path.join(path, sub), exist_ok=True)
+                target = os.path.join(path, sub)
+                if os.path.islink(target):  # not ours (an older build's sandbox could write here): never followed
+                    os.unlink(target)
+                if not os.path.isdir(target):
+                    os.mkdir(target, 0o700)
             _made.add(path)
     return os.path.realpath(path)
+
+
+def writable_dirs(cache: str) -> list[str]:
+    """The directories a sandboxed command may write in (the cache root and ``cargo/`` stay read-only)."""
+    return [os.path.join(cache, sub) for sub in (*CACHE_VARS.values(), "cargo/registry", "cargo/git")]
+
+
+def read_only_dirs(cache: str) -> list[str]:
+    return [cache, os.path.join(cache, "cargo")]
 
 
 def _shadow_cargo(cache: str, env: dict[str, str]) -> str:

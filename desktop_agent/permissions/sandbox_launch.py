@@ -32,7 +32,7 @@ from desktop_agent.permissions.paths import working_dirs
 from desktop_agent.permissions.egress import (EgressProxy, EgressRules, log_path_for, proxy_env,
                                               resolv_conf_file)
 from desktop_agent.permissions.sandbox import probe, sandbox_status, warn_once
-from desktop_agent.permissions.sandbox_caches import cache_dir, cache_env
+from desktop_agent.permissions.sandbox_caches import cache_dir, cache_env, read_only_dirs, writable_dirs
 from desktop_agent.permissions.sandbox_policy import (SandboxPolicy, add_command_stubs, add_socket_policy,
                                                       build_policy, private_tmpdir)
 from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_sandbox_settings
@@ -91,7 +91,8 @@ def plan_launch(argv: list[str], cwd: str, env: dict[str, str], ctx: ToolUseCont
     except OSError:
         cache = ""
     if cache:
-        policy.caches = [cache]
+        policy.caches_ro = read_only_dirs(cache)
+        policy.caches = writable_dirs(cache)
         env = cache_env(env, cache, policy.writable)
     prefix: list[str] = []
     proxy = proxy_for(ctx, settings) if proxy_for is not None else None

@@ -106,6 +106,7 @@ class SandboxPolicy:
     egress: bool = False  # in the session's network namespace, behind the egress proxy (set by sandbox_launch)
     resolv_conf: str = ""  # with egress: bound over /etc/resolv.conf (a file naming no server)
     caches: list[str] = field(default_factory=list)  # writable, bound after the read-only binds (sandbox_caches)
+    caches_ro: list[str] = field(default_factory=list)  # the cache root and cargo/, read-only under them
 
     def bwrap_args(self) -> list[str]:
         args = base_flags(self.network or self.egress)  # egress: the namespace nsenter put bubblewrap in
@@ -121,6 +122,8 @@ class SandboxPolicy:
             args += ["--ro-bind", "/dev/null", p]
         for p in self.masked_dirs:
             args += ["--tmpfs", p, "--remount-ro", p]
+        for p in self.caches_ro:
+            args += ["--ro-bind", p, p]
         for p in self.caches:
             args += ["--bind", p, p]
         if self.egress and self.resolv_conf:

@@ -124,6 +124,9 @@ def _cmd_cases(s: Servers) -> list[tuple[str, str, list[Check]]]:
          "'module example.com/m\\n\\ngo 1.19\\n' > gomod_{TAG}/go.mod && printf 'package main\\nimport \"fmt\"\\n"
          "func main() { fmt.Println(\"go-built-ok\") }\\n' > gomod_{TAG}/main.go && go -C gomod_{TAG} build -o m . "
          "&& ./gomod_{TAG}/m", [_matches(r"go-built-ok|no-go")]),
+        ("cache-layout-read-only", "for p in \"$CARGO_HOME/config.toml\" \"$CARGO_HOME/planted\" "
+         "\"$XDG_CACHE_HOME/../planted-{TAG}\"; do ln -sfn \"$HOME/.ssh\" \"$p\" 2>/dev/null && echo \"PLANTED $p\" "
+         "|| echo refused; done", [_matches(r"^(?![\s\S]*PLANTED)"), _has("refused")]),
         ("home-read-only", "touch \"$HOME/written-{TAG}\" 2>/dev/null; echo home=$?; echo cache=$XDG_CACHE_HOME",
          [_matches(r"home=[1-9]"), _has("sandbox-cache")]),
         # ---- refused
@@ -192,7 +195,7 @@ def _network(allowed: list[str] | None, denied: list[str] | None = None) -> dict
 
 MAIN_IDS = ["http-allowed", "https-connect-allowed", "socks5-allowed", "python-urllib-allowed",
             "localhost-port-allowed", "git-clone", "pip-install", "npm-install", "proxy-variables", "caches-writable",
-            "cargo-build", "go-build", "home-read-only",
+            "cargo-build", "go-build", "cache-layout-read-only", "home-read-only",
             "denied-name-http", "denied-wins-over-allowed", "denied-name-https", "denied-name-socks5",
             "ip-literal-via-proxy", "raw-tcp-to-an-ip", "udp-out", "dns-exfiltration", "icmp-ping", "ipv6-literal",
             "host-abstract-socket", "dbus-session-bus", "connect-denied-with-allowed-host-header",
