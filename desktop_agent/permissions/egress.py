@@ -515,9 +515,15 @@ class EgressProxy:
             self._closed = True
             loop, thread, ns = self._loop, self._thread, self.ns
             self.ns = None
-            for sock in list(self._live):
+            live: list[socket.socket] = []
+            for _ in range(3):  # the loop thread may be changing the set
+                try:
+                    live = list(self._live)
+                    break
+                except RuntimeError:
+                    continue
+            for sock in live:
                 _shut(sock)
-            self._live.clear()
             if loop is not None and thread is not None and thread.is_alive():
                 def stop() -> None:
                     for t in asyncio.all_tasks(loop):

@@ -119,11 +119,11 @@ def _cmd_cases(s: Servers) -> list[tuple[str, str, list[Check]]]:
                                            "GOCACHE", "GOMODCACHE", "CARGO_HOME")))]),
         ("cargo-build", "command -v cargo >/dev/null || { echo no-cargo; exit 0; }; cargo new -q --vcs none "
          "crate_{TAG} && cargo build -q --offline --manifest-path crate_{TAG}/Cargo.toml && "
-         "./crate_{TAG}/target/debug/crate_{TAG}", [_matches(r"Hello, world!|no-cargo")]),
+         "./crate_{TAG}/target/debug/crate_{TAG}", [_has("Hello, world!")]),
         ("go-build", "command -v go >/dev/null || { echo no-go; exit 0; }; mkdir -p gomod_{TAG} && printf "
          "'module example.com/m\\n\\ngo 1.19\\n' > gomod_{TAG}/go.mod && printf 'package main\\nimport \"fmt\"\\n"
-         "func main() { fmt.Println(\"go-built-ok\") }\\n' > gomod_{TAG}/main.go && go -C gomod_{TAG} build -o m . "
-         "&& ./gomod_{TAG}/m", [_matches(r"go-built-ok|no-go")]),
+         "func main() { fmt.Println(\"go-built-ok\") }\\n' > gomod_{TAG}/main.go && env -C gomod_{TAG} go build -o m . "
+         "&& ./gomod_{TAG}/m", [_has("go-built-ok")]),
         ("cache-layout-read-only", "for p in \"$CARGO_HOME/config.toml\" \"$CARGO_HOME/planted\" "
          "\"$XDG_CACHE_HOME/../planted-{TAG}\"; do ln -sfn \"$HOME/.ssh\" \"$p\" 2>/dev/null && echo \"PLANTED $p\" "
          "|| echo refused; done", [_matches(r"^(?![\s\S]*PLANTED)"), _has("refused")]),
