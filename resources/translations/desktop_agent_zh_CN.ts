@@ -1617,6 +1617,18 @@ in this folder</source>
 <context>
     <name>NetworkView</name>
     <message>
+        <source>Show network</source>
+        <translation>显示网络</translation>
+    </message>
+    <message>
+        <source>Allow {0} for this session</source>
+        <translation>在此会话中允许 {0}</translation>
+    </message>
+    <message>
+        <source>A sandboxed command was refused network access to {0}:{1}: it is not in sandbox.network.allowedDomains.</source>
+        <translation>一条沙箱命令被拒绝访问网络 {0}:{1}：它不在 sandbox.network.allowedDomains 中。</translation>
+    </message>
+    <message>
         <source>Network</source>
         <translation>网络</translation>
     </message>

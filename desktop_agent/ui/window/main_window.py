@@ -429,6 +429,10 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
 
     # ----- controller signals: the changes panel (the conversation has rendered the event) -------
     def _on_tool_finished(self, e: Any) -> None:
+        if e.name == "Bash":  # a host the sandbox's proxy refused: a banner offers to allow it (network_view)
+            from desktop_agent.ui.window.network_view import check_refusals
+
+            check_refusals(self)
         change = self.diff_panel.on_tool_finished(e.tool_use_id, e.name, e.is_error, e.data,
                                                   self.controller.turn_index, e.content)
         if change is not None:

@@ -203,22 +203,7 @@ def show_network(window: Any) -> NetworkView:
             _soon(load())
 
         def allow(host: str) -> None:
-            session = getattr(window.controller, "session", None)
-            agent = getattr(session, "session", None)  # client.in_process.InProcessSession's AgentSession
-            sandbox = getattr(getattr(agent, "ctx", None), "sandbox", None)
-            fn = getattr(sandbox, "allow_host_for_session", None)
-            if fn is None:
-                window.status.showMessage(translate("NetworkView", "This session runs elsewhere: add {0} to the settings "
-                                                  "instead").format(host), 6000)
-                return
-            from desktop_agent.ui.dialogs.allow_host import confirm_allow_host
-
-            def done(yes: bool) -> None:
-                if yes:
-                    fn(host)
-                    window.status.showMessage(translate("NetworkView", "{0} is allowed for this session from the next command on")
-                                              .format(host), 6000)
-            view.confirm = confirm_allow_host(view, host, done)
+            allow_host(window, host)
 
         def add(host: str) -> None:
             folder = getattr(window, "folder", None)
@@ -242,6 +227,68 @@ def show_network(window: Any) -> NetworkView:
     view.show()
     view.raise_()
     return view
+
+
+def new_refusals(records: list[dict[str, Any]], seen: int) -> tuple[list[tuple[str, int]], int]:
+    """(host, port) of the requests refused for want of an entry among ``records[seen:]`` (first of each host), and
+    the new ``seen``. A ``deniedDomains`` refusal is left out: allowing the host would change nothing."""
+    out: list[tuple[str, int]] = []
+    for rec in records[seen:]:
+        host = str(rec.get("host") or "")
+        if rec.get("decision") == "deny" and str(rec.get("rule") or "").startswith("no entry") and host \
+                and host not in [h for h, _ in out]:
+            out.append((host, int(rec.get("port") or 0)))
+    return out, len(records)
+
+
+REFUSED_ACTION = "egress-allow:"
+
+
+def check_refusals(window: Any) -> None:
+    """After a Bash call: a notice banner per host the session's proxy refused since the last check, with
+    "Allow for this session" (confirmed, ``allow_host``) and "Show network". The log is read on a worker thread."""
+    from desktop_agent.util import dirs
+    from desktop_agent.util.threads import in_thread
+
+    session = getattr(window.controller, "session", None)
+    sid = str(getattr(session, "session_id", "") or "")
+    if not sid:
+        return
+    data = str(dirs.data_dir())
+
+    async def run() -> None:
+        records = await in_thread(lambda: read_session_log(data, sid))
+        seen = getattr(window, "_egress_seen", {}).get(sid, 0)
+        hosts, seen = new_refusals(records, seen)
+        window._egress_seen = {**getattr(window, "_egress_seen", {}), sid: seen}
+        for host, port in hosts[:3]:
+            window.conversation.add_banner(
+                "notice", translate("NetworkView", "A sandboxed command was refused network access to {0}:{1}: it is "
+                                    "not in sandbox.network.allowedDomains.").format(host, port),
+                [(REFUSED_ACTION + host, translate("NetworkView", "Allow {0} for this session").format(host)),
+                 ("network", translate("NetworkView", "Show network"))], key=f"egress:{host}")
+    _soon(run())
+
+
+def allow_host(window: Any, host: str) -> None:
+    """"Allow for this session": the focus-safe confirmation, then the in-process session's sandbox."""
+    session = getattr(window.controller, "session", None)
+    agent = getattr(session, "session", None)  # client.in_process.InProcessSession's AgentSession
+    sandbox = getattr(getattr(agent, "ctx", None), "sandbox", None)
+    fn = getattr(sandbox, "allow_host_for_session", None)
+    if fn is None:
+        window.status.showMessage(translate("NetworkView", "This session runs elsewhere: add {0} to the settings "
+                                            "instead").format(host), 6000)
+        return
+    from desktop_agent.ui.dialogs.allow_host import confirm_allow_host
+
+    def done(yes: bool) -> None:
+        if yes:
+            fn(host)
+            window.conversation.remove_banner(f"egress:{host}")
+            window.status.showMessage(translate("NetworkView", "{0} is allowed for this session from the next "
+                                                "command on").format(host), 6000)
+    window._allow_host_box = confirm_allow_host(window, host, done)
 
 
 def _soon(coro: Any) -> None:

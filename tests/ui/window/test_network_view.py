@@ -79,3 +79,56 @@ def test_add_to_settings_keeps_the_file_and_adds_once(tmp_path):
     add_host_to_settings(str(tmp_path / "fresh"), "x.example")
     assert json.loads((tmp_path / "fresh" / ".claude" / "settings.local.json").read_text()) == {
         "sandbox": {"network": {"allowedDomains": ["x.example"]}}}
+
+
+def test_new_refusals_after_a_command_name_each_host_once_and_skip_deny_rules():
+    from desktop_agent.ui.window.network_view import new_refusals
+
+    recs = RECORDS + [_rec("evil.example", "deny", port=80), _rec("other.example", "deny")]
+    hosts, seen = new_refusals(recs, 0)
+    assert hosts == [("evil.example", 443), ("other.example", 443)] and seen == len(recs)
+    assert new_refusals(recs, seen) == ([], seen)  # nothing new since the last command
+    more = recs + [_rec("third.example", "deny", port=8080)]
+    assert new_refusals(more, seen) == ([("third.example", 8080)], len(more))
+
+
+@pytest.mark.needs_sandbox
+def test_a_refused_host_gets_a_banner_that_allows_it_for_the_session(qtbot, qloop, fake, make_window, workdir,
+                                                                     _isolated_home):
+    """The real window, an in-process session, the real sandbox and proxy: a Bash call to a host the list does not
+    name is refused, the window shows a banner for it, and its action — after the focus-safe confirmation —
+    allows the host for the session's next commands."""
+    import asyncio
+
+    from tests.fakes.anthropic_server import reply, text, tool_use
+    from tests.ui.flow import open_and_send, wait_for
+
+    settings = _isolated_home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"sandbox": {"network": {"allowedDomains": ["allowed.example"]}}}))
+    fake.script([reply(tool_use("Bash", {"command": "curl -s -m 5 http://refused.example/ ; echo done"},
+                                id="toolu_net")), reply(text("It was refused."))])
+    win = make_window(permission_mode="bypassPermissions")
+
+    async def scenario():
+        task = await open_and_send(qtbot, win, workdir, "fetch it")
+        await asyncio.wait_for(task, 30)
+        banner = await wait_for(lambda: win.conversation.banners.get("egress:refused.example"), what="the banner")
+        assert "refused network access to refused.example:80" in banner.text_plain
+        win._on_banner_action("egress-allow:refused.example")
+        box = win._allow_host_box
+        box.safety_delay_ms = 300
+        await wait_for(box.is_ready, what="the confirmation's delay")
+        qtbot.mouseClick(box.yes_button, Qt.MouseButton.LeftButton)
+        await wait_for(lambda: "egress:refused.example" not in win.conversation.banners, what="the banner to go")
+
+    qloop.run_until_complete(scenario())
+    sandbox = win.controller.session.session.ctx.sandbox
+    assert sandbox.session_hosts == ["refused.example"]
+    assert sandbox.rules(sandbox_settings_of(win)).decide("refused.example", 80).decision == "allow"
+
+
+def sandbox_settings_of(win):
+    from desktop_agent.permissions.sandbox_settings import load_sandbox_settings
+
+    return load_sandbox_settings(win.controller.session.session.permission_context)
