@@ -4,7 +4,8 @@ active, the private TMPDIR, git neutralised in untrusted folders) and ``Bubblewr
 ``sandbox.excludedCommands`` run outside the sandbox, but only a plain command line (no shell metacharacters at
 all) whose first words are an entry. Every sandboxed shell gets the project's caches (``sandbox_caches``); with a
 non-empty ``sandbox.network.allowedDomains`` it starts under ``nsenter`` in the session's network namespace, behind
-the session's egress proxy (``permissions.egress``; ``BubblewrapSandbox`` owns it), with the proxy variables. Every sandboxed shell also gets the socket policy and the command stubs
+the session's egress proxy (``permissions.egress``; ``BubblewrapSandbox`` owns it), with the proxy variables. Every
+sandboxed shell also gets the socket policy and the command stubs
 (``sandbox_policy.add_socket_policy`` / ``add_command_stubs``); ``command_rules_held`` tells the Bash decision
 when those stubs hold every deny rule (then a script file is judged as the command it is).
 

@@ -1,6 +1,7 @@
 """No Unix socket of the host inside the sandbox: the private directories that hide the usual socket locations, the
 host sockets still visible elsewhere (masked), and the one hook for binding a socket in (``bind_socket``; the
-egress proxy, issue 27, needs none after all: it accepts on a socket made inside the session's namespace). ``socket_policy`` computes it for one shell; ``sandbox_policy.SandboxPolicy`` turns it
+egress proxy, issue 27, needs none after all: it accepts on a socket made inside the session's namespace).
+``socket_policy`` computes it for one shell; ``sandbox_policy.SandboxPolicy`` turns it
 into bubblewrap flags.
 
 How (chosen by measurement; figures in bench/bench_sandbox.py and the README):

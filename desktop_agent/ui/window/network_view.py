@@ -3,7 +3,8 @@ through the egress proxy (``permissions.egress``), newest first — allowed and 
 that decided, bytes up and down.
 
 The view only shows and asks. It reads nothing itself: ``show_network(window)`` reads the session's log
-(``client.network.read_session_log``: ``<data dir>/egress/<session>.jsonl``, the same file for a session in this window, in the background host or in
+(``client.network.read_session_log``: ``<data dir>/egress/<session>.jsonl``, the same file for a session in this
+window, in the background host or in
 an executor) on a worker thread (``util.threads.in_thread``) and calls ``set_records``; a timer does it again
 every 2 s while the view is shown. A host refused for want of an entry (not by ``deniedDomains``, which would win
 anyway) has **Allow for this session** (``allow_requested``)
