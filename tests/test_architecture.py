@@ -11,7 +11,6 @@ import ast
 import pathlib
 import subprocess
 import sys
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -135,16 +134,13 @@ def test_no_module_level_import_cycle():
     methods, not through imports, so that coupling (issue 23: the window made of child objects) is not an
     import cycle and this check does not see it.
     """
-    started = time.perf_counter()
     graph = import_graph(ROOT, "desktop_agent")
     found = import_cycles(graph)
-    elapsed = time.perf_counter() - started
     assert found == [], "\n\n".join(describe(graph, c, ROOT) for c in found)
     # The graph is the package's: a broken walk finding no edges would pass the line above.
     assert len(graph) == len(list((ROOT / "desktop_agent").rglob("*.py")))
     assert graph["desktop_agent.engine.loop"].keys() >= {
         "desktop_agent.engine.request", "desktop_agent.engine.params", "desktop_agent.core.context"}
-    assert elapsed < 2.0, f"the cycle check took {elapsed:.2f} s"
 
 
 def test_the_cycle_check_sees_hidden_cycles(tmp_path):

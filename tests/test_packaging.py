@@ -352,6 +352,8 @@ def test_wheel_contents_and_metadata(wheel_file, wheel_source):
         rel = py.relative_to(wheel_source).as_posix()
         assert rel in names, f"{rel} is missing from the wheel"
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    for page in ("index.html", "app.js", "style.css"):  # the phone page's own files (every asset served locally)
+        assert f"desktop_agent/host/remote/page/{page}" in names, page
     assert "desktop-agent = desktop_agent.__main__:main" in entry_points
     # pip install pulls exactly the dependencies pyproject declares.
     declared = tomllib.loads((wheel_source / "pyproject.toml").read_text("utf-8"))["project"]["dependencies"]

@@ -1596,6 +1596,73 @@ in this folder</source>
     </message>
 </context>
 <context>
+    <name>Phone</name>
+    <message>
+        <source>just now</source>
+        <translation>刚刚</translation>
+    </message>
+    <message>
+        <source>{0} min ago</source>
+        <translation>{0} 分钟前</translation>
+    </message>
+    <message>
+        <source>{0} h ago</source>
+        <translation>{0} 小时前</translation>
+    </message>
+    <message>
+        <source>{0} days ago</source>
+        <translation>{0} 天前</translation>
+    </message>
+    <message>
+        <source>Pair a new device?</source>
+        <translation>配对新设备？</translation>
+    </message>
+    <message>
+        <source>“{0}” ({1}) wants to answer this computer's questions. Pair it only if it shows the same code:</source>
+        <translation>“{0}”（{1}）想要回答这台电脑的问题。只有当它显示相同的代码时才配对：</translation>
+    </message>
+    <message>
+        <source>Refuse  Esc</source>
+        <translation>拒绝  Esc</translation>
+    </message>
+    <message>
+        <source>Pair</source>
+        <translation>配对</translation>
+    </message>
+    <message>
+        <source>Answer from my phone</source>
+        <translation>用手机回答</translation>
+    </message>
+    <message>
+        <source>A page on this computer's network address, HTTPS only; each phone is paired once and can be revoked here.</source>
+        <translation>这台电脑网络地址上的一个页面，仅限 HTTPS；每部手机只需配对一次，并可在此撤销。</translation>
+    </message>
+    <message>
+        <source>Show pairing code</source>
+        <translation>显示配对码</translation>
+    </message>
+    <message>
+        <source>Scan it with the phone's camera. The code works once, for 5 minutes.</source>
+        <translation>用手机相机扫描。此代码只能使用一次，有效期 5 分钟。</translation>
+    </message>
+    <message>
+        <source>Paired devices</source>
+        <translation>已配对的设备</translation>
+    </message>
+    <message>
+        <source>None yet</source>
+        <translation>尚无</translation>
+    </message>
+    <message>
+        <source>last used {0}</source>
+        <translation>上次使用：{0}</translation>
+    </message>
+    <message>
+        <source>Revoke</source>
+        <translation>撤销</translation>
+    </message>
+</context>
+<context>
     <name>AllowHost</name>
     <message>
         <source>Allow this host for the session?</source>
