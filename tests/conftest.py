@@ -160,6 +160,15 @@ def workdir(tmp_path):
     return d
 
 
+_SHARED_CACHE: list[str] = []
+
+
+def _shared_cache_dir(tmp_path_factory) -> str:
+    if not _SHARED_CACHE:
+        _SHARED_CACHE.append(str(tmp_path_factory.mktemp("shared-cache")))
+    return _SHARED_CACHE[0]
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory, monkeypatch):
     """Never touch the real ~/.claude or app data dirs from a test."""
@@ -169,6 +178,10 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    # bashlex's parse tables (shell.bashlex_tables), built once for the whole run, never in the real user's cache;
+    # the cache's own tests point it elsewhere
+    monkeypatch.setenv("DESKTOP_AGENT_CACHE_DIR", _shared_cache_dir(tmp_path_factory))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     # Never the developer's real keyring (Secret Service): tests that want one install a memory backend.
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")

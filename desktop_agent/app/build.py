@@ -17,7 +17,7 @@ from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.permission import PermissionPrompter
 from desktop_agent.core.tool import Tool
 from desktop_agent.mcp.client import McpManager
-from desktop_agent.mcp.config import load_server_configs
+from desktop_agent.mcp.config import denial, load_server_configs
 from desktop_agent.model.anthropic_client import AnthropicClient
 from desktop_agent.permissions import identity
 from desktop_agent.permissions.context import PermissionContext
@@ -104,6 +104,12 @@ def make_mcp(cwd: str, permission_context: PermissionContext, mcp_config: Sequen
                                       warnings=permission_context.warnings)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+    for cfg in configs:  # a denied server never starts: it is listed failed, with the reason
+        if cfg.error is None:
+            rule = permission_context.whole_tool_rule("deny", f"mcp__{cfg.name}")
+            cfg.error = denial(cfg, permission_context.denied_mcp_servers) or (
+                f"the MCP server {cfg.name!r} is denied by the rule {rule.rule.value.tool_name}; it was not started"
+                if rule is not None else None)
     return McpManager(configs) if configs else None
 
 

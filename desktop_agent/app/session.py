@@ -16,7 +16,14 @@ a part that cannot be built is a ``ConfigError`` or ``SessionError`` before any 
    ``before_request`` hook is the compaction policy, so auto-compaction also happens between the requests
    of a long turn;
 5. the permission state (mode + session grants) is written when it changed, so a resume restores it;
-6. hooks outside turns (``app.lifecycle``): an ``idle_prompt`` Notification when ``idle_notification_s`` passes
+6. a call a PreToolUse hook deferred (SPEC D.6; ``engine.defer``) — left by a run that ended ``tool_deferred``, in
+   this process or a resumed transcript — is run first, before compaction and the prompt
+   (``engine.loop.settle_pending``: its hooks and permission check again, a person if asked); deferred again, or
+   interrupted, the turn ends there and the prompt is not sent. An empty prompt after it sends nothing new: the
+   model is asked with the call's result. ``defer_allowed`` (the CLI sets it) lets a hook defer at all;
+7. a prompt naming a slash command (``app.commands``: ``.claude/commands/*.md``) is expanded after its
+   UserPromptExpansion hooks (a block ends the turn ``prompt_blocked``);
+8. hooks outside turns (``app.lifecycle``): an ``idle_prompt`` Notification when ``idle_notification_s`` passes
    after a turn with no new prompt, SessionEnd at ``end(reason)``; PreCompact/SessionStart(compact) around
    compaction (``app.compaction``).
 """
@@ -28,7 +35,7 @@ import os
 import time
 from typing import Any, AsyncIterator, Awaitable, Protocol, Sequence, TypeVar, runtime_checkable
 
-from desktop_agent.app import build, workspace
+from desktop_agent.app import build, commands, workspace
 from desktop_agent.app.build import ConfigError
 from desktop_agent.app.compaction import Compaction
 from desktop_agent.app.lifecycle import SessionHooks
@@ -42,7 +49,8 @@ from desktop_agent.core.messages import CHANGE_RECORD, CHANGE_RECORDS_TOLD, new_
     user_entry
 from desktop_agent.core.permission import PERMISSION_MODES, PermissionPrompter
 from desktop_agent.core.tool import Tool
-from desktop_agent.engine.loop import query
+from desktop_agent.engine.defer import DEFER_ALLOWED
+from desktop_agent.engine.loop import query, settle_pending
 from desktop_agent.engine.params import QueryParams
 from desktop_agent.mcp.client import McpManager
 from desktop_agent.model.client import DEFAULT_MODEL, ModelClient
@@ -51,7 +59,7 @@ from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.hooks import HookRunner
 from desktop_agent.session import compact as compact_mod
 from desktop_agent.session.changes import ChangeNotes
-from desktop_agent.session.resume import ResumedConversation, history_for_display
+from desktop_agent.session.resume import DeferredCall, ResumedConversation, find_deferred, history_for_display
 from desktop_agent.session.store import SessionInfo, TranscriptStore, list_sessions, read_transcript
 from desktop_agent.tools.bash.background import kill_background_shells
 
@@ -114,6 +122,7 @@ class AgentSession:
         self.idle_notification_s: float | None = None
         self.lifecycle = SessionHooks(self)
         self.change_notes = ChangeNotes()  # reverts/redos the model is told about with the next prompt
+        self.pending_deferred: DeferredCall | None = None  # a deferred call waiting to be run (SPEC D.6)
 
     # ---------------------------------------------------------------------------------- creation
 
@@ -175,6 +184,7 @@ class AgentSession:
         if resumed is not None:
             self.messages = resumed.messages
             self.change_notes = ChangeNotes(resumed.pending_changes)
+            self.pending_deferred = resumed.deferred
             # 2. permissions (mode and session grants restored on resume; an explicit mode wins), and
             # a model picked during the session (an explicit --model wins)
             state = resumed.permission_state
@@ -218,6 +228,15 @@ class AgentSession:
     @property
     def permission_mode(self) -> str:
         return str(self.permission_context.mode)
+
+    @property
+    def defer_allowed(self) -> bool:
+        """Whether a PreToolUse hook's ``defer`` may end a turn (non-interactive sessions: the CLI)."""
+        return bool(self.ctx.extras.get(DEFER_ALLOWED))
+
+    @defer_allowed.setter
+    def defer_allowed(self, value: bool) -> None:
+        self.ctx.extras[DEFER_ALLOWED] = bool(value)
 
     @property
     def total_cost_usd(self) -> float:
@@ -349,6 +368,22 @@ class AgentSession:
         t0 = time.perf_counter()
         try:
             await self._until_aborted(self.start_mcp(), abort)
+            # 0. a deferred call first: its result must follow its tool_use
+            settled_now = self.pending_deferred is not None
+            if self.pending_deferred is not None:
+                settled: TurnFinished | None = None
+                async for event in self._settle_deferred(self.pending_deferred):
+                    if isinstance(event, TurnFinished):
+                        settled = event
+                    else:
+                        yield event
+                if settled is None or settled.reason != "completed":
+                    yield settled or TurnFinished(reason="model_error", error="the deferred call was not run")
+                    return
+            if settled_now and self._empty(prompt):
+                async for event in self._run_query(t0):
+                    yield event
+                return
             # 1. auto-compaction before the new input joins the conversation
             extra = compact_mod.rough_tokens(prompt)
             if self.compaction.due(extra):
@@ -363,8 +398,16 @@ class AgentSession:
                 except Exception as exc:
                     yield ErrorEvent(message=f"Auto-compaction failed: {exc}", kind="compact")
 
-            # 2. SessionStart (first turn) and UserPromptSubmit hooks; a blocked prompt is never sent
+            # 2. a slash command's expansion (UserPromptExpansion hooks may block it), then SessionStart (first
+            # turn) and UserPromptSubmit hooks; a blocked prompt is never sent
             contexts: list[str] = []
+            expansion = await commands.expand(prompt, contexts, cwd=self.cwd, hooks=self.hooks, ctx=self.ctx,
+                                              trusted=bool(self.permission_context.trusted))
+            if expansion.blocked is not None:
+                yield ErrorEvent(message=expansion.blocked, kind="hook")
+                yield TurnFinished(reason="prompt_blocked", error=expansion.blocked,
+                                   duration_ms=(time.perf_counter() - t0) * 1000)
+                return
             blocked = await self.lifecycle.before_prompt(prompt, contexts)
             if blocked is not None:
                 yield ErrorEvent(message=f"UserPromptSubmit operation blocked by hook:\n{blocked}", kind="hook")
@@ -376,52 +419,82 @@ class AgentSession:
             told = self.change_notes.take(self.cwd)
             if told is not None:
                 self._meta_note(told[0], **{CHANGE_RECORDS_TOLD: told[1]})
-            entry = user_entry(prompt, **entry_extra)
+            entry = user_entry(expansion.shown if expansion.shown is not None else prompt, **entry_extra)
             self.last_prompt_uuid = entry["uuid"]
             self.messages.append(entry)
             try:
                 self.record(entry)
             except OSError as exc:  # disk full, permissions: the user sees it; the turn still runs
                 yield ErrorEvent(message=f"Could not save the transcript: {exc}", kind="internal")
+            if expansion.body is not None:  # the command's text, for the model (the reference's meta message)
+                body = user_entry(expansion.body, isMeta=True)
+                self.messages.append(body)
+                self.record(body)
             for text in contexts:  # hook context rides along as a meta message after the prompt
                 self._meta_note(text)
             self._persist_permission_state()
 
             # 4. the loop; mid-turn compaction happens in its before_request hook
-            params = QueryParams(
-                messages=self.messages_for_query(), ctx=self.ctx, client=self.client, model=self.model,
-                system_prompt=await self.system_prompt_blocks(), max_turns=self.max_turns, max_tokens=self.max_tokens,
-                thinking=self.thinking, streaming_tool_execution=self.streaming_tool_execution,
-                on_message=self._on_message, cost_tracker=self.cost,
-                include_stream_events=self.include_stream_events, before_request=self.compaction.before_request,
-            )
-            finished: TurnFinished | None = None
-            pending = self.compaction.pending
-            self.compaction.start_turn()
-            try:
-                async for event in query(params):
-                    while pending:
-                        yield pending.pop(0)
-                    if isinstance(event, TurnFinished):
-                        finished = event
-                        self.api_duration_ms += event.duration_api_ms
-                        if event.reason in ("aborted_streaming", "aborted_tools"):
-                            for extra_event in self._interrupt_notice(event.reason):
-                                yield extra_event
-                    yield event
-            finally:
-                self.compaction.start_turn()
-                # context modifiers may have replaced the context during the turn
-                if params.ctx is not self.ctx:
-                    self.ctx = params.ctx
-            if finished is None:  # pragma: no cover - the loop always ends with one
-                yield TurnFinished(reason="completed", duration_ms=(time.perf_counter() - t0) * 1000)
+            async for event in self._run_query(t0):
+                yield event
         finally:
             self._running = False
             self._turn_abort = None
             self._persist_permission_state()
             self.store.sync()
             self.lifecycle.start_idle_timer()
+
+    @staticmethod
+    def _empty(prompt: str | list[dict[str, Any]]) -> bool:
+        """No prompt (after a settled deferred call the model is asked with the call's result only)."""
+        return (isinstance(prompt, str) and not prompt.strip()) or (isinstance(prompt, list) and not prompt)
+
+    def _query_params(self, system_prompt: list[dict[str, Any]]) -> QueryParams:
+        return QueryParams(
+            messages=self.messages_for_query(), ctx=self.ctx, client=self.client, model=self.model,
+            system_prompt=system_prompt, max_turns=self.max_turns, max_tokens=self.max_tokens,
+            thinking=self.thinking, streaming_tool_execution=self.streaming_tool_execution,
+            on_message=self._on_message, cost_tracker=self.cost,
+            include_stream_events=self.include_stream_events, before_request=self.compaction.before_request,
+        )
+
+    async def _settle_deferred(self, call: DeferredCall) -> AsyncIterator[AgentEvent]:
+        """Run the deferred call (``engine.loop.settle_pending``); it stays pending when deferred again."""
+        params = self._query_params([])
+        try:
+            async for event in settle_pending(params, call.block, call.assistant_uuid):
+                yield event
+        finally:
+            if params.ctx is not self.ctx:
+                self.ctx = params.ctx
+            self.pending_deferred = find_deferred(self.messages)
+
+    async def _run_query(self, t0: float) -> AsyncIterator[AgentEvent]:
+        """Step 4: the loop over the conversation as it is now."""
+        params = self._query_params(await self.system_prompt_blocks())
+        finished: TurnFinished | None = None
+        pending = self.compaction.pending
+        self.compaction.start_turn()
+        try:
+            async for event in query(params):
+                while pending:
+                    yield pending.pop(0)
+                if isinstance(event, TurnFinished):
+                    finished = event
+                    self.api_duration_ms += event.duration_api_ms
+                    if event.reason in ("aborted_streaming", "aborted_tools"):
+                        for extra_event in self._interrupt_notice(event.reason):
+                            yield extra_event
+                yield event
+        finally:
+            self.compaction.start_turn()
+            # context modifiers may have replaced the context during the turn
+            if params.ctx is not self.ctx:
+                self.ctx = params.ctx
+        if finished is None:  # pragma: no cover - the loop always ends with one
+            yield TurnFinished(reason="completed", duration_ms=(time.perf_counter() - t0) * 1000)
+        elif finished.reason == "tool_deferred":
+            self.pending_deferred = find_deferred(self.messages)
 
     # ---------------------------------------------------------------------------------- hooks outside turns
 

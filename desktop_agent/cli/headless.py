@@ -56,9 +56,11 @@ RESULT_SUBTYPES = {
     "completed": "success", "stop_hook_prevented": "success", "hook_stopped": "success",
     "max_turns": "error_max_turns", "aborted_streaming": "error_during_execution",
     "aborted_tools": "error_during_execution", "model_error": "error_during_execution",
-    "prompt_blocked": "error_during_execution",
+    "prompt_blocked": "error_during_execution", "tool_deferred": "success",
 }
 
+
+NO_INPUT = "Input must be provided either through stdin or as a prompt argument when using --print"
 
 # TurnFinished.reason → the ``terminal_reason`` of the result line (the reference's names; ours match but one).
 TERMINAL_REASONS = {"prompt_blocked": "hook_stopped"}
@@ -121,6 +123,7 @@ class HeadlessRun:
         )
         self.flag_layer = FlagLayer.of(settings_arg, cwd, o.add_dirs)
         self.session.include_stream_events = o.include_partial and o.out_format == "stream-json"
+        self.session.defer_allowed = True  # non-interactive: a PreToolUse "defer" ends the run (SPEC D.6)
         for warning in self.session.permission_context.warnings:  # invalid settings entries: file and entry
             eprint(f"warning: {warning}")
         self._fit_prompter()
@@ -299,6 +302,9 @@ class HeadlessRun:
             if m.get("type") == "assistant":
                 stop_reason = (m.get("message") or {}).get("stop_reason")
                 break
+        deferred = s.pending_deferred.wire() if reason == "tool_deferred" and s.pending_deferred else None
+        if deferred is not None:
+            stop_reason = "tool_deferred"  # the call waits for --resume (SPEC D.6)
         if finished is not None and finished.error:
             errors.append(finished.error)
         if subtype == "error_max_turns" and self.session.max_turns:
@@ -310,7 +316,8 @@ class HeadlessRun:
             # As the reference counts: the prompt plus each user message the turn wrote (one per tool_result,
             # interruption notices included), not the number of API requests.
             num_turns=1 + user_messages if finished else 0,
-            result=(finished.result_text if finished else "") or "", stop_reason=stop_reason,
+            result="" if deferred else (finished.result_text if finished else "") or "", stop_reason=stop_reason,
+            deferred_tool_use=deferred,
             session_id=s.session_id, terminal_reason=TERMINAL_REASONS.get(reason, reason),
             total_cost_usd=round(s.total_cost_usd, 8), usage=_usage_dict(finished.usage if finished else {}),
             modelUsage={}, permission_denials=denials, uuid=str(uuid.uuid4()),
@@ -496,6 +503,9 @@ class HeadlessRun:
                     if content is None:
                         continue
                     await self._run_and_report(content)
+            elif not prompt and self.session.pending_deferred is None:
+                eprint(NO_INPUT)  # only a deferred call may be resumed without a prompt
+                return 2
             else:
                 await self._run_and_report(prompt or "")
         finally:
@@ -563,8 +573,8 @@ def run_headless(opts: Options) -> int:
             eprint("a prompt argument is required with --permission-prompt-tool stdio and text input")
             return 2
         prompt = _read_stdin_prompt()
-        if not prompt:
-            eprint("Input must be provided either through stdin or as a prompt argument when using --print")
+        if not prompt and not (opts.resume or opts.continue_latest):  # a resume may run a deferred call (D.6)
+            eprint(NO_INPUT)
             return 2
     run = HeadlessRun(opts)
     run.freeze_heap = True

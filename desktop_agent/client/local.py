@@ -150,10 +150,13 @@ def suggested_models() -> list[str]:
 
 
 def warm_imports() -> None:
-    """Import what a session's first turn needs — the engine, the API client, the shell parser (``bashlex`` builds its
-    parse tables at import: ~0.1 s) — on the calling thread, a worker's: never the loop's the first turn runs on."""
+    """Import what a session's first turn needs — the engine, the API client, the shell parser (``bashlex``, its parse
+    tables from the cache or built: ~0.1 s) — on the calling thread, a worker's: never the loop's the first turn runs
+    on."""
     try:
-        import bashlex  # noqa: F401
+        from desktop_agent.shell.bashlex_tables import import_bashlex
+
+        import_bashlex()
 
         import desktop_agent.app.session  # noqa: F401
         import desktop_agent.model.anthropic_client  # noqa: F401

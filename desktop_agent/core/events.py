@@ -162,7 +162,7 @@ class ErrorEvent(_Event):
 
 TurnFinishReason = Literal[
     "completed", "max_turns", "aborted_streaming", "aborted_tools", "model_error",
-    "stop_hook_prevented", "hook_stopped", "prompt_blocked",
+    "stop_hook_prevented", "hook_stopped", "prompt_blocked", "tool_deferred",
 ]
 
 

@@ -15,7 +15,8 @@ from typing import Any, Literal, Protocol
 from desktop_agent.core.permission import PermissionMode, ReadPolicy
 
 HookEvent = Literal["PreToolUse", "PostToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SessionStart",
-                    "Notification", "SubagentStop", "PreCompact", "SessionEnd"]
+                    "Notification", "SubagentStop", "PreCompact", "SessionEnd", "PostToolUseFailure", "PostToolBatch",
+                    "PermissionDenied", "UserPromptExpansion"]
 
 
 class PermissionState(ReadPolicy, Protocol):
@@ -51,6 +52,11 @@ class PreToolUseVerdict(Protocol):
     @property
     def additional_context(self) -> str | None: ...
 
+    @property
+    def deferred(self) -> bool:
+        """A hook answered ``defer`` (SPEC D.6)."""
+        ...
+
 
 class PostToolUseVerdict(Protocol):
     """What ``run_tool_use`` reads of the PostToolUse hooks' combined outcome."""
@@ -60,6 +66,26 @@ class PostToolUseVerdict(Protocol):
 
     @property
     def updated_output(self) -> Any: ...
+
+    @property
+    def additional_context(self) -> str | None: ...
+
+    @property
+    def stop(self) -> bool: ...
+
+    @property
+    def stop_reason(self) -> str | None: ...
+
+
+class PermissionDeniedVerdict(Protocol):
+    """What ``run_tool_use`` reads of the PermissionDenied hooks' outcome."""
+
+    @property
+    def retry(self) -> bool: ...
+
+
+class PostToolBatchVerdict(Protocol):
+    """What the loop reads of the PostToolBatch hooks' outcome."""
 
     @property
     def additional_context(self) -> str | None: ...

@@ -6,6 +6,14 @@ all built-ins, 3. schema check then ``validate_input``, 4. PreToolUse hooks and 
 decision (ask → prompter), 5. ``call`` (any exception becomes an ``is_error`` result), 6.
 ``map_result_to_block`` with the per-tool size cap, then PostToolUse hooks.
 ``run_tool_use`` never raises (except ``CancelledError``, which the orchestrator turns into a result).
+
+Hook events around the call besides PreToolUse/PostToolUse (App. B §B.5, ``docs/hooks.md``):
+- a call that fails — ``call`` raises, or its result is an error (a command's non-zero exit, an MCP ``isError``) —
+  gets PostToolUseFailure instead of PostToolUse (its ``additionalContext`` and block reason follow the error);
+- a call denied without a person's answer (a deny rule, the mode, an ask nobody can answer) gets
+  PermissionDenied; its ``retry: true`` adds ``PERMISSION_DENIED_RETRY`` for the model after the result;
+- a PreToolUse ``defer`` (``engine.defer``): in a non-interactive session, for the reply's only call, the outcome
+  is ``stage="deferred"`` (no tool_result: the ledger saves the call); otherwise it is treated as ``ask``.
 """
 
 from __future__ import annotations
@@ -22,12 +30,18 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from desktop_agent.core.context import ToolUseContext
+from desktop_agent.core.messages import user_entry
 from desktop_agent.core.tool import CallInfo, current_call, set_current_call
 from desktop_agent.core.errors import ToolError, input_validation_error, no_such_tool, wrap_error
 from desktop_agent.util.input_guard import MAX_INPUT_DEPTH, clip_json_text, hostile_input_error
 from desktop_agent.core.messages import tool_result_block
-from desktop_agent.permissions.gateway import can_use_tool, decide_after_hook_for
+from desktop_agent.permissions.decide import current_mode
+from desktop_agent.permissions.gateway import can_use_tool, decide_after_hook_for, decide_for
 from desktop_agent.core.permission import DecisionReason, PermissionDecision
+from desktop_agent.engine import defer
+
+# The reference's meta message after a denied call whose PermissionDenied hook answered ``retry: true``.
+PERMISSION_DENIED_RETRY = "The PermissionDenied hook indicated you may retry this tool call."
 
 
 
@@ -45,6 +59,8 @@ class ToolUseOutcome:
     stage: str = "result"  # lookup, schema, validation, hook, permission, call, result
     stop_reason: str | None = None  # a hook asked to stop the loop
     extra_messages: list[dict[str, Any]] = field(default_factory=list)
+    # stage "deferred": the call as saved ({"id", "name", "input"}) — no tool_result is written for it
+    deferred: dict[str, Any] | None = None
 
     @property
     def is_error(self) -> bool:
@@ -188,14 +204,27 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
             except ValidationError as exc:
                 return _error(tool_use_id, tool.name, input_validation_error(tool.name, exc), "schema", tool, t0)
         hook_context = hook.additional_context
-        if hook.decision in ("allow", "ask"):
+        if getattr(hook, "deferred", False) and hook.decision is None:
+            if await defer.may_defer(ctx):
+                inp = _dump_input(parsed)
+                return ToolUseOutcome(
+                    block=tool_result_block(tool_use_id, defer.DEFERRED_NOTICE.format(tool=tool.name)),
+                    tool_name=tool.name, tool=tool, stage="deferred", duration_ms=(time.perf_counter() - t0) * 1000,
+                    deferred={"id": tool_use_id, "name": tool.name, "input": inp, "mode": current_mode(ctx)})
+            force = decide_after_hook_for(tool, parsed, ctx, "ask", hook.reason)  # defer is ask here (D.6)
+        elif hook.decision in ("allow", "ask"):
             force = decide_after_hook_for(tool, parsed, ctx, hook.decision, hook.reason)
 
     # 4b. permission
+    if force is None:
+        force = decide_for(tool, parsed, ctx)
     decision = await can_use_tool(tool, parsed, ctx, tool_use_id, force_decision=force)
     if decision.behavior != "allow":
         message = decision.message or f"Permission to use {tool.name} has been denied."
-        return _error(tool_use_id, tool.name, message, "permission", tool, t0)
+        outcome = _error(tool_use_id, tool.name, message, "permission", tool, t0)
+        if _nobody_answered(force, ctx):
+            await _permission_denied(outcome, tool, parsed, tool_use_id, message, ctx)
+        return outcome
     if decision.updated_input:
         try:
             parsed = tool.input_model.model_validate(decision.updated_input)
@@ -209,7 +238,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
     except Exception as exc:
         text = str(exc) or type(exc).__name__
         content = text if isinstance(exc, ToolError) and not exc.wrap else wrap_error(text)
-        return _error(tool_use_id, tool.name, content, "call", tool, t0)
+        return await _failed(_error(tool_use_id, tool.name, content, "call", tool, t0), tool, parsed, text, ctx, t0)
     finally:
         token.var.reset(token)
 
@@ -217,6 +246,12 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
     # updated output is what gets mapped (SPEC §3.11).
     post = None
     data = result.data
+    if tool.is_mcp and isinstance(data, dict) and data.get("isError") is True:
+        out_block = tool.map_result_to_block(data, tool_use_id)
+        out_block["tool_use_id"] = tool_use_id
+        failed = _error(tool_use_id, tool.name, "", "result", tool, t0)
+        failed.block, failed.data = _cap_result(out_block, tool, ctx, tool_use_id), result.data
+        return await _failed(failed, tool, parsed, _text_of(out_block.get("content")), ctx, t0)
     if tool.is_mcp and ctx.hooks is not None:
         post = await ctx.hooks.post_tool_use(tool.name, _dump_input(parsed), result.data, tool_use_id, ctx)
         if post.updated_output is not None:
@@ -224,6 +259,13 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
     out_block = tool.map_result_to_block(data, tool_use_id)
     out_block["tool_use_id"] = tool_use_id
     out_block = _cap_result(out_block, tool, ctx, tool_use_id)
+    if out_block.get("is_error") and not tool.is_mcp:  # the tool's own failure (a command's non-zero exit)
+        failed = ToolUseOutcome(
+            block=out_block, tool_name=tool.name, tool=tool, data=result.data, context_modifier=result.context_modifier,
+            stage="result", extra_messages=list(result.new_messages))
+        if hook_context:
+            failed.block = dict(out_block, content=_append_text(out_block.get("content"), hook_context))
+        return await _failed(failed, tool, parsed, _text_of(out_block.get("content")), ctx, t0)
     stop_reason = None
     if ctx.hooks is not None:
         if post is None:
@@ -244,6 +286,62 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         duration_ms=(time.perf_counter() - t0) * 1000, stage="result", stop_reason=stop_reason,
         extra_messages=list(result.new_messages),
     )
+
+
+def _nobody_answered(decision: PermissionDecision, ctx: ToolUseContext) -> bool:
+    """The call was denied without a person's answer: the check denied it, or it asked and nobody can answer
+    (no prompter, or one that answers at once: ``-p`` without a host)."""
+    if decision.behavior == "deny":
+        return True
+    return decision.behavior == "ask" and (ctx.prompter is None or not getattr(ctx.prompter, "waits", True))
+
+
+async def _permission_denied(outcome: ToolUseOutcome, tool: Any, parsed: Any, tool_use_id: str, reason: str,
+                             ctx: ToolUseContext) -> None:
+    hooks = ctx.hooks
+    runner = getattr(hooks, "permission_denied", None)
+    if hooks is None or runner is None or not hooks.has_hooks("PermissionDenied", tool.name):
+        return
+    try:
+        verdict = await runner(tool.name, _dump_input(parsed), tool_use_id, reason, ctx)
+    except Exception:  # a broken hook changes nothing: the call stays denied
+        return
+    if getattr(verdict, "retry", False):
+        outcome.extra_messages.append(user_entry([{"type": "text", "text": PERMISSION_DENIED_RETRY}], isMeta=True))
+
+
+async def _failed(outcome: ToolUseOutcome, tool: Any, parsed: Any, error: str, ctx: ToolUseContext,
+                  t0: float) -> ToolUseOutcome:
+    """PostToolUseFailure for a failed call: its block reason and context follow the error for the model;
+    ``continue: false`` stops the loop."""
+    hooks = ctx.hooks
+    runner = getattr(hooks, "post_tool_use_failure", None)
+    outcome.duration_ms = (time.perf_counter() - t0) * 1000
+    if hooks is None or runner is None or not hooks.has_hooks("PostToolUseFailure", tool.name):
+        return outcome
+    tool_use_id = str(outcome.block.get("tool_use_id", ""))
+    try:
+        post = await runner(tool.name, _dump_input(parsed), tool_use_id, error, ctx,
+                            is_interrupt=ctx.abort.aborted, duration_ms=int(outcome.duration_ms))
+    except Exception:
+        return outcome
+    content = outcome.block.get("content")
+    if post.block_reason:
+        content = _append_text(content, f"PostToolUseFailure:{tool.name} hook blocking error: {post.block_reason}")
+    if post.additional_context:
+        content = _append_text(content, post.additional_context)
+    outcome.block = dict(outcome.block, content=content)
+    if post.stop:
+        outcome.stop_reason = post.stop_reason or "PostToolUseFailure hook stopped continuation"
+    return outcome
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return str(content or "")
 
 
 def _append_text(content: Any, text: str) -> Any:

@@ -7,6 +7,8 @@ goes to ``on_message`` as soon as it exists, in transcript order (the session la
   order (``deliver``); a result that arrives before its reply's entry is held until that entry is written;
 - ``fill_missing``: an error result for every tool_use of the round still unanswered (``yieldMissingToolResult
   Blocks``), so every path — abort, model error, a bug of ours — leaves a valid transcript;
+- a call a PreToolUse hook deferred (``engine.defer``) gets no tool_result: its ``hook_deferred_tool`` record is
+  written instead and ``deferred`` is set (the loop ends the turn ``tool_deferred``);
 - ``write_interruption``: ``[Request interrupted by user]`` / ``... for tool use``; ``write_meta``: the
   meta user entries the loop adds itself (output-limit recovery, Stop-hook feedback).
 """
@@ -22,6 +24,7 @@ from desktop_agent.core.messages import (
 )
 from desktop_agent.engine.execution import ToolUseOutcome
 from desktop_agent.engine.scheduler import finished_event
+from desktop_agent.session.resume import deferred_record
 
 INTERRUPT_MESSAGE = "[Request interrupted by user]"
 INTERRUPT_MESSAGE_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
@@ -46,6 +49,8 @@ class Ledger:
         self.stop_reason_hook: str | None = None  # a PostToolUse hook asked to stop the loop
         self.last_text = ""
         self.last_stop_reason: str | None = None
+        self.deferred: dict[str, Any] | None = None  # the round's deferred call ({"id", "name", "input", "mode"})
+        self.results: dict[str, Any] = {}  # the round's tool_result contents by tool_use_id (PostToolBatch)
 
     def persist(self, entry: dict[str, Any]) -> None:
         self.messages.append(entry)
@@ -62,6 +67,8 @@ class Ledger:
         self.answered = set()
         self.assistant_uuid = None
         self.held = []
+        self.deferred = None
+        self.results = {}
 
     def write_assistant(self, content: list[dict[str, Any]], message: dict[str, Any],
                         show: Callable[[dict[str, Any], dict[str, Any]], object]) -> dict[str, Any] | None:
@@ -100,6 +107,13 @@ class Ledger:
         if tool_use_id in self.answered:
             return  # exactly one result per tool_use
         self.answered.add(tool_use_id)
+        if outcome.stage == "deferred" and outcome.deferred is not None:
+            d = outcome.deferred
+            self.deferred = d
+            self.persist(deferred_record(tool_use_id, str(d.get("name")), dict(d.get("input") or {}),
+                                         str(d.get("mode") or "default")))
+            return
+        self.results[tool_use_id] = outcome.block.get("content")
         extra: dict[str, Any] = {"sourceToolAssistantUUID": self.assistant_uuid}
         if outcome.data is not None:
             try:
@@ -113,6 +127,12 @@ class Ledger:
         for message in outcome.extra_messages:
             if isinstance(message, dict) and message.get("type") in _EXTRA_ENTRY_TYPES:
                 self.persist(message)
+
+    def undefer(self) -> None:
+        """The deferred call will not stay pending (the turn was interrupted): it is answered like the others."""
+        if self.deferred is not None:
+            self.answered.discard(str(self.deferred.get("id")))
+            self.deferred = None
 
     def fill_missing(self, content: str) -> None:
         """``yieldMissingToolResultBlocks``: an error result for every unanswered tool_use of the round."""

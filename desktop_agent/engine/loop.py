@@ -12,7 +12,13 @@ Per iteration (``turn`` starts at 1, §2.3):
 3. Tools: one ``Scheduler`` per round; with ``streaming_tool_execution`` each tool_use is handed to it as
    soon as its block completes, otherwise every block of the reply at once after the reply. A round's tool
    events leave through its ``EventSink`` (a call's started → asked → answered → progress, then finished).
-4. Checkpoint: abort → ``aborted_tools``; a hook stop → ``hook_stopped``; ``max_turns``.
+4. Checkpoint: abort → ``aborted_tools``; a call a PreToolUse hook deferred (``engine.defer``) →
+   ``tool_deferred``; a hook stop → ``hook_stopped``; then the PostToolBatch hooks (once per round: a block or
+   ``continue: false`` → ``hook_stopped``, their context a meta entry); ``max_turns``.
+
+``settle_pending(params, block, assistant_uuid)`` runs one saved call (a deferred one, on resume) as a round of
+its own through the same pipeline and checkpoint, and ends with ``completed`` (the caller goes on with the next
+prompt, or asks the model), ``tool_deferred`` (deferred again), ``aborted_tools`` or ``hook_stopped``.
 
 The unhappy ends of a request are this module's too (``aborted_while_streaming``, ``model_failed``,
 ``stream_broken``: they drive the run's own pieces). Modules: ``params.py`` what a query is given,
@@ -140,14 +146,17 @@ class QueryRun:
             self.drain([item])
         self.ctx = scheduler.ctx
 
-    async def run_tools(self, scheduler: Scheduler | None) -> RoundStatus:
+    async def run_tools(self, scheduler: Scheduler | None, shown: bool = False) -> RoundStatus:
         if not self.ledger.round_tool_uses:
             return "ok"
         if scheduler is None:  # batch: every block at once, once every call was shown
-            await self.shown.shown(self.ledger.round_tool_uses)
+            if not shown:
+                await self.shown.shown(self.ledger.round_tool_uses)
             scheduler = self.new_scheduler("batch")
+            scheduler.round_size.set(len(self.ledger.round_tool_uses))
             for block in self.ledger.round_tool_uses:
                 scheduler.add_tool(block, self.ledger.assistant_uuid)
+        scheduler.round_size.set(len(self.ledger.round_tool_uses))  # the reply is complete: defer may decide
         await self.deliver_remaining(scheduler)
         self.ledger.fill_missing(INTERRUPTED_MESSAGE)  # defensive: never leave a tool_use unanswered
         return "ok"
@@ -210,16 +219,59 @@ class QueryRun:
                     return "max_turns"
                 self.turn += 1
                 continue
-            if self.ctx.abort.aborted:
-                self.ledger.fill_missing(INTERRUPTED_MESSAGE)
-                self.ledger.write_interruption(INTERRUPT_MESSAGE_FOR_TOOL_USE)
-                return "aborted_tools"
-            if self.ledger.stop_reason_hook:
-                return "hook_stopped"
+            ended = await self.after_tools()
+            if ended is not None:
+                return ended
             if self.p.max_turns is not None and not self._next_turn_allowed():
                 self.ledger.write_max_turns_reached(self.p.max_turns, self.turn + 1)
                 return "max_turns"
             self.turn += 1
+
+    async def after_tools(self) -> TurnFinishReason | None:
+        """The checkpoint after a round's calls: a terminal reason, or None to go on."""
+        if self.ctx.abort.aborted:
+            self.ledger.undefer()
+            self.ledger.fill_missing(INTERRUPTED_MESSAGE)
+            self.ledger.write_interruption(INTERRUPT_MESSAGE_FOR_TOOL_USE)
+            return "aborted_tools"
+        if self.ledger.deferred is not None:
+            return "tool_deferred"
+        if self.ledger.stop_reason_hook:
+            return "hook_stopped"
+        return await self.post_tool_batch()
+
+    async def post_tool_batch(self) -> TurnFinishReason | None:
+        """PostToolBatch hooks once the round's calls all have results, before the next request."""
+        hooks = self.ctx.hooks
+        runner = getattr(hooks, "post_tool_batch", None)
+        if hooks is None or runner is None or not hooks.has_hooks("PostToolBatch"):
+            return None
+        calls: list[dict[str, Any]] = [{"tool_name": b.get("name"), "tool_input": b.get("input") if isinstance(b.get("input"), dict) else {},
+                  "tool_use_id": b.get("id"), "tool_response": self.ledger.results.get(str(b.get("id")))}
+                 for b in self.ledger.round_tool_uses]
+        try:
+            outcome = await runner(calls, self.ctx)
+        except Exception as exc:  # a broken hook must not end the turn
+            self.put(ErrorEvent(message=f"PostToolBatch hook failed: {exc}", kind="hook"))
+            return None
+        if outcome.additional_context:
+            self.ledger.write_meta(f"PostToolBatch hook additional context: {outcome.additional_context}")
+        if outcome.stop:
+            self.ledger.stop_reason_hook = outcome.stop_reason or "Execution stopped by PostToolBatch hook"
+            self.put(ErrorEvent(message=self.ledger.stop_reason_hook, kind="hook"))
+            return "hook_stopped"
+        return None
+
+    async def settle(self, block: dict[str, Any], assistant_uuid: str) -> TurnFinishReason:
+        """Run one saved call (``settle_pending``) and the checkpoint after it."""
+        if self.ctx.abort.aborted:
+            return "aborted_streaming"
+        self.ledger.start_round()
+        self.ledger.round_tool_uses = [block]
+        self.ledger.assistant_uuid = assistant_uuid
+        self.turn = 0
+        await self.run_tools(None, shown=True)  # it was shown (and saved) by the run that deferred it
+        return await self.after_tools() or "completed"
 
     async def stop_hooks(self) -> Literal["completed", "stop_hook_prevented", "continue"]:
         """Stop hooks (§2.4): ``completed``, ``stop_hook_prevented``, or ``continue`` after feedback."""
@@ -249,7 +301,7 @@ class QueryRun:
         error: str | None = None
         reason: TurnFinishReason
         try:
-            reason = await self.loop()
+            reason = await (self.settle(*self.p.pending_call) if self.p.pending_call else self.loop())
         except asyncio.CancelledError:
             for scheduler in self.schedulers:  # the consumer went away: stop our tasks
                 scheduler.cancel_all()
@@ -361,6 +413,13 @@ async def stream_broken(run: QueryRun, exc: StreamBroken, request: ModelRequest,
         for block in run.ledger.round_tool_uses:
             retry.add_tool(block, run.ledger.assistant_uuid, gate=run.shown.gate(str(block.get("id"))))
     return await run.run_tools(retry)
+
+
+def settle_pending(params: QueryParams, block: dict[str, Any], assistant_uuid: str) -> AsyncIterator[AgentEvent]:
+    """Run a saved call (a deferred one, on resume) before the next turn: its events, then one ``TurnFinished``
+    (``completed``: settled, go on)."""
+    params.pending_call = (block, assistant_uuid)
+    return query(params)
 
 
 async def query(params: QueryParams) -> AsyncIterator[AgentEvent]:

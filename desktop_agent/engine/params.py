@@ -43,3 +43,5 @@ class QueryParams:
     metadata: dict[str, Any] = field(default_factory=dict)
     # Awaited before each model request; may return replacement messages (see ``BeforeRequest``).
     before_request: BeforeRequest | None = None
+    # ``loop.settle_pending``: run this saved (tool_use block, assistant entry uuid) instead of asking the model.
+    pending_call: tuple[dict[str, Any], str] | None = None

@@ -49,6 +49,7 @@ from desktop_agent.core.errors import (
 )
 from desktop_agent.core.events import ToolCallFinished, ToolCallStarted
 from desktop_agent.core.messages import tool_result_block
+from desktop_agent.engine.defer import CURRENT_ROUND, NOT_DEFERRABLE, RoundSize
 from desktop_agent.engine.execution import ToolUseOutcome, lookup_error, lookup_tool, run_tool_use
 from desktop_agent.engine.sink import CallSlot, EventSink
 
@@ -210,6 +211,9 @@ class Scheduler:
         self.max_in_flight = 0  # instrumentation for tests and benchmarks
         self._limit = max_tool_concurrency()
         self._modifiers_done = 0  # calls before this index have had their modifier applied (or had none)
+        # How many tool_use blocks the reply has (the loop sets it when the reply ends): a PreToolUse ``defer``
+        # applies only to a reply's one call (``engine.defer``).
+        self.round_size = RoundSize()
 
     # ------------------------------------------------------------------ adding
     def add_tool(self, block: dict[str, Any], assistant_uuid: str | None = None,
@@ -290,6 +294,7 @@ class Scheduler:
         return rejected_outcome(tracked.block, content, tracked.tool)
 
     async def _run(self, tracked: TrackedTool) -> None:
+        CURRENT_ROUND.set(self.round_size)  # this task's context (and its children's) only
         try:
             if tracked.gate is not None and not tracked.gate.done():
                 await asyncio.shield(tracked.gate)  # the front end has not been shown the call yet
@@ -389,11 +394,13 @@ class Scheduler:
     def discard(self) -> None:
         """Stream fallback: queued calls never start and no further results are delivered."""
         self.discarded = True
+        self.round_size.set(NOT_DEFERRABLE)
         self._changed.set()
 
     def close(self, message: str) -> None:
         """The turn failed (model error): running calls finish, queued ones get ``message``."""
         self.closed_message = message
+        self.round_size.set(NOT_DEFERRABLE)
         self._changed.set()
 
     def any_started(self) -> bool:
@@ -423,6 +430,7 @@ class ToolRunner:
 
     async def events(self) -> AsyncIterator[Any]:
         scheduler = Scheduler(self.ctx, mode="batch")
+        scheduler.round_size.set(len(self.blocks))
         try:
             for block in self.blocks:
                 scheduler.add_tool(block)

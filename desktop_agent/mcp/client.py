@@ -22,6 +22,8 @@ description and input schema (validated with ``jsonschema``; errors read as our 
 allow or deny it), read-only and concurrency-safe only when the server marks it ``readOnlyHint``.
 Results map to text and image blocks; ``isError`` to an error result. ``is_mcp`` makes the engine run
 PostToolUse hooks before the mapping (SPEC §3.11), so a hook's ``updatedMCPToolOutput`` replaces the output.
+A listed tool whose name would make rules ambiguous (``__`` in it, or two names alike once normalised) is not
+offered (``usable_tools``; ``status()`` lists it under ``refused_tools``).
 
 The ``mcp`` package (~1 s of imports) is imported only when a server is configured.
 """
@@ -67,6 +69,8 @@ class McpConnection:
         self.unreadable = ""  # why the last message from the server could not be read
         self.error: str | None = cfg.error
         self.tools: list[dict[str, Any]] = []
+        # tools the server lists that are not offered (``usable_tools``): (name as listed, why)
+        self.refused_tools: list[tuple[str, str]] = []
         self.server_info: dict[str, str] | None = None  # the server's name and version, once connected
         self.restarts = 0
         self._client: Any = None
@@ -83,7 +87,8 @@ class McpConnection:
     def status(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.state, "transport": self.cfg.transport,
                 "source": self.cfg.source, "tools": [t.get("name", "") for t in self.tools],
-                "error": self.error, "restarts": self.restarts}
+                "error": self.error, "restarts": self.restarts,
+                **({"refused_tools": [f"{n}: {why}" for n, why in self.refused_tools]} if self.refused_tools else {})}
 
     def host_status(self) -> McpServerStatusInfo:
         """The server as a host's ``mcp_status`` shows it (the SDK's ``McpServerStatus``): ``connecting`` reads
@@ -142,6 +147,7 @@ class McpConnection:
                     cursor = listing.next_cursor
                     if not cursor:
                         break
+                tools, self.refused_tools = usable_tools(tools)
                 self.tools, self._client, self.state, self.error = tools, client, "connected", None
                 self._ready.set()
                 await self._stop.wait()
@@ -301,6 +307,31 @@ def _describe(exc: BaseException) -> str:
             return _describe(inner[0])
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def usable_tools(specs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The listed tools that can be named unambiguously, and the refused ones with why. A tool is named
+    ``mcp__<server>__<tool>`` with its name normalised (``normalize_name``); refused: a name that is empty or holds
+    ``__`` once normalised (``mcp__fs__a__b`` reads as tool ``a`` of ``fs`` followed by more, so rules about it
+    are ambiguous), and every tool of a set whose names normalise alike (``a.b`` and ``a_b``: one rule name, two
+    tools; none of them is offered rather than a guess)."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    refused: list[tuple[str, str]] = []
+    for spec in specs:
+        raw = str(spec.get("name", ""))
+        norm = normalize_name(raw)
+        if not norm or "__" in norm:
+            refused.append((raw, 'its name is empty or contains "__" (rules about it would be ambiguous)'))
+            continue
+        by_name.setdefault(norm, []).append(spec)
+    out: list[dict[str, Any]] = []
+    for norm, group in by_name.items():
+        if len(group) > 1:
+            refused.extend((str(g.get("name", "")), f"several tools are named {norm!r} once normalised")
+                           for g in group)
+            continue
+        out.append(group[0])
+    return out, refused
 
 
 class McpManager:

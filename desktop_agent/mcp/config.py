@@ -1,10 +1,12 @@
 """Where MCP servers come from, and what a server entry says (the reference's ``mcpServers`` format).
 
 Sources, later ones winning per server name:
-1. the user's own: ``~/.claude.json`` → ``mcpServers`` (Claude Code's user scope; read only, never
-   written) and the user settings file (``<CLAUDE_CONFIG_DIR>/settings.json``) → ``mcpServers``;
+1. the user's own: Claude Code's global config → ``mcpServers`` (its user scope; read only, never written) and
+   the user settings file (``<CLAUDE_CONFIG_DIR>/settings.json``) → ``mcpServers``. The global config is the file
+   the trust record is read from (``util.dirs.claude_global_config_path``): ``$CLAUDE_CONFIG_DIR/.claude.json``
+   when ``CLAUDE_CONFIG_DIR`` is set (its legacy ``.config.json`` first), else ``~/.claude.json``;
 2. the project's ``.mcp.json`` → ``mcpServers`` — **only in a trusted folder** (an untrusted clone
-   must not start programs; SPEC Appendix A), and ``~/.claude.json`` → ``projects[<folder>].mcpServers``;
+   must not start programs; SPEC Appendix A), and the global config's ``projects[<folder>].mcpServers``;
 3. ``--mcp-config FILE|JSON`` (each value a path or an inline JSON object with ``mcpServers``).
 
 An entry is ``{"command", "args", "env", "cwd"}`` (stdio; ``"type": "stdio"`` optional) or
@@ -12,6 +14,10 @@ An entry is ``{"command", "args", "env", "cwd"}`` (stdio; ``"type": "stdio"`` op
 ``${VAR:-default}`` expand from the environment in command, args, env, url and headers. A malformed
 entry is not dropped silently: it becomes a server in the ``failed`` state with the reason, shown in the
 Servers view and ``system/init``. ``sse`` servers are reported as unsupported.
+
+A server the settings deny is never started (``denial``; ``app.build.make_mcp``): settings ``deniedMcpServers``
+(``{"serverName"}``, ``{"serverCommand": [argv]}`` or ``{"serverUrl": "glob"}``, from any settings file: a deny list
+only restricts) or a deny rule on the whole server (``mcp__<server>``); it is listed ``failed`` with the reason.
 """
 
 from __future__ import annotations
@@ -102,6 +108,27 @@ def parse_entry(name: str, raw: Any, source: str) -> McpServerConfig:
     return cfg
 
 
+def _url_matches(pattern: str, url: str) -> bool:
+    return re.fullmatch(".*".join(re.escape(p) for p in pattern.split("*")), url) is not None
+
+
+def denial(cfg: McpServerConfig, entries: list[dict[str, Any]]) -> str | None:
+    """Why settings' ``deniedMcpServers`` forbid starting ``cfg`` (the first matching entry), or None. A name
+    matches as the tools are named (``my.fs`` is ``my_fs``); a command is the whole argv; a URL a ``*`` glob."""
+    for entry in entries:
+        where = entry.get("where", "settings")
+        name = entry.get("serverName")
+        if isinstance(name, str) and normalize_name(name) == cfg.name:
+            return f"the MCP server {cfg.name!r} is denied by deniedMcpServers in {where}; it was not started"
+        command = entry.get("serverCommand")
+        if isinstance(command, list) and cfg.transport == "stdio" and [cfg.command, *cfg.args] == command:
+            return f"the command of MCP server {cfg.name!r} is denied by deniedMcpServers in {where}; it was not started"
+        url = entry.get("serverUrl")
+        if isinstance(url, str) and cfg.transport == "http" and _url_matches(url, cfg.url):
+            return f"the URL of MCP server {cfg.name!r} is denied by deniedMcpServers in {where}; it was not started"
+    return None
+
+
 def _servers_of(data: Any, source: str, out: dict[str, McpServerConfig], warnings: list[str]) -> None:
     if not isinstance(data, dict):
         warnings.append(f"{source}: expected a JSON object with \"mcpServers\"")
@@ -154,11 +181,11 @@ def load_server_configs(cwd: str, *, trusted: bool, cli_values: list[str] | None
     """Every configured server, in name order. ``cli_values`` errors raise ``ValueError`` (a usage error)."""
     warnings = warnings if warnings is not None else []
     cwd = os.path.abspath(cwd)
-    home = os.path.expanduser("~")
     out: dict[str, McpServerConfig] = {}
-    claude_json = _read_json(os.path.join(home, ".claude.json"), warnings)
+    global_path = dirs.claude_global_config_path()
+    claude_json = _read_json(global_path, warnings)
     if isinstance(claude_json, dict):
-        _servers_of({"mcpServers": claude_json.get("mcpServers")}, "~/.claude.json", out, warnings)
+        _servers_of({"mcpServers": claude_json.get("mcpServers")}, global_path, out, warnings)
     user_settings = _read_json(os.path.join(dirs.claude_config_dir(), "settings.json"), warnings)
     if isinstance(user_settings, dict):
         _servers_of({"mcpServers": user_settings.get("mcpServers")}, "user settings", out, warnings)
@@ -170,7 +197,7 @@ def load_server_configs(cwd: str, *, trusted: bool, cli_values: list[str] | None
         if isinstance(claude_json, dict):
             proj = (claude_json.get("projects") or {}).get(cwd)
             if isinstance(proj, dict):
-                _servers_of({"mcpServers": proj.get("mcpServers")}, "~/.claude.json (project)", out, warnings)
+                _servers_of({"mcpServers": proj.get("mcpServers")}, f"{global_path} (project)", out, warnings)
     elif os.path.isfile(project_file):
         warnings.append(".mcp.json ignored: the folder is not trusted (its servers would start programs).")
     for value in cli_values or []:

@@ -49,6 +49,7 @@ class PermissionContext:
         disabled_tools: Iterable[str] = (),
         env: dict[str, str] | None = None,
         api_key_helper: str | None = None,
+        denied_mcp_servers: Iterable[dict[str, Any]] = (),
     ):
         self.original_cwd = os.path.abspath(cwd)
         self.project_dir = os.path.abspath(project_dir or cwd)
@@ -70,6 +71,8 @@ class PermissionContext:
         self.env: dict[str, str] = dict(env or {})
         self.api_key_helper = api_key_helper
         self.flag_source: settings_mod.SettingsSource | None = None  # the --settings layer (``load``)
+        # settings ``deniedMcpServers`` (every source): servers that are never started (``mcp.config.denial``)
+        self.denied_mcp_servers: list[dict[str, Any]] = list(denied_mcp_servers)
         self.home = os.path.expanduser("~")
         self.user_dir = dirs.claude_config_dir()
         self._rules: list[CompiledRule] = []
@@ -103,7 +106,8 @@ class PermissionContext:
                                                        for d in (add_dirs or [])]
         pc = cls(cwd, mode="default", rules=loaded.rules, additional_dirs=dirs, trusted=trusted,
                  warnings=loaded.warnings, hooks_config=loaded.hooks, disable_bypass=loaded.disable_bypass,
-                 untrusted_rules=loaded.untrusted_rules, env=loaded.env, api_key_helper=loaded.api_key_helper)
+                 untrusted_rules=loaded.untrusted_rules, env=loaded.env, api_key_helper=loaded.api_key_helper,
+                 denied_mcp_servers=loaded.denied_mcp_servers)
         pc.set_mode(mode or loaded.default_mode or "default")
         # the --settings layer as loaded (inline JSON or a file): its ``sandbox`` block counts (sandbox_settings)
         pc.flag_source = next((s for s in loaded.sources if s.source == "flagSettings"), None)

@@ -5,7 +5,10 @@
 ``permission_request(...)`` (raced against the prompter) and, when a prompter is asked, ``notify_soon`` with
 a ``permission_prompt`` Notification (in the background: the question does not wait for the hooks); the
 session calls ``user_prompt_submit``, ``session_start``, ``session_end`` and the ``idle_prompt`` Notification;
-the loop calls ``stop``; compaction calls ``pre_compact`` (exit 2 or ``decision: block`` stops it) and
+the loop calls ``stop`` and, after each round of tool calls, ``post_tool_batch``; ``run_tool_use`` calls
+``post_tool_use_failure`` instead of ``post_tool_use`` for a call that failed and ``permission_denied`` for a call
+denied without a person's answer; the session calls ``user_prompt_expansion`` before a slash command's text replaces
+the prompt (``app.commands``); compaction calls ``pre_compact`` (exit 2 or ``decision: block`` stops it) and
 ``session_start("compact")`` after it. ``SubagentStop`` is accepted in settings but never fires: there are no
 subagents.
 
@@ -79,6 +82,12 @@ class PostToolUseOutcome:
 
 
 @dataclass
+class PermissionDeniedOutcome:
+    retry: bool = False  # ``hookSpecificOutput.retry``: the model is told it may try the call again
+    system_messages: list[str] = field(default_factory=list)
+
+
+@dataclass
 class HookEventOutcome:
     """UserPromptSubmit / Stop / SessionStart / Notification / PreCompact / SessionEnd."""
 
@@ -88,6 +97,7 @@ class HookEventOutcome:
     stop: bool = False
     stop_reason: str | None = None
     system_messages: list[str] = field(default_factory=list)
+    suppress_original: bool = False  # UserPromptExpansion's ``suppressOriginalPrompt``
 
 
 HookCallback = Callable[[dict[str, Any], str | None], Awaitable[dict[str, Any] | None]]
@@ -373,6 +383,84 @@ class HookRunner:
             outcome.block_reason = "\n".join(reasons)
         if contexts:
             outcome.additional_context = "\n".join(contexts)
+        return outcome
+
+    async def post_tool_use_failure(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str, error: str,
+                                    ctx: ToolUseContext | None, *, is_interrupt: bool = False,
+                                    duration_ms: int | None = None) -> PostToolUseOutcome:
+        """PostToolUseFailure (matcher: the tool name): instead of PostToolUse when the call failed. Exit 2 /
+        ``decision: block`` give ``block_reason`` (fed to the model after the error), ``additionalContext`` too;
+        ``continue: false`` stops the loop."""
+        payload = {**self._base_input("PostToolUseFailure", ctx), "tool_name": tool_name, "tool_input": tool_input,
+                   "tool_use_id": tool_use_id, "error": error, "is_interrupt": is_interrupt}
+        if duration_ms is not None:
+            payload["duration_ms"] = duration_ms
+        results = await self._run_all("PostToolUseFailure", payload, ctx, tool_name, tool_input, tool_use_id)
+        outcome = PostToolUseOutcome()
+        reasons: list[str] = []
+        contexts: list[str] = []
+        for r in results:
+            if r.exit_code == 2:
+                reasons.append(r.stderr.strip() or f"[{r.label}] blocked")
+                continue
+            out = r.output or {}
+            if r.exit_code != 0 or not out:
+                continue
+            _universal(out, outcome)
+            if out.get("decision") == "block":
+                reasons.append(str(out.get("reason") or f"[{r.label}] blocked"))
+            hso = _object(out.get("hookSpecificOutput"))
+            if isinstance(hso.get("additionalContext"), str) and hso["additionalContext"]:
+                contexts.append(hso["additionalContext"])
+        if reasons:
+            outcome.block_reason = "\n".join(reasons)
+        if contexts:
+            outcome.additional_context = "\n".join(contexts)
+        return outcome
+
+    async def post_tool_batch(self, tool_calls: list[dict[str, Any]], ctx: ToolUseContext | None) -> HookEventOutcome:
+        """PostToolBatch (no matcher): once a round's calls all have their results, before the next request.
+        ``tool_calls``: ``[{tool_name, tool_input, tool_use_id, tool_response}]`` in call order. Exit 2,
+        ``decision: block`` or ``continue: false`` end the turn (``stop``, with the reason); ``additionalContext``
+        goes to the model with the results."""
+        payload = {**self._base_input("PostToolBatch", ctx), "tool_calls": _jsonable(tool_calls)}
+        outcome = self._event_outcome(await self._run_all("PostToolBatch", payload, ctx))
+        if outcome.block and not outcome.stop:
+            outcome.stop = True
+            outcome.stop_reason = outcome.reason or "Execution stopped by PostToolBatch hook"
+        return outcome
+
+    async def permission_denied(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str, reason: str,
+                                ctx: ToolUseContext | None) -> PermissionDeniedOutcome:
+        """PermissionDenied (matcher: the tool name): a call was denied without a person's answer (a deny rule,
+        the mode, or an ask nobody could answer). It cannot undo the denial; ``retry: true`` tells the model it
+        may try the call again."""
+        payload = {**self._base_input("PermissionDenied", ctx), "tool_name": tool_name, "tool_input": tool_input,
+                   "tool_use_id": tool_use_id, "reason": reason}
+        outcome = PermissionDeniedOutcome()
+        for r in await self._run_all("PermissionDenied", payload, ctx, tool_name, tool_input, tool_use_id):
+            out = r.output or {}
+            if r.exit_code != 0 or not out:
+                continue
+            _universal(out, outcome)
+            if _object(out.get("hookSpecificOutput")).get("retry") is True:
+                outcome.retry = True
+        return outcome
+
+    async def user_prompt_expansion(self, expansion_type: str, command_name: str, command_args: str,
+                                    command_source: str | None, prompt: str,
+                                    ctx: ToolUseContext | None) -> HookEventOutcome:
+        """UserPromptExpansion (matcher: the command name): before a slash command's text replaces the prompt.
+        Exit 2 / ``decision: block`` block it (``block``, ``reason``; ``suppressOriginalPrompt`` in
+        ``suppress_original``), ``continue: false`` stops it; stdout or ``additionalContext`` is context."""
+        payload = {**self._base_input("UserPromptExpansion", ctx), "expansion_type": expansion_type,
+                   "command_name": command_name, "command_args": command_args, "prompt": prompt}
+        if command_source:
+            payload["command_source"] = command_source
+        results = await self._run_all("UserPromptExpansion", payload, ctx, command_name)
+        outcome = self._event_outcome(results, stdout_is_context=True)
+        outcome.suppress_original = any(
+            _object((r.output or {}).get("hookSpecificOutput")).get("suppressOriginalPrompt") is True for r in results)
         return outcome
 
     async def permission_request(self, tool_name: str, tool_input: dict[str, Any],

@@ -105,6 +105,9 @@ class LoadedSettings:
     env: dict[str, str] = field(default_factory=dict)
     # ``apiKeyHelper``: a command printing the API key (highest source that has it; nothing runs it yet).
     api_key_helper: str | None = None
+    # ``deniedMcpServers``: MCP servers never started, from every source (a deny list only restricts), each entry
+    # one of ``{"serverName"}``, ``{"serverCommand": [argv]}``, ``{"serverUrl": "glob"}`` plus ``"where"``.
+    denied_mcp_servers: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     # The invalid entries of readable files, each naming its file and entry (also in ``warnings``): the window's
     # warning banner, the CLI's stderr.
@@ -423,6 +426,9 @@ def load_settings(
                     out.warnings.append(f"env in {where} ignored: the folder is not trusted.")
             else:
                 env_layers.append({str(k): str(v) for k, v in env.items() if v is not None})
+        denied = src.data.get("deniedMcpServers")
+        if denied is not None:
+            out.denied_mcp_servers.extend(_denied_servers(denied, where, out.problems))
         helper = src.data.get("apiKeyHelper")
         if helper is not None and not seen_helper:
             if held_back:
@@ -433,6 +439,26 @@ def load_settings(
     for layer in reversed(env_layers):
         out.env.update(layer)
     out.warnings[:0] = out.problems
+    return out
+
+
+def _denied_servers(value: Any, where: str, problems: list[str]) -> list[dict[str, Any]]:
+    """The valid ``deniedMcpServers`` entries of one source; each invalid one is a problem named with its file."""
+    if not isinstance(value, list):
+        problems.append(f"deniedMcpServers in {where} must be a list; ignored.")
+        return []
+    out: list[dict[str, Any]] = []
+    for entry in value:
+        ok = isinstance(entry, dict) and len(entry) == 1 and (
+            isinstance(entry.get("serverName"), str) and entry["serverName"]
+            or isinstance(entry.get("serverUrl"), str) and entry["serverUrl"]
+            or isinstance(entry.get("serverCommand"), list) and entry["serverCommand"]
+            and all(isinstance(a, str) for a in entry["serverCommand"]))
+        if not ok:
+            problems.append(f"A deniedMcpServers entry in {where} is not one of serverName, serverCommand, "
+                            f"serverUrl: {json.dumps(entry)[:80]}; ignored.")
+            continue
+        out.append({**entry, "where": where})
     return out
 
 

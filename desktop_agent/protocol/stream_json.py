@@ -146,6 +146,8 @@ class ResultLine(WireModel):
     permission_denials: list[PermissionDenial] = Field(default_factory=list)
     uuid: str | None = None
     errors: list[str] | None = None
+    # A run that ended ``tool_deferred`` (SPEC D.6): the pending call, ``{"id", "name", "input"}``.
+    deferred_tool_use: dict[str, Any] | None = None
 
 
 class UnknownLine(WireModel):

@@ -8,6 +8,11 @@
    interrupted turn gets the ``isMeta`` user message ``Continue from where you left off.``; a
    trailing user message gets a synthetic assistant message so the sequence stays valid for the API.
 
+   Except a call a PreToolUse hook deferred (SPEC D.6): when the chain ends with an assistant entry whose only
+   tool_use is unanswered and named by a later ``hook_deferred_tool`` attachment (``deferred_record``), that
+   tool_use is kept and returned as ``deferred`` (no continuation message, no synthetic reply): the session runs
+   the call before the next prompt.
+
 4. The change records no user entry has told the model about yet (``session.changes``) come back as
    ``pending_changes``: the next turn tells them.
 
@@ -21,13 +26,42 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from desktop_agent.core.messages import CHANGE_RECORD, assistant_entry, tool_result_ids, tool_use_blocks, user_entry
+from desktop_agent.core.messages import (
+    CHANGE_RECORD, _now_iso, assistant_entry, new_uuid, tool_result_ids, tool_use_blocks, user_entry,
+)
 from desktop_agent.session.changes import pending_change_records
 from desktop_agent.session.store import MESSAGE_TYPES, is_compact_boundary, latest_permission_state
 
 CONTINUE_MESSAGE = "Continue from where you left off."
 NO_RESPONSE_REQUESTED = "No response requested."
 SYNTHETIC_MODEL = "<synthetic>"
+DEFERRED_TOOL = "hook_deferred_tool"  # the attachment type that saves a deferred call
+
+
+def deferred_record(tool_use_id: str, tool_name: str, tool_input: dict[str, Any], mode: str) -> dict[str, Any]:
+    """The transcript entry that saves a call a PreToolUse hook deferred (the reference's attachment)."""
+    return {"type": "attachment", "uuid": new_uuid(), "timestamp": _now_iso(),
+            "attachment": {"type": DEFERRED_TOOL, "toolUseID": tool_use_id, "toolName": tool_name,
+                           "toolInput": tool_input, "hookName": f"PreToolUse:{tool_name}", "hookEvent": "PreToolUse",
+                           "permissionMode": mode}}
+
+
+def is_deferred_record(entry: dict[str, Any]) -> bool:
+    att = entry.get("attachment") if entry.get("type") == "attachment" else None
+    return isinstance(att, dict) and att.get("type") == DEFERRED_TOOL and isinstance(att.get("toolUseID"), str)
+
+
+@dataclass
+class DeferredCall:
+    """The pending call of a run that ended ``tool_deferred``: its tool_use block and the reply's entry uuid."""
+
+    block: dict[str, Any]
+    assistant_uuid: str
+    record: dict[str, Any]
+
+    def wire(self) -> dict[str, Any]:
+        """``deferred_tool_use`` of the result line: ``{id, name, input}``."""
+        return {"id": self.block.get("id"), "name": self.block.get("name"), "input": self.block.get("input") or {}}
 
 
 @dataclass
@@ -42,6 +76,29 @@ class ResumedConversation:
     chain_tip: str | None = None
     # Reverts and redos of the changes panel the model was not told about yet (``session.changes``).
     pending_changes: list[dict[str, Any]] = field(default_factory=list)
+    # A call a PreToolUse hook deferred, still waiting to be run (SPEC D.6).
+    deferred: DeferredCall | None = None
+
+
+def find_deferred(messages: list[dict[str, Any]]) -> DeferredCall | None:
+    """The deferred call of a chain, if it ends with one: the last user/assistant entry is an assistant entry with
+    exactly one tool_use, unanswered, that a later ``hook_deferred_tool`` record names."""
+    answered: set[str] = set()
+    for m in messages:
+        answered.update(tool_result_ids(m))
+    convo = [i for i, m in enumerate(messages) if m.get("type") in ("user", "assistant")]
+    if not convo:
+        return None
+    last = messages[convo[-1]]
+    if last.get("type") != "assistant":
+        return None
+    uses = tool_use_blocks(last)
+    if len(uses) != 1 or uses[0].get("id") in answered:
+        return None
+    for m in messages[convo[-1] + 1:]:
+        if is_deferred_record(m) and m["attachment"]["toolUseID"] == uses[0].get("id"):
+            return DeferredCall(block=uses[0], assistant_uuid=str(last.get("uuid") or ""), record=m)
+    return None
 
 
 def build_chain(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -92,11 +149,14 @@ def _is_tool_result_message(entry: dict[str, Any]) -> bool:
 
 
 def clean_interrupted(messages: list[dict[str, Any]]) -> ResumedConversation:
-    """Step 3 of §5.3 on a copy of ``messages``."""
+    """Step 3 of §5.3 on a copy of ``messages`` (a deferred call is kept: ``find_deferred``)."""
     messages = [copy.deepcopy(m) for m in messages]
+    deferred = find_deferred(messages)
     answered: set[str] = set()
     for m in messages:
         answered.update(tool_result_ids(m))
+    if deferred is not None:
+        answered.add(str(deferred.block.get("id")))
     removed: list[str] = []
     out: list[dict[str, Any]] = []
     for m in messages:
@@ -111,6 +171,8 @@ def clean_interrupted(messages: list[dict[str, Any]]) -> ResumedConversation:
                 continue
         out.append(m)
 
+    if deferred is not None:  # the chain ends with the pending call: the session runs it before the next prompt
+        return ResumedConversation(messages=out, removed_tool_use_ids=removed, deferred=deferred)
     relevant = [m for m in out if m.get("type") in ("user", "assistant")]
     last = relevant[-1] if relevant else None
     interrupted = False

@@ -78,7 +78,9 @@ def _bashlex_text(command: str) -> str | None:
 
 @lru_cache(maxsize=2048)
 def _parse_cached(command: str) -> ParsedCommand:
-    import bashlex  # a missing parser is a start-up error, never a silent fallback
+    from desktop_agent.shell.bashlex_tables import import_bashlex
+
+    bashlex = import_bashlex()  # a missing parser is a start-up error, never a silent fallback; tables cached
 
     src = command
     try:

@@ -6,7 +6,9 @@
 Tools: ``echo(text)``, ``add(a, b)``, ``write_file(path, text)`` (a side effect the permission tests
 watch), ``picture()`` (an image result), ``fail()`` (an ``isError`` result), ``crash()`` (the process
 exits mid-call: the client sees the server die). ``MCP_FAKE_CRASH_ON_START=1`` makes it exit before
-answering anything (a server that never comes up). Every call is appended to ``$MCP_FAKE_LOG`` when set.
+answering anything (a server that never comes up). ``MCP_FAKE_AMBIGUOUS_NAMES=1`` adds tools whose names would make
+rules ambiguous, each also writing a file: ``write__file`` (``__`` in the name) and ``echo.text`` with ``echo_text``
+(two names alike once normalised). Every call is appended to ``$MCP_FAKE_LOG`` when set.
 """
 
 from __future__ import annotations
@@ -72,6 +74,19 @@ def crash() -> str:
     """The server process dies mid-call."""
     _log("crash")
     os._exit(3)
+
+
+if os.environ.get("MCP_FAKE_AMBIGUOUS_NAMES"):
+    def _writer(label: str):  # noqa: ANN202 - test helper
+        def tool(path: str, text: str) -> str:
+            _log(f"{label} {path}")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            return f"{label} wrote {path}"
+        return tool
+
+    for _name in ("write__file", "echo.text", "echo_text"):
+        server.tool(name=_name, description=f"Write text to a file ({_name}).")(_writer(_name))
 
 
 def main(argv: list[str]) -> None:

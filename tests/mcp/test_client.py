@@ -158,8 +158,11 @@ def test_a_server_that_never_starts_is_failed_with_its_reason(tmp_path, monkeypa
 
 
 def test_config_sources_and_trust(tmp_path, monkeypatch):
+    from desktop_agent.util.dirs import claude_global_config_path
+
     home = Path.home()
-    (home / ".claude.json").write_text(json.dumps({
+    Path(claude_global_config_path()).parent.mkdir(parents=True, exist_ok=True)
+    Path(claude_global_config_path()).write_text(json.dumps({
         "mcpServers": {"user one": {"command": "u"}},
         "projects": {str(tmp_path): {"mcpServers": {"local": {"command": "l"}}}}}))
     (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {
@@ -179,6 +182,30 @@ def test_config_sources_and_trust(tmp_path, monkeypatch):
     assert "not supported" in cfgs["old"].error and "command" in cfgs["broken"].error
     with pytest.raises(ValueError, match="no such file"):
         load_server_configs(str(tmp_path), trusted=True, cli_values=["missing.json"])
+
+
+def test_user_servers_come_from_claude_config_dir_like_the_trust_record(tmp_path, monkeypatch):
+    """With ``CLAUDE_CONFIG_DIR`` set, Claude Code's global config (user servers and the folder's own) is
+    ``$CLAUDE_CONFIG_DIR/.claude.json`` — where the trust record is read — and ``~/.claude.json`` is not read."""
+    from desktop_agent.util.dirs import claude_global_config_path
+
+    home, conf, proj = Path.home(), tmp_path / "claude-conf", tmp_path / "proj"
+    conf.mkdir()
+    proj.mkdir()
+    (home / ".claude.json").write_text(json.dumps({"mcpServers": {"from_home": {"command": "h"}}}))
+    (conf / ".claude.json").write_text(json.dumps({
+        "mcpServers": {"from_conf": {"command": "c"}},
+        "projects": {str(proj): {"mcpServers": {"conf_local": {"command": "l"}}}}}))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(conf))
+    assert claude_global_config_path() == str(conf / ".claude.json")
+    cfgs = {c.name: c for c in load_server_configs(str(proj), trusted=True)}
+    assert set(cfgs) == {"from_conf", "conf_local"}
+    assert cfgs["from_conf"].source == str(conf / ".claude.json")
+    # the legacy .config.json in that directory wins, as it does for the trust record
+    (conf / ".config.json").write_text(json.dumps({"mcpServers": {"legacy": {"command": "x"}}}))
+    assert [c.name for c in load_server_configs(str(proj), trusted=True)] == ["legacy"]
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    assert [c.name for c in load_server_configs(str(proj), trusted=True)] == ["from_home"]
 
 
 def test_post_tool_use_hook_rewrites_mcp_output_before_mapping(tmp_path):

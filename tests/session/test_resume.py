@@ -102,3 +102,41 @@ def test_trailing_user_prompt_gets_a_synthetic_assistant(workdir):
     assert not resumed.interrupted
     assert resumed.messages[-1]["type"] == "assistant" and resumed.messages[-1]["isSynthetic"]
     assert len(resumed.added) == 1
+
+
+def _deferred_chain(tmp_path, *uses: str, record_for: str | None = None, answered: bool = False):
+    from desktop_agent.session.resume import deferred_record
+
+    store = TranscriptStore(tmp_path / "s.jsonl", "s", str(tmp_path))
+    store.record(user_entry("write it"))
+    store.record(assistant_entry([{"type": "text", "text": "ok"}, *(_tu(u) for u in uses)]))
+    store.record(deferred_record(record_for or uses[0], "Write", {"file_path": "/x", "content": "y"}, "default"))
+    if answered:
+        store.record(user_entry([tool_result_block(uses[0], "done")]))
+    store.close()
+    return load_conversation_for_resume(read_transcript(tmp_path / "s.jsonl"))
+
+
+def test_a_deferred_call_is_kept_pending_on_resume(tmp_path):
+    """SPEC D.6: the chain ends with the one unanswered call a record names: it is kept (not stripped), nothing is
+    added, and the API view is the conversation up to the call (its result comes when the session runs it)."""
+    got = _deferred_chain(tmp_path, "toolu_1")
+    assert got.deferred is not None and got.deferred.block["id"] == "toolu_1"
+    assert got.deferred.wire() == {"id": "toolu_1", "name": "Read", "input": {"file_path": "a"}}
+    assert got.added == [] and not got.interrupted and got.removed_tool_use_ids == []
+    api = normalize_for_api(got.messages)
+    assert api[-1]["role"] == "assistant" and api[-1]["content"][-1]["id"] == "toolu_1"
+
+
+def test_what_is_not_a_pending_deferred_call(tmp_path):
+    """A record naming another id, a call already answered, or a reply with two calls: resumed as usual (an
+    unanswered call stripped, the continuation message added)."""
+    other = _deferred_chain(tmp_path / "a", "toolu_1", record_for="toolu_9")
+    assert other.deferred is None and other.removed_tool_use_ids == ["toolu_1"]
+    done = _deferred_chain(tmp_path / "b", "toolu_1", answered=True)
+    assert done.deferred is None and done.removed_tool_use_ids == []
+    two = _deferred_chain(tmp_path / "c", "toolu_1", "toolu_2")
+    assert two.deferred is None and sorted(two.removed_tool_use_ids) == ["toolu_1", "toolu_2"]
+    for got in (other, two):
+        api = normalize_for_api(got.messages)
+        assert not any(b.get("type") == "tool_use" for m in api for b in m["content"])
