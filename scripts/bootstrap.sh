@@ -9,9 +9,13 @@ cd "$(dirname "$0")/.."
 # chromium, chromium-driver: the phone page in a real browser (tests/host/remote/); imagemagick: `import` screenshots
 # binutils: `strings`, which a security case runs (a reader the analysis must catch; the suite also checks
 # in plain bash that each attack is real, so the program must exist)
+# util-linux: `nsenter` (sandboxed shells enter the session's network namespace behind the egress proxy);
+# curl, iputils-ping, dbus-daemon, dbus-bin, openssl: the egress leak suite's clients, its real session bus and
+# its TLS server's self-signed certificate
 APT_PACKAGES="libgl1 libegl1 libxkbcommon0 libfontconfig1 libglib2.0-0 libdbus-1-3 fonts-dejavu-core \
   xvfb xauth libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 git bubblewrap binutils \
-  openbox icewm xdotool xterm x11-utils dunst dbus dbus-x11 chromium chromium-driver imagemagick"
+  openbox icewm xdotool xterm x11-utils dunst dbus dbus-x11 chromium chromium-driver imagemagick \
+  util-linux curl iputils-ping dbus-daemon dbus-bin openssl"
 
 if command -v apt-get >/dev/null 2>&1; then
   SUDO=""

@@ -70,6 +70,7 @@ class PermissionContext:
         # settings ``env`` and ``apiKeyHelper`` (a project's only when trusted: settings.load_settings)
         self.env: dict[str, str] = dict(env or {})
         self.api_key_helper = api_key_helper
+        self.flag_source: settings_mod.SettingsSource | None = None  # the --settings layer (``load``)
         # settings ``deniedMcpServers`` (every source): servers that are never started (``mcp.config.denial``)
         self.denied_mcp_servers: list[dict[str, Any]] = list(denied_mcp_servers)
         self.home = os.path.expanduser("~")
@@ -108,6 +109,8 @@ class PermissionContext:
                  untrusted_rules=loaded.untrusted_rules, env=loaded.env, api_key_helper=loaded.api_key_helper,
                  denied_mcp_servers=loaded.denied_mcp_servers)
         pc.set_mode(mode or loaded.default_mode or "default")
+        # the --settings layer as loaded (inline JSON or a file): its ``sandbox`` block counts (sandbox_settings)
+        pc.flag_source = next((s for s in loaded.sources if s.source == "flagSettings"), None)
         return pc
 
     # ------------------------------------------------------------------ mode

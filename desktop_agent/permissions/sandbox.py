@@ -31,7 +31,9 @@ but only a plain command line (no shell metacharacters at all) whose first words
 it comes from the project's own settings in an untrusted folder. Settings a folder could use to loosen the
 sandbox (``enabled: false``, ``excludedCommands``, ``network.allowedDomains``, ``filesystem.allowWrite``)
 count from ``.claude/settings*.json`` only once the folder is trusted; tightening ones always count.
-Settings keys not listed here (``autoAllowBashIfSandboxed``, proxy ports, Unix sockets...) are ignored.
+``sandbox.network.allowedDomains`` / ``deniedDomains`` are the egress proxy's rules (``permissions.egress``;
+an empty list: no network). Settings keys not listed here (``autoAllowBashIfSandboxed``, proxy ports, Unix
+sockets...) are ignored.
 
 Test-only switches (environment):
 - ``DESKTOP_AGENT_SANDBOX=off|on|auto`` (default ``auto``: on when bubblewrap starts). ``off`` runs every

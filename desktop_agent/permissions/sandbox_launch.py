@@ -2,7 +2,10 @@
 active, the private TMPDIR, git neutralised in untrusted folders) and ``BubblewrapSandbox``, the
 ``core.context.CommandSandbox`` the app sets on the tool-use context (``tools.bash`` spawns every shell through it).
 ``sandbox.excludedCommands`` run outside the sandbox, but only a plain command line (no shell metacharacters at
-all) whose first words are an entry. Every sandboxed shell also gets the socket policy and the command stubs
+all) whose first words are an entry. Every sandboxed shell gets the project's caches (``sandbox_caches``); with a
+non-empty ``sandbox.network.allowedDomains`` it starts under ``nsenter`` in the session's network namespace, behind
+the session's egress proxy (``permissions.egress``; ``BubblewrapSandbox`` owns it), with the proxy variables. Every
+sandboxed shell also gets the socket policy and the command stubs
 (``sandbox_policy.add_socket_policy`` / ``add_command_stubs``); ``command_rules_held`` tells the Bash decision
 when those stubs hold every deny rule (then a script file is judged as the command it is).
 
@@ -21,17 +24,26 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
+import threading
 from dataclasses import dataclass
+from typing import Callable
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.paths import working_dirs
+from desktop_agent.permissions.egress import (EgressProxy, EgressRules, log_path_for, proxy_env,
+                                              resolv_conf_file)
 from desktop_agent.permissions.sandbox import probe, sandbox_status, warn_once
+from desktop_agent.permissions.sandbox_caches import cache_dir, cache_env, read_only_dirs, writable_dirs
 from desktop_agent.permissions.sandbox_policy import (SandboxPolicy, add_command_stubs, add_socket_policy,
                                                       build_policy, private_tmpdir)
 from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_sandbox_settings
-from desktop_agent.permissions.sandbox_stubs import program_of_rule
+from desktop_agent.permissions.sandbox_stubs import program_of_rule, stub_dir
+from desktop_agent.util import dirs
 from desktop_agent.util.git_env import git_safety_env
+
+ProxyFor = Callable[[ToolUseContext, SandboxSettings], "EgressProxy | None"]
 
 
 _PLAIN_COMMAND = re.compile(r"^[A-Za-z0-9_./:=@%+,\- ]+$")
@@ -58,9 +70,11 @@ class LaunchPlan:
 
 
 def plan_launch(argv: list[str], cwd: str, env: dict[str, str], ctx: ToolUseContext, *, command: str = "",
-                disable_sandbox: bool = False) -> LaunchPlan:
+                disable_sandbox: bool = False, proxy_for: ProxyFor | None = None) -> LaunchPlan:
     """How to start one shell (``argv`` = ``[shell, "-c", script]``) for ``ctx``: inside bubblewrap when the
-    sandbox is active (and not escaped with a yes'd ``dangerouslyDisableSandbox`` or an excluded command)."""
+    sandbox is active (and not escaped with a yes'd ``dangerouslyDisableSandbox`` or an excluded command), with
+    the project's caches (``sandbox_caches``) and, when ``proxy_for`` gives the session's egress proxy (the
+    allow list is not empty), in the session's network namespace behind it (``permissions.egress``)."""
     pc = ctx.permission_context if isinstance(ctx.permission_context, PermissionContext) else None
     env = dict(env)
     if pc is None or not pc.trusted:
@@ -75,22 +89,87 @@ def plan_launch(argv: list[str], cwd: str, env: dict[str, str], ctx: ToolUseCont
             or is_excluded_command(command, settings):
         return LaunchPlan(list(argv), env, False)
     policy = build_policy(pc, working_dirs(ctx), tmpdir=tmp, settings=settings)
+    try:
+        cache = cache_dir(pc.project_dir if pc is not None else cwd)
+    except OSError:
+        cache = ""
+    if cache:
+        policy.caches_ro = read_only_dirs(cache)
+        policy.caches = writable_dirs(cache)
+        env = cache_env(env, cache, policy.writable)
+    prefix: list[str] = []
+    proxy = proxy_for(ctx, settings) if proxy_for is not None else None
+    if proxy is not None:
+        try:
+            prefix = proxy.launch_prefix()
+            policy.resolv_conf = resolv_conf_file(stub_dir())
+        except OSError:
+            prefix = []
+        if prefix:
+            policy.egress = True
+            env = proxy_env(env)
     add_socket_policy(policy, env, cwd=cwd, shell=argv[0] if argv else "")
     add_command_stubs(policy, pc, env, argv[0] if argv else "/bin/sh")
     bwrap = probe().bwrap or "bwrap"
     chdir = ["--chdir", cwd] if os.path.isdir(cwd) else []
-    return LaunchPlan([bwrap, *policy.bwrap_args(), *chdir, "--", *argv], env, True, policy)
+    return LaunchPlan([*prefix, bwrap, *policy.bwrap_args(), *chdir, "--", *argv], env, True, policy)
 
 
 class BubblewrapSandbox:
-    """The ``CommandSandbox`` of a session: every shell of the Bash tool starts through ``plan_launch``."""
+    """The ``CommandSandbox`` of a session: every shell of the Bash tool starts through ``plan_launch``. It owns the
+    session's egress proxy (``permissions.egress.EgressProxy``), started on the first shell that needs it, and
+    the hosts the person allowed for the session (``allow_host_for_session``)."""
+
+    def __init__(self) -> None:
+        self.egress: EgressProxy | None = None
+        self.session_hosts: list[str] = []
+        self._lock = threading.Lock()
+        self._warned = False
 
     def private_tmpdir(self) -> str:
         return private_tmpdir()
 
     def plan_launch(self, argv: list[str], cwd: str, env: dict[str, str], ctx: ToolUseContext, *, command: str = "",
                     disable_sandbox: bool = False) -> LaunchPlan:
-        return plan_launch(argv, cwd, env, ctx, command=command, disable_sandbox=disable_sandbox)
+        return plan_launch(argv, cwd, env, ctx, command=command, disable_sandbox=disable_sandbox,
+                           proxy_for=self.proxy_for)
+
+    def rules(self, settings: SandboxSettings) -> EgressRules:
+        rules = EgressRules.from_lists(settings.allowed_domains, settings.denied_domains)
+        return rules.with_allowed(self.session_hosts) if self.session_hosts else rules
+
+    def proxy_for(self, ctx: ToolUseContext, settings: SandboxSettings) -> EgressProxy | None:
+        """The session's proxy, started, with the rules of now; None when no host is allowed (no network)."""
+        rules = self.rules(settings)
+        if rules.empty:
+            return None
+        with self._lock:
+            if self.egress is None:
+                session = ctx.session_id or "session"
+                self.egress = EgressProxy(rules, session_id=session,
+                                          log_path=log_path_for(str(dirs.data_dir()), session),
+                                          bwrap=probe().bwrap or "bwrap")
+            proxy = self.egress
+            proxy.set_rules(rules)
+            try:
+                proxy.start()
+            except OSError as exc:  # fail closed: the shell runs with no network at all
+                if not self._warned:
+                    self._warned = True
+                    print(f"desktop-agent: warning: {exc}; sandboxed commands have no network", file=sys.stderr)
+                return None
+        return proxy
+
+    def allow_host_for_session(self, host: str) -> None:
+        """"Allow this host for the session": counts from the next command on (and turns the proxy on)."""
+        if host and host not in self.session_hosts:
+            self.session_hosts.append(host)
+
+    def close(self) -> None:
+        with self._lock:
+            if self.egress is not None:
+                self.egress.close()
+                self.egress = None
 
 
 # Names a stub cannot hold: bash builtins (they run inside the shell), shells (the sandbox starts one), multi-call

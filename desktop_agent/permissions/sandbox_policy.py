@@ -20,8 +20,11 @@ The policy (``build_policy``):
   read-only, ``.claude``, ``.mcp.json``, ``.husky``, shell start-up files when home is writable, our own
   configuration and state...), the missing ones too (placeholders).
 - network: off (``--unshare-net``; loopback only, inside) unless ``sandbox.network.allowedDomains`` is
-  non-empty. bubblewrap cannot filter by domain: **the allow list turns on all network**, not just the
-  listed domains (Claude Code runs a filtering proxy for that; we do not).
+  non-empty; then the shell runs in the session's own network namespace (``egress``: still no route out) where
+  the egress proxy (``permissions.egress``) listens, and reaches exactly the hosts the rules allow through it
+  (``SandboxPolicy.egress``; ``/etc/resolv.conf`` names no server there). The host's network namespace is never
+  shared.
+- caches (``sandbox_caches``): the project's cache directory, bound writable after the read-only binds.
 - capabilities: all dropped (``--cap-drop ALL``): as root inside the sandbox a command could otherwise
   ``umount`` a mask. ``--die-with-parent``; no ``--new-session``: the shell stays in the process group the
   Bash tool created (``start_new_session``), so ``killpg`` on timeout/Stop reaches every process, and the
@@ -34,7 +37,8 @@ The policy (``build_policy``):
 - command deny rules (``add_command_stubs``, ``sandbox_stubs``): every binary of a program a ``Bash(...)`` deny
   rule names is covered by a refusing stub, bound after every other mount.
 Mount order in ``bwrap_args``: ``/``, the private dirs and their read-only re-binds, the working dirs, read-only
-paths, masks, socket masks and bound sockets, stubs, then the private dirs sealed read-only.
+paths, masks, the caches and resolv.conf, socket masks and bound sockets, stubs, then the private dirs sealed
+read-only.
 """
 
 from __future__ import annotations
@@ -99,9 +103,13 @@ class SandboxPolicy:
     sockets: SocketPolicy | None = None  # private /tmp, /run...; host sockets masked (add_socket_policy)
     stubs: list[tuple[str, str]] = field(default_factory=list)  # (stub, binary) (add_command_stubs)
     pinned: list[str] = field(default_factory=list)  # .git dirs and the folders above masked/read-only/protected paths
+    egress: bool = False  # in the session's network namespace, behind the egress proxy (set by sandbox_launch)
+    resolv_conf: str = ""  # with egress: bound over /etc/resolv.conf (a file naming no server)
+    caches: list[str] = field(default_factory=list)  # writable, bound after the read-only binds (sandbox_caches)
+    caches_ro: list[str] = field(default_factory=list)  # the cache root and cargo/, read-only under them
 
     def bwrap_args(self) -> list[str]:
-        args = base_flags(self.network)
+        args = base_flags(self.network or self.egress)  # egress: the namespace nsenter put bubblewrap in
         if self.sockets is not None:
             args += socket_args(self.sockets, "pre")
         for p in self.writable:
@@ -114,12 +122,32 @@ class SandboxPolicy:
             args += ["--ro-bind", "/dev/null", p]
         for p in self.masked_dirs:
             args += ["--tmpfs", p, "--remount-ro", p]
+        for p in self.caches_ro:
+            args += ["--ro-bind", p, p]
+        for p in self.caches:
+            args += ["--bind", p, p]
+        if self.egress and self.resolv_conf:
+            target = _resolv_target()
+            if target:
+                args += ["--ro-bind", self.resolv_conf, target]
         if self.sockets is not None:
             args += socket_args(self.sockets, "post")
         args += stub_args(self.stubs)
         if self.sockets is not None:
             args += socket_args(self.sockets, "seal")
         return args
+
+
+def _resolv_target() -> str:
+    """Where /etc/resolv.conf really is, when it is a file bubblewrap can bind over (a link into the private
+    /run dangles inside anyway)."""
+    try:
+        real = os.path.realpath("/etc/resolv.conf")
+    except (OSError, ValueError):
+        return ""
+    if not os.path.isfile(real) or any(_inside(real, d) for d in ("/run", "/var/run", "/tmp")):
+        return ""
+    return real
 
 
 def _inside(path: str, directory: str) -> bool:
@@ -271,7 +299,7 @@ def build_policy(pc: PermissionContext | None, working_dirs: Iterable[str], *, t
         real = _real(d)
         if real and os.path.isdir(real) and real not in dirs:
             dirs.append(real)
-    policy = SandboxPolicy(tmpdir=tmp, network=settings.network)
+    policy = SandboxPolicy(tmpdir=tmp)  # never the host's network: egress goes through the proxy (sandbox_launch)
     for d in sorted(dirs, key=len):
         if not any(_inside(d, w) for w in policy.writable):
             policy.writable.append(d)

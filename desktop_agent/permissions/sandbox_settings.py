@@ -1,7 +1,8 @@
 """The settings ``sandbox`` block (``SandboxSettings``), merged over the settings sources: scalars from the highest
 source, lists merged. Settings a folder could use to loosen the sandbox (``enabled: false``, ``excludedCommands``,
 ``network.allowedDomains``, ``filesystem.allowWrite``) count from ``.claude/settings*.json`` only once the folder is
-trusted; tightening ones always count. ``load_sandbox_settings`` reads them once per permission context.
+trusted; tightening ones always count (``network.deniedDomains`` too). ``load_sandbox_settings`` reads them once per
+permission context, the ``--settings FILE|JSON`` layer included (``PermissionContext.flag_source``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class SandboxSettings:
     allow_unsandboxed_commands: bool = True
     excluded_commands: tuple[str, ...] = ()
     allowed_domains: tuple[str, ...] = ()
+    denied_domains: tuple[str, ...] = ()  # ``network.deniedDomains`` (the reference's name): win over allowed ones
     allow_write: tuple[str, ...] = ()  # absolute paths
     deny_write: tuple[PathPattern, ...] = ()
     deny_read: tuple[PathPattern, ...] = ()
@@ -51,6 +53,7 @@ def settings_from_sources(sources: Iterable[Any], *, trusted: bool, cwd: str, ho
     allow_unsandboxed: bool | None = None
     excluded: list[str] = []
     domains: list[str] = []
+    denied: list[str] = []
     allow_write: list[str] = []
     deny_write: list[PathPattern] = []
     deny_read: list[PathPattern] = []
@@ -78,8 +81,10 @@ def settings_from_sources(sources: Iterable[Any], *, trusted: bool, cwd: str, ho
         if not held_back:
             excluded += [c.strip() for c in _str_list(block.get("excludedCommands"))]
         network = block.get("network")
-        if isinstance(network, dict) and not held_back:
-            domains += _str_list(network.get("allowedDomains"))
+        if isinstance(network, dict):
+            if not held_back:
+                domains += _str_list(network.get("allowedDomains"))
+            denied += _str_list(network.get("deniedDomains"))  # tightening: counts from every source
         fs = block.get("filesystem")
         if isinstance(fs, dict):
             if not held_back:
@@ -91,6 +96,7 @@ def settings_from_sources(sources: Iterable[Any], *, trusted: bool, cwd: str, ho
     return SandboxSettings(enabled=enabled, fail_if_unavailable=bool(fail),
                            allow_unsandboxed_commands=allow_unsandboxed is not False,
                            excluded_commands=tuple(dict.fromkeys(excluded)), allowed_domains=tuple(domains),
+                           denied_domains=tuple(dict.fromkeys(denied)),
                            allow_write=tuple(dict.fromkeys(allow_write)), deny_write=tuple(deny_write),
                            deny_read=tuple(deny_read), warnings=tuple(warnings))
 
@@ -107,8 +113,9 @@ def load_sandbox_settings(pc: PermissionContext | None) -> SandboxSettings:
         return cached
     warnings: list[str] = []
     try:
-        # No settings_arg: the context does not keep the --settings flag, so its sandbox block is not read here.
-        sources = settings_mod.collect_sources(pc.original_cwd, None, warnings, pc.project_dir)
+        # the --settings layer (inline JSON or a file) as the context was loaded with it (``flag_source``)
+        sources = settings_mod.collect_sources(pc.original_cwd, None, warnings, pc.project_dir,
+                                               flag=getattr(pc, "flag_source", None))
     except Exception as exc:  # unreadable settings: the defaults (sandbox on), never off
         sources, warnings = [], [f"Could not read the sandbox settings: {exc}"]
     result = settings_from_sources(sources, trusted=bool(pc.trusted), cwd=pc.original_cwd, home=pc.home)

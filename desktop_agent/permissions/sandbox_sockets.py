@@ -1,6 +1,7 @@
 """No Unix socket of the host inside the sandbox: the private directories that hide the usual socket locations, the
-host sockets still visible elsewhere (masked), and the one hook for binding a socket in (``bind_socket``: the
-egress proxy's, issue 27). ``socket_policy`` computes it for one shell; ``sandbox_policy.SandboxPolicy`` turns it
+host sockets still visible elsewhere (masked), and the one hook for binding a socket in (``bind_socket``; the
+egress proxy, issue 27, needs none after all: it accepts on a socket made inside the session's namespace).
+``socket_policy`` computes it for one shell; ``sandbox_policy.SandboxPolicy`` turns it
 into bubblewrap flags.
 
 How (chosen by measurement; figures in bench/bench_sandbox.py and the README):
@@ -19,9 +20,8 @@ How (chosen by measurement; figures in bench/bench_sandbox.py and the README):
   (``SSH_AUTH_SOCK``, ``DBUS_SESSION_BUS_ADDRESS``, ``DOCKER_HOST``, ``WAYLAND_DISPLAY``, ...) even when bound
   in another namespace. Only paths that are sockets now are masked (a stale entry is skipped).
 - Abstract sockets (``@/tmp/.X11-unix/X0``, ``@/containerd-shim/...``) belong to the network namespace: the
-  sandbox's own (``--unshare-net``) has none of the host's. **With ``sandbox.network.allowedDomains`` the host's
-  network namespace is shared and its abstract sockets are reachable** until the egress proxy (issue 27)
-  replaces ``--share-net``.
+  sandbox's own (``--unshare-net``), or with ``sandbox.network.allowedDomains`` the session's egress namespace
+  (``permissions.egress``), has none of the host's. The host's network namespace is never shared.
 
 Why not seccomp (``bwrap --seccomp FD`` denying ``socket(AF_UNIX)``): it costs the same — measured here, ``bwrap
 ... bash -c true``, median of 40, interleaved: 4.74 ms today's flags, 4.59 ms with the private dirs, 5.23 ms with

@@ -436,6 +436,10 @@
 <context>
     <name>MainWindow</name>
     <message>
+        <source>&amp;Network…</source>
+        <translation>网络(&amp;N)…</translation>
+    </message>
+    <message>
         <source>Main toolbar</source>
         <translation>主工具栏</translation>
     </message>
@@ -1765,6 +1769,103 @@ in this folder</source>
     <message>
         <source>Revoke</source>
         <translation>撤销</translation>
+    </message>
+</context>
+<context>
+    <name>AllowHost</name>
+    <message>
+        <source>Allow this host for the session?</source>
+        <translation>允许此会话访问该主机？</translation>
+    </message>
+    <message>
+        <source>Sandboxed commands of this session may then connect to {0} (every port), through the proxy that logs each request, from the next command on. deniedDomains still apply. The settings are not changed.</source>
+        <translation>此后（从下一条命令起），此会话的沙箱命令可以通过记录每个请求的代理连接到 {0}（任意端口）。deniedDomains 仍然有效。设置不会被更改。</translation>
+    </message>
+    <message>
+        <source>Cancel  Esc</source>
+        <translation>取消  Esc</translation>
+    </message>
+    <message>
+        <source>Allow</source>
+        <translation>允许</translation>
+    </message>
+</context>
+<context>
+    <name>NetworkView</name>
+    <message>
+        <source>Show network</source>
+        <translation>显示网络</translation>
+    </message>
+    <message>
+        <source>Allow {0} for this session</source>
+        <translation>在此会话中允许 {0}</translation>
+    </message>
+    <message>
+        <source>A sandboxed command was refused network access to {0}:{1}: it is not in sandbox.network.allowedDomains.</source>
+        <translation>一条沙箱命令被拒绝访问网络 {0}:{1}：它不在 sandbox.network.allowedDomains 中。</translation>
+    </message>
+    <message>
+        <source>Network</source>
+        <translation>网络</translation>
+    </message>
+    <message>
+        <source>Refused only</source>
+        <translation>仅显示被拒绝的</translation>
+    </message>
+    <message>
+        <source>Sandboxed commands reach only the hosts in sandbox.network.allowedDomains, through a proxy that records every request here. With no list they have no network at all.</source>
+        <translation>沙箱中的命令只能通过代理访问 sandbox.network.allowedDomains 中的主机，代理会在此记录每个请求。没有该列表时，它们完全没有网络。</translation>
+    </message>
+    <message>
+        <source>No network requests in this session.</source>
+        <translation>此会话没有网络请求。</translation>
+    </message>
+    <message>
+        <source>{0} requests: {1} allowed, {2} refused</source>
+        <translation>{0} 个请求：{1} 个允许，{2} 个被拒绝</translation>
+    </message>
+    <message>
+        <source>This session runs elsewhere: add {0} to the settings instead</source>
+        <translation>此会话在别处运行：请改为将 {0} 添加到设置中</translation>
+    </message>
+    <message>
+        <source>{0} is allowed for this session from the next command on</source>
+        <translation>从下一条命令起，此会话允许访问 {0}</translation>
+    </message>
+    <message>
+        <source>{0} added to {1} (counts from the next session)</source>
+        <translation>已将 {0} 添加到 {1}（从下一个会话起生效）</translation>
+    </message>
+</context>
+<context>
+    <name>RequestRow</name>
+    <message>
+        <source>refused</source>
+        <translation>已拒绝</translation>
+    </message>
+    <message>
+        <source>allowed</source>
+        <translation>已允许</translation>
+    </message>
+    <message>
+        <source>{0} up, {1} down</source>
+        <translation>上传 {0}，下载 {1}</translation>
+    </message>
+    <message>
+        <source>Allow for this session</source>
+        <translation>在此会话中允许</translation>
+    </message>
+    <message>
+        <source>Allow {0} for this session</source>
+        <translation>在此会话中允许 {0}</translation>
+    </message>
+    <message>
+        <source>Add to settings</source>
+        <translation>添加到设置</translation>
+    </message>
+    <message>
+        <source>Add {0} to the folder&apos;s settings</source>
+        <translation>将 {0} 添加到文件夹的设置中</translation>
     </message>
 </context>
 </TS>

@@ -113,17 +113,26 @@ def test_edit_deny_and_git_internals_are_read_only(ws, no_analysis):
 
 
 def test_network_is_off_unless_the_settings_allow_it(ws, no_analysis, _isolated_home):
+    """No list: no network. A list: still no direct route (the host's loopback included) — only the egress proxy
+    on 127.0.0.1:3128 inside, which connects (host side) to what the list names (issue 27)."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(5)
     port = server.getsockname()[1]
     probe = f"(exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected) 2>&1 || echo refused"
+    via_proxy = (f"(exec 3<>/dev/tcp/127.0.0.1/3128 && printf 'CONNECT localhost:{port} HTTP/1.1\\r\\n\\r\\n' >&3 "
+                 "&& head -c 12 <&3; echo) 2>&1")
+    settings = _isolated_home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
     try:
         assert "refused" in bash(make_ctx(ws), probe).block["content"]
-        settings = _isolated_home / ".claude" / "settings.json"
-        settings.parent.mkdir(parents=True, exist_ok=True)
+        assert "3128: Connection refused" in bash(make_ctx(ws), via_proxy).block["content"]  # no proxy at all
         settings.write_text(json.dumps({"sandbox": {"network": {"allowedDomains": ["example.com"]}}}))
-        assert "connected" in bash(make_ctx(ws), probe).block["content"]
+        assert "refused" in bash(make_ctx(ws), probe).block["content"]
+        assert "HTTP/1.1 403" in bash(make_ctx(ws), via_proxy).block["content"]
+        settings.write_text(json.dumps({"sandbox": {"network": {"allowedDomains": [f"localhost:{port}"]}}}))
+        assert "refused" in bash(make_ctx(ws), probe).block["content"]
+        assert "HTTP/1.1 200" in bash(make_ctx(ws), via_proxy).block["content"]
     finally:
         server.close()
 

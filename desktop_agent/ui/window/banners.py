@@ -88,6 +88,13 @@ class BannersMixin:
             self.start_tour()
         elif action == "servers":
             self.show_servers()
+        elif action == "network" or action.startswith("egress-allow:"):  # ui/window/network_view.py
+            from desktop_agent.ui.window import network_view
+
+            if action == "network":
+                network_view.show_network(self)
+            else:
+                network_view.allow_host(self, action.split(":", 1)[1])
         elif action == "restart":
             self.restart_session()
         elif action == RETRY_ACTION and self.wanted_folder:  # the settings are fixed: open the folder again

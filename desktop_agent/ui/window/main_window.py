@@ -87,6 +87,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.wanted_folder: str | None = None  # the folder asked for whose session could not open yet
         self._history_stats: tuple[int, float, int] | None = None
         self.servers_view: Any = None  # the MCP Servers view, built when first shown
+        self.network_view: Any = None  # the Network view (ui/window/network_view.py), built when first shown
         self._restarting: set[str] = set()  # MCP servers whose restart is under way
         self._had_session = False  # a later new session starts in Settings' default mode
         self._close_task: asyncio.Task | None = None  # SessionEnd before the window closes
@@ -217,6 +218,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.servers_action = QAction(self.tr("MCP &Servers…"), self, shortcut=QKeySequence("Ctrl+Shift+E"),
                                       triggered=self.show_servers)
         view_menu.addAction(self.servers_action)
+        self.network_action = QAction(self.tr("&Network…"), self, shortcut=QKeySequence("Ctrl+Shift+N"),
+                                      triggered=self.show_network)
+        view_menu.addAction(self.network_action)
 
         session_menu = mb.addMenu(self.tr("&Session"))
         self.send_action = QAction(self.tr("Se&nd"), self, triggered=lambda: self.send(self.prompt.toPlainText()))
@@ -431,6 +435,10 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
 
     # ----- controller signals: the changes panel (the conversation has rendered the event) -------
     def _on_tool_finished(self, e: Any) -> None:
+        if e.name == "Bash":  # a host the sandbox's proxy refused: a banner offers to allow it (network_view)
+            from desktop_agent.ui.window.network_view import check_refusals
+
+            check_refusals(self)
         change = self.diff_panel.on_tool_finished(e.tool_use_id, e.name, e.is_error, e.data,
                                                   self.controller.turn_index, e.content)
         if change is not None:
@@ -464,6 +472,12 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
                 self.prompt.setFocus()
 
     # ----- find ----------------------------------------------------------------------------------
+    def show_network(self) -> Any:
+        """View ▸ Network… (Ctrl+Shift+N): the current session's requests through the egress proxy."""
+        from desktop_agent.ui.window.network_view import show_network
+
+        return show_network(self)
+
     def show_find(self) -> None:
         """Ctrl+F: the find bar (match count, every match marked, Enter/Shift+Enter step, Esc closes)."""
         self.find_bar.open_bar()
