@@ -158,6 +158,7 @@ class InProcessClient(LocalStore):
             add_dirs=list(options.add_dirs), max_turns=options.max_turns, system_prompt=options.system_prompt,
             append_system_prompt=options.append_system_prompt,
         )
+        kwargs.setdefault("checkpoint_default", True)  # the window checkpoints unless the settings say no
         kwargs.update(options.engine_kwargs)
         cwd = os.fspath(folder)
         if options.script == "tour":

@@ -202,7 +202,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         except ValidationError as exc:
             return _error(tool_use_id, tool.name, input_validation_error(tool.name, exc), "schema", tool, t0)
 
-    # 5. call
+    # 5. call, then a checkpoint of the folder when the tool may have changed it (a failed call too)
     token = set_current_call(CallInfo(tool_use_id, decision.user_modified, decision))
     try:
         result = await tool.call(parsed, ctx)
@@ -212,6 +212,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         return _error(tool_use_id, tool.name, content, "call", tool, t0)
     finally:
         token.var.reset(token)
+        await _checkpoint_after(tool, parsed, ctx, tool_use_id)
 
     # 6. mapping, size cap, PostToolUse. Built-in tools map first; an MCP tool's hook runs first, so its
     # updated output is what gets mapped (SPEC §3.11).
@@ -244,6 +245,23 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         duration_ms=(time.perf_counter() - t0) * 1000, stage="result", stop_reason=stop_reason,
         extra_messages=list(result.new_messages),
     )
+
+
+async def _checkpoint_after(tool: Any, parsed: Any, ctx: ToolUseContext, tool_use_id: str) -> None:
+    """The session's checkpoint after a tool that is not read-only (Bash, Write, Edit, …). Its failure is logged by
+    the seam and never reaches the call's result; only a cancellation passes through."""
+    checkpoints = ctx.checkpoints
+    if checkpoints is None:
+        return
+    try:
+        if tool.is_read_only(parsed):
+            return
+    except Exception:
+        pass
+    try:
+        await checkpoints.after_tool(tool.name, tool_use_id)
+    except Exception:  # the seam logs its own failures; this is a last guard
+        pass
 
 
 def _append_text(content: Any, text: str) -> Any:
