@@ -76,3 +76,10 @@ def make_repo(path: Path, files: dict[str, str] | None = None) -> Path:
 
 def bash(cwd: str | os.PathLike[str], command: str) -> None:
     subprocess.run(["bash", "-c", command], cwd=cwd, check=True)
+
+
+if __name__ == "__main__":  # the TypeScript SDK test asks for a folder's manifest this way
+    import json
+    import sys
+
+    print(json.dumps(manifest(sys.argv[1]), sort_keys=True))
