@@ -121,6 +121,17 @@ class _Git:
                                   f"{proc.stderr.decode('utf-8', 'replace').strip()[:500]}")
         return proc.stdout
 
+    def start(self, *args: str, index: str | None = None) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(["git", *_config_args(), *args], env=self.env(index), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=self.work_tree or self.git_dir)
+
+    def finish(self, proc: subprocess.Popen[bytes], what: str, ok: tuple[int, ...] = (0,)) -> bytes:
+        out, err = proc.communicate()
+        if proc.returncode not in ok:
+            raise CheckpointError(f"git {what} failed ({proc.returncode}): "
+                                  f"{err.decode('utf-8', 'replace').strip()[:500]}")
+        return out
+
     def text(self, *args: str, **kw: Any) -> str:
         return self.run(*args, **kw).decode("utf-8", "surrogateescape").strip()
 
@@ -390,71 +401,168 @@ class CheckpointStore:
             return snap
 
     def _snapshot(self, kind: str, label: str, move_tip: bool) -> Snapshot:
+        """One snapshot (the lock held). Four git processes when something changed (``diff-files``, ``ls-files``,
+        ``update-index``, ``write-tree``), two when nothing did; the commit, its tree and ``meta.json`` are written as
+        loose objects and the ref as a file by us (we hold the lock; the store packs no refs)."""
         t0 = time.perf_counter()
-        tip = self._ref(TIP)
-        tmp_index = os.path.join(str(self.root), f"index.tmp.{os.getpid()}.{threading.get_ident()}")
-        old_entries: dict[str, _Stat] = {}
         started = time.time()
-        if os.path.exists(self.index_path):
-            shutil.copyfile(self.index_path, tmp_index)
-            old_entries = read_index(tmp_index)
-        elif tip is not None:
-            self.git.run("read-tree", f"{tip}:w", index=tmp_index)
+        tip = self._ref(TIP)
+        # the snapshot our stat cache reflects (the tip, or a dry run's or a restore's since)
+        last, last_top, prev_meta = self._last()
+        if last is None and tip is not None:
+            last, last_top, prev_meta = tip, self.git.text("rev-parse", f"{tip}^{{tree}}"), self._meta(tip)
+        tmp_index = os.path.join(str(self.root), f"index.tmp.{os.getpid()}.{threading.get_ident()}")
+        fresh = not os.path.exists(self.index_path) or last is None or not prev_meta
         try:
             self._sync_excludes()
-            # the stat cache brought up to date first (add -A alone leaves a touched but unchanged file's cached
-            # ctime and inode as they were: a chmod or a hard link would go unseen, and the file re-read each time)
-            self.git.run("update-index", "-q", "--refresh", "--ignore-missing", "--unmerged", index=tmp_index,
-                         ok=(0, 1))
-            self.git.run("add", "-A", "--ignore-errors", "--", ".", index=tmp_index, ok=(0, 1))
+            if fresh:
+                if tip is not None:
+                    self.git.run("read-tree", f"{tip}:w", index=tmp_index)
+                self.git.run("add", "-A", "--ignore-errors", "--", ".", index=tmp_index, ok=(0, 1))
+                listed = self.git.run("ls-files", "-z", index=tmp_index)
+                changed = {p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p}
+                others = self._others(tmp_index)
+            else:
+                shutil.copyfile(self.index_path, tmp_index)
+                # the two looks at the folder side by side: tracked files' stat, and the walk for new ones
+                dirty_proc = self.git.start("diff-files", "--name-only", "-z", index=tmp_index)
+                try:
+                    others = self._others(tmp_index)
+                finally:
+                    dirty = self.git.finish(dirty_proc, "diff-files", ok=(0, 1))
+                changed = {p for p in dirty.decode("utf-8", "surrogateescape").split("\0") if p}
+                new_files = [p for p in others if not p.endswith("/")]
+                new_dirs = [p for p in others if p.endswith("/")]
+                if new_dirs:  # the files of new folders (their .gitignore files apply)
+                    raw = self.git.run("ls-files", "-z", "--others", "--exclude-standard", "--", *new_dirs,
+                                       index=tmp_index)
+                    new_files += [p for p in raw.decode("utf-8", "surrogateescape").split("\0")
+                                  if p and not p.endswith("/")]  # a nested repository stays out
+                changed |= set(new_files)
             if self.include:  # ignored files the settings list: added by name
                 specs = [f":(glob){p}" for p in self.include]
                 raw = self.git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *specs,
                                    index=tmp_index)
-                if raw.strip(b"\0"):
-                    self.git.run("add", "-f", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
-                                 index=tmp_index, input=raw, ok=(0, 1))
-            entries = read_index(tmp_index)
-            large = self._drop_large(entries, tmp_index)
+                changed |= {p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p}
+            changed = {p for p in changed if not p.startswith(STAGING_PREFIX)}
+            racy = self._racy() if not fresh else set()
+            stats = self._lstat(changed | racy)
+            large = sorted(p for p, st in stats.items() if st is not None and stat.S_ISREG(st.st_mode)
+                           and st.st_size >= self.max_file_bytes and not self._included(p))
+            write = sorted(p for p in changed if p not in large)
+            if write and not fresh:
+                gone = [p for p in write if stats.get(p) is None or stat.S_ISDIR(stats[p].st_mode)]  # type: ignore
+                present = [p for p in write if p not in set(gone)]
+                if gone:  # deleted, or a folder now (a file replaced by a folder): out of the index first
+                    self.git.run("update-index", "--force-remove", "-z", "--stdin", index=tmp_index,
+                                 input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in gone))
+                    folders = [p + "/" for p in gone if stats.get(p) is not None]
+                    if folders:  # git did not look inside while the file was in its index
+                        raw = self.git.run("ls-files", "-z", "--others", "--exclude-standard", "--", *folders,
+                                           index=tmp_index)
+                        inside = [p for p in raw.decode("utf-8", "surrogateescape").split("\0")
+                                  if p and not p.endswith("/")]
+                        stats.update(self._lstat(set(inside)))
+                        present += [p for p in inside if p not in present]
+                        changed |= set(inside)
+                if present:
+                    self.git.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin", index=tmp_index,
+                                 input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in present))
+            if large:
+                self._note_large(large)
+                self.git.run("update-index", "--force-remove", "-z", "--stdin", index=tmp_index,
+                             input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in large))
+            meta = self._next_meta(prev_meta, stats, large, self._empty_dirs(others), fresh)
+            if last is not None and not fresh and not write and not large and meta == prev_meta:
+                return self._done(last, last_top, prev_meta, False, tip, move_tip, tmp_index, started, stats, t0)
             tree = self.git.text("write-tree", index=tmp_index)
-            prev_meta = self._meta(tip) if tip else {}
-            meta = self._build_meta(entries, old_entries, prev_meta, large, tmp_index, self._cached_since())
-            meta_blob = self.git.text("hash-object", "-w", "--stdin", input=_meta_bytes(meta))
-            top = self.git.text("mktree", input=f"040000 tree {tree}\tw\n100644 blob {meta_blob}\tmeta.json\n".encode())
-            if tip is not None and self.git.text("rev-parse", f"{tip}^{{tree}}") == top:
-                self._keep_index(tmp_index, started)
-                return Snapshot(tip, tree, False, (time.perf_counter() - t0) * 1000, len(entries))
-            msg = f"{kind}: {label}".strip()
-            args = ["commit-tree", top, "-m", msg]
-            if tip is not None:
-                args += ["-p", tip]
-            commit = self.git.text(*args)
-            if move_tip:
-                self.git.run("update-ref", TIP, commit)
-            else:
-                self.git.run("update-ref", f"refs/da/probe/{commit}", commit)  # kept reachable
-            self._keep_index(tmp_index, started)
-            return Snapshot(commit, tree, True, (time.perf_counter() - t0) * 1000, len(entries))
+            meta_blob = self._write_object("blob", _meta_bytes(meta))
+            top = self._write_object("tree", _tree_bytes([("40000", "w", tree), ("100644", "meta.json", meta_blob)]))
+            if last is not None and top == last_top:
+                return self._done(last, top, meta, False, tip, move_tip, tmp_index, started, stats, t0)
+            commit = self._write_object("commit", _commit_bytes(top, tip or last, f"{kind}: {label}".strip()))
+            if not move_tip:
+                self._write_ref(f"refs/da/probe/{commit}", commit)  # kept reachable
+            return self._done(commit, top, meta, True, tip, move_tip, tmp_index, started, stats, t0)
         finally:
             if os.path.exists(tmp_index):
                 os.unlink(tmp_index)
 
-    def _keep_index(self, tmp_index: str, started: float) -> None:
-        """Our stat cache becomes the one just built; ``index.start`` says when its snapshot began."""
-        _write_atomic(self.root / "index.start", repr(started).encode())
+    def _done(self, commit: str, top: str | None, meta: dict[str, Any], changed: bool, tip: str | None,
+              move_tip: bool, tmp_index: str, started: float, stats: dict[str, os.stat_result | None],
+              t0: float) -> Snapshot:
+        """Record which snapshot the new stat cache reflects (before the cache itself: a kill in between only
+        costs the next snapshot a look at more files), move the tip, keep the cache."""
+        if move_tip and tip != commit:
+            self._write_ref(TIP, commit)
+        _write_atomic(self.root / "last.json", json.dumps({"commit": commit, "top": top, "meta": meta}).encode(
+            "utf-8", "surrogateescape"))
+        self._keep_index(tmp_index, started, stats)
+        return Snapshot(commit, "", changed, (time.perf_counter() - t0) * 1000)
+
+    def _last(self) -> tuple[str | None, str | None, dict[str, Any]]:
+        try:
+            data = json.loads((self.root / "last.json").read_text())
+            commit, top, meta = data["commit"], data["top"], data["meta"]
+            if isinstance(commit, str) and isinstance(top, str) and isinstance(meta, dict) \
+                    and Path(self.git_dir, "objects", commit[:2], commit[2:]).exists():
+                return commit, top, meta
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return None, None, {}
+
+    def _others(self, index: str) -> list[str]:
+        raw = self.git.run("ls-files", "-z", "--others", "--exclude-standard", "--directory", index=index)
+        return [p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p and not p.startswith(STAGING_PREFIX)]
+
+    def _lstat(self, paths: set[str]) -> dict[str, os.stat_result | None]:
+        out: dict[str, os.stat_result | None] = {}
+        for p in paths:
+            try:
+                out[p] = os.lstat(os.path.join(self.cwd, p))
+            except OSError:
+                out[p] = None
+        return out
+
+    def _racy(self) -> set[str]:
+        """Paths whose ctime fell in the second of the last snapshot or later: git compares ctime to the second,
+        so a chmod or a hard link made within it is not seen; these are looked at again."""
+        try:
+            data = json.loads((self.root / "racy.json").read_text())
+            return {p for p in data if isinstance(p, str)}
+        except (OSError, ValueError):
+            return set()
+
+    def _keep_index(self, tmp_index: str, started: float, stats: dict[str, os.stat_result | None]) -> None:
+        """Our stat cache becomes the one just built, with the paths still in git's racy second."""
+        racy = sorted(p for p, st in stats.items() if st is not None and st.st_ctime >= int(started) - 1)
+        _write_atomic(self.root / "racy.json", json.dumps(racy).encode("utf-8", "surrogateescape"))
         os.replace(tmp_index, self.index_path)
 
-    def _cached_since(self) -> float:
-        try:
-            return float((self.root / "index.start").read_text())
-        except (OSError, ValueError):
-            return 0.0  # unknown: every entry is re-read
+    def _write_object(self, kind: str, body: bytes) -> str:
+        """A loose object of the store (written once; temp file + rename, as git does)."""
+        import zlib
+
+        data = f"{kind} {len(body)}\0".encode() + body
+        sha = hashlib.sha1(data).hexdigest()
+        path = Path(self.git_dir, "objects", sha[:2], sha[2:])
+        if path.exists():
+            return sha
+        path.parent.mkdir(exist_ok=True)
+        _write_atomic(path, zlib.compress(data, 1))
+        return sha
+
+    def _write_ref(self, name: str, sha: str) -> None:
+        path = Path(self.git_dir, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_atomic(path, f"{sha}\n".encode())
 
     def _sync_excludes(self) -> None:
         """Our ``info/exclude``: the person's ``info/exclude`` plus the large files left out (each re-checked)."""
         lines: list[str] = []
-        person = _person_git_dir(self.cwd) if not hasattr(self, "_person_gd") else self._person_gd
-        self._person_gd = person
+        if not hasattr(self, "_person_gd"):
+            self._person_gd = _person_git_dir(self.cwd)
+        person = self._person_gd
         if person:
             try:
                 lines.append(Path(person, "info", "exclude").read_text(errors="replace"))
@@ -468,7 +576,7 @@ class CheckpointStore:
         keep = []
         for rel in large:
             try:
-                if os.lstat(os.path.join(self.cwd, rel)).st_size >= self.max_file_bytes:
+                if os.lstat(os.path.join(self.cwd, rel)).st_size >= self.max_file_bytes and not self._included(rel):
                     keep.append(rel)
             except OSError:
                 pass
@@ -485,75 +593,52 @@ class CheckpointStore:
         if not same:
             _write_atomic(target, text.encode("utf-8", "surrogateescape"))
 
-    def _drop_large(self, entries: dict[str, _Stat], index: str) -> list[str]:
-        large = [p for p, st in entries.items() if st.mode != 0o120000 and st.size >= self.max_file_bytes
-                 and not self._included(p)]
-        if not large:
-            return []
-        self.git.run("update-index", "--force-remove", "-z", "--stdin", index=index,
-                     input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in large))
-        for p in large:
-            entries.pop(p, None)
+    def _note_large(self, large: list[str]) -> None:
         large_file = self.root / "large.json"
         try:
             known = json.loads(large_file.read_text())
         except (OSError, ValueError):
             known = []
-        merged = sorted(set(known) | set(large))
-        _write_atomic(large_file, json.dumps(merged).encode())
-        return large
+        _write_atomic(large_file, json.dumps(sorted(set(known) | set(large))).encode())
 
     def _included(self, rel: str) -> bool:
         import fnmatch
 
         return any(fnmatch.fnmatchcase(rel, pat) for pat in self.include)
 
-    def _build_meta(self, entries: dict[str, _Stat], old: dict[str, _Stat], prev: dict[str, Any],
-                    large: list[str], index: str, cached_since: float) -> dict[str, Any]:
-        # permission bits: re-read for entries whose inode or ctime moved, and for those whose cached ctime falls
-        # in the second the last snapshot began or later (git compares ctime to the second: a chmod within it
-        # leaves the cache as it was); carried over otherwise
-        racy_s = int(cached_since) - 1 if cached_since > 0 else 1 << 62
-        prev_modes: dict[str, str] = prev.get("modes") or {}
-        modes: dict[str, str] = {}
-        for path, st in entries.items():
-            if st.mode not in (0o100644, 0o100755):
-                continue
-            o = old.get(path)
-            if o is not None and o.ctime == st.ctime and o.ino == st.ino and o.mode == st.mode \
-                    and o.ctime[0] < racy_s:
-                if path in prev_modes:
-                    modes[path] = prev_modes[path]
-                continue
-            try:
-                perm = stat.S_IMODE(os.lstat(os.path.join(self.cwd, path)).st_mode)
-            except OSError:
-                continue
-            if perm != self._default_perm(st.mode):
-                modes[path] = format(perm, "o")
-        # hard links: index entries sharing an inode
+    def _next_meta(self, prev: dict[str, Any], stats: dict[str, os.stat_result | None], large: list[str],
+                   empty: list[str], fresh: bool) -> dict[str, Any]:
+        """``meta.json``: the previous one with the looked-at paths brought up to date. Permission bits other than
+        git's two defaults; hard-link groups (all links of an inode change its ctime together, so a group is only
+        ever re-formed among the looked-at paths); the large files left out; the empty folders."""
+        modes: dict[str, str] = {} if fresh else dict(prev.get("modes") or {})
+        links = [] if fresh else [g for g in (prev.get("links") or []) if not any(p in stats for p in g)]
         by_ino: dict[tuple[int, int], list[str]] = {}
-        for path, st in entries.items():
-            if st.ino and st.mode in (0o100644, 0o100755):
-                by_ino.setdefault((st.dev, st.ino), []).append(path)
-        links = sorted(sorted(group) for group in by_ino.values() if len(group) > 1)
-        # empty folders (git keeps none): the untracked directories left after the add that hold nothing
-        empty = self._empty_dirs(index)
-        return {"v": 1, "emptyDirs": empty, "links": links, "modes": modes, "large": sorted(large)}
+        for path, st in stats.items():
+            modes.pop(path, None)
+            if st is None or not stat.S_ISREG(st.st_mode) or path in large:
+                continue
+            perm = stat.S_IMODE(st.st_mode)
+            git_mode = 0o100755 if perm & 0o100 else 0o100644
+            if perm != self._default_perm(git_mode):
+                modes[path] = format(perm, "o")
+            if st.st_nlink > 1:
+                by_ino.setdefault((st.st_dev, st.st_ino), []).append(path)
+        links += [sorted(g) for g in by_ino.values() if len(g) > 1]
+        prev_large = [] if fresh else [p for p in (prev.get("large") or []) if p not in stats]
+        return {"v": 1, "emptyDirs": empty, "links": sorted(links), "modes": modes,
+                "large": sorted(set(prev_large) | set(large))}
 
     def _default_perm(self, git_mode: int) -> int:
         return (0o777 if git_mode == 0o100755 else 0o666) & ~self._umask
 
-    def _empty_dirs(self, index: str) -> list[str]:
+    def _empty_dirs(self, others: list[str]) -> list[str]:
         """Folders holding nothing at all (git lists a folder with no tracked file as ``dir/``)."""
-        raw = self.git.run("ls-files", "-z", "--others", "--directory", "--exclude-standard", index=index)
         out = []
-        for item in raw.split(b"\0"):
-            if not item.endswith(b"/"):
+        for item in others:
+            if not item.endswith("/"):
                 continue
-            rel = item[:-1].decode("utf-8", "surrogateescape")
-            if rel.startswith(STAGING_PREFIX):
-                continue
+            rel = item[:-1]
             leaves: list[str] = []
             holds_files = False
             for root, dirnames, files in os.walk(os.path.join(self.cwd, rel)):
@@ -567,6 +652,9 @@ class CheckpointStore:
         return sorted(out)
 
     def _meta(self, commit: str) -> dict[str, Any]:
+        last, _top, meta = self._last()
+        if last == commit:
+            return meta
         try:
             raw = self.git.run("cat-file", "blob", f"{commit}:meta.json")
             meta = json.loads(raw)
@@ -1061,6 +1149,19 @@ def _write_atomic(path: Path, data: bytes, fsync: bool = False) -> None:
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def _tree_bytes(entries: list[tuple[str, str, str]]) -> bytes:
+    """A tree object's body: ``mode name\\0<20-byte id>`` per entry, sorted as git sorts (folders as ``name/``)."""
+    def key(e: tuple[str, str, str]) -> bytes:
+        return e[1].encode() + (b"/" if e[0] == "40000" else b"")
+    return b"".join(f"{m} {n}".encode() + b"\0" + bytes.fromhex(sha) for m, n, sha in sorted(entries, key=key))
+
+
+def _commit_bytes(tree: str, parent: str | None, message: str) -> bytes:
+    who = f"{_AUTHOR['GIT_AUTHOR_NAME']} <{_AUTHOR['GIT_AUTHOR_EMAIL']}> {_AUTHOR['GIT_AUTHOR_DATE']}"
+    head = f"tree {tree}\n" + (f"parent {parent}\n" if parent else "") + f"author {who}\ncommitter {who}\n"
+    return (head + "\n" + message.replace("\0", "") + "\n").encode("utf-8", "surrogateescape")
 
 
 def _meta_bytes(meta: dict[str, Any]) -> bytes:
