@@ -72,7 +72,9 @@ _CONFIG = (("core.autocrlf", "false"), ("core.safecrlf", "false"), ("core.symlin
            ("core.precomposeunicode", "false"), ("core.checkStat", "default"), ("core.trustctime", "true"),
            ("core.untrackedCache", "false"), ("core.splitIndex", "false"), ("index.version", "2"),
            ("gc.auto", "0"), ("core.bigFileThreshold", "512m"), ("feature.manyFiles", "false"),
-           ("advice.addIgnoredFile", "false"), ("core.sparseCheckout", "false"))
+           ("advice.addIgnoredFile", "false"), ("core.sparseCheckout", "false"), ("repack.writeBitmaps", "false"),
+           ("pack.writeBitmaps", "false"), ("repack.updateServerInfo", "false"))
+PACK_EVERY = 40  # new commits between two repacks of the store (trees of successive snapshots delta well)
 
 Kind = Literal["turn", "tool", "probe", "restore-before", "restore-after", "manual"]
 
@@ -495,17 +497,33 @@ class CheckpointStore:
         costs the next snapshot a look at more files), move the tip, keep the cache."""
         if move_tip and tip != commit:
             self._write_ref(TIP, commit)
-        _write_atomic(self.root / "last.json", json.dumps({"commit": commit, "top": top, "meta": meta}).encode(
-            "utf-8", "surrogateescape"))
+        unpacked = self._unpacked + (1 if changed else 0)
+        if unpacked >= PACK_EVERY:  # loose objects into one pack (local only: the person's objects stay theirs)
+            try:
+                self.git.run("repack", "-d", "-l", "-q")
+                unpacked = 0
+            except CheckpointError as exc:
+                log.warning("checkpoint store repack failed: %s", exc)
+        _write_atomic(self.root / "last.json", json.dumps({"commit": commit, "top": top, "meta": meta,
+                                                           "unpacked": unpacked}).encode("utf-8", "surrogateescape"))
         self._keep_index(tmp_index, started, stats)
         return Snapshot(commit, "", changed, (time.perf_counter() - t0) * 1000)
+
+    _unpacked = 0
+
+    def _has_object(self, sha: str) -> bool:
+        if Path(self.git_dir, "objects", sha[:2], sha[2:]).exists():
+            return True
+        return subprocess.run(["git", *_config_args(), "cat-file", "-e", sha], env=self.git.env(),
+                              capture_output=True, cwd=self.git_dir).returncode == 0
 
     def _last(self) -> tuple[str | None, str | None, dict[str, Any]]:
         try:
             data = json.loads((self.root / "last.json").read_text())
             commit, top, meta = data["commit"], data["top"], data["meta"]
+            self._unpacked = int(data.get("unpacked") or 0)
             if isinstance(commit, str) and isinstance(top, str) and isinstance(meta, dict) \
-                    and Path(self.git_dir, "objects", commit[:2], commit[2:]).exists():
+                    and self._has_object(commit):
                 return commit, top, meta
         except (OSError, ValueError, KeyError, TypeError):
             pass
@@ -732,14 +750,17 @@ class CheckpointStore:
                 action = "restore"
             ins, dels = counts.get(path, (0, 0))
             actions[path] = FilePlan(path, action, ins, dels)  # type: ignore[arg-type]
-        for path, perm in self._mode_changes(result, meta_a, meta_t, current).items():
-            actions.setdefault(path, FilePlan(path, "mode"))
-            del perm
-        for d in self._dir_changes(meta_a, meta_t, meta_w, result)[0]:
+        perms = plan._meta["perms"] = self._mode_changes(result, meta_a, meta_t, current)
+        for path in perms:
+            if path not in result:
+                actions.setdefault(path, FilePlan(path, "mode"))
+        dirs = plan._meta["dirs"] = self._dir_changes(meta_a, meta_t, meta_w, result)
+        for d in dirs[0]:
             actions.setdefault(d, FilePlan(d, "mkdir"))
-        for d in self._dir_changes(meta_a, meta_t, meta_w, result)[1]:
+        for d in dirs[1]:
             actions.setdefault(d, FilePlan(d, "rmdir"))
-        for group in self._link_changes(meta_t, result, target):
+        plan._meta["links"] = self._link_changes(meta_t, result, target)
+        for group in plan._meta["links"]:
             for p in group[1:]:
                 actions.setdefault(p, FilePlan(p, "link"))
         plan.files = [actions[p] for p in sorted(actions)]
@@ -801,7 +822,8 @@ class CheckpointStore:
         changed since the base (chmod) when the person left them as the base had them."""
         out: dict[str, int] = {}
         ma, mt = meta_a.get("modes") or {}, meta_t.get("modes") or {}
-        t_modes = _tree_modes(self.git, f"{current}:w")
+        candidates = sorted(p for p in set(ma) | set(mt) if p not in result and ma.get(p) != mt.get(p))
+        t_modes = _tree_modes(self.git, f"{current}:w", candidates) if candidates else {}
         for path, entry in result.items():
             if entry is not None and entry[0] in ("100644", "100755"):
                 want = int(mt[path], 8) if path in mt else self._default_perm(int(entry[0], 8))
@@ -909,9 +931,9 @@ class CheckpointStore:
         del meta_w
         result = plan._entries
         skipped: set[str] = set()
-        perms = self._mode_changes(result, meta_a, meta_t, current)
-        make_dirs, remove_dirs = self._dir_changes(meta_a, meta_t, plan._meta["current"], result)
-        link_groups = self._link_changes(meta_t, result, target)
+        perms = plan._meta["perms"]
+        make_dirs, remove_dirs = plan._meta["dirs"]
+        link_groups = plan._meta["links"]
         rid = uuid_mod.uuid4().hex[:12]
         staging_rel = f"{STAGING_PREFIX}{rid}"
         staging = os.path.join(self.cwd, staging_rel)
@@ -1200,8 +1222,8 @@ def _numstat(git: _Git, a: str, b: str) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _tree_modes(git: _Git, tree: str) -> dict[str, str]:
-    raw = git.run("ls-tree", "-r", "-z", "--full-tree", tree)
+def _tree_modes(git: _Git, tree: str, paths: list[str]) -> dict[str, str]:
+    raw = git.run("ls-tree", "-r", "-z", "--full-tree", tree, "--", *[f":(literal){p}" for p in paths])
     out: dict[str, str] = {}
     for item in raw.split(b"\0"):
         if not item:
