@@ -185,4 +185,52 @@ class SessionCheckpoints:
         return out
 
 
-__all__ = ["ENV_FLAG", "NOT_ENABLED", "NO_CHECKPOINT", "SessionCheckpoints", "TurnMarker", "checkpointing_enabled"]
+def fork_before(transcript_path: str, cwd: str, message_id: str) -> str:
+    """A new session whose transcript is this one's up to (not including) the user message ``message_id``: the
+    conversation rewound to just before it, the original left as it is. Returns the new session id (resume it).
+    Blocking: call from a worker thread."""
+    import json
+
+    from desktop_agent.core.messages import new_uuid
+    from desktop_agent.session.store import transcript_path_for
+    from desktop_agent.util.fileio import write_bytes_atomic
+
+    new_id = new_uuid()
+    out: list[bytes] = []
+    found = False
+    with open(transcript_path, "rb") as fh:
+        for raw in fh:
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(obj, dict):
+                continue
+            if obj.get("type") == "user" and obj.get("uuid") == message_id:
+                found = True
+                break
+            if "sessionId" in obj:
+                obj["sessionId"] = new_id
+            out.append(json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n")
+    if not found:
+        raise CheckpointError("That message is not in this conversation")
+    dst = transcript_path_for(cwd, new_id)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(str(dst), b"".join(out))
+    return new_id
+
+
+def plan_view(plan: RestorePlan) -> dict[str, Any]:
+    """A dry run as the window shows it (plain data: the window reaches the engine only through the client)."""
+    return {"files": [{"path": f.path, "action": f.action, "insertions": f.insertions, "deletions": f.deletions}
+                      for f in plan.files],
+            "conflicts": list(plan.conflicts), "insertions": plan.insertions, "deletions": plan.deletions}
+
+
+def result_view(result: RestoreResult) -> dict[str, Any]:
+    return {"restoreId": result.restore_id, "files": [f.path for f in result.files],
+            "conflicts": list(result.conflicts), "insertions": result.insertions, "deletions": result.deletions,
+            "skippedLinks": result.skipped_links}
+
+
+__all__ = ["ENV_FLAG", "fork_before", "plan_view", "result_view", "NOT_ENABLED", "NO_CHECKPOINT", "SessionCheckpoints", "TurnMarker", "checkpointing_enabled"]
