@@ -157,7 +157,8 @@ class SessionCheckpoints:
             result = await self.restore(message_id)
         except CheckpointError as exc:
             return {"canRewind": False, "error": str(exc)}
-        except OSError as exc:
+        except Exception as exc:  # the store's own failure: said, never a hang or a crash of the run
+            log.warning("rewind_files failed: %s", exc)
             return {"canRewind": False, "error": f"Could not restore the files: {exc}"}
         return {"canRewind": True, "filesChanged": [self._abs(f.path) for f in result.files],
                 "insertions": result.insertions, "deletions": result.deletions,

@@ -139,6 +139,33 @@
     </message>
 </context>
 <context>
+    <name>CheckpointMarker</name>
+    <message>
+        <source>checkpoint · no changes</source>
+        <translation>检查点 · 无更改</translation>
+    </message>
+    <message>
+        <source>1 file</source>
+        <translation>1 个文件</translation>
+    </message>
+    <message>
+        <source>{0} files</source>
+        <translation>{0} 个文件</translation>
+    </message>
+    <message>
+        <source>checkpoint</source>
+        <translation>检查点</translation>
+    </message>
+    <message>
+        <source>Rewind…</source>
+        <translation>回退…</translation>
+    </message>
+    <message>
+        <source>Rewind to before this message</source>
+        <translation>回退到这条消息之前</translation>
+    </message>
+</context>
+<context>
     <name>ConversationView</name>
     <message>
         <source>error</source>
@@ -1237,6 +1264,120 @@ in this folder</source>
     <message>
         <source>Re&amp;do</source>
         <translation>重做(&amp;D)</translation>
+    </message>
+</context>
+<context>
+    <name>Rewind</name>
+    <message>
+        <source>Stop the running turn before rewinding.</source>
+        <translation>请先停止正在运行的回合，再回退。</translation>
+    </message>
+    <message>
+        <source>Cannot rewind: {0}</source>
+        <translation>无法回退：{0}</translation>
+    </message>
+    <message>
+        <source>The restore failed: {0}</source>
+        <translation>恢复失败：{0}</translation>
+    </message>
+    <message>
+        <source>Restored {0} files (+{1} −{2}).</source>
+        <translation>已恢复 {0} 个文件（+{1} −{2}）。</translation>
+    </message>
+    <message>
+        <source>Left as you changed them: {0}.</source>
+        <translation>保留了你的修改：{0}。</translation>
+    </message>
+    <message>
+        <source>{0} paths behind links were not touched.</source>
+        <translation>{0} 个位于链接之后的路径未被改动。</translation>
+    </message>
+    <message>
+        <source>Undo restore</source>
+        <translation>撤销恢复</translation>
+    </message>
+    <message>
+        <source>Undo failed: {0}</source>
+        <translation>撤销失败：{0}</translation>
+    </message>
+    <message>
+        <source>Restore undone: {0} files put back.</source>
+        <translation>已撤销恢复：{0} 个文件已放回。</translation>
+    </message>
+</context>
+<context>
+    <name>RewindDialog</name>
+    <message>
+        <source>Rewind to before this message?</source>
+        <translation>回退到这条消息之前？</translation>
+    </message>
+    <message>
+        <source>Restoring files changes {0} files (+{1} −{2}) back to how they were just before this message.</source>
+        <translation>恢复文件会把 {0} 个文件（+{1} −{2}）改回这条消息之前的样子。</translation>
+    </message>
+    <message>
+        <source>The files are already as they were just before this message.</source>
+        <translation>文件已经是这条消息之前的样子。</translation>
+    </message>
+    <message>
+        <source>Message:</source>
+        <translation>消息：</translation>
+    </message>
+    <message>
+        <source>You changed {0} of these files since; they stay as you left them:</source>
+        <translation>其中 {0} 个文件你之后改过；它们保持你留下的样子：</translation>
+    </message>
+    <message>
+        <source>Your later edits to other parts of a file are kept. &quot;Undo restore&quot; puts every byte back. Rewinding the conversation opens a copy from before this message; the original stays.</source>
+        <translation>你之后对文件其他部分的修改会保留。“撤销恢复”会放回每一个字节。回退对话会打开这条消息之前的副本；原对话保留。</translation>
+    </message>
+    <message>
+        <source>&amp;Cancel  Esc</source>
+        <translation>取消(&amp;C)  Esc</translation>
+    </message>
+    <message>
+        <source>Restore &amp;files</source>
+        <translation>恢复文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>Rewind c&amp;onversation</source>
+        <translation>回退对话(&amp;O)</translation>
+    </message>
+    <message>
+        <source>&amp;Both</source>
+        <translation>两者(&amp;B)</translation>
+    </message>
+    <message>
+        <source>restore</source>
+        <translation>恢复</translation>
+    </message>
+    <message>
+        <source>delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>create</source>
+        <translation>创建</translation>
+    </message>
+    <message>
+        <source>merge</source>
+        <translation>合并</translation>
+    </message>
+    <message>
+        <source>permissions</source>
+        <translation>权限</translation>
+    </message>
+    <message>
+        <source>folder</source>
+        <translation>文件夹</translation>
+    </message>
+    <message>
+        <source>remove folder</source>
+        <translation>删除文件夹</translation>
+    </message>
+    <message>
+        <source>hard link</source>
+        <translation>硬链接</translation>
     </message>
 </context>
 <context>

@@ -6,19 +6,20 @@ client and opens the dialog.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtCore import QCoreApplication, Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
+
+translate = QCoreApplication.translate
 
 
 def marker_text(files: int, insertions: int, deletions: int) -> str:
     """``checkpoint · 4 files +38 −12`` (``checkpoint · no changes`` for a turn that changed nothing)."""
-    from PySide6.QtCore import QCoreApplication
-
-    tr = QCoreApplication.translate
     if not files:
-        return tr("CheckpointMarker", "checkpoint · no changes")
-    noun = tr("CheckpointMarker", "1 file") if files == 1 else tr("CheckpointMarker", "{0} files").format(files)
-    return f"{tr('CheckpointMarker', 'checkpoint')} · {noun} +{insertions:,} \u2212{deletions:,}"
+        return translate("CheckpointMarker", "checkpoint · no changes")
+    noun = translate("CheckpointMarker", "1 file") if files == 1 else \
+        translate("CheckpointMarker", "{0} files").format(files)
+    head = translate("CheckpointMarker", "checkpoint")
+    return f"{head} · {noun} +{insertions:,} \u2212{deletions:,}"
 
 
 class CheckpointMarker(QFrame):
@@ -42,16 +43,18 @@ class CheckpointMarker(QFrame):
         self.label.setToolTip(shown)
         row.addWidget(self.label)
         row.addStretch(1)
-        self.rewind_button = QPushButton(self.tr("Rewind…"))
+        self.rewind_button = QToolButton()
+        self.rewind_button.setText(self.tr("Rewind…"))
         self.rewind_button.setObjectName("rewindButton")
-        self.rewind_button.setFlat(True)
+        self.rewind_button.setAutoRaise(True)
         self.rewind_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.rewind_button.setAccessibleName(self.tr("Rewind to before this message"))
         self.rewind_button.clicked.connect(lambda: self.rewind_requested.emit(self.message_id))
         row.addWidget(self.rewind_button)
         self.setStyleSheet("#checkpointLabel { color: palette(mid); font-size: 11px; }"
-                           "#rewindButton { font-size: 11px; padding: 0 6px; }")
-        self.setFixedHeight(22)
+                           "#rewindButton { font-size: 11px; padding: 0 6px; margin: 0; }")
+        self.rewind_button.setFixedHeight(20)
+        self.setFixedHeight(24)
 
 
 __all__ = ["CheckpointMarker", "marker_text"]

@@ -48,8 +48,9 @@ class RewindDialog(SafetyDelay, AwaitableDialog["RewindChoice | None"]):
                                                    f"{int(plan.get('deletions') or 0):,}")
         else:
             head = self.tr("The files are already as they were just before this message.")
+        label = self.tr("Message:")
         self.message = QLabel(f"<b>{html.escape(head)}</b>"
-                              + (f"<br/>{html.escape(self.tr('Message:'))} <i>{html.escape(shown)}</i>" if shown else ""))
+                              + (f"<br/>{html.escape(label)} <i>{html.escape(shown)}</i>" if shown else ""))
         self.message.setWordWrap(True)
         self.message.setTextFormat(Qt.TextFormat.RichText)
         self.message.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # the neutral widget that has the focus
