@@ -331,3 +331,28 @@ def _undo_last(repo: Path) -> None:
     store = CheckpointStore.open(repo)
     restores = store.restores()
     store.undo(restores[-1]["id"])
+
+
+def test_a_hostile_repository_runs_nothing_and_its_attributes_change_no_byte(tmp_path):
+    """The person's config names programs (fsmonitor, a clean/smudge filter, hooks) and their attributes ask for
+    end-of-line conversion: the store runs none of them and keeps every byte as it is."""
+    repo = make_repo(tmp_path / "hostile", {"a.txt": "lf only\n", "b.txt": "crlf\r\nline\r\n"})
+    pwned = tmp_path / "pwned"
+    with open(repo / ".git" / "config", "a") as fh:
+        fh.write(f"[core]\n\tfsmonitor = touch {pwned}-fsmonitor\n\thooksPath = {repo}/hooks\n"
+                 f"[filter \"evil\"]\n\tclean = touch {pwned}-clean\n\tsmudge = touch {pwned}-smudge\n"
+                 "\trequired = true\n")
+    (repo / "hooks").mkdir()
+    for hook in ("post-index-change", "reference-transaction", "post-checkout"):
+        (repo / "hooks" / hook).write_text(f"#!/bin/sh\ntouch {pwned}-{hook}\n")
+        os.chmod(repo / "hooks" / hook, 0o755)
+    (repo / ".gitattributes").write_text("* text=auto eol=crlf filter=evil ident\n")
+    store = CheckpointStore.open(repo)
+    before = manifest(repo)
+    store.snapshot("turn", message_id="m1")
+    bash(repo, "printf 'changed\\n' > a.txt && rm b.txt && printf '$Id$\\n' > c.txt")
+    store.snapshot("tool")
+    store.restore("refs/da/msg/m1")
+    assert manifest(repo) == before
+    assert (repo / "b.txt").read_bytes() == b"crlf\r\nline\r\n" and (repo / "a.txt").read_bytes() == b"lf only\n"
+    assert not list(tmp_path.glob("pwned*")), "no program of the repository ran"
