@@ -425,7 +425,7 @@ class CheckpointStore:
                 changed = {p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p}
                 others = self._others(tmp_index)
             else:
-                shutil.copyfile(self.index_path, tmp_index)
+                shutil.copy2(self.index_path, tmp_index)  # its mtime kept: git's racy-clean check depends on it
                 # the two looks at the folder side by side: tracked files' stat, and the walk for new ones
                 dirty_proc = self.git.start("diff-files", "--name-only", "-z", index=tmp_index)
                 try:
