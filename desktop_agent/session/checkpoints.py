@@ -12,15 +12,21 @@ already committed are not copied (read only: git never writes into an alternate)
 written: not their index, refs, config, hooks, stash or worktrees (every git command runs with ``GIT_DIR`` set to
 ours, ``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``, ``util.git_env`` overrides, ``core.hooksPath=/dev/null``).
 
-**A snapshot** copies our ``index`` to a temporary ``GIT_INDEX_FILE`` (seeded with ``read-tree`` from the last
-snapshot when there is none: unchanged files stay stat-cached), runs ``git add -A`` on the folder (the folder's
-``.gitignore`` files, the person's ``info/exclude`` and ``~/.config/git/ignore`` exclude; ``$GIT_DIR/info/attributes``
-turns off every conversion so the bytes are the bytes), drops files of ``max_file_bytes`` (2 MB) or more unless
-``include`` lists them (remembered so they are not hashed again), and writes a commit whose tree is
+**A snapshot** copies our ``index`` (with its mtime: git's racy-clean check reads it) to a temporary
+``GIT_INDEX_FILE`` and asks git two things side by side: which tracked files' stat changed (``diff-files``) and what
+is new (``ls-files --others --directory``: untracked non-ignored files, new and empty folders; the folder's
+``.gitignore`` files, the person's ``info/exclude`` and ``~/.config/git/ignore`` exclude). Only those paths are
+hashed (``update-index``; the first snapshot is a ``git add -A``) and lstat'd, plus the few whose ctime fell in the
+last snapshot's second (``racy.json``: git compares ctime to the second). ``$GIT_DIR/info/attributes`` turns off
+every conversion and filter, so the bytes are the bytes. Files of ``max_file_bytes`` (2 MB) or more are left out
+unless ``include`` lists them (remembered in ``large.json`` so they are not hashed again). The commit's tree is
 ``w/`` (the folder) plus ``meta.json`` (what git trees cannot hold: empty folders, hard-link groups, permission bits
-other than git's two, the large files left out). A snapshot whose tree equals the tip's adds nothing. Refs:
-``refs/da/tip`` (the last state seen at a seam or left by a restore), ``refs/da/msg/<uuid>`` (the state just before
-that user message), ``refs/da/restore/<id>`` (the state just before a restore: what "Undo restore" goes back to).
+other than git's two, the large files left out); the commit, that tree and ``meta.json`` are written as loose
+objects by us, the ref as a file (we hold the lock; no ref is ever packed). ``last.json`` names the snapshot our
+stat cache reflects: a snapshot that changed nothing adds no tree. Every 40 new commits the store is repacked
+(local objects only). Refs: ``refs/da/tip`` (the last state seen at a seam or left by a restore),
+``refs/da/msg/<uuid>`` (the state just before that user message), ``refs/da/restore/<id>`` (the state just before a
+restore: what "Undo restore" goes back to), ``refs/da/probe/<sha>`` (a dry run's look at the folder).
 
 **A restore** to commit T is three-way with base A = the tip (what the agent left) and ours W = a fresh snapshot of
 the folder now: a path the person did not touch since A takes T's version; a path only the person changed keeps
