@@ -12,43 +12,54 @@ import asyncio
 import os
 import subprocess
 import sys
-import tempfile
 from typing import Any, Callable
 
 from desktop_agent.ui.screenshots_kit import isolate_home, settle
 
 
+_PLAN_SCRIPT = r"""
+import json, os, subprocess, sys, tempfile
+from desktop_agent.session.checkpoints import CheckpointStore
+
+folder = tempfile.mkdtemp(prefix="rewind-shot-")
+env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+env.update(GIT_AUTHOR_NAME="s", GIT_AUTHOR_EMAIL="s@s", GIT_COMMITTER_NAME="s", GIT_COMMITTER_EMAIL="s@s")
+
+def sh(cmd):
+    subprocess.run(["bash", "-c", cmd], cwd=folder, env=env, check=True, capture_output=True)
+
+sh("git init -q && mkdir -p src tests && printf 'export function parse(s) {\\n  return s;\\n}\\n' > src/date.ts"
+   " && printf 'test(1)\\n' > tests/date.test.ts && printf '# dates\\n' > README.md && git add -A"
+   " && git commit -qm init")
+store = CheckpointStore.open(folder)
+store.snapshot("turn", message_id="m1")
+sh("sed -i 's/return s;/return isoWeek(s);/' src/date.ts && printf 'export const isoWeek = (d) => 1;\\n'"
+   " > src/week.ts && rm tests/date.test.ts && mkdir -p tests/fixtures && echo '{}' > tests/fixtures/w.json"
+   " && printf 'one\\ntwo\\n' >> README.md")
+store.snapshot("tool")
+m1 = store.diff_stats(store.checkpoint_for("m1"), store.tip())
+store.snapshot("turn", message_id="m2")
+sh("printf 'export const isoWeek = (d) => Math.ceil(d / 7);\\n' > src/week.ts")
+store.snapshot("tool")
+m2 = store.diff_stats(store.checkpoint_for("m2"), store.tip())
+sh("printf '# dates (edited by you)\\none\\ntwo\\n' > README.md")  # the person, after the turn
+plan = store.plan("refs/da/msg/m1")
+print(json.dumps({"plan": {"files": [{"path": f.path, "action": f.action, "insertions": f.insertions,
+                                      "deletions": f.deletions} for f in plan.files],
+                           "conflicts": plan.conflicts, "insertions": plan.insertions, "deletions": plan.deletions},
+                  "markers": {"m1": m1, "m2": m2}}))
+"""
+
+
 def _real_plan() -> tuple[dict[str, Any], dict[str, Any]]:
-    """A dry run computed by the store: a repository, a snapshot, the agent's commands, a later edit of the person."""
-    from desktop_agent.session.checkpoints import CheckpointStore
+    """A dry run computed by the real store in a child process (the window links no engine module): a repository,
+    a snapshot, the agent's commands, a later edit of the person."""
+    import json
 
-    folder = tempfile.mkdtemp(prefix="rewind-shot-")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="s", GIT_AUTHOR_EMAIL="s@s", GIT_COMMITTER_NAME="s", GIT_COMMITTER_EMAIL="s@s")
-
-    def sh(cmd: str) -> None:
-        subprocess.run(["bash", "-c", cmd], cwd=folder, env=env, check=True, capture_output=True)
-
-    sh("git init -q && mkdir -p src tests && printf 'export function parse(s) {\\n  return s;\\n}\\n' > src/date.ts"
-       " && printf 'test(1)\\n' > tests/date.test.ts && printf '# dates\\n' > README.md && git add -A"
-       " && git commit -qm init")
-    store = CheckpointStore.open(folder)
-    store.snapshot("turn", message_id="m1")
-    sh("sed -i 's/return s;/return isoWeek(s);/' src/date.ts && printf 'export const isoWeek = (d) => 1;\\n'"
-       " > src/week.ts && rm tests/date.test.ts && mkdir -p tests/fixtures && echo '{}' > tests/fixtures/w.json"
-       " && printf 'one\\ntwo\\n' >> README.md")
-    store.snapshot("tool")
-    marker1 = store.diff_stats(store.checkpoint_for("m1") or "", store.tip() or "")
-    store.snapshot("turn", message_id="m2")
-    sh("printf 'export const isoWeek = (d) => Math.ceil(d / 7);\\n' > src/week.ts")
-    store.snapshot("tool")
-    marker2 = store.diff_stats(store.checkpoint_for("m2") or "", store.tip() or "")
-    sh("printf '# dates (edited by you)\\none\\ntwo\\n' > README.md")  # the person, after the turn
-    plan = store.plan("refs/da/msg/m1")
-    view = {"files": [{"path": f.path, "action": f.action, "insertions": f.insertions, "deletions": f.deletions}
-                      for f in plan.files], "conflicts": plan.conflicts, "insertions": plan.insertions,
-            "deletions": plan.deletions}
-    return view, {"m1": marker1, "m2": marker2}
+    out = subprocess.run([sys.executable, "-c", _PLAN_SCRIPT], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)))
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    return data["plan"], data["markers"]
 
 
 async def shoot_rewind(save: Callable[[Any, str], None], size: tuple[int, int] = (1280, 800)) -> None:
