@@ -60,6 +60,11 @@ class AppSettings(BaseModel):
     # where the window runs a session: "inprocess" (default), "process" (our CLI in a child), "claude" (Claude Code)
     executor: str = "inprocess"
     claude_path: str | None = None  # Claude Code's binary for executor "claude" (default: claude on PATH)
+    # checkpoints of the folder before each turn and after each Bash call or write (app.rewind): None leaves it to
+    # the front end (the window: on; the CLI: only with CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING=true)
+    file_checkpointing: bool | None = None
+    # ignored paths or files of 2 MB or more that checkpoints still keep (glob patterns relative to the folder)
+    checkpoint_include: list[str] = Field(default_factory=list)
 
     @classmethod
     def load(cls, path: Path | None = None) -> AppSettings:

@@ -39,6 +39,7 @@ from desktop_agent.app import build, commands, workspace
 from desktop_agent.app.build import ConfigError
 from desktop_agent.app.compaction import Compaction
 from desktop_agent.app.lifecycle import SessionHooks
+from desktop_agent.app.rewind import SessionCheckpoints, checkpointing_enabled
 from desktop_agent.app.system_prompt import build_system_prompt
 from desktop_agent.app.workspace import SessionError
 from desktop_agent.config import AppSettings, resolve_model
@@ -68,6 +69,12 @@ INTERRUPTED = "[Request interrupted by user]"
 IDLE_NOTIFICATION_S = 60.0  # the window's idle_prompt Notification after a turn (the reference's threshold)
 
 T = TypeVar("T")
+
+
+def _usable_uuid(value: Any) -> bool:
+    """A host's user message id that can name a checkpoint (letters, digits, ``-``, ``_``; at most 128)."""
+    return isinstance(value, str) and 0 < len(value) <= 128 and all(c.isalnum() or c in "-_" for c in value) \
+        and value.isascii()
 
 
 class _Interrupted(Exception):
@@ -123,6 +130,7 @@ class AgentSession:
         self.lifecycle = SessionHooks(self)
         self.change_notes = ChangeNotes()  # reverts/redos the model is told about with the next prompt
         self.pending_deferred: DeferredCall | None = None  # a deferred call waiting to be run (SPEC D.6)
+        self.checkpoints = SessionCheckpoints("", enabled=False)  # set by create()
 
     # ---------------------------------------------------------------------------------- creation
 
@@ -151,6 +159,7 @@ class AgentSession:
         hooks: HookRunner | None = None,
         mcp_config: Sequence[str] = (),
         provider: str | None = None,
+        checkpoint_default: bool = False,
     ) -> AgentSession:
         self = cls()
         self.settings = settings or AppSettings.load()
@@ -204,6 +213,12 @@ class AgentSession:
                                       transcript_path=str(self.store.path), tools=self.tools)
         if resumed is not None:
             workspace.restore_read_state(self.messages, self.cwd, self.ctx.read_file_state)
+        # checkpoints (app.rewind): before each turn and, through the context's seam, after each tool that writes
+        self.checkpoints = SessionCheckpoints(
+            self.cwd, enabled=checkpointing_enabled(self.settings.file_checkpointing, checkpoint_default),
+            include=tuple(self.settings.checkpoint_include))
+        if self.checkpoints.enabled:
+            self.ctx.checkpoints = self.checkpoints
 
         # 5. model
         self._prompt_args = (list(pc.working_dirs), system_prompt, append_system_prompt)
@@ -419,8 +434,15 @@ class AgentSession:
             told = self.change_notes.take(self.cwd)
             if told is not None:
                 self._meta_note(told[0], **{CHANGE_RECORDS_TOLD: told[1]})
+            restored = self.checkpoints.take_note()
+            if restored is not None:
+                self._meta_note(restored)
+            if not _usable_uuid(entry_extra.get("uuid")) or self.store.contains(str(entry_extra["uuid"])):
+                entry_extra.pop("uuid", None)  # a host's id is kept only when it can name a checkpoint
             entry = user_entry(expansion.shown if expansion.shown is not None else prompt, **entry_extra)
             self.last_prompt_uuid = entry["uuid"]
+            # the folder as it is before this message is answered: what "Rewind to here" goes back to
+            await self.checkpoints.before_turn(entry["uuid"])
             self.messages.append(entry)
             try:
                 self.record(entry)

@@ -32,6 +32,7 @@ _FLAGS: dict[str, tuple[str, int]] = {
     "--input-format": ("input_format", 1),
     "--verbose": ("verbose", 0),
     "--include-partial-messages": ("include_partial", 0),
+    "--replay-user-messages": ("replay_user_messages", 0),
     "--model": ("model", 1),
     "--provider": ("provider", 1),
     "--max-turns": ("max_turns", 1),
@@ -75,7 +76,7 @@ _IGNORED_LISTS = ("--betas",)
 # Flags of the reference agent that take no value: ignored without swallowing the next argument.
 _UNKNOWN_BOOLEAN = {
     "--fork-session", "--strict-mcp-config", "--include-hook-events", "--session-mirror", "--debug", "--ide",
-    "--replay-user-messages", "--bare", "--no-session-persistence", "--mcp-debug", "--exclude-dynamic-sections",
+    "--bare", "--no-session-persistence", "--mcp-debug", "--exclude-dynamic-sections",
     "--managed-settings-in-initialize",
 }
 OUTPUT_FORMATS = ("text", "json", "stream-json")
@@ -102,7 +103,7 @@ Options (headless):
   -p, --print                       print the response and exit
   --output-format text|json|stream-json
   --input-format text|stream-json
-  --verbose, --include-partial-messages
+  --verbose, --include-partial-messages, --replay-user-messages
   --model MODEL, --max-turns N
   --permission-mode default|acceptEdits|plan|bypassPermissions|dontAsk
   --dangerously-skip-permissions
@@ -139,6 +140,7 @@ class Options:
     input_format: str = "text"
     verbose: bool = False
     include_partial: bool = False
+    replay_user_messages: bool = False
     model: str | None = None
     provider: str | None = None
     max_turns: int | None = None

@@ -5,7 +5,7 @@ permission mode changed):
 ``mcp_status`` → ``{"mcpServers": [McpServerStatus…]}`` (the servers started first); ``mcp_toggle`` /
 ``mcp_reconnect`` → ``{}`` once the server is stopped or up again (the tool list follows at once);
 ``get_context_usage`` → ``app.context_usage``; ``apply_flag_settings``, ``update_settings``, ``seed_read_state`` →
-``{}`` (``app.host_requests``). A refusal raises (``HostRequestError``, ``KeyError``, ``RuntimeError``): the caller
+``{}`` (``app.host_requests``); ``rewind_files`` → ``RewindFilesResponse`` (``app.rewind``). A refusal raises (``HostRequestError``, ``KeyError``, ``RuntimeError``): the caller
 answers it as the error ``control_response``. ``unsupported`` names every other subtype.
 """
 
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 from desktop_agent.protocol.control import (
     ApplyFlagSettingsRequest, GetContextUsageRequest, HostRequest, McpReconnectRequest, McpStatusRequest,
-    McpStatusResponse, McpToggleRequest, SeedReadStateRequest, UpdateSettingsRequest,
+    McpStatusResponse, McpToggleRequest, RewindFilesRequest, RewindFilesResponse, SeedReadStateRequest,
+    UpdateSettingsRequest,
 )
 
 if TYPE_CHECKING:
@@ -65,6 +66,9 @@ async def answer(session: AgentSession, layer: FlagLayer, request: HostRequest) 
         case SeedReadStateRequest():
             host_requests.seed_read_state(session, request.path, request.mtime)
             return {}, False
+        case RewindFilesRequest():  # app.rewind: canRewind false with an error when checkpointing is off
+            result = await session.checkpoints.rewind_files(request.user_message_id, bool(request.dry_run))
+            return RewindFilesResponse.model_validate(result).to_wire(), False
         case _:
             assert_never(request)
 

@@ -34,8 +34,8 @@ from desktop_agent.cli.stdio import (
 from desktop_agent.protocol import ProtocolError, WireModel, decode
 from desktop_agent.protocol.control import (
     ApplyFlagSettingsRequest, ControlCancelRequest, ControlRequest, ControlResponse, GetContextUsageRequest,
-    InitializeRequest, InterruptRequest, McpReconnectRequest, McpStatusRequest, McpToggleRequest, SeedReadStateRequest,
-    SetModelRequest, SetPermissionModeRequest, UpdateSettingsRequest, unsupported,
+    InitializeRequest, InterruptRequest, McpReconnectRequest, McpStatusRequest, McpToggleRequest, RewindFilesRequest,
+    SeedReadStateRequest, SetModelRequest, SetPermissionModeRequest, UpdateSettingsRequest, unsupported,
 )
 from desktop_agent.protocol.stream_json import (
     AssistantLine, PermissionDenial, ResultLine, StreamEventLine, SystemInit, SystemLine, SystemStatus, UnknownLine,
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from desktop_agent.app.session import AgentSession
 
 _HOST_REQUESTS = (McpStatusRequest, McpToggleRequest, McpReconnectRequest, GetContextUsageRequest,
-                  ApplyFlagSettingsRequest, UpdateSettingsRequest, SeedReadStateRequest)
+                  ApplyFlagSettingsRequest, UpdateSettingsRequest, SeedReadStateRequest, RewindFilesRequest)
 
 # -------------------------------------------------------------------------------------- headless run
 
@@ -207,6 +207,15 @@ class HeadlessRun:
             self._line(UserLine(message={"role": "user", "content": msg.get("content")}, session_id=sid, uuid=uid,
                                 tool_use_result=entry.get("toolUseResult")))
 
+    def _replay_prompt(self, content: Any) -> None:
+        """``--replay-user-messages``: the prompt as a ``user`` line with the uuid its transcript entry got."""
+        uid = self.session.last_prompt_uuid
+        if uid is None or uid in self._emitted or not self.session.store.contains(uid):
+            return
+        self._emitted.add(uid)
+        self._line(UserLine(message={"role": "user", "content": content}, session_id=self.session.session_id,
+                            uuid=uid))
+
     # ---------------------------------------------------------------------- one turn
 
     async def run_compact(self, instructions: str | None) -> ResultLine:
@@ -232,7 +241,7 @@ class HeadlessRun:
             "subtype": "compact_boundary", "session_id": self.session.session_id, "uuid": str(uuid.uuid4()),
             "compact_metadata": {"trigger": trigger, "pre_tokens": pre_tokens}})
 
-    async def run_turn(self, content: Any) -> ResultLine:
+    async def run_turn(self, content: Any, message_uuid: str | None = None) -> ResultLine:
         from desktop_agent.core.events import (
             AssistantBlock, AssistantMessage, Compacted, ErrorEvent, PermissionRequested, PermissionResolved,
             RequestStarted, RetryWaiting, StreamEvent, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished,
@@ -251,9 +260,16 @@ class HeadlessRun:
         finished: TurnFinished | None = None
         errors: list[str] = []
         user_messages = 0
-        stream = s.submit(content)
+        # the prompt's id: the host's (an SDKUserMessage's ``uuid``) or a new one; with --replay-user-messages the
+        # prompt goes back out with it, so a host can name it in rewind_files (App. D.3)
+        message_uuid = message_uuid or str(uuid.uuid4())
+        stream = s.submit(content, uuid=message_uuid)
+        replay = self.opts.replay_user_messages
         try:
             async for event in stream:
+                if replay and not isinstance(event, Compacted) and s.last_prompt_uuid is not None:
+                    replay = False  # the prompt's entry exists now (a blocked prompt has none: nothing goes out)
+                    self._replay_prompt(content)
                 match event:
                     case AssistantBlock():
                         # One ``assistant`` line per finished block, written before the loop starts its call.
@@ -502,7 +518,7 @@ class HeadlessRun:
                     content = message.message.get("content")
                     if content is None:
                         continue
-                    await self._run_and_report(content)
+                    await self._run_and_report(content, message.uuid)
             elif not prompt and self.session.pending_deferred is None:
                 eprint(NO_INPUT)  # only a deferred call may be resumed without a prompt
                 return 2
@@ -515,8 +531,8 @@ class HeadlessRun:
                 await self.session.end("other")  # SessionEnd hooks, then close (``-p`` exits: reason ``other``)
         return 0 if self.last_ok else 1
 
-    async def _run_and_report(self, content: Any) -> None:
-        result = await self.run_turn(content)
+    async def _run_and_report(self, content: Any, message_uuid: str | None = None) -> None:
+        result = await self.run_turn(content, message_uuid)
         if self.opts.out_format in ("stream-json", "json"):
             self.out.line(result)
         elif result.is_error:

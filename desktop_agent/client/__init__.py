@@ -7,7 +7,7 @@ questions (sessions, transcripts, trust, the sandbox: ``local``); ``tour`` is th
 from __future__ import annotations
 
 from desktop_agent.client.base import (
-    EXECUTOR_KINDS, Ack, ClientError, EngineClient, ExecutorDied, ExecutorKind, Question, SessionHandle,
+    EXECUTOR_KINDS, Ack, ClientError, EngineClient, ExecutorDied, ExecutorKind, Question, Rewindable, SessionHandle,
     SessionOptions,
 )
 from desktop_agent.client.local import SessionSummary
@@ -29,5 +29,5 @@ def make_client(kind: ExecutorKind = "inprocess", executable: str | None = None)
     raise ValueError(f"unknown executor: {kind!r} (one of {', '.join(EXECUTOR_KINDS)})")
 
 
-__all__ = ["Ack", "ClientError", "EngineClient", "ExecutorDied", "ExecutorKind", "Question", "SessionHandle",
-           "SessionOptions", "SessionSummary", "EXECUTOR_KINDS", "make_client"]
+__all__ = ["Ack", "ClientError", "EngineClient", "ExecutorDied", "ExecutorKind", "Question", "Rewindable",
+           "SessionHandle", "SessionOptions", "SessionSummary", "EXECUTOR_KINDS", "make_client"]

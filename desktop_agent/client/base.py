@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Generator, Literal, Protocol, Sequence
+from typing import Any, AsyncIterator, Generator, Literal, Protocol, Sequence, runtime_checkable
 
 from desktop_agent.client.local import ProviderModels, SessionSummary
 from desktop_agent.core.events import AgentEvent, Compacted
@@ -232,6 +232,23 @@ class SessionHandle(Protocol):
     async def restart(self) -> None: ...
     async def end(self, reason: str) -> None: ...
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class Rewindable(Protocol):
+    """A session whose folder has checkpoints (``app.rewind``): "Rewind to here" on a user message. Plain data
+    crosses: a dry run is ``{"files": [{"path", "action", "insertions", "deletions"}], "conflicts", "insertions",
+    "deletions"}``; a restore ``{"restoreId", "files", "conflicts", "insertions", "deletions", "skippedLinks"}``
+    (plus ``"forkSessionId"`` when the conversation was rewound too: a new session, the original kept)."""
+
+    @property
+    def checkpoints_enabled(self) -> bool: ...
+    @property
+    def last_prompt_id(self) -> str | None: ...
+    async def rewind_plan(self, message_id: str) -> dict[str, Any]: ...
+    async def rewind(self, message_id: str, files: bool, conversation: bool) -> dict[str, Any]: ...
+    async def undo_restore(self, restore_id: str) -> dict[str, Any]: ...
+    async def checkpoint_marker(self, message_id: str) -> dict[str, Any] | None: ...
 
 
 class EngineClient(Protocol):

@@ -105,6 +105,50 @@ class InProcessSession:
         """Remove the transcript of a session that never got a message (a session exists from its first prompt)."""
         return discard_empty_transcript(self.transcript_path, close=self.session.close)
 
+    # ----- rewind (client.base.Rewindable; app.rewind does the work off the loop)
+    @property
+    def checkpoints_enabled(self) -> bool:
+        return self.session.checkpoints.enabled
+
+    @property
+    def last_prompt_id(self) -> str | None:
+        return self.session.last_prompt_uuid
+
+    async def rewind_plan(self, message_id: str) -> dict[str, Any]:
+        from desktop_agent.app.rewind import plan_view
+
+        return plan_view(await self.session.checkpoints.plan(message_id))
+
+    async def rewind(self, message_id: str, files: bool, conversation: bool) -> dict[str, Any]:
+        from desktop_agent.app.rewind import fork_before, result_view
+        from desktop_agent.util.threads import in_thread
+
+        out: dict[str, Any] = {}
+        if files:
+            out = result_view(await self.session.checkpoints.restore(message_id))
+        if conversation:
+            session = self.session
+            out["forkSessionId"] = await in_thread(
+                lambda: fork_before(session.transcript_path, session.cwd, message_id))
+        return out
+
+    async def undo_restore(self, restore_id: str) -> dict[str, Any]:
+        from desktop_agent.app.rewind import result_view
+
+        return result_view(await self.session.checkpoints.undo(restore_id))
+
+    async def checkpoint_marker(self, message_id: str) -> dict[str, Any] | None:
+        from desktop_agent.util.threads import in_thread
+
+        checkpoints = self.session.checkpoints
+        if not checkpoints.enabled:
+            return None
+        markers = await in_thread(lambda: checkpoints.markers([message_id]))
+        if not markers:
+            return None
+        m = markers[0]
+        return {"messageId": m.message_id, "files": m.files, "insertions": m.insertions, "deletions": m.deletions}
+
     # ----- turns
     async def submit(self, prompt: str | list[dict[str, Any]]) -> AsyncIterator[Any]:
         stream = self.session.submit(prompt)
@@ -158,6 +202,7 @@ class InProcessClient(LocalStore):
             add_dirs=list(options.add_dirs), max_turns=options.max_turns, system_prompt=options.system_prompt,
             append_system_prompt=options.append_system_prompt,
         )
+        kwargs.setdefault("checkpoint_default", True)  # the window checkpoints unless the settings say no
         kwargs.update(options.engine_kwargs)
         cwd = os.fspath(folder)
         if options.script == "tour":

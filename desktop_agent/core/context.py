@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; none of these modules 
     from desktop_agent.core.events import AgentEvent
     from desktop_agent.core.permission import PermissionPrompter, PermissionReply, PermissionUpdate, ReadPolicy
     from desktop_agent.core.seams import (
-        FileBackups, HookEvent, PermissionState, PostToolUseVerdict, PreToolUseVerdict,
+        FileBackups, HookEvent, PermissionState, PostToolUseVerdict, PreToolUseVerdict, ToolCheckpoints,
     )
 
 MAX_FILE_STATE_ENTRIES = 100
@@ -198,6 +198,8 @@ class ToolUseContext:
     hooks: ToolHooks | None = None
     # session.history.FileHistory (backups before each write), or None.
     file_history: FileBackups | None = None
+    # app.rewind.SessionCheckpoints (a snapshot after each tool that may write), or None: checkpointing is off.
+    checkpoints: ToolCheckpoints | None = None
     session_id: str = ""
     transcript_path: str = ""
     # The tools sent to the model this turn (lookup searches these first).

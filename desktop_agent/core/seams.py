@@ -3,7 +3,7 @@ gateway and the tools need of the session's permission state and file history, a
 
 Owns ``PermissionState`` (``permissions.context.PermissionContext`` implements it), the verdicts
 ``core.context.ToolHooks`` returns (``permissions.hooks.HookRunner``'s outcome dataclasses implement them),
-``FileBackups`` (``session.history.FileHistory``) and the closed set of hook event names, ``HookEvent``. These are
+``FileBackups`` (``session.history.FileHistory``), ``ToolCheckpoints`` (``app.rewind.SessionCheckpoints``) and the closed set of hook event names, ``HookEvent``. These are
 structural types: core imports neither package, and a test's stand-in conforms by having the members. The seams
 whose methods take a ``ToolUseContext`` (``ToolHooks``, ``CommandSandbox``) live with it in ``core.context``.
 """
@@ -101,3 +101,11 @@ class FileBackups(Protocol):
     """The session's file history: a backup of a file's current content before a tool writes it."""
 
     def backup(self, abs_path: str, tag: str | None = None) -> str | None: ...
+
+
+class ToolCheckpoints(Protocol):
+    """The session's checkpoints (``app.rewind.SessionCheckpoints``): a snapshot of the folder after a tool that may
+    have changed it (Bash, a write) ran. Never raises: a failure of the store is logged, the call's result stands."""
+
+    async def after_tool(self, tool_name: str, tool_use_id: str) -> None: ...
+

@@ -231,7 +231,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         except ValidationError as exc:
             return _error(tool_use_id, tool.name, input_validation_error(tool.name, exc), "schema", tool, t0)
 
-    # 5. call
+    # 5. call, then a checkpoint of the folder when the tool may have changed it (a failed call too)
     token = set_current_call(CallInfo(tool_use_id, decision.user_modified, decision))
     try:
         result = await tool.call(parsed, ctx)
@@ -241,6 +241,7 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         return await _failed(_error(tool_use_id, tool.name, content, "call", tool, t0), tool, parsed, text, ctx, t0)
     finally:
         token.var.reset(token)
+        await _checkpoint_after(tool, parsed, ctx, tool_use_id)
 
     # 6. mapping, size cap, PostToolUse. Built-in tools map first; an MCP tool's hook runs first, so its
     # updated output is what gets mapped (SPEC §3.11).
@@ -342,6 +343,23 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
     return str(content or "")
+
+
+async def _checkpoint_after(tool: Any, parsed: Any, ctx: ToolUseContext, tool_use_id: str) -> None:
+    """The session's checkpoint after a tool that is not read-only (Bash, Write, Edit, …). Its failure is logged by
+    the seam and never reaches the call's result; only a cancellation passes through."""
+    checkpoints = ctx.checkpoints
+    if checkpoints is None:
+        return
+    try:
+        if tool.is_read_only(parsed):
+            return
+    except Exception:
+        pass
+    try:
+        await checkpoints.after_tool(tool.name, tool_use_id)
+    except Exception:  # the seam logs its own failures; this is a last guard
+        pass
 
 
 def _append_text(content: Any, text: str) -> Any:

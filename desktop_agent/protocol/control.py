@@ -3,7 +3,7 @@
 ``ControlRequest`` (``request_id`` + one of ``InitializeRequest``, ``CanUseToolRequest``, ``HookCallbackRequest``,
 ``InterruptRequest``, ``SetPermissionModeRequest``, ``SetModelRequest``, the host's App. D.5 requests
 (``HostRequest``: ``mcp_status``, ``mcp_toggle``, ``mcp_reconnect``, ``get_context_usage``, ``apply_flag_settings``,
-``update_settings``, ``seed_read_state``, with their responses ``McpStatusResponse`` and ``ContextUsageResponse``, as
+``update_settings``, ``seed_read_state``, ``rewind_files`` (answered with ``RewindFilesResponse``), with their responses ``McpStatusResponse`` and ``ContextUsageResponse``, as
 the TypeScript SDK's ``sdk.d.ts`` shapes them); any other subtype decodes as ``OtherRequest``, answered with
 ``unsupported(subtype)``), ``ControlResponse`` (``success`` with an optional ``response`` object, or ``error``) and
 ``ControlCancelRequest``. ``can_use_tool`` carries the extension fields ``file_path``, ``structured_patch``,
@@ -255,12 +255,32 @@ class SeedReadStateRequest(WireModel):
     mtime: float
 
 
+class RewindFilesRequest(WireModel):
+    """``rewindFiles(userMessageId, {dryRun})``: the files back to their state just before that user message."""
+
+    subtype: Literal["rewind_files"] = "rewind_files"
+    user_message_id: str
+    dry_run: bool | None = None
+
+
+class RewindFilesResponse(WireModel):
+    """``RewindFilesResult`` (``skippedLinks`` only on a real rewind)."""
+
+    canRewind: bool
+    error: str | None = None
+    filesChanged: list[str] | None = None
+    insertions: int | None = None
+    deletions: int | None = None
+    skippedLinks: int | None = None
+
+
 HostRequest = Union[McpStatusRequest, McpToggleRequest, McpReconnectRequest, GetContextUsageRequest,
-                    ApplyFlagSettingsRequest, UpdateSettingsRequest, SeedReadStateRequest]
+                    ApplyFlagSettingsRequest, UpdateSettingsRequest, SeedReadStateRequest, RewindFilesRequest]
 _HOST_REQUESTS: dict[str, type[WireModel]] = {
     "mcp_status": McpStatusRequest, "mcp_toggle": McpToggleRequest, "mcp_reconnect": McpReconnectRequest,
     "get_context_usage": GetContextUsageRequest, "apply_flag_settings": ApplyFlagSettingsRequest,
     "update_settings": UpdateSettingsRequest, "seed_read_state": SeedReadStateRequest,
+    "rewind_files": RewindFilesRequest,
 }
 
 

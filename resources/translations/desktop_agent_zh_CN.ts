@@ -71,7 +71,7 @@
         <translation>{0} 现在是一个目录；未撤销任何内容。</translation>
     </message>
     <message>
-        <source>The transcript&apos;s record of the revert is incomplete; nothing was re-applied.</source>
+        <source>The transcript's record of the revert is incomplete; nothing was re-applied.</source>
         <translation>会话记录中的撤销记录不完整；未重新应用任何内容。</translation>
     </message>
     <message>
@@ -476,7 +476,7 @@
         <translation>模型</translation>
     </message>
     <message>
-        <source>The model of this session&apos;s next requests (the default is in Settings)</source>
+        <source>The model of this session's next requests (the default is in Settings)</source>
         <translation>本会话后续请求使用的模型（默认模型在设置中）</translation>
     </message>
     <message>
@@ -700,7 +700,7 @@
         <translation>将会运行的内容</translation>
     </message>
     <message>
-        <source>Trusting the folder lets these run and apply. Without trust none of them does; the folder&apos;s deny and ask rules apply either way.</source>
+        <source>Trusting the folder lets these run and apply. Without trust none of them does; the folder's deny and ask rules apply either way.</source>
         <translation>信任此文件夹后，这些内容才会运行和生效。不信任时它们都不会运行；文件夹的拒绝和询问规则始终生效。</translation>
     </message>
     <message>
@@ -790,7 +790,7 @@ in this folder</source>
         <translation>“绕过权限”保持关闭。</translation>
     </message>
     <message>
-        <source>Don&apos;t ask is on: every tool that no rule allows is denied without asking — edits too. Pick another mode to turn it off.</source>
+        <source>Don't ask is on: every tool that no rule allows is denied without asking — edits too. Pick another mode to turn it off.</source>
         <translation>“不询问”已开启：任何没有规则允许的工具都会被直接拒绝，不再询问——编辑也一样。选择其他模式即可关闭。</translation>
     </message>
     <message>
@@ -981,12 +981,36 @@ in this folder</source>
         <source>Some settings entries are not valid; each was skipped and every other entry is in force:</source>
         <translation>部分设置条目无效;这些条目已跳过,其余条目均已生效:</translation>
     </message>
-</context>
+<message>
+        <source>Its .claude/settings.json grants permissions or runs hooks. Trusting the folder lets those allow rules apply; deny rules and hooks apply either way.</source>
+        <translation>其 .claude/settings.json 会授予权限或运行钩子。信任此文件夹后，其中的允许规则才会生效；拒绝规则和钩子无论如何都会生效。</translation>
+    </message>
+    <message>
+        <source>The agent is still working — press Esc to stop it first.</source>
+        <translation>代理仍在工作——请先按 Esc 停止。</translation>
+    </message>
+    </context>
 <context>
     <name>MarkdownBlock</name>
     <message>
         <source>Agent message</source>
         <translation>代理消息</translation>
+    </message>
+<message>
+        <source>Copy</source>
+        <translation>复制</translation>
+    </message>
+    <message>
+        <source>Copy this code block</source>
+        <translation>复制此代码块</translation>
+    </message>
+    <message>
+        <source>Copy code</source>
+        <translation>复制代码</translation>
+    </message>
+    <message>
+        <source>Copied</source>
+        <translation>已复制</translation>
     </message>
 </context>
 <context>
@@ -1027,7 +1051,7 @@ in this folder</source>
         <translation>绕过</translation>
     </message>
     <message>
-        <source>Don&apos;t ask — deny anything not allowed</source>
+        <source>Don't ask — deny anything not allowed</source>
         <translation>不询问——拒绝一切未被允许的操作</translation>
     </message>
     <message>
@@ -1035,7 +1059,7 @@ in this folder</source>
         <translation>绕过——不再询问</translation>
     </message>
     <message>
-        <source>Don&apos;t ask — denies anything not allowed</source>
+        <source>Don't ask — denies anything not allowed</source>
         <translation>不询问——拒绝一切未被允许的操作</translation>
     </message>
     <message>
@@ -1192,7 +1216,7 @@ in this folder</source>
         <translation>绕过</translation>
     </message>
     <message>
-        <source>Don&apos;t ask</source>
+        <source>Don't ask</source>
         <translation>不询问</translation>
     </message>
     <message>
@@ -1410,7 +1434,7 @@ in this folder</source>
         <translation>MCP 服务器</translation>
     </message>
     <message>
-        <source>Servers come from the folder&apos;s .mcp.json (only in a trusted folder), the mcpServers of your settings (~/.claude/settings.json, ~/.claude.json) and --mcp-config. Their tools ask before they run, like any tool that is not read-only.</source>
+        <source>Servers come from the folder's .mcp.json (only in a trusted folder), the mcpServers of your settings (~/.claude/settings.json, ~/.claude.json) and --mcp-config. Their tools ask before they run, like any tool that is not read-only.</source>
         <translation>服务器来自文件夹的 .mcp.json（仅在受信任的文件夹中）、您设置中的 mcpServers（~/.claude/settings.json、~/.claude.json）以及 --mcp-config。与任何非只读工具一样，它们的工具在运行前会先征求您的同意。</translation>
     </message>
     <message>
@@ -1465,7 +1489,7 @@ in this folder</source>
         <translation>API 密钥(&amp;A)</translation>
     </message>
     <message>
-        <source>&lt;b&gt;Connect a model to get started.&lt;/b&gt;&lt;br/&gt;Desktop Agent talks to Anthropic&apos;s Messages API (or any compatible endpoint), or to an OpenAI-compatible server such as Ollama or LM Studio. Your key stays on this computer.</source>
+        <source>&lt;b&gt;Connect a model to get started.&lt;/b&gt;&lt;br/&gt;Desktop Agent talks to Anthropic's Messages API (or any compatible endpoint), or to an OpenAI-compatible server such as Ollama or LM Studio. Your key stays on this computer.</source>
         <translation>&lt;b&gt;连接一个模型即可开始。&lt;/b&gt;&lt;br/&gt;Desktop Agent 使用 Anthropic 的 Messages API（或任何兼容的端点），或 Ollama、LM Studio 等 OpenAI 兼容服务器。您的密钥只保存在这台电脑上。</translation>
     </message>
     <message>
@@ -1589,7 +1613,7 @@ in this folder</source>
         <translation>请输入 API 密钥，或体验离线导览。</translation>
     </message>
     <message>
-        <source>Enter the server&apos;s base URL (for example http://localhost:11434/v1).</source>
+        <source>Enter the server's base URL (for example http://localhost:11434/v1).</source>
         <translation>请输入服务器的基础 URL（例如 http://localhost:11434/v1）。</translation>
     </message>
     <message>
@@ -1609,7 +1633,7 @@ in this folder</source>
         <translation>无法保存设置：{0}</translation>
     </message>
     <message>
-        <source>the server&apos;s model name, e.g. qwen2.5-coder:7b</source>
+        <source>the server's model name, e.g. qwen2.5-coder:7b</source>
         <translation>服务器上的模型名称，例如 qwen2.5-coder:7b</translation>
     </message>
 </context>
@@ -1864,8 +1888,149 @@ in this folder</source>
         <translation>添加到设置</translation>
     </message>
     <message>
-        <source>Add {0} to the folder&apos;s settings</source>
+        <source>Add {0} to the folder's settings</source>
         <translation>将 {0} 添加到文件夹的设置中</translation>
+    </message>
+</context>
+<context>
+    <name>CheckpointMarker</name>
+    <message>
+        <source>checkpoint · no changes</source>
+        <translation>检查点 · 无更改</translation>
+    </message>
+    <message>
+        <source>1 file</source>
+        <translation>1 个文件</translation>
+    </message>
+    <message>
+        <source>{0} files</source>
+        <translation>{0} 个文件</translation>
+    </message>
+    <message>
+        <source>checkpoint</source>
+        <translation>检查点</translation>
+    </message>
+    <message>
+        <source>Rewind…</source>
+        <translation>回退…</translation>
+    </message>
+    <message>
+        <source>Rewind to before this message</source>
+        <translation>回退到这条消息之前</translation>
+    </message>
+</context>
+<context>
+    <name>Rewind</name>
+    <message>
+        <source>Stop the running turn before rewinding.</source>
+        <translation>请先停止正在运行的回合，再回退。</translation>
+    </message>
+    <message>
+        <source>Cannot rewind: {0}</source>
+        <translation>无法回退：{0}</translation>
+    </message>
+    <message>
+        <source>The restore failed: {0}</source>
+        <translation>恢复失败：{0}</translation>
+    </message>
+    <message>
+        <source>Restored {0} files (+{1} −{2}).</source>
+        <translation>已恢复 {0} 个文件（+{1} −{2}）。</translation>
+    </message>
+    <message>
+        <source>Left as you changed them: {0}.</source>
+        <translation>保留了你的修改：{0}。</translation>
+    </message>
+    <message>
+        <source>{0} paths behind links were not touched.</source>
+        <translation>{0} 个位于链接之后的路径未被改动。</translation>
+    </message>
+    <message>
+        <source>Undo restore</source>
+        <translation>撤销恢复</translation>
+    </message>
+    <message>
+        <source>Undo failed: {0}</source>
+        <translation>撤销失败：{0}</translation>
+    </message>
+    <message>
+        <source>Restore undone: {0} files put back.</source>
+        <translation>已撤销恢复：{0} 个文件已放回。</translation>
+    </message>
+</context>
+<context>
+    <name>RewindDialog</name>
+    <message>
+        <source>Rewind to before this message?</source>
+        <translation>回退到这条消息之前？</translation>
+    </message>
+    <message>
+        <source>Restoring files changes {0} files (+{1} −{2}) back to how they were just before this message.</source>
+        <translation>恢复文件会把 {0} 个文件（+{1} −{2}）改回这条消息之前的样子。</translation>
+    </message>
+    <message>
+        <source>The files are already as they were just before this message.</source>
+        <translation>文件已经是这条消息之前的样子。</translation>
+    </message>
+    <message>
+        <source>Message:</source>
+        <translation>消息：</translation>
+    </message>
+    <message>
+        <source>You changed {0} of these files since; they stay as you left them:</source>
+        <translation>其中 {0} 个文件你之后改过；它们保持你留下的样子：</translation>
+    </message>
+    <message>
+        <source>Your later edits to other parts of a file are kept. "Undo restore" puts every byte back. Rewinding the conversation opens a copy from before this message; the original stays.</source>
+        <translation>你之后对文件其他部分的修改会保留。“撤销恢复”会放回每一个字节。回退对话会打开这条消息之前的副本；原对话保留。</translation>
+    </message>
+    <message>
+        <source>&amp;Cancel  Esc</source>
+        <translation>取消(&amp;C)  Esc</translation>
+    </message>
+    <message>
+        <source>Restore &amp;files</source>
+        <translation>恢复文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>Rewind c&amp;onversation</source>
+        <translation>回退对话(&amp;O)</translation>
+    </message>
+    <message>
+        <source>&amp;Both</source>
+        <translation>两者(&amp;B)</translation>
+    </message>
+    <message>
+        <source>restore</source>
+        <translation>恢复</translation>
+    </message>
+    <message>
+        <source>delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>create</source>
+        <translation>创建</translation>
+    </message>
+    <message>
+        <source>merge</source>
+        <translation>合并</translation>
+    </message>
+    <message>
+        <source>permissions</source>
+        <translation>权限</translation>
+    </message>
+    <message>
+        <source>folder</source>
+        <translation>文件夹</translation>
+    </message>
+    <message>
+        <source>remove folder</source>
+        <translation>删除文件夹</translation>
+    </message>
+    <message>
+        <source>hard link</source>
+        <translation>硬链接</translation>
     </message>
 </context>
 </TS>

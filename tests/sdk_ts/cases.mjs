@@ -4,6 +4,7 @@
 // Every case also checks the order rule on the wire (the wrapper tees the CLI's stdout to the case's log):
 // the `assistant` line carrying a tool_use comes before any can_use_tool / hook_callback request about it.
 import { readFileSync, existsSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -413,9 +414,65 @@ Object.assign(cases, {
   },
 });
 
+// rewindFiles (App. D.4): one Bash side effect per prompt, each prompt named by its uuid; then back to each prompt,
+// last first, dry run then real, the folder compared with its state just before that prompt (checkpoint_helpers).
+function manifestOf(cwd) {
+  return execFileSync(cfg.python, ["-m", "tests.session.checkpoint_helpers", cwd],
+    { env: { ...process.env, PYTHONPATH: cfg.root }, encoding: "utf8" }).trim();
+}
+
+Object.assign(cases, {
+  async rewind_files(name) {
+    const c = cfg.cases[name];
+    const input = inputQueue();
+    const q = query({ prompt: input, options: options(name, { enableFileCheckpointing: true, allowedTools: ["Bash"],
+      extraArgs: { "replay-user-messages": null } }) });
+    const waiting = [];
+    const replayed = new Set();
+    const done = (async () => {
+      for await (const m of q) {
+        if (m.type === "user" && m.uuid) replayed.add(m.uuid);
+        if (m.type === "result") waiting.shift()?.(m);
+      }
+    })();
+    const ids = [];
+    const states = [];
+    for (let i = 0; i < c.steps; i++) {
+      states.push(manifestOf(c.cwd));
+      const uuid = `${String(i).padStart(8, "0")}-1111-4111-8111-${String(i).padStart(12, "0")}`;
+      ids.push(uuid);
+      const r = await new Promise((res) => { waiting.push(res); input.push({ ...userMessage(`step ${i}`), uuid }); });
+      check(r.subtype === "success", `step ${i}: ${JSON.stringify(r)}`);
+      check(replayed.has(uuid), `step ${i}: the prompt came back with its uuid`);
+    }
+    let now = manifestOf(c.cwd);
+    check(now !== states[states.length - 1], "the last step changed the folder");
+    const counts = [];
+    for (let k = c.steps - 1; k >= 0; k--) {
+      const dry = await q.rewindFiles(ids[k], { dryRun: true });
+      check(dry.canRewind === true && dry.filesChanged?.length > 0, `dry run ${k}: ${JSON.stringify(dry)}`);
+      check(dry.skippedLinks === undefined, "no skippedLinks on a dry run");
+      check(manifestOf(c.cwd) === now, `dry run ${k} wrote nothing`);
+      const real = await q.rewindFiles(ids[k]);
+      check(real.canRewind === true && real.skippedLinks === 0, `rewind ${k}: ${JSON.stringify(real)}`);
+      check(JSON.stringify([...real.filesChanged].sort()) === JSON.stringify([...dry.filesChanged].sort()),
+        `rewind ${k}: the files the dry run named`);
+      now = manifestOf(c.cwd);
+      check(now === states[k], `rewind ${k} (${c.commands[k]}): the folder as it was before step ${k}`);
+      counts.push({ k, files: real.filesChanged.length, insertions: real.insertions, deletions: real.deletions });
+    }
+    const missing = await q.rewindFiles("ffffffff-ffff-4fff-8fff-ffffffffffff", { dryRun: true });
+    check(missing.canRewind === false && missing.error, `unknown id: ${JSON.stringify(missing)}`);
+    input.end();
+    await done;
+    c.counts = counts;
+  },
+});
+
 const report = {};
 for (const [name, fn] of Object.entries(cases)) {
   if (only.length && !only.includes(name)) continue;
+  if (!cfg.cases[name]) continue;  // a case the caller did not set up
   const t0 = Date.now();
   try {
     await fn(name);

@@ -48,6 +48,25 @@ class Column(QWidget):
         self._bottom = top + h
         self.setFixedHeight(self._bottom + MARGIN)
 
+    def insert_after(self, anchor: QWidget, w: QWidget, gap: int = 2) -> None:
+        """Put ``w`` just below ``anchor`` (a checkpoint marker under its user message); at the end without it."""
+        i = self._index.get(anchor)
+        if i is None:
+            self.append(w, gap)
+            return
+        w.setParent(self)
+        width = self._content_width()
+        h = self._measure(w, width)
+        self.items.insert(i + 1, w)
+        self._gaps.insert(i + 1, gap)
+        self._tops.insert(i + 1, 0)
+        self._heights.insert(i + 1, h)
+        for j in range(i + 1, len(self.items)):
+            self._index[self.items[j]] = j
+        w.setGeometry(MARGIN, 0, width, h)
+        w.show()
+        self._relayout(i + 1)
+
     def index_of(self, w: QWidget | None) -> int | None:
         """Where ``w`` is in the column (None: not one of its children)."""
         return self._index.get(w) if w is not None else None

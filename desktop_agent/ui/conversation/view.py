@@ -40,6 +40,7 @@ class ConversationView(ConversationFind):
 
     card_selected = Signal(str)  # tool_use_id
     banner_action = Signal(str)  # "retry", "settings"
+    rewind_requested = Signal(str)  # a checkpoint marker's "Rewind…": the user message id
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -69,6 +70,8 @@ class ConversationView(ConversationFind):
         self.verticalScrollBar().valueChanged.connect(self._on_scrolled)
         self.verticalScrollBar().rangeChanged.connect(self._on_range)
         self.empty_label: QLabel | None = None
+        self.markers: dict[str, QWidget] = {}  # checkpoint markers by user message id
+        self.last_user_block: QWidget | None = None
 
     def _apply_style(self) -> None:
         """Blocks paint their own backgrounds: no style sheet here (one on the view would make every
@@ -164,6 +167,8 @@ class ConversationView(ConversationFind):
         self._widgets.clear()
         self.cards.clear()
         self.banners.clear()
+        self.markers.clear()
+        self.last_user_block = None
         self.selected = None
 
     # ----- feeding it --------------------------------------------------------------------------
@@ -193,7 +198,24 @@ class ConversationView(ConversationFind):
         self.presenter.close_text()
 
     def add_user(self, prompt: str) -> UserBlock:
-        return self._widget(self.presenter.user_prompt(prompt))
+        block: UserBlock = self._widget(self.presenter.user_prompt(prompt))
+        self.last_user_block = block
+        return block
+
+    def add_checkpoint_marker(self, message_id: str, files: list[str], insertions: int, deletions: int,
+                              under: QWidget | None = None) -> Any:
+        """The checkpoint marker of a turn, just under its user message (``under``; the last one by default)."""
+        from desktop_agent.ui.conversation.checkpoints import CheckpointMarker
+
+        old = self.markers.pop(message_id, None)
+        if old is not None:
+            self.column.remove(old)
+        marker = CheckpointMarker(message_id, files, insertions, deletions)
+        marker.rewind_requested.connect(self.rewind_requested)
+        anchor = under if under is not None else self.last_user_block
+        self.column.insert_after(anchor, marker) if anchor is not None else self.column.append(marker)
+        self.markers[message_id] = marker
+        return marker
 
     def append_text(self, chunk: str) -> None:
         self.presenter.text(chunk)

@@ -56,6 +56,7 @@ class BannersMixin:
         def stop(self) -> None: ...
         def show_settings(self, first_run: bool = False) -> Any: ...
         def start_tour(self) -> None: ...
+        def undo_restore_soon(self, restore_id: str) -> Any: ...
         def restart_session(self) -> asyncio.Task[None] | None: ...
         def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task: ...
         def setWindowTitle(self, title: str) -> None: ...  # noqa: N802 - QWidget's
@@ -78,7 +79,11 @@ class BannersMixin:
                 [("settings", translate("MainWindow", "Open settings"))], key="setup")
 
     def _on_banner_action(self, action: str) -> None:
-        if action == "retry-now":
+        from desktop_agent.ui.window.rewind import UNDO_PREFIX
+
+        if action.startswith(UNDO_PREFIX):  # the restore banner's "Undo restore"
+            self.undo_restore_soon(action[len(UNDO_PREFIX):])
+        elif action == "retry-now":
             self.controller.retry_now()
         elif action == "retry-cancel":
             self.stop()

@@ -37,6 +37,7 @@ from desktop_agent.ui.modes import BYPASS, default_mode_setting
 from desktop_agent.ui.window.presenters import RETRYING, STOPPING, STREAMING, TOOL, WAITING, home, token_text
 from desktop_agent.ui.window.message_queue import MessageQueue
 from desktop_agent.ui.window.prompt import PromptEdit
+from desktop_agent.ui.window.rewind import RewindMixin
 from desktop_agent.ui.window.sidebar import SessionsPane
 from desktop_agent.ui.window.toolbar import ToolbarMixin
 
@@ -52,7 +53,7 @@ def _loop_running() -> bool:
         return False
 
 
-class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
+class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, QMainWindow):
     """The product window. ``client_factory`` (tests) builds the model client of an in-process session."""
 
     folder_opened = Signal(str)
@@ -290,6 +291,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.diff_panel.recorder = self._record_entry  # a revert or redo, in the transcript (a worker thread)
         self.conversation.card_selected.connect(self.diff_panel.select_tool)
         self.conversation.banner_action.connect(self._on_banner_action)
+        self._wire_rewind()  # checkpoint markers, "Rewind…", "Undo restore"
         self.diff_panel.change_selected.connect(lambda tid: self.conversation.select_card(tid, scroll=True))
         self.sessions_pane.session_activated.connect(self._on_session_activated)
         self.find_bar.closed.connect(self.prompt.setFocus)

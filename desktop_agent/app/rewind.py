@@ -1,0 +1,237 @@
+"""Rewind for a session: its checkpoints (``session.checkpoints``) taken at the right moments, and restores to a user
+message, answered the way the ``rewind_files`` control request (SPEC App. D.4) and the window's "Rewind…" need them.
+
+``SessionCheckpoints(cwd, enabled=…)`` owns the project's ``CheckpointStore`` for one session (opened on first use,
+off the event loop). ``before_turn(message_id)`` snapshots the folder just before a user message is answered (named by
+the message's ``uuid``); ``after_tool(name, tool_use_id)`` snapshots after a tool that may have written (the engine's
+``ToolCheckpoints`` seam). Every store operation runs on a worker thread (``util.threads.in_thread``); a failure of
+the store is logged and never fails the turn or the tool call.
+
+``rewind_files(message_id, dry_run)`` is the ``RewindFilesResult`` object (``canRewind``, ``error``,
+``filesChanged`` as absolute paths, ``insertions``, ``deletions``, ``skippedLinks`` on a real rewind); ``plan`` /
+``restore`` / ``undo`` are the window's dry run, restore and "Undo restore". After a restore the model is told with
+the next prompt (``take_note``): which files went back to which message, and that it must read them again.
+``markers()`` gives, per user message, the files and +/- lines the turn it started changed (the conversation's
+checkpoint markers).
+
+``checkpointing_enabled(settings)``: on when ``CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING`` is ``true`` (the
+TypeScript SDK's ``enableFileCheckpointing``) or our setting ``file_checkpointing`` says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from desktop_agent.session.checkpoints import CheckpointError, CheckpointStore, RestorePlan, RestoreResult
+from desktop_agent.util.threads import in_thread
+
+log = logging.getLogger(__name__)
+
+ENV_FLAG = "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING"
+NOT_ENABLED = "File checkpointing is not enabled"
+NO_CHECKPOINT = "No file checkpoint found for this message"
+
+
+def checkpointing_enabled(setting: bool | None, default: bool = False) -> bool:
+    """The SDK's environment flag, else our setting, else the front end's default (the window: on; the CLI: off,
+    as the reference)."""
+    if os.environ.get(ENV_FLAG, "").strip().lower() in ("1", "true", "yes"):
+        return True
+    return default if setting is None else bool(setting)
+
+
+@dataclass
+class TurnMarker:
+    """What the turn a user message started changed in the folder."""
+
+    message_id: str
+    files: list[str]
+    insertions: int
+    deletions: int
+
+
+class SessionCheckpoints:
+    """The checkpoints of one session's folder (see the module docstring)."""
+
+    def __init__(self, cwd: str, *, enabled: bool, include: tuple[str, ...] = (),
+                 max_file_bytes: int | None = None) -> None:
+        self.cwd = os.path.abspath(cwd)
+        self.enabled = enabled
+        self._include = include
+        self._max = max_file_bytes
+        self._store: CheckpointStore | None = None
+        self._open_lock = threading.Lock()
+        self._notes: list[str] = []
+        self._notes_lock = threading.Lock()
+        self.last_error: str | None = None
+        self.order: list[str] = []  # the user message ids checkpointed in this session, in order
+
+    # ------------------------------------------------------------------ the store
+
+    def store(self) -> CheckpointStore:
+        """The project's store (blocking: call from a worker thread)."""
+        with self._open_lock:
+            if self._store is None:
+                kw: dict[str, Any] = {"include": self._include}
+                if self._max is not None:
+                    kw["max_file_bytes"] = self._max
+                self._store = CheckpointStore.open(self.cwd, **kw)
+            return self._store
+
+    async def _run(self, what: str, fn: Any) -> Any:
+        try:
+            return await in_thread(fn)
+        except Exception as exc:  # the store's failure never fails the turn or the call
+            self.last_error = f"{what}: {exc}"
+            log.warning("checkpoint %s failed: %s", what, exc)
+            return None
+
+    # ------------------------------------------------------------------ snapshots (the seams)
+
+    async def before_turn(self, message_id: str) -> None:
+        if not self.enabled:
+            return
+        self.order.append(message_id)
+        await self._run("snapshot before the turn",
+                        lambda: self.store().snapshot("turn", label=message_id, message_id=message_id))
+
+    async def after_tool(self, tool_name: str, tool_use_id: str) -> None:
+        if not self.enabled:
+            return
+        await self._run(f"snapshot after {tool_name}",
+                        lambda: self.store().snapshot("tool", label=f"{tool_name} {tool_use_id}"))
+
+    # ------------------------------------------------------------------ restores
+
+    def _target(self, message_id: str) -> str:
+        commit = self.store().checkpoint_for(message_id)
+        if commit is None:
+            raise CheckpointError(NO_CHECKPOINT)
+        return commit
+
+    async def plan(self, message_id: str) -> RestorePlan:
+        """The dry run of a restore to just before ``message_id`` (raises ``CheckpointError``)."""
+        return await in_thread(lambda: self.store().plan(self._target(message_id)))
+
+    async def restore(self, message_id: str) -> RestoreResult:
+        result: RestoreResult = await in_thread(lambda: self.store().restore(self._target(message_id)))
+        self._note_restore(result, f"the state just before user message {message_id}")
+        return result
+
+    async def undo(self, restore_id: str) -> RestoreResult:
+        result: RestoreResult = await in_thread(lambda: self.store().undo(restore_id))
+        self._note_restore(result, "the state just before the previous restore (the user undid it)")
+        return result
+
+    def _note_restore(self, result: RestoreResult, what: str) -> None:
+        if not result.files:
+            return
+        shown = [f.path for f in result.files[:50]]
+        more = f" and {len(result.files) - 50} more" if len(result.files) > 50 else ""
+        text = (f"The user restored files in the working directory to {what}: {', '.join(shown)}{more}. "
+                "Do not rely on what you remember of these files; read them again before you edit them.")
+        if result.conflicts:
+            text += f" Left as the user had them (they changed them since): {', '.join(result.conflicts[:50])}."
+        with self._notes_lock:
+            self._notes.append(text)
+
+    def take_note(self) -> str | None:
+        """The note of the restores made since the last prompt (the next user message starts with it), once."""
+        with self._notes_lock:
+            notes, self._notes = self._notes, []
+        return "\n".join(notes) if notes else None
+
+    async def rewind_files(self, message_id: str, dry_run: bool) -> dict[str, Any]:
+        """The ``rewind_files`` response (``RewindFilesResult``)."""
+        if not self.enabled:
+            return {"canRewind": False, "error": NOT_ENABLED}
+        try:
+            if dry_run:
+                plan = await self.plan(message_id)
+                return {"canRewind": True, "filesChanged": [self._abs(f.path) for f in plan.files],
+                        "insertions": plan.insertions, "deletions": plan.deletions}
+            result = await self.restore(message_id)
+        except CheckpointError as exc:
+            return {"canRewind": False, "error": str(exc)}
+        except Exception as exc:  # the store's own failure: said, never a hang or a crash of the run
+            log.warning("rewind_files failed: %s", exc)
+            return {"canRewind": False, "error": f"Could not restore the files: {exc}"}
+        return {"canRewind": True, "filesChanged": [self._abs(f.path) for f in result.files],
+                "insertions": result.insertions, "deletions": result.deletions,
+                "skippedLinks": result.skipped_links}
+
+    def _abs(self, rel: str) -> str:
+        return os.path.join(self.cwd, *rel.split("/"))
+
+    # ------------------------------------------------------------------ markers
+
+    def markers(self, message_ids: list[str]) -> list[TurnMarker]:
+        """Per user message (blocking): what its turn changed, from its checkpoint to the next one's (or the tip)."""
+        store = self.store()
+        commits = [(m, store.checkpoint_for(m)) for m in message_ids]
+        known = [(m, c) for m, c in commits if c is not None]
+        tip = store.tip()
+        out = []
+        for i, (m, c) in enumerate(known):
+            nxt = known[i + 1][1] if i + 1 < len(known) else tip
+            if nxt is None or nxt == c:
+                out.append(TurnMarker(m, [], 0, 0))
+                continue
+            files, ins, dels = store.diff_stats(c, nxt)
+            out.append(TurnMarker(m, files, ins, dels))
+        return out
+
+
+def fork_before(transcript_path: str, cwd: str, message_id: str) -> str:
+    """A new session whose transcript is this one's up to (not including) the user message ``message_id``: the
+    conversation rewound to just before it, the original left as it is. Returns the new session id (resume it).
+    Blocking: call from a worker thread."""
+    import json
+
+    from desktop_agent.core.messages import new_uuid
+    from desktop_agent.session.store import transcript_path_for
+    from desktop_agent.util.fileio import write_bytes_atomic
+
+    new_id = new_uuid()
+    out: list[bytes] = []
+    found = False
+    with open(transcript_path, "rb") as fh:
+        for raw in fh:
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(obj, dict):
+                continue
+            if obj.get("type") == "user" and obj.get("uuid") == message_id:
+                found = True
+                break
+            if "sessionId" in obj:
+                obj["sessionId"] = new_id
+            out.append(json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n")
+    if not found:
+        raise CheckpointError("That message is not in this conversation")
+    dst = transcript_path_for(cwd, new_id)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(str(dst), b"".join(out))
+    return new_id
+
+
+def plan_view(plan: RestorePlan) -> dict[str, Any]:
+    """A dry run as the window shows it (plain data: the window reaches the engine only through the client)."""
+    return {"files": [{"path": f.path, "action": f.action, "insertions": f.insertions, "deletions": f.deletions}
+                      for f in plan.files],
+            "conflicts": list(plan.conflicts), "insertions": plan.insertions, "deletions": plan.deletions}
+
+
+def result_view(result: RestoreResult) -> dict[str, Any]:
+    return {"restoreId": result.restore_id, "files": [f.path for f in result.files],
+            "conflicts": list(result.conflicts), "insertions": result.insertions, "deletions": result.deletions,
+            "skippedLinks": result.skipped_links}
+
+
+__all__ = ["ENV_FLAG", "fork_before", "plan_view", "result_view", "NOT_ENABLED", "NO_CHECKPOINT", "SessionCheckpoints", "TurnMarker", "checkpointing_enabled"]

@@ -1,0 +1,148 @@
+"""Rewind in the window: a checkpoint marker under each user message once its turn ends, "Rewind…" opening the dry
+run in ``RewindDialog`` (one dialog at a time, focus-safe), the restore of the files, the conversation (a fork of
+the session from just before that message, opened in its place; the original stays) or both, and the
+"Undo restore" banner that stays offered until the next turn. A mixin of ``MainWindow``; the session is reached
+only through the client (``client.Rewindable``), every store operation off the Qt thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QCoreApplication
+
+from desktop_agent.client import Rewindable
+
+if TYPE_CHECKING:
+    from desktop_agent.ui.conversation.view import ConversationView
+    from desktop_agent.ui.window.controller import AgentController
+
+log = logging.getLogger(__name__)
+translate = QCoreApplication.translate
+UNDO_PREFIX = "undo-restore:"
+RESTORE_BANNER = "restore"
+
+
+class RewindMixin:
+    controller: AgentController
+    conversation: ConversationView
+    folder: str | None
+    rewind_dialog: Any = None
+    rewind_task: asyncio.Task[Any] | None = None
+
+    if TYPE_CHECKING:
+        def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task: ...
+
+    def _wire_rewind(self) -> None:
+        self.rewind_prompts: dict[str, Any] = {}  # user message id → its user block (the marker goes under it)
+        self.controller.turn_finished.connect(lambda _e: self._turn_marker_soon())
+        self.controller.user_prompt.connect(lambda _p: self.conversation.remove_banner(RESTORE_BANNER))
+        self.conversation.rewind_requested.connect(self.rewind_to_soon)
+
+    def _rewindable(self) -> Rewindable | None:
+        session = self.controller.session
+        if isinstance(session, Rewindable) and session.checkpoints_enabled:
+            return session
+        return None
+
+    # ----- markers
+    def _turn_marker_soon(self) -> None:
+        session = self._rewindable()
+        if session is None or session.last_prompt_id is None:
+            return
+        block = self.conversation.last_user_block
+        mid = session.last_prompt_id
+        self.rewind_prompts[mid] = block
+        asyncio.ensure_future(self._show_marker(session, mid, block))
+
+    async def _show_marker(self, session: Rewindable, mid: str, block: Any) -> None:
+        try:
+            marker = await session.checkpoint_marker(mid)
+        except Exception as exc:  # a failing store costs the marker, nothing else
+            log.warning("checkpoint marker: %s", exc)
+            return
+        if marker is not None:
+            self.conversation.add_checkpoint_marker(mid, marker["files"], marker["insertions"], marker["deletions"],
+                                                    under=block)
+
+    # ----- rewinding
+    def rewind_to_soon(self, message_id: str) -> asyncio.Task[Any] | None:
+        if self.rewind_dialog is not None or (self.rewind_task is not None and not self.rewind_task.done()):
+            return None  # one at a time
+        self.rewind_task = asyncio.ensure_future(self.rewind_to(message_id))
+        return self.rewind_task
+
+    async def rewind_to(self, message_id: str) -> str | None:
+        """The dry run, the person's choice, then the restore; returns the choice (None: cancelled or failed)."""
+        from desktop_agent.ui.dialogs.rewind import RewindDialog
+
+        session = self._rewindable()
+        if session is None:
+            return None
+        if self.controller.busy:
+            self.conversation.add_banner("notice", translate("Rewind", "Stop the running turn before rewinding."),
+                                         key=RESTORE_BANNER)
+            return None
+        try:
+            plan = await session.rewind_plan(message_id)
+        except Exception as exc:
+            self.conversation.add_banner("error", translate("Rewind", "Cannot rewind: {0}").format(exc),
+                                         key=RESTORE_BANNER)
+            return None
+        block = self.rewind_prompts.get(message_id)
+        prompt = str(getattr(block, "prompt", "") or "")
+        dialog = self.rewind_dialog = RewindDialog(plan, prompt, parent=self)  # type: ignore[arg-type]
+        try:
+            choice = await dialog.ask()
+        finally:
+            self.rewind_dialog = None
+        if choice is None:
+            return None
+        try:
+            done = await session.rewind(message_id, files=choice in ("files", "both"),
+                                        conversation=choice in ("conversation", "both"))
+        except Exception as exc:
+            self.conversation.add_banner("error", translate("Rewind", "The restore failed: {0}").format(exc),
+                                         key=RESTORE_BANNER)
+            return None
+        self._restored_banner(done)
+        fork = done.get("forkSessionId")
+        if fork and self.folder:
+            self.open_folder_soon(self.folder, resume=fork)
+        return choice
+
+    def _restored_banner(self, done: dict[str, Any]) -> None:
+        rid = done.get("restoreId")
+        if not rid:
+            return
+        files, conflicts, skipped = len(done.get("files") or []), done.get("conflicts") or [], \
+            int(done.get("skippedLinks") or 0)
+        text = translate("Rewind", "Restored {0} files (+{1} \u2212{2}).").format(
+            files, f"{int(done.get('insertions') or 0):,}", f"{int(done.get('deletions') or 0):,}")
+        if conflicts:
+            text += " " + translate("Rewind", "Left as you changed them: {0}.").format(", ".join(conflicts[:10]))
+        if skipped:
+            text += " " + translate("Rewind", "{0} paths behind links were not touched.").format(skipped)
+        self.conversation.add_banner("notice", text, [(translate("Rewind", "Undo restore"), UNDO_PREFIX + rid)],
+                                     key=RESTORE_BANNER)
+
+    def undo_restore_soon(self, restore_id: str) -> asyncio.Task[Any] | None:
+        session = self._rewindable()
+        if session is None:
+            return None
+        return asyncio.ensure_future(self._undo(session, restore_id))
+
+    async def _undo(self, session: Rewindable, restore_id: str) -> None:
+        try:
+            done = await session.undo_restore(restore_id)
+        except Exception as exc:
+            self.conversation.add_banner("error", translate("Rewind", "Undo failed: {0}").format(exc),
+                                         key=RESTORE_BANNER)
+            return
+        self.conversation.add_banner("notice", translate("Rewind", "Restore undone: {0} files put back.").format(
+            len(done.get("files") or [])), key=RESTORE_BANNER)
+
+
+__all__ = ["RewindMixin", "UNDO_PREFIX"]

@@ -1,0 +1,91 @@
+"""``app.rewind`` in a real session: a checkpoint before each prompt and after each write, a restore told to the model
+once with the next prompt, a broken store that never fails the tool call, the checkpointing switch (the SDK's
+environment flag, our setting), and a fork of the conversation from before a message (the original kept)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from desktop_agent.app.rewind import ENV_FLAG, NOT_ENABLED, checkpointing_enabled, fork_before
+from desktop_agent.app.session import AgentSession
+from desktop_agent.config import AppSettings
+from desktop_agent.model.scripted import ScriptedModelClient, reply, text, tool_use
+from desktop_agent.util import dirs
+
+
+def _write(path, content, id):
+    return reply(tool_use("Write", {"file_path": str(path), "content": content}, id=id))
+
+
+def test_checkpoints_before_prompts_and_after_writes_and_the_restore_is_told(workdir):
+    target = workdir / "notes.txt"
+    client = ScriptedModelClient([_write(target, "one\n", "toolu_w1"), reply(text("wrote")),
+                                  reply(text("ok"))])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="acceptEdits", checkpoint_default=True)
+    assert s.ctx.checkpoints is s.checkpoints and s.checkpoints.enabled
+    asyncio.run(s.run("write notes"))
+    first = s.last_prompt_uuid
+    assert target.read_text() == "one\n"
+    store = s.checkpoints.store()
+    assert store.checkpoint_for(first) is not None
+    files, ins, dels = store.diff_stats(store.checkpoint_for(first), store.tip())
+    assert files == ["notes.txt"] and (ins, dels) == (1, 0)  # the after-write snapshot is the tip
+    dry = asyncio.run(s.checkpoints.rewind_files(first, dry_run=True))
+    assert dry == {"canRewind": True, "filesChanged": [str(target)], "insertions": 0, "deletions": 1}
+    real = asyncio.run(s.checkpoints.rewind_files(first, dry_run=False))
+    assert real["canRewind"] and real["skippedLinks"] == 0 and not target.exists()
+    asyncio.run(s.run("next"))
+    note = client.requests[2].messages[-1]["content"][0]["text"]
+    assert note.startswith("<system-reminder>\nThe user restored files in the working directory to the state just "
+                           f"before user message {first}: notes.txt.")
+    assert s.checkpoints.take_note() is None  # told once
+
+
+def test_a_broken_store_never_fails_the_call(workdir):
+    broken = dirs.data_dir() / "checkpoints"  # a file where the stores go: every snapshot fails
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken.write_text("not a folder")
+    target = workdir / "x.txt"
+    client = ScriptedModelClient([_write(target, "x\n", "toolu_w"), reply(text("done"))])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="acceptEdits", checkpoint_default=True)
+    asyncio.run(s.run("write"))
+    result = [b for m in client.requests[1].messages for b in (m["content"] if isinstance(m["content"], list) else [])
+              if b.get("type") == "tool_result"][0]
+    assert not result.get("is_error") and target.read_text() == "x\n"
+    assert s.checkpoints.last_error is not None
+    answer = asyncio.run(s.checkpoints.rewind_files(s.last_prompt_uuid, dry_run=True))
+    assert answer["canRewind"] is False and answer["error"]
+
+
+def test_the_switch(monkeypatch, workdir):
+    monkeypatch.delenv(ENV_FLAG, raising=False)
+    assert checkpointing_enabled(None) is False and checkpointing_enabled(None, True) is True
+    assert checkpointing_enabled(False, True) is False and checkpointing_enabled(True) is True
+    monkeypatch.setenv(ENV_FLAG, "true")
+    assert checkpointing_enabled(False) is True
+    monkeypatch.delenv(ENV_FLAG)
+    s = AgentSession.create(str(workdir), client=ScriptedModelClient([]), settings=AppSettings())
+    assert s.ctx.checkpoints is None
+    assert asyncio.run(s.checkpoints.rewind_files("x", dry_run=True)) == {"canRewind": False, "error": NOT_ENABLED}
+
+
+def test_fork_before_keeps_the_original(workdir):
+    client = ScriptedModelClient([reply(text("one")), reply(text("two"))])
+    s = AgentSession.create(str(workdir), client=client)
+    asyncio.run(s.run("first"))
+    asyncio.run(s.run("second"))
+    second = s.last_prompt_uuid
+    original = open(s.transcript_path, "rb").read()
+    new_id = fork_before(s.transcript_path, s.cwd, second)
+    assert open(s.transcript_path, "rb").read() == original
+    resumed = AgentSession.create(str(workdir), client=ScriptedModelClient([]), resume=new_id)
+    texts = json.dumps(resumed.messages)
+    assert "first" in texts and "one" in texts and "second" not in texts and "two" not in texts
+    assert resumed.session_id == new_id
+    try:
+        fork_before(s.transcript_path, s.cwd, "no-such-message")
+    except Exception as exc:
+        assert "not in this conversation" in str(exc)
+    else:
+        raise AssertionError("an unknown message must be refused")
