@@ -130,15 +130,23 @@ def _out(args: list[str], cwd: str, **kw: Any) -> str:
     return git(args, cwd, **kw).stdout.decode("utf-8", "surrogateescape").strip()
 
 
+_REPOS: dict[str, tuple[str, str]] = {}
+
+
 def repository_of(folder: str) -> tuple[str, str]:
-    """(top level of the checkout holding ``folder``, its common git dir), both realpaths."""
+    """(top level of the checkout holding ``folder``, its common git dir), both realpaths (remembered while both
+    still exist)."""
     folder = os.path.realpath(folder)
+    known = _REPOS.get(folder)
+    if known and os.path.isdir(known[1]) and os.path.isdir(known[0]):
+        return known
     proc = git(["rev-parse", "--show-toplevel", "--git-common-dir"], folder, check=False)
     if proc.returncode != 0:
         raise WorktreeError(f"{folder} is not in a git repository")
     top, common = proc.stdout.decode("utf-8", "surrogateescape").splitlines()[:2]
     common = os.path.realpath(os.path.join(top, common) if not os.path.isabs(common) else common)
-    return os.path.realpath(top), common
+    _REPOS[folder] = (os.path.realpath(top), common)
+    return _REPOS[folder]
 
 
 # ------------------------------------------------------------------------------------------------ registry
@@ -618,14 +626,13 @@ def restore(folder: str, slug: str) -> Worktree:
         wt = _entry(entries, folder, slug)
         if wt.state not in ("archived", "deleted"):
             raise WorktreeError(f"{slug} is {wt.state}: only an archived worktree can be restored")
-        snap = git(["rev-parse", "--verify", "-q", wt.snapshot_ref], wt.repo, check=False).stdout.decode().strip()
+        tip, snap, _tree, parent = _refs(wt)
         if not snap:
             raise WorktreeError(f"the snapshot {wt.snapshot_ref} is missing")
         if os.path.lexists(wt.path):
             raise WorktreeError(f"{wt.path} already exists")
-        ref = f"refs/heads/{wt.branch}"
-        if git(["show-ref", "--verify", "-q", ref], wt.repo, check=False).returncode != 0:
-            git(["update-ref", ref, snap + "^1", ""], wt.repo)
+        if not tip:
+            git(["update-ref", f"refs/heads/{wt.branch}", parent, ""], wt.repo)
         git(["worktree", "add", "-q", "--no-checkout", wt.path, wt.branch], wt.repo)
         try:
             _write_tree(wt.path, snap)
