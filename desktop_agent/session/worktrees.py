@@ -144,7 +144,7 @@ def repository_of(folder: str) -> tuple[str, str]:
     if proc.returncode != 0:
         raise WorktreeError(f"{folder} is not in a git repository")
     top, common = proc.stdout.decode("utf-8", "surrogateescape").splitlines()[:2]
-    common = os.path.realpath(os.path.join(top, common) if not os.path.isabs(common) else common)
+    common = os.path.realpath(os.path.join(folder, common))  # relative to where git ran, not to the top level
     _REPOS[folder] = (os.path.realpath(top), common)
     return _REPOS[folder]
 
@@ -252,7 +252,7 @@ def create(folder: str, name: str | None = None) -> Worktree:
         repository_of(folder)  # not a repository: its own message
         raise WorktreeError("the repository has no commit yet: a worktree starts from the folder's HEAD")
     repo = os.path.realpath(lines[0])
-    common = os.path.realpath(lines[1] if os.path.isabs(lines[1]) else os.path.join(lines[0], lines[1]))
+    common = os.path.realpath(os.path.join(folder, lines[1]))
     base = lines[2]
     with _locked() as entries:
         slug = check_name(name) if name else None
@@ -292,6 +292,30 @@ def _admin_dir(path: str) -> str | None:
     if not text.startswith("gitdir:"):
         return None
     return os.path.realpath(os.path.join(path, text[len("gitdir:"):].strip()))
+
+
+def enter(folder: str, name: str | None = None) -> Worktree:
+    """The worktree a session started with ``--worktree [name]`` runs in: ours named ``name`` when active (restored
+    when archived), else a new one."""
+    if name:
+        _, common = repository_of(folder)
+        with _locked() as entries:
+            wt = entries.get(f"{common}\0{check_name(name)}")
+            if wt is not None:
+                _recover(entries, wt)
+                wt = entries.get(wt.key)
+        if wt is not None and wt.state == "active" and os.path.isdir(wt.path):
+            return wt
+        if wt is not None and wt.state in ("archived", "deleted"):
+            return restore(folder, name)
+    return create(folder, name)
+
+
+def session_dir(folder: str, wt: Worktree) -> str:
+    """Where in ``wt`` a session started in ``folder`` works: the same subdirectory when the worktree has it."""
+    rel = os.path.relpath(os.path.realpath(folder), wt.repo)
+    inner = os.path.normpath(os.path.join(wt.path, rel)) if not rel.startswith("..") else wt.path
+    return inner if os.path.isdir(inner) else wt.path
 
 
 # ------------------------------------------------------------------------------------------------ checks
@@ -728,5 +752,5 @@ def cleanup(folder: str) -> CleanupReport:
 
 
 __all__ = ["BRANCH_PREFIX", "SNAPSHOT_PREFIX", "CleanupReport", "Refused", "Worktree", "WorktreeError", "archive",
-           "check_name", "cleanup", "create", "delete", "dirty", "get", "git", "list_worktrees", "processes_using",
+           "check_name", "cleanup", "create", "delete", "dirty", "enter", "session_dir", "get", "git", "list_worktrees", "processes_using",
            "refusal", "repository_of", "restore", "root_dir", "snapshot", "unique_commits"]
