@@ -38,6 +38,7 @@ from desktop_agent.ui.window.presenters import RETRYING, STOPPING, STREAMING, TO
 from desktop_agent.ui.window.prompt import PromptEdit
 from desktop_agent.ui.window.sidebar import SessionsPane
 from desktop_agent.ui.window.toolbar import ToolbarMixin
+from desktop_agent.ui.window.worktree_actions import WorktreeActionsMixin
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def _loop_running() -> bool:
         return False
 
 
-class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
+class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, WorktreeActionsMixin, QMainWindow):
     """The product window. ``client_factory`` (tests) builds the model client of an in-process session."""
 
     folder_opened = Signal(str)
@@ -183,6 +184,11 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.new_action = QAction(self.tr("&New Session"), self, shortcut=QKeySequence.StandardKey.New,
                                   triggered=self.new_session)
         file_menu.addAction(self.new_action)
+        self.new_worktree_action = QAction(self.tr("New Session in &Worktree…"), self,
+                                           triggered=self.new_worktree_session)
+        file_menu.addAction(self.new_worktree_action)
+        self.review_action = QAction(self.tr("&Review Worktree Changes…"), self, triggered=self.review_worktree)
+        file_menu.addAction(self.review_action)
         file_menu.addSeparator()
         file_menu.addAction(QAction(self.tr("&Quit"), self, shortcut=QKeySequence.StandardKey.Quit,
                                     triggered=self.close))
