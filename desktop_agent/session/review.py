@@ -280,8 +280,8 @@ def load(folder: str, slug: str) -> Review:
         else:
             p_old = p_new = os.fsdecode(raw[i + 1])
             i += 2
-        if letter == "C":
-            letter, p_old = "A", None
+        if letter == "C":  # a copy is a new file (diff-tree gives them only with -C)
+            letter, om, osha = "A", "000000", "0" * len(osha)
         if int(om, 8) == 0o160000 or int(nm, 8) == 0o160000:
             continue  # a submodule: not ours to apply
         items.append((letter, None if letter == "A" else p_old, None if letter == "D" else p_new,

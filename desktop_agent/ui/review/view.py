@@ -27,8 +27,6 @@ from desktop_agent.util.threads import in_thread
 
 log = logging.getLogger(__name__)
 
-_STATUS = {"A": "new", "D": "deleted", "M": "", "R": "renamed", "T": "type changed"}
-
 
 class ReviewView(QWidget):
     """One worktree session's change; ``load()`` first (a coroutine)."""
@@ -137,9 +135,12 @@ class ReviewView(QWidget):
 
     def _file_label(self, fc: client_review.FileChange) -> str:
         added, removed = fc.counts
-        status = _STATUS.get(fc.status, "")
+        status = {"A": self.tr("new"), "D": self.tr("deleted"), "R": self.tr("renamed"),
+                  "T": self.tr("type changed")}.get(fc.status, "")
+        if fc.old_mode and fc.new_mode and fc.old_mode != fc.new_mode and fc.status != "T":
+            status = ", ".join(x for x in (status, self.tr("mode")) if x)
         name = f"{fc.old_path} \u2192 {fc.new_path}" if fc.status == "R" else fc.path
-        bits = [b for b in (self.tr(status) if status else "", self.tr("binary") if fc.binary else "") if b]
+        bits = [b for b in (status, self.tr("binary") if fc.binary else "") if b]
         counts = f"+{added} \u2212{removed}" if not fc.binary else ""
         return "  ".join(x for x in (name, counts, f"({', '.join(bits)})" if bits else "") if x)
 

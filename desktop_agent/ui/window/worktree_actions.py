@@ -12,17 +12,19 @@ import asyncio
 import os
 from typing import TYPE_CHECKING, Any
 
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QDialog, QVBoxLayout
 
 from desktop_agent.client import review as client_review
 from desktop_agent.ui.review.view import ReviewView
+
+translate = QCoreApplication.translate  # the window's context, as its other mixins use
 
 if TYPE_CHECKING:
     class _Host:
         folder: str | None
         review_windows: list[QDialog]
 
-        def tr(self, text: str) -> str: ...
         def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task: ...
         def _record_entry(self, entry: dict[str, Any]) -> None: ...
         @property
@@ -34,7 +36,8 @@ else:
 class WorktreeActionsMixin(_Host):
     def new_worktree_session(self) -> None:
         if not self.folder:
-            self.conversation.add_banner("error", self.tr("Open a folder first (File ▸ Open Folder…, Ctrl+O)."))
+            self.conversation.add_banner("error", translate("MainWindow",
+                                                            "Open a folder first (File ▸ Open Folder…, Ctrl+O)."))
             return
         asyncio.ensure_future(self._new_worktree(self.folder))
 
@@ -42,13 +45,15 @@ class WorktreeActionsMixin(_Host):
         try:
             wt = await client_review.new_worktree(folder)
         except client_review.WorktreeError as exc:
-            self.conversation.add_banner("error", self.tr("Cannot start a worktree session: {0}").format(exc))
+            self.conversation.add_banner("error", translate("MainWindow", "Cannot start a worktree session: {0}")
+                                         .format(exc))
             return
         self.open_folder_soon(wt.path)
 
     def review_worktree(self) -> None:
         if not self.folder:
-            self.conversation.add_banner("error", self.tr("Open a folder first (File ▸ Open Folder…, Ctrl+O)."))
+            self.conversation.add_banner("error", translate("MainWindow",
+                                                            "Open a folder first (File ▸ Open Folder…, Ctrl+O)."))
             return
         asyncio.ensure_future(self._review(self.folder))
 
@@ -57,12 +62,12 @@ class WorktreeActionsMixin(_Host):
         here = [w for w in trees if os.path.realpath(w.path) == os.path.realpath(folder)]
         pick = here[0] if here else (trees[-1] if trees else None)
         if pick is None:
-            self.conversation.add_banner("notice", self.tr("This folder has no worktree session to review "
-                                                           "(File ▸ New Session in Worktree…)."))
+            self.conversation.add_banner("notice", translate(
+                "MainWindow", "This folder has no worktree session to review (File ▸ New Session in Worktree…)."))
             return None
         recorder = self._record_entry if here else None  # the session in this window runs in that worktree
         dlg = QDialog(self)  # type: ignore[arg-type]
-        dlg.setWindowTitle(self.tr("Review changes \u2014 {0}").format(pick.branch))
+        dlg.setWindowTitle(translate("MainWindow", "Review changes \u2014 {0}").format(pick.branch))
         dlg.resize(1100, 700)
         view = ReviewView(pick.repo, pick.slug, recorder=recorder, parent=dlg)
         QVBoxLayout(dlg).addWidget(view)
