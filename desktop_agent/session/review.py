@@ -20,7 +20,9 @@ a ``Conflict``, and then **nothing** is written. The folder's own uncommitted ed
 all-or-nothing: every new content is staged in a temp file beside its target, then a journal
 (``<data dir>/worktrees/journal-*.json``) names the renames, each target is checked unchanged since it was read,
 and the renames run; a kill -9 in between is completed by ``recover()`` from the journal (run before every apply).
-Bytes, line endings and encoding are the merge's exactly; permission bits are the folder file's, with the
+A target under a symbolic link or a non-folder of the
+folder (an earlier apply could have made one pointing outside), or under a path the same apply deletes, refuses the
+whole apply. Bytes, line endings and encoding are the merge's exactly; permission bits are the folder file's, with the
 executable bit changed only by a chosen ``mode`` unit.
 
 **Discard** drops the chosen units from the worktree (the base's content, path or mode comes back there), the same
@@ -520,11 +522,39 @@ def _run_ops(ops: list[dict[str, str]]) -> None:
             os.unlink(op["target"])
 
 
+def unsafe_target(root: str, rel: str) -> str | None:
+    """Why writing or deleting ``rel`` under ``root`` could reach outside it, or None: an absolute path or ``..``,
+    or a folder on the way that is a symbolic link (the worktree could have made one in an earlier apply; the
+    folder's own links are not followed either) or not a folder."""
+    parts = rel.split("/")
+    if os.path.isabs(rel) or any(p in ("", ".", "..") for p in parts):
+        return f"{rel}: not a plain path inside the folder"
+    here = root
+    for part in parts[:-1]:
+        here = os.path.join(here, part)
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            return None  # made fresh by the writer
+        if stat.S_ISLNK(st.st_mode):
+            return f"{rel}: {os.path.relpath(here, root)} is a symbolic link"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{rel}: {os.path.relpath(here, root)} is not a folder"
+    return None
+
+
 def commit(root: str, plan: Plan, read: Reader | None = None) -> None:
     """Write ``plan`` under ``root`` all-or-nothing (the module docstring); ``WorktreeError`` when a target changed
-    since it was read (nothing written then)."""
+    since it was read, or could lead outside ``root`` (nothing written then)."""
     if plan.conflicts:
         raise wtmod.WorktreeError("the plan has conflicts: nothing was written")
+    deleted = set(plan.deletes)
+    for rel in list(plan.writes) + plan.deletes:
+        why = unsafe_target(root, rel)
+        if why is None and any(rel.startswith(d + "/") for d in deleted):
+            why = f"{rel}: a file on its way is deleted by the same apply (apply the two in turn)"
+        if why:
+            raise wtmod.WorktreeError(f"nothing was written: {why}")
     recover()
     read = read or read_disk(root)
     staged: list[dict[str, str]] = []

