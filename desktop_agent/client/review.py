@@ -7,7 +7,8 @@ review's types so a front end names them from here.
 from __future__ import annotations
 
 from desktop_agent.session.review import Conflict, FileChange, Outcome, Review, Selection, Unit
-from desktop_agent.session.worktrees import Worktree, WorktreeError
+from desktop_agent.session.worktrees import CleanupReport
+from desktop_agent.session.worktrees import Refused, Worktree, WorktreeError
 from desktop_agent.util.threads import in_thread
 
 
@@ -29,6 +30,32 @@ async def new_worktree(folder: str, name: str | None = None) -> Worktree:
     return await in_thread(lambda: worktrees.create(folder, name))
 
 
+async def archive_worktree(folder: str, slug: str) -> Worktree:
+    """Remove the worktree keeping its branch and a snapshot (``Refused`` while locked or in use)."""
+    from desktop_agent.session import worktrees
+
+    return await in_thread(lambda: worktrees.archive(folder, slug))
+
+
+async def restore_worktree(folder: str, slug: str) -> Worktree:
+    from desktop_agent.session import worktrees
+
+    return await in_thread(lambda: worktrees.restore(folder, slug))
+
+
+async def delete_worktree(folder: str, slug: str) -> Worktree:
+    """Archive semantics first (snapshot kept, or refused), then the branch goes."""
+    from desktop_agent.session import worktrees
+
+    return await in_thread(lambda: worktrees.delete(folder, slug))
+
+
+async def cleanup_worktrees(folder: str) -> CleanupReport:
+    from desktop_agent.session import worktrees
+
+    return await in_thread(lambda: worktrees.cleanup(folder))
+
+
 async def load_review(folder: str, slug: str) -> Review:
     from desktop_agent.session import review
 
@@ -47,5 +74,6 @@ async def discard_review(rv: Review, selected: Selection) -> Outcome:
     return await in_thread(lambda: review.discard(rv, selected))
 
 
-__all__ = ["Conflict", "FileChange", "Outcome", "Review", "Selection", "Unit", "Worktree", "WorktreeError",
-           "apply_review", "discard_review", "list_worktrees", "load_review", "new_worktree"]
+__all__ = ["CleanupReport", "Conflict", "FileChange", "Outcome", "Refused", "Review", "Selection", "Unit", "Worktree", "WorktreeError",
+           "apply_review", "archive_worktree", "cleanup_worktrees", "delete_worktree", "discard_review",
+           "list_worktrees", "load_review", "new_worktree", "restore_worktree"]
