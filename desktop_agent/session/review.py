@@ -1,7 +1,8 @@
 """Review a worktree session's change and apply it to the folder, per file and per hunk — or discard it.
 
-**The change** (``load``): everything in the worktree (commits, uncommitted edits, untracked files: a tree of the
-whole state built as ``worktrees.snapshot`` builds one) against its *review base* — the commit the worktree started
+**The change** (``load``): everything in the worktree (commits, uncommitted edits, untracked files — not the ones the
+project's ignore rules name, which the archive snapshot keeps but a review does not offer: a tree of the state built
+as ``worktrees.snapshot`` builds one) against its *review base* — the commit the worktree started
 from, or, once something was applied, ``refs/desktop-agent/applied/<slug>`` (that base plus what was applied), so a
 second review shows only what is left. ``git diff-tree -M`` gives every file: edits, new files, deletes, renames,
 mode changes, binary files and symlinks. A text file's content is the file's bytes decoded as UTF-8 with
@@ -264,7 +265,7 @@ def load(folder: str, slug: str) -> Review:
     admin = wtmod._admin_dir(wt.path)
     if admin is None:
         raise wtmod.WorktreeError(f"{wt.path} is not a worktree")
-    tree = wtmod._tree_of(admin, wt.path)
+    tree = wtmod._tree_of(admin, wt.path, ignored=False)  # what the project ignores (caches, builds) is not shown
     base = review_base(wt)
     raw = wtmod.git(["diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", base, tree], wt.repo).stdout.split(b"\0")
     items: list[tuple[str, str | None, str | None, int, int, str, str]] = []

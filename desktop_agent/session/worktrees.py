@@ -419,14 +419,16 @@ def refusal(wt: Worktree, *, cleanup: bool, path: str | None = None) -> str | No
 # ------------------------------------------------------------------------------------------------ snapshot
 
 
-def _tree_of(git_dir: str, work: str) -> str:
-    """A tree of every file under ``work`` as git sees it (tracked, untracked, ignored within budget): exact bytes
-    (``--no-filters``) and modes, through a temporary index. ``Refused`` for what a tree cannot keep."""
+def _tree_of(git_dir: str, work: str, *, ignored: bool = True) -> str:
+    """A tree of every file under ``work`` as git sees it (tracked, untracked, and ignored ones within budget unless
+    ``ignored`` is False — a review leaves out what the project ignores): exact bytes (``--no-filters``) and modes,
+    through a temporary index. ``Refused`` for what a tree cannot keep."""
     gd = ["--git-dir", git_dir, "--work-tree", work]
     entries: dict[bytes, tuple[str, str | None]] = {}
     gitlinks: dict[bytes, str] = {}
     others: list[bytes] = []  # untracked, ignored ones too
-    for rec in git([*gd, "ls-files", "-z", "-s", "--others"], work).stdout.split(b"\0"):
+    listing = [*gd, "ls-files", "-z", "-s", "--others"] + ([] if ignored else ["--exclude-standard"])
+    for rec in git(listing, work).stdout.split(b"\0"):
         if not rec:
             continue
         m = _STAGED.match(rec)

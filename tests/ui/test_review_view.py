@@ -9,6 +9,7 @@ apply lists the conflict and writes nothing; nothing of it runs git on the Qt th
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import threading
@@ -31,6 +32,7 @@ def session_repo(tmp_path, monkeypatch):
     (repo / "app.py").write_bytes(BASE.encode())
     (repo / "old_name.txt").write_bytes(b"to be renamed\n" * 4)
     (repo / "run.sh").write_bytes(b"#!/bin/sh\necho hi\n")
+    (repo / ".gitignore").write_bytes(b"__pycache__/\n")  # a test run's build output is not offered for review
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
         subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, env={**os.environ, **ID})
     wt = W.create(str(repo), "fix-login")
@@ -40,6 +42,8 @@ def session_repo(tmp_path, monkeypatch):
     subprocess.run(["git", "commit", "-qam", "session work"], cwd=wt.path, check=True, capture_output=True,
                    env={**os.environ, **ID})
     Path(wt.path, "notes.md").write_bytes(b"# from a Bash side effect\n")
+    os.makedirs(os.path.join(wt.path, "__pycache__"))
+    Path(wt.path, "__pycache__", "app.cpython-311.pyc").write_bytes(b"\0ignored build output")
     os.rename(os.path.join(wt.path, "old_name.txt"), os.path.join(wt.path, "new_name.txt"))
     os.chmod(os.path.join(wt.path, "run.sh"), 0o755)
     # the folder moved meanwhile: the person's own uncommitted edit, far from the session's hunks
@@ -174,5 +178,12 @@ def test_the_window_starts_a_worktree_session_and_reviews_it(make_window, qloop,
     assert Path(repo, "from_model.txt").read_text() == "model\n"
     pending = win.controller.session.session.change_notes.pending
     assert pending and pending[-1]["action"] == "review"
+    # the next message to the model starts with what was applied
+    fake.script([reply(text("noted"))])
+    win.send("what now?")
+    qloop.run_until_complete(until(lambda: not win.controller.busy and len(fake.requests) >= 3))
+    sent = json.dumps(fake.requests[-1].body["messages"][-1])
+    assert "Since your last turn the user reviewed your worktree changes" in sent
+    assert "from_model.txt (new file)" in sent and "Applied to the folder" in sent
     for dlg in list(win.review_windows):
         dlg.close()
