@@ -465,8 +465,8 @@ def _tree_of(git_dir: str, work: str, *, ignored: bool = True) -> str:
         full = os.path.join(os.fsencode(work), name)
         try:
             st = os.lstat(full)
-        except FileNotFoundError:
-            continue  # deleted
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # deleted (or a folder on its way became a file)
         if os.path.islink(full):
             sha = _out([*gd, "hash-object", "-w", "--no-filters", "--stdin"], work, input=os.readlink(full))
             lines.append(b"120000 " + sha.encode() + b"\t" + name)
@@ -660,11 +660,18 @@ def restore(folder: str, slug: str) -> Worktree:
             raise WorktreeError(f"{wt.path} already exists")
         if not tip:
             git(["update-ref", f"refs/heads/{wt.branch}", parent, ""], wt.repo)
-        git(["worktree", "add", "-q", "--no-checkout", wt.path, wt.branch], wt.repo)
+        fast = not _filters_may_apply(wt, snap)
+        if fast:  # git's own (parallel) checkout writes the blobs' bytes as they are: only the differences are ours
+            git(["-c", "checkout.workers=0", "worktree", "add", "-q", wt.path, wt.branch], wt.repo)
+        else:
+            git(["worktree", "add", "-q", "--no-checkout", wt.path, wt.branch], wt.repo)
         try:
-            _write_tree(wt.path, snap)
+            if fast:
+                _overlay(wt.path, snap)
+            else:
+                _write_tree(wt.path, snap)
+                git(["read-tree", "HEAD"], wt.path)
             admin = _admin_dir(wt.path)
-            git(["read-tree", "HEAD"], wt.path)
             git(["update-index", "-q", "--refresh"], wt.path, check=False)
         except BaseException:
             # the snapshot is untouched; the half-written checkout goes, so a retry starts clean
@@ -678,17 +685,58 @@ def restore(folder: str, slug: str) -> Worktree:
         return wt
 
 
-def _write_tree(path: str, commit: str) -> None:
-    """Every file of ``commit``'s tree written under ``path`` with its exact bytes and mode (no filters)."""
-    listing = git(["ls-tree", "-r", "-z", "--full-tree", commit], path).stdout.split(b"\0")
+def _filters_may_apply(wt: Worktree, snap: str) -> bool:
+    """Could a checkout write other bytes than a blob holds (line-ending conversion, clean/smudge filters)? Any
+    attributes file (in the tree, the repository's ``info/attributes``, the person's or the system's) or
+    ``core.autocrlf`` / ``core.eol`` / ``filter.*`` configuration says it could."""
+    cfg = git(["config", "--get-regexp", r"^(core\.(autocrlf|eol|attributesfile)|filter\..*)$"], wt.repo,
+              check=False).stdout.decode("utf-8", "replace").split("\n")
+    if any(line.strip() and line.strip().lower() != "core.autocrlf false" for line in cfg):
+        return True
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    if any(os.path.exists(p) for p in (os.path.join(wt.common_dir, "info", "attributes"),
+                                       os.path.join(xdg, "git", "attributes"), "/etc/gitattributes")):
+        return True
+    names = git(["ls-tree", "-r", "-z", "--name-only", snap], wt.repo).stdout.split(b"\0")
+    return any(n == b".gitattributes" or n.endswith(b"/.gitattributes") for n in names)
+
+
+def _overlay(path: str, snap: str) -> None:
+    """``path`` (a checkout of the snapshot's branch) made the snapshot: what differs written, what it lacks
+    removed (exact bytes and modes)."""
+    raw = git(["diff-tree", "-r", "-z", "--no-renames", "HEAD", snap], path).stdout.split(b"\0")
     items: list[tuple[bytes, bytes, bytes]] = []
-    for rec in listing:
-        if not rec:
+    root = os.fsencode(path)
+    for meta, name in zip(raw[0::2], raw[1::2]):
+        if not meta.startswith(b":"):
             continue
-        meta, _, name = rec.partition(b"\t")
-        mode, kind, sha = meta.split(b" ")
-        if kind == b"blob":
-            items.append((mode, sha, name))
+        _om, nm, _os, nsha, status = meta[1:].split(b" ")
+        if status == b"D":
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                os.unlink(os.path.join(root, name))
+            continue
+        full = os.path.join(root, name)
+        if os.path.lexists(full) and (os.path.islink(full) or not os.path.isdir(full)):
+            os.unlink(full)
+        items.append((nm, nsha, name))
+    _write_tree(path, snap, items)
+
+
+def _write_tree(path: str, commit: str, only: list[tuple[bytes, bytes, bytes]] | None = None) -> None:
+    """Every file of ``commit``'s tree (or the ``only`` (mode, sha, name) given) written under ``path`` with its
+    exact bytes and mode (no filters)."""
+    items: list[tuple[bytes, bytes, bytes]] = []
+    if only is not None:
+        items = [it for it in only if it[0] != b"160000"]
+    else:
+        listing = git(["ls-tree", "-r", "-z", "--full-tree", commit], path).stdout.split(b"\0")
+        for rec in listing:
+            if not rec:
+                continue
+            meta, _, name = rec.partition(b"\t")
+            mode, kind, sha = meta.split(b" ")
+            if kind == b"blob":
+                items.append((mode, sha, name))
     if not items:
         return
     proc = subprocess.run(["git", "cat-file", "--batch"], cwd=path, capture_output=True, env=_env(), timeout=300,
@@ -704,6 +752,8 @@ def _write_tree(path: str, commit: str) -> None:
         pos = nl + 1 + size + 1
         full = os.path.join(root, name)
         os.makedirs(os.path.dirname(full), exist_ok=True)
+        if os.path.isdir(full) and not os.path.islink(full):  # a folder in the checkout, a file in the snapshot
+            shutil.rmtree(full)
         if mode == b"120000":
             os.symlink(body, full)
             continue

@@ -391,3 +391,52 @@ def test_a_kill_between_rename_and_delete_brings_it_back(template: str, tmp_path
     assert not os.path.exists(wt.path)
     [back] = W.list_worktrees(repo)
     assert back.state == "active" and Path(wt.path, "work.txt").read_bytes() == b"precious\r\n"
+
+
+@pytest.mark.parametrize("attributes", [False, True])
+def test_restore_is_byte_identical_with_links_swaps_and_line_ending_rules(attributes: bool, template: str,
+                                                                        tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Symbolic links, a file that became a folder and a folder that became a file, an executable bit, CRLF and an
+    ignored file come back exactly — by git's checkout plus our overlay, or (a ``.gitattributes`` that converts line
+    endings) every blob written by us, with no filter."""
+    monkeypatch.setenv("DESKTOP_AGENT_DATA_DIR", str(tmp_path / "data"))
+    repo = str(tmp_path / "repo")
+    shutil.copytree(template, repo)
+    if attributes:
+        Path(repo, ".gitattributes").write_bytes(b"*.txt text eol=lf\n")
+        _git("add", "-A", cwd=repo)
+        _git("commit", "-qm", "attrs", cwd=repo)
+    wt = W.create(repo, "swap")
+    p = Path(wt.path)
+    os.unlink(p / "a.txt")
+    (p / "a.txt").mkdir()
+    (p / "a.txt" / "inner.txt").write_bytes(b"was a file\r\n")
+    shutil.rmtree(p / "sub")
+    (p / "sub").write_bytes(b"was a folder\r\n")
+    os.symlink("sub", p / "link")
+    os.symlink("/nonexistent/target", p / "dangling")
+    (p / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    (p / "tool.sh").write_bytes(b"#!/bin/sh\n")
+    os.chmod(p / "tool.sh", 0o755)
+    (p / "debug.log").write_bytes(b"ignored but kept\n")
+
+    def state() -> dict[str, tuple[str, bytes, bool]]:
+        out = {}
+        for dirpath, dirnames, filenames in os.walk(p):
+            if dirpath == str(p) and ".git" in filenames:
+                filenames.remove(".git")
+            for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, p)
+                if os.path.islink(full):
+                    out[rel] = ("link", os.readlink(full).encode(), False)
+                else:
+                    out[rel] = ("file", Path(full).read_bytes(), bool(os.stat(full).st_mode & 0o100))
+        return out
+
+    before = state()
+    W.archive(repo, "swap")
+    assert not p.exists()
+    W.restore(repo, "swap")
+    assert state() == before
