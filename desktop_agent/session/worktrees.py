@@ -443,9 +443,9 @@ def _tree_of(git_dir: str, work: str, *, ignored: bool = True) -> str:
     for p in others:
         with contextlib.suppress(OSError):
             total += os.lstat(os.path.join(os.fsencode(work), p)).st_size
-    if total > IGNORED_BUDGET:  # only ignored files may make it too big: untracked ones are always kept
-        ignored = git([*gd, "ls-files", "-z", "--others", "--ignored", "--exclude-standard"], work).stdout
-        big = sum(os.lstat(os.path.join(os.fsencode(work), p)).st_size for p in ignored.split(b"\0") if p)
+    if ignored and total > IGNORED_BUDGET:  # only ignored files may make it too big: untracked ones are always kept
+        listed = git([*gd, "ls-files", "-z", "--others", "--ignored", "--exclude-standard"], work).stdout
+        big = sum(os.lstat(os.path.join(os.fsencode(work), p)).st_size for p in listed.split(b"\0") if p)
         if big > IGNORED_BUDGET:
             raise Refused(f"its ignored files hold {big // (1024 * 1024)} MiB (more than a snapshot keeps): "
                           "remove them or move them out first")
