@@ -36,6 +36,23 @@ from desktop_agent.app.options import WindowOptions
 from desktop_agent.cli.argv import USAGE, UsageError, eprint, parse_args
 
 
+def _enter_worktree(name: str | None) -> int:
+    """``--worktree [name]``: the session runs in a git worktree of the folder (``session.worktrees``): this process
+    moves into it, so the session's working folder, its permissions and its sandbox are the worktree's."""
+    import os
+
+    from desktop_agent.session.worktrees import WorktreeError, enter, session_dir
+
+    try:
+        here = os.getcwd()
+        wt = enter(here, name)
+        os.chdir(session_dir(here, wt))
+    except (WorktreeError, OSError) as exc:
+        eprint(f"error: --worktree: {exc}")
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None, open_window: Callable[[WindowOptions], int] | None = None) -> int:
     """The ``desktop-agent`` command: parse once; ``-p`` runs headless here, anything else opens the window
     through ``open_window`` with its typed options (given by ``desktop_agent.__main__``, the one module above
@@ -59,6 +76,10 @@ def main(argv: list[str] | None = None, open_window: Callable[[WindowOptions], i
             eprint(f"warning: unknown option '{flag}' ignored")
         for flag in opts.window_only():
             eprint(f"warning: window option '{flag}' ignored with -p")
+        if opts.worktree is not None:
+            code = _enter_worktree(opts.worktree or None)
+            if code:
+                return code
         code = run_headless(opts)
         freeze_heap()  # skip the exit-time collection over every object
         return code

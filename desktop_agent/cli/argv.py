@@ -25,6 +25,7 @@ PROG = "desktop-agent"
 # ``-…`` option, as the reference's variadic flags do (``--disallowedTools Edit "Bash(rm *)"`` is two rules;
 # ``--flag=value`` is one value; repeating the flag adds more).
 LIST = -1
+OPTIONAL = 2  # one value when the next argument is not an option (commander's ``[name]``), else none
 _FLAGS: dict[str, tuple[str, int]] = {
     "-p": ("print", 0),
     "--print": ("print", 0),
@@ -57,6 +58,8 @@ _FLAGS: dict[str, tuple[str, int]] = {
     "--permission-prompt-tool": ("permission_prompt_tool", 1),
     "--trust": ("trust", 0),
     "--await-initialize": ("await_initialize", 0),
+    "--worktree": ("worktree", OPTIONAL),
+    "-w": ("worktree", OPTIONAL),
     "--version": ("version", 0),
     "-v": ("version", 0),
     "--help": ("help", 0),
@@ -119,6 +122,8 @@ Options (headless):
   --trust                           treat the folder as trusted for this run
   --await-initialize                with stream-json input: read the host's initialize request
                                     (its mcpServers, settings, disallowedTools) before starting
+  -w, --worktree [NAME]             run in a new git worktree of the folder (branch agent/NAME,
+                                    NAME generated when omitted; an existing one of ours is reused)
   --version
 """
 
@@ -161,6 +166,7 @@ class Options:
     permission_prompt_tool: str | None = None
     trust: bool = False
     await_initialize: bool = False
+    worktree: str | None = None  # "" for --worktree without a name
     version: bool = False
     help: bool = False
     demo: bool = False
@@ -240,6 +246,14 @@ def parse_args(argv: list[str]) -> Options:
                     i += 1
             if name in _IGNORED_LISTS and name not in opts.unknown:
                 opts.unknown.append(name)
+        elif arity == OPTIONAL:
+            if eq:
+                raw[dest] = inline
+            elif i < len(argv) and argv[i] and not argv[i].startswith("-"):
+                raw[dest] = argv[i]
+                i += 1
+            else:
+                raw[dest] = ""
         elif arity == 1:
             if eq:
                 value = inline
@@ -273,6 +287,13 @@ def parse_args(argv: list[str]) -> Options:
             raise UsageError(f"--session-id must be a valid UUID (got '{opts.session_id}')") from None
         if opts.resume or opts.continue_latest:
             raise UsageError("--session-id cannot be used with --resume or --continue")
+    if opts.worktree:
+        from desktop_agent.session.worktrees import WorktreeError, check_name
+
+        try:
+            check_name(opts.worktree)
+        except WorktreeError as exc:
+            raise UsageError(f"--worktree: {exc}") from None
     if opts.input_format == "stream-json" and opts.out_format != "stream-json":
         raise UsageError("--input-format=stream-json requires --output-format=stream-json")
     return opts

@@ -110,6 +110,18 @@ def own_state() -> list[str]:
     return [_norm(str(dirs.data_dir())), _norm(dirs.claude_config_dir())]
 
 
+def in_agent_worktree(path: str) -> bool:
+    """``path`` is inside one of our worktree sessions' checkouts (``<data dir>/worktrees/<repo>/<slug>/…``,
+    ``session.worktrees``): the person's work, not our state, as ``.claude/worktrees`` is for Claude Code. The
+    registry, its lock and the apply journals (one level up) stay protected; ``.git`` in it does too, by name."""
+    root = fold(_norm(os.path.join(str(dirs.data_dir()), "worktrees")))
+    fp = fold(path)
+    if not _inside(fp, root) or fp == root:
+        return False
+    rest = [c for c in fp[len(root):].split(os.sep) if c]
+    return len(rest) >= 3 and not rest[1].startswith(".trash-")
+
+
 def own_stores() -> list[str]:
     """Our configuration and the trust records we read (a write is denied in every mode)."""
     legacy = os.path.join(dirs.claude_config_dir(), ".config.json")  # both: which one is read depends on a file
@@ -165,6 +177,8 @@ def protected_reason(path: str, checked: list[str] | None = None) -> str | None:
         if comps and (comps[-1] in PROTECTED_FILES or comps[-1] in PROTECTED_DIRS):
             return f"{comps[-1]} is a protected file"
     hit = _under_any(forms, _anchors()[0])
+    if hit is not None and hit == _norm(str(dirs.data_dir())) and all(in_agent_worktree(p) for p in forms):
+        return None
     return None if hit is None else f"{hit} is protected"
 
 

@@ -29,8 +29,8 @@ from typing import Any, Iterable
 from desktop_agent.core.messages import CHANGE_RECORD, CHANGE_RECORDS_TOLD
 from desktop_agent.util.diff import format_line_ranges
 
-ACTIONS = ("revert", "redo")
-OUTCOMES = {"revert": ("restored", "deleted"), "redo": ("reapplied", "recreated")}
+ACTIONS = ("revert", "redo", "review")
+OUTCOMES = {"revert": ("restored", "deleted"), "redo": ("reapplied", "recreated"), "review": ("applied", "discarded")}
 
 
 def _is_count(value: Any) -> bool:
@@ -89,8 +89,61 @@ def _shown_path(path: str, cwd: str | None) -> str:
     return path
 
 
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _review_files(items: Any) -> str:
+    parts = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+            continue
+        path = _one_line(item["path"])
+        kinds = [k for k in item.get("kinds") or [] if isinstance(k, str)]
+        bits = []
+        if isinstance(item.get("oldPath"), str) and "rename" in kinds:
+            path = f"{_one_line(item['oldPath'])} \u2192 {path}"
+            bits.append("renamed")
+        if "add" in kinds:
+            bits.append("new file")
+        if "delete" in kinds:
+            bits.append("deleted")
+        if "binary" in kinds or "symlink" in kinds:
+            bits.append("whole content")
+        if "mode" in kinds:
+            bits.append("mode")
+        hunks, total = item.get("hunks"), item.get("totalHunks")
+        if _is_count(hunks) and _is_count(total) and hunks:
+            text = f"{hunks} of {total} hunk{'s' if total != 1 else ''}"
+            ranges = _ranges(item)
+            if ranges:
+                text += f", {format_line_ranges(ranges)}"
+            bits.append(text)
+        parts.append(f"{path} ({'; '.join(bits)})" if bits else path)
+    return ", ".join(parts)
+
+
+def describe_review(record: dict[str, Any]) -> str:
+    """A review's apply or discard as the model is told it (``session.review``)."""
+    where = _one_line(str(record.get("filePath")))
+    branch = _one_line(str(record.get("branch") or ""))
+    folder = _one_line(str(record.get("folder") or ""))
+    out = [f"The user reviewed your changes in the worktree {where}" + (f" (branch {branch})" if branch else "")]
+    applied, discarded = _review_files(record.get("applied")), _review_files(record.get("discarded"))
+    if applied:
+        out.append(f"Applied to the folder {folder}: {applied}; only these parts were written there.")
+    if discarded:
+        out.append(f"Discarded from the worktree (the base's content is back there): {discarded}.")
+    left = record.get("left")
+    if _is_count(left) and left:
+        out.append(f"{left} other change{'s stay' if left != 1 else ' stays'} in the worktree, not applied.")
+    return ". ".join(out[:1]) + ". " + " ".join(out[1:])
+
+
 def describe(record: dict[str, Any], cwd: str | None = None) -> str:
     """One record as the model is told it."""
+    if record.get("action") == "review":
+        return describe_review(record)
     # one line per record, whatever the path holds (a file name can contain a line break)
     path = _shown_path(str(record["filePath"]), cwd).replace("\r", "\\r").replace("\n", "\\n")
     tool = str(record.get("tool") or "change")
@@ -117,6 +170,9 @@ def change_note(records: list[dict[str, Any]], cwd: str | None = None) -> str:
     """The text of the note (the session wraps it in ``<system-reminder>``) that starts the next user message
     after reverts or redos."""
     body = "\n".join(f"- {describe(r, cwd)}" for r in records)
+    if all(r.get("action") == "review" for r in records):
+        return (f"Since your last turn the user reviewed your worktree changes:\n{body}\n"
+                "Do not rely on what you remember of these files; read them again before you edit them.")
     return ("Since your last turn the user changed files from the changes panel:\n"
             f"{body}\nDo not rely on what you remember of these files; read them again before you edit them.")
 

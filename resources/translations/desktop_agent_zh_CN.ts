@@ -989,7 +989,27 @@ in this folder</source>
         <source>The agent is still working — press Esc to stop it first.</source>
         <translation>代理仍在工作——请先按 Esc 停止。</translation>
     </message>
-    </context>
+    <message>
+        <source>New Session in &amp;Worktree…</source>
+        <translation>在工作树中新建会话(&amp;W)…</translation>
+    </message>
+    <message>
+        <source>&amp;Review Worktree Changes…</source>
+        <translation>审阅工作树更改(&amp;R)…</translation>
+    </message>
+    <message>
+        <source>Cannot start a worktree session: {0}</source>
+        <translation>无法启动工作树会话：{0}</translation>
+    </message>
+    <message>
+        <source>This folder has no worktree session to review (File ▸ New Session in Worktree…).</source>
+        <translation>此文件夹没有可审阅的工作树会话（文件 ▸ 在工作树中新建会话…）。</translation>
+    </message>
+    <message>
+        <source>Review changes — {0}</source>
+        <translation>审阅更改 — {0}</translation>
+    </message>
+</context>
 <context>
     <name>MarkdownBlock</name>
     <message>
@@ -2031,6 +2051,125 @@ in this folder</source>
     <message>
         <source>hard link</source>
         <translation>硬链接</translation>
+    </message>
+</context>
+<context>
+    <name>ReviewView</name>
+    <message>
+        <source>Loading the worktree's changes…</source>
+        <translation>正在读取工作树的更改…</translation>
+    </message>
+    <message>
+        <source>Changed files</source>
+        <translation>已更改的文件</translation>
+    </message>
+    <message>
+        <source>The file's change</source>
+        <translation>文件的更改</translation>
+    </message>
+    <message>
+        <source>Keep in worktree</source>
+        <translation>保留在工作树中</translation>
+    </message>
+    <message>
+        <source>Discard</source>
+        <translation>丢弃</translation>
+    </message>
+    <message>
+        <source>Apply to the folder</source>
+        <translation>应用到文件夹</translation>
+    </message>
+    <message>
+        <source>Cannot review {0}: {1}</source>
+        <translation>无法审阅 {0}：{1}</translation>
+    </message>
+    <message>
+        <source>⎇ {0} — {1} changed files, {2} changes</source>
+        <translation>⎇ {0} — {1} 个已更改的文件，{2} 处更改</translation>
+    </message>
+    <message>
+        <source>⎇ {0} — nothing left to review</source>
+        <translation>⎇ {0} — 没有需要审阅的内容</translation>
+    </message>
+    <message>
+        <source>new</source>
+        <translation>新文件</translation>
+    </message>
+    <message>
+        <source>deleted</source>
+        <translation>已删除</translation>
+    </message>
+    <message>
+        <source>renamed</source>
+        <translation>已重命名</translation>
+    </message>
+    <message>
+        <source>type changed</source>
+        <translation>类型已更改</translation>
+    </message>
+    <message>
+        <source>mode</source>
+        <translation>权限</translation>
+    </message>
+    <message>
+        <source>binary</source>
+        <translation>二进制</translation>
+    </message>
+    <message>
+        <source>Create this new file</source>
+        <translation>创建此新文件</translation>
+    </message>
+    <message>
+        <source>Delete this file</source>
+        <translation>删除此文件</translation>
+    </message>
+    <message>
+        <source>Rename {0} → {1}</source>
+        <translation>重命名 {0} → {1}</translation>
+    </message>
+    <message>
+        <source>Make it executable</source>
+        <translation>设为可执行</translation>
+    </message>
+    <message>
+        <source>Make it not executable</source>
+        <translation>设为不可执行</translation>
+    </message>
+    <message>
+        <source>Replace the binary content ({0} → {1} bytes)</source>
+        <translation>替换二进制内容（{0} → {1} 字节）</translation>
+    </message>
+    <message>
+        <source>Change the symbolic link</source>
+        <translation>更改符号链接</translation>
+    </message>
+    <message>
+        <source>Apply {0} of {1} changes to the folder</source>
+        <translation>将 {1} 处更改中的 {0} 处应用到文件夹</translation>
+    </message>
+    <message>
+        <source>Discard {0}</source>
+        <translation>丢弃 {0} 处</translation>
+    </message>
+    <message>
+        <source>Applying…</source>
+        <translation>正在应用…</translation>
+    </message>
+    <message>
+        <source>Discarding…</source>
+        <translation>正在丢弃…</translation>
+    </message>
+    <message>
+        <source>(The session could not record this: the model was not told.)</source>
+        <translation>（会话无法记录此操作：未告知模型。）</translation>
+    </message>
+    <message>
+        <source>Nothing was written: {0}</source>
+        <translation>未写入任何内容：{0}</translation>
+    </message>
+    <message>
+        <source>Conflicts with the folder — nothing was written:</source>
+        <translation>与文件夹冲突 — 未写入任何内容：</translation>
     </message>
 </context>
 </TS>

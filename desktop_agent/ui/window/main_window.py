@@ -40,6 +40,7 @@ from desktop_agent.ui.window.prompt import PromptEdit
 from desktop_agent.ui.window.rewind import RewindMixin
 from desktop_agent.ui.window.sidebar import SessionsPane
 from desktop_agent.ui.window.toolbar import ToolbarMixin
+from desktop_agent.ui.window.worktree_actions import WorktreeActionsMixin
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def _loop_running() -> bool:
         return False
 
 
-class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, QMainWindow):
+class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, WorktreeActionsMixin, QMainWindow):
     """The product window. ``client_factory`` (tests) builds the model client of an in-process session."""
 
     folder_opened = Signal(str)
@@ -189,6 +190,11 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, QMainWin
         self.new_action = QAction(self.tr("&New Session"), self, shortcut=QKeySequence.StandardKey.New,
                                   triggered=self.new_session)
         file_menu.addAction(self.new_action)
+        self.new_worktree_action = QAction(self.tr("New Session in &Worktree…"), self,
+                                           triggered=self.new_worktree_session)
+        file_menu.addAction(self.new_worktree_action)
+        self.review_action = QAction(self.tr("&Review Worktree Changes…"), self, triggered=self.review_worktree)
+        file_menu.addAction(self.review_action)
         file_menu.addSeparator()
         file_menu.addAction(QAction(self.tr("&Quit"), self, shortcut=QKeySequence.StandardKey.Quit,
                                     triggered=self.close))
