@@ -25,6 +25,25 @@
     </message>
 </context>
 <context>
+    <name>AllowHost</name>
+    <message>
+        <source>Allow this host for the session?</source>
+        <translation>允许此会话访问该主机？</translation>
+    </message>
+    <message>
+        <source>Sandboxed commands of this session may then connect to {0} (every port), through the proxy that logs each request, from the next command on. deniedDomains still apply. The settings are not changed.</source>
+        <translation>此后（从下一条命令起），此会话的沙箱命令可以通过记录每个请求的代理连接到 {0}（任意端口）。deniedDomains 仍然有效。设置不会被更改。</translation>
+    </message>
+    <message>
+        <source>Cancel  Esc</source>
+        <translation>取消  Esc</translation>
+    </message>
+    <message>
+        <source>Allow</source>
+        <translation>允许</translation>
+    </message>
+</context>
+<context>
     <name>ChangeActions</name>
     <message>
         <source>{0} changed since this change (by you or a later change);</source>
@@ -71,7 +90,7 @@
         <translation>{0} 现在是一个目录；未撤销任何内容。</translation>
     </message>
     <message>
-        <source>The transcript's record of the revert is incomplete; nothing was re-applied.</source>
+        <source>The transcript&apos;s record of the revert is incomplete; nothing was re-applied.</source>
         <translation>会话记录中的撤销记录不完整；未重新应用任何内容。</translation>
     </message>
     <message>
@@ -136,6 +155,33 @@
     <message>
         <source>hunk {0} of {1}</source>
         <translation>第 {0} 个差异块，共 {1} 个</translation>
+    </message>
+</context>
+<context>
+    <name>CheckpointMarker</name>
+    <message>
+        <source>checkpoint · no changes</source>
+        <translation>检查点 · 无更改</translation>
+    </message>
+    <message>
+        <source>1 file</source>
+        <translation>1 个文件</translation>
+    </message>
+    <message>
+        <source>{0} files</source>
+        <translation>{0} 个文件</translation>
+    </message>
+    <message>
+        <source>checkpoint</source>
+        <translation>检查点</translation>
+    </message>
+    <message>
+        <source>Rewind…</source>
+        <translation>回退…</translation>
+    </message>
+    <message>
+        <source>Rewind to before this message</source>
+        <translation>回退到这条消息之前</translation>
     </message>
 </context>
 <context>
@@ -476,7 +522,7 @@
         <translation>模型</translation>
     </message>
     <message>
-        <source>The model of this session's next requests (the default is in Settings)</source>
+        <source>The model of this session&apos;s next requests (the default is in Settings)</source>
         <translation>本会话后续请求使用的模型（默认模型在设置中）</translation>
     </message>
     <message>
@@ -700,7 +746,7 @@
         <translation>将会运行的内容</translation>
     </message>
     <message>
-        <source>Trusting the folder lets these run and apply. Without trust none of them does; the folder's deny and ask rules apply either way.</source>
+        <source>Trusting the folder lets these run and apply. Without trust none of them does; the folder&apos;s deny and ask rules apply either way.</source>
         <translation>信任此文件夹后，这些内容才会运行和生效。不信任时它们都不会运行；文件夹的拒绝和询问规则始终生效。</translation>
     </message>
     <message>
@@ -790,7 +836,7 @@ in this folder</source>
         <translation>“绕过权限”保持关闭。</translation>
     </message>
     <message>
-        <source>Don't ask is on: every tool that no rule allows is denied without asking — edits too. Pick another mode to turn it off.</source>
+        <source>Don&apos;t ask is on: every tool that no rule allows is denied without asking — edits too. Pick another mode to turn it off.</source>
         <translation>“不询问”已开启：任何没有规则允许的工具都会被直接拒绝，不再询问——编辑也一样。选择其他模式即可关闭。</translation>
     </message>
     <message>
@@ -981,14 +1027,6 @@ in this folder</source>
         <source>Some settings entries are not valid; each was skipped and every other entry is in force:</source>
         <translation>部分设置条目无效;这些条目已跳过,其余条目均已生效:</translation>
     </message>
-<message>
-        <source>Its .claude/settings.json grants permissions or runs hooks. Trusting the folder lets those allow rules apply; deny rules and hooks apply either way.</source>
-        <translation>其 .claude/settings.json 会授予权限或运行钩子。信任此文件夹后，其中的允许规则才会生效；拒绝规则和钩子无论如何都会生效。</translation>
-    </message>
-    <message>
-        <source>The agent is still working — press Esc to stop it first.</source>
-        <translation>代理仍在工作——请先按 Esc 停止。</translation>
-    </message>
     <message>
         <source>New Session in &amp;Worktree…</source>
         <translation>在工作树中新建会话(&amp;W)…</translation>
@@ -1015,22 +1053,6 @@ in this folder</source>
     <message>
         <source>Agent message</source>
         <translation>代理消息</translation>
-    </message>
-<message>
-        <source>Copy</source>
-        <translation>复制</translation>
-    </message>
-    <message>
-        <source>Copy this code block</source>
-        <translation>复制此代码块</translation>
-    </message>
-    <message>
-        <source>Copy code</source>
-        <translation>复制代码</translation>
-    </message>
-    <message>
-        <source>Copied</source>
-        <translation>已复制</translation>
     </message>
 </context>
 <context>
@@ -1071,7 +1093,7 @@ in this folder</source>
         <translation>绕过</translation>
     </message>
     <message>
-        <source>Don't ask — deny anything not allowed</source>
+        <source>Don&apos;t ask — deny anything not allowed</source>
         <translation>不询问——拒绝一切未被允许的操作</translation>
     </message>
     <message>
@@ -1079,7 +1101,7 @@ in this folder</source>
         <translation>绕过——不再询问</translation>
     </message>
     <message>
-        <source>Don't ask — denies anything not allowed</source>
+        <source>Don&apos;t ask — denies anything not allowed</source>
         <translation>不询问——拒绝一切未被允许的操作</translation>
     </message>
     <message>
@@ -1097,6 +1119,53 @@ in this folder</source>
     <message>
         <source>Turn on Bypass</source>
         <translation>开启绕过</translation>
+    </message>
+</context>
+<context>
+    <name>NetworkView</name>
+    <message>
+        <source>Show network</source>
+        <translation>显示网络</translation>
+    </message>
+    <message>
+        <source>Allow {0} for this session</source>
+        <translation>在此会话中允许 {0}</translation>
+    </message>
+    <message>
+        <source>A sandboxed command was refused network access to {0}:{1}: it is not in sandbox.network.allowedDomains.</source>
+        <translation>一条沙箱命令被拒绝访问网络 {0}:{1}：它不在 sandbox.network.allowedDomains 中。</translation>
+    </message>
+    <message>
+        <source>Network</source>
+        <translation>网络</translation>
+    </message>
+    <message>
+        <source>Refused only</source>
+        <translation>仅显示被拒绝的</translation>
+    </message>
+    <message>
+        <source>Sandboxed commands reach only the hosts in sandbox.network.allowedDomains, through a proxy that records every request here. With no list they have no network at all.</source>
+        <translation>沙箱中的命令只能通过代理访问 sandbox.network.allowedDomains 中的主机，代理会在此记录每个请求。没有该列表时，它们完全没有网络。</translation>
+    </message>
+    <message>
+        <source>No network requests in this session.</source>
+        <translation>此会话没有网络请求。</translation>
+    </message>
+    <message>
+        <source>{0} requests: {1} allowed, {2} refused</source>
+        <translation>{0} 个请求：{1} 个允许，{2} 个被拒绝</translation>
+    </message>
+    <message>
+        <source>This session runs elsewhere: add {0} to the settings instead</source>
+        <translation>此会话在别处运行：请改为将 {0} 添加到设置中</translation>
+    </message>
+    <message>
+        <source>{0} is allowed for this session from the next command on</source>
+        <translation>从下一条命令起，此会话允许访问 {0}</translation>
+    </message>
+    <message>
+        <source>{0} added to {1} (counts from the next session)</source>
+        <translation>已将 {0} 添加到 {1}（从下一个会话起生效）</translation>
     </message>
 </context>
 <context>
@@ -1236,7 +1305,7 @@ in this folder</source>
         <translation>绕过</translation>
     </message>
     <message>
-        <source>Don't ask</source>
+        <source>Don&apos;t ask</source>
         <translation>不询问</translation>
     </message>
     <message>
@@ -1277,6 +1346,73 @@ in this folder</source>
     </message>
 </context>
 <context>
+    <name>Phone</name>
+    <message>
+        <source>just now</source>
+        <translation>刚刚</translation>
+    </message>
+    <message>
+        <source>{0} min ago</source>
+        <translation>{0} 分钟前</translation>
+    </message>
+    <message>
+        <source>{0} h ago</source>
+        <translation>{0} 小时前</translation>
+    </message>
+    <message>
+        <source>{0} days ago</source>
+        <translation>{0} 天前</translation>
+    </message>
+    <message>
+        <source>Pair a new device?</source>
+        <translation>配对新设备？</translation>
+    </message>
+    <message>
+        <source>“{0}” ({1}) wants to answer this computer&apos;s questions. Pair it only if it shows the same code:</source>
+        <translation>“{0}”（{1}）想要回答这台电脑的问题。只有当它显示相同的代码时才配对：</translation>
+    </message>
+    <message>
+        <source>Refuse  Esc</source>
+        <translation>拒绝  Esc</translation>
+    </message>
+    <message>
+        <source>Pair</source>
+        <translation>配对</translation>
+    </message>
+    <message>
+        <source>Answer from my phone</source>
+        <translation>用手机回答</translation>
+    </message>
+    <message>
+        <source>A page on this computer&apos;s network address, HTTPS only; each phone is paired once and can be revoked here.</source>
+        <translation>这台电脑网络地址上的一个页面，仅限 HTTPS；每部手机只需配对一次，并可在此撤销。</translation>
+    </message>
+    <message>
+        <source>Show pairing code</source>
+        <translation>显示配对码</translation>
+    </message>
+    <message>
+        <source>Scan it with the phone&apos;s camera. The code works once, for 5 minutes.</source>
+        <translation>用手机相机扫描。此代码只能使用一次，有效期 5 分钟。</translation>
+    </message>
+    <message>
+        <source>Paired devices</source>
+        <translation>已配对的设备</translation>
+    </message>
+    <message>
+        <source>None yet</source>
+        <translation>尚无</translation>
+    </message>
+    <message>
+        <source>last used {0}</source>
+        <translation>上次使用：{0}</translation>
+    </message>
+    <message>
+        <source>Revoke</source>
+        <translation>撤销</translation>
+    </message>
+</context>
+<context>
     <name>PromptEdit</name>
     <message>
         <source>Prompt</source>
@@ -1308,6 +1444,37 @@ in this folder</source>
     <message>
         <source>Save</source>
         <translation>保存</translation>
+    </message>
+</context>
+<context>
+    <name>RequestRow</name>
+    <message>
+        <source>refused</source>
+        <translation>已拒绝</translation>
+    </message>
+    <message>
+        <source>allowed</source>
+        <translation>已允许</translation>
+    </message>
+    <message>
+        <source>{0} up, {1} down</source>
+        <translation>上传 {0}，下载 {1}</translation>
+    </message>
+    <message>
+        <source>Allow for this session</source>
+        <translation>在此会话中允许</translation>
+    </message>
+    <message>
+        <source>Allow {0} for this session</source>
+        <translation>在此会话中允许 {0}</translation>
+    </message>
+    <message>
+        <source>Add to settings</source>
+        <translation>添加到设置</translation>
+    </message>
+    <message>
+        <source>Add {0} to the folder&apos;s settings</source>
+        <translation>将 {0} 添加到文件夹的设置中</translation>
     </message>
 </context>
 <context>
@@ -1378,6 +1545,239 @@ in this folder</source>
     <message>
         <source>Re&amp;do</source>
         <translation>重做(&amp;D)</translation>
+    </message>
+</context>
+<context>
+    <name>ReviewView</name>
+    <message>
+        <source>Loading the worktree&apos;s changes…</source>
+        <translation>正在读取工作树的更改…</translation>
+    </message>
+    <message>
+        <source>Changed files</source>
+        <translation>已更改的文件</translation>
+    </message>
+    <message>
+        <source>The file&apos;s change</source>
+        <translation>文件的更改</translation>
+    </message>
+    <message>
+        <source>Keep in worktree</source>
+        <translation>保留在工作树中</translation>
+    </message>
+    <message>
+        <source>Discard</source>
+        <translation>丢弃</translation>
+    </message>
+    <message>
+        <source>Apply to the folder</source>
+        <translation>应用到文件夹</translation>
+    </message>
+    <message>
+        <source>Cannot review {0}: {1}</source>
+        <translation>无法审阅 {0}：{1}</translation>
+    </message>
+    <message>
+        <source>⎇ {0} — {1} changed files, {2} changes</source>
+        <translation>⎇ {0} — {1} 个已更改的文件，{2} 处更改</translation>
+    </message>
+    <message>
+        <source>⎇ {0} — nothing left to review</source>
+        <translation>⎇ {0} — 没有需要审阅的内容</translation>
+    </message>
+    <message>
+        <source>new</source>
+        <translation>新文件</translation>
+    </message>
+    <message>
+        <source>deleted</source>
+        <translation>已删除</translation>
+    </message>
+    <message>
+        <source>renamed</source>
+        <translation>已重命名</translation>
+    </message>
+    <message>
+        <source>type changed</source>
+        <translation>类型已更改</translation>
+    </message>
+    <message>
+        <source>mode</source>
+        <translation>权限</translation>
+    </message>
+    <message>
+        <source>binary</source>
+        <translation>二进制</translation>
+    </message>
+    <message>
+        <source>Create this new file</source>
+        <translation>创建此新文件</translation>
+    </message>
+    <message>
+        <source>Delete this file</source>
+        <translation>删除此文件</translation>
+    </message>
+    <message>
+        <source>Rename {0} → {1}</source>
+        <translation>重命名 {0} → {1}</translation>
+    </message>
+    <message>
+        <source>Make it executable</source>
+        <translation>设为可执行</translation>
+    </message>
+    <message>
+        <source>Make it not executable</source>
+        <translation>设为不可执行</translation>
+    </message>
+    <message>
+        <source>Replace the binary content ({0} → {1} bytes)</source>
+        <translation>替换二进制内容（{0} → {1} 字节）</translation>
+    </message>
+    <message>
+        <source>Change the symbolic link</source>
+        <translation>更改符号链接</translation>
+    </message>
+    <message>
+        <source>Apply {0} of {1} changes to the folder</source>
+        <translation>将 {1} 处更改中的 {0} 处应用到文件夹</translation>
+    </message>
+    <message>
+        <source>Discard {0}</source>
+        <translation>丢弃 {0} 处</translation>
+    </message>
+    <message>
+        <source>Applying…</source>
+        <translation>正在应用…</translation>
+    </message>
+    <message>
+        <source>Discarding…</source>
+        <translation>正在丢弃…</translation>
+    </message>
+    <message>
+        <source>(The session could not record this: the model was not told.)</source>
+        <translation>（会话无法记录此操作：未告知模型。）</translation>
+    </message>
+    <message>
+        <source>Nothing was written: {0}</source>
+        <translation>未写入任何内容：{0}</translation>
+    </message>
+    <message>
+        <source>Conflicts with the folder — nothing was written:</source>
+        <translation>与文件夹冲突 — 未写入任何内容：</translation>
+    </message>
+</context>
+<context>
+    <name>Rewind</name>
+    <message>
+        <source>Stop the running turn before rewinding.</source>
+        <translation>请先停止正在运行的回合，再回退。</translation>
+    </message>
+    <message>
+        <source>Cannot rewind: {0}</source>
+        <translation>无法回退：{0}</translation>
+    </message>
+    <message>
+        <source>The restore failed: {0}</source>
+        <translation>恢复失败：{0}</translation>
+    </message>
+    <message>
+        <source>Restored {0} files (+{1} −{2}).</source>
+        <translation>已恢复 {0} 个文件（+{1} −{2}）。</translation>
+    </message>
+    <message>
+        <source>Left as you changed them: {0}.</source>
+        <translation>保留了你的修改：{0}。</translation>
+    </message>
+    <message>
+        <source>{0} paths behind links were not touched.</source>
+        <translation>{0} 个位于链接之后的路径未被改动。</translation>
+    </message>
+    <message>
+        <source>Undo restore</source>
+        <translation>撤销恢复</translation>
+    </message>
+    <message>
+        <source>Undo failed: {0}</source>
+        <translation>撤销失败：{0}</translation>
+    </message>
+    <message>
+        <source>Restore undone: {0} files put back.</source>
+        <translation>已撤销恢复：{0} 个文件已放回。</translation>
+    </message>
+</context>
+<context>
+    <name>RewindDialog</name>
+    <message>
+        <source>Rewind to before this message?</source>
+        <translation>回退到这条消息之前？</translation>
+    </message>
+    <message>
+        <source>Restoring files changes {0} files (+{1} −{2}) back to how they were just before this message.</source>
+        <translation>恢复文件会把 {0} 个文件（+{1} −{2}）改回这条消息之前的样子。</translation>
+    </message>
+    <message>
+        <source>The files are already as they were just before this message.</source>
+        <translation>文件已经是这条消息之前的样子。</translation>
+    </message>
+    <message>
+        <source>Message:</source>
+        <translation>消息：</translation>
+    </message>
+    <message>
+        <source>You changed {0} of these files since; they stay as you left them:</source>
+        <translation>其中 {0} 个文件你之后改过；它们保持你留下的样子：</translation>
+    </message>
+    <message>
+        <source>Your later edits to other parts of a file are kept. &quot;Undo restore&quot; puts every byte back. Rewinding the conversation opens a copy from before this message; the original stays.</source>
+        <translation>你之后对文件其他部分的修改会保留。“撤销恢复”会放回每一个字节。回退对话会打开这条消息之前的副本；原对话保留。</translation>
+    </message>
+    <message>
+        <source>&amp;Cancel  Esc</source>
+        <translation>取消(&amp;C)  Esc</translation>
+    </message>
+    <message>
+        <source>Restore &amp;files</source>
+        <translation>恢复文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>Rewind c&amp;onversation</source>
+        <translation>回退对话(&amp;O)</translation>
+    </message>
+    <message>
+        <source>&amp;Both</source>
+        <translation>两者(&amp;B)</translation>
+    </message>
+    <message>
+        <source>restore</source>
+        <translation>恢复</translation>
+    </message>
+    <message>
+        <source>delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>create</source>
+        <translation>创建</translation>
+    </message>
+    <message>
+        <source>merge</source>
+        <translation>合并</translation>
+    </message>
+    <message>
+        <source>permissions</source>
+        <translation>权限</translation>
+    </message>
+    <message>
+        <source>folder</source>
+        <translation>文件夹</translation>
+    </message>
+    <message>
+        <source>remove folder</source>
+        <translation>删除文件夹</translation>
+    </message>
+    <message>
+        <source>hard link</source>
+        <translation>硬链接</translation>
     </message>
 </context>
 <context>
@@ -1454,7 +1854,7 @@ in this folder</source>
         <translation>MCP 服务器</translation>
     </message>
     <message>
-        <source>Servers come from the folder's .mcp.json (only in a trusted folder), the mcpServers of your settings (~/.claude/settings.json, ~/.claude.json) and --mcp-config. Their tools ask before they run, like any tool that is not read-only.</source>
+        <source>Servers come from the folder&apos;s .mcp.json (only in a trusted folder), the mcpServers of your settings (~/.claude/settings.json, ~/.claude.json) and --mcp-config. Their tools ask before they run, like any tool that is not read-only.</source>
         <translation>服务器来自文件夹的 .mcp.json（仅在受信任的文件夹中）、您设置中的 mcpServers（~/.claude/settings.json、~/.claude.json）以及 --mcp-config。与任何非只读工具一样，它们的工具在运行前会先征求您的同意。</translation>
     </message>
     <message>
@@ -1509,7 +1909,7 @@ in this folder</source>
         <translation>API 密钥(&amp;A)</translation>
     </message>
     <message>
-        <source>&lt;b&gt;Connect a model to get started.&lt;/b&gt;&lt;br/&gt;Desktop Agent talks to Anthropic's Messages API (or any compatible endpoint), or to an OpenAI-compatible server such as Ollama or LM Studio. Your key stays on this computer.</source>
+        <source>&lt;b&gt;Connect a model to get started.&lt;/b&gt;&lt;br/&gt;Desktop Agent talks to Anthropic&apos;s Messages API (or any compatible endpoint), or to an OpenAI-compatible server such as Ollama or LM Studio. Your key stays on this computer.</source>
         <translation>&lt;b&gt;连接一个模型即可开始。&lt;/b&gt;&lt;br/&gt;Desktop Agent 使用 Anthropic 的 Messages API（或任何兼容的端点），或 Ollama、LM Studio 等 OpenAI 兼容服务器。您的密钥只保存在这台电脑上。</translation>
     </message>
     <message>
@@ -1633,7 +2033,7 @@ in this folder</source>
         <translation>请输入 API 密钥，或体验离线导览。</translation>
     </message>
     <message>
-        <source>Enter the server's base URL (for example http://localhost:11434/v1).</source>
+        <source>Enter the server&apos;s base URL (for example http://localhost:11434/v1).</source>
         <translation>请输入服务器的基础 URL（例如 http://localhost:11434/v1）。</translation>
     </message>
     <message>
@@ -1653,7 +2053,7 @@ in this folder</source>
         <translation>无法保存设置：{0}</translation>
     </message>
     <message>
-        <source>the server's model name, e.g. qwen2.5-coder:7b</source>
+        <source>the server&apos;s model name, e.g. qwen2.5-coder:7b</source>
         <translation>服务器上的模型名称，例如 qwen2.5-coder:7b</translation>
     </message>
 </context>
@@ -1746,430 +2146,6 @@ in this folder</source>
     <message>
         <source>Details</source>
         <translation>详情</translation>
-    </message>
-</context>
-<context>
-    <name>Phone</name>
-    <message>
-        <source>just now</source>
-        <translation>刚刚</translation>
-    </message>
-    <message>
-        <source>{0} min ago</source>
-        <translation>{0} 分钟前</translation>
-    </message>
-    <message>
-        <source>{0} h ago</source>
-        <translation>{0} 小时前</translation>
-    </message>
-    <message>
-        <source>{0} days ago</source>
-        <translation>{0} 天前</translation>
-    </message>
-    <message>
-        <source>Pair a new device?</source>
-        <translation>配对新设备？</translation>
-    </message>
-    <message>
-        <source>“{0}” ({1}) wants to answer this computer's questions. Pair it only if it shows the same code:</source>
-        <translation>“{0}”（{1}）想要回答这台电脑的问题。只有当它显示相同的代码时才配对：</translation>
-    </message>
-    <message>
-        <source>Refuse  Esc</source>
-        <translation>拒绝  Esc</translation>
-    </message>
-    <message>
-        <source>Pair</source>
-        <translation>配对</translation>
-    </message>
-    <message>
-        <source>Answer from my phone</source>
-        <translation>用手机回答</translation>
-    </message>
-    <message>
-        <source>A page on this computer's network address, HTTPS only; each phone is paired once and can be revoked here.</source>
-        <translation>这台电脑网络地址上的一个页面，仅限 HTTPS；每部手机只需配对一次，并可在此撤销。</translation>
-    </message>
-    <message>
-        <source>Show pairing code</source>
-        <translation>显示配对码</translation>
-    </message>
-    <message>
-        <source>Scan it with the phone's camera. The code works once, for 5 minutes.</source>
-        <translation>用手机相机扫描。此代码只能使用一次，有效期 5 分钟。</translation>
-    </message>
-    <message>
-        <source>Paired devices</source>
-        <translation>已配对的设备</translation>
-    </message>
-    <message>
-        <source>None yet</source>
-        <translation>尚无</translation>
-    </message>
-    <message>
-        <source>last used {0}</source>
-        <translation>上次使用：{0}</translation>
-    </message>
-    <message>
-        <source>Revoke</source>
-        <translation>撤销</translation>
-    </message>
-</context>
-<context>
-    <name>AllowHost</name>
-    <message>
-        <source>Allow this host for the session?</source>
-        <translation>允许此会话访问该主机？</translation>
-    </message>
-    <message>
-        <source>Sandboxed commands of this session may then connect to {0} (every port), through the proxy that logs each request, from the next command on. deniedDomains still apply. The settings are not changed.</source>
-        <translation>此后（从下一条命令起），此会话的沙箱命令可以通过记录每个请求的代理连接到 {0}（任意端口）。deniedDomains 仍然有效。设置不会被更改。</translation>
-    </message>
-    <message>
-        <source>Cancel  Esc</source>
-        <translation>取消  Esc</translation>
-    </message>
-    <message>
-        <source>Allow</source>
-        <translation>允许</translation>
-    </message>
-</context>
-<context>
-    <name>NetworkView</name>
-    <message>
-        <source>Show network</source>
-        <translation>显示网络</translation>
-    </message>
-    <message>
-        <source>Allow {0} for this session</source>
-        <translation>在此会话中允许 {0}</translation>
-    </message>
-    <message>
-        <source>A sandboxed command was refused network access to {0}:{1}: it is not in sandbox.network.allowedDomains.</source>
-        <translation>一条沙箱命令被拒绝访问网络 {0}:{1}：它不在 sandbox.network.allowedDomains 中。</translation>
-    </message>
-    <message>
-        <source>Network</source>
-        <translation>网络</translation>
-    </message>
-    <message>
-        <source>Refused only</source>
-        <translation>仅显示被拒绝的</translation>
-    </message>
-    <message>
-        <source>Sandboxed commands reach only the hosts in sandbox.network.allowedDomains, through a proxy that records every request here. With no list they have no network at all.</source>
-        <translation>沙箱中的命令只能通过代理访问 sandbox.network.allowedDomains 中的主机，代理会在此记录每个请求。没有该列表时，它们完全没有网络。</translation>
-    </message>
-    <message>
-        <source>No network requests in this session.</source>
-        <translation>此会话没有网络请求。</translation>
-    </message>
-    <message>
-        <source>{0} requests: {1} allowed, {2} refused</source>
-        <translation>{0} 个请求：{1} 个允许，{2} 个被拒绝</translation>
-    </message>
-    <message>
-        <source>This session runs elsewhere: add {0} to the settings instead</source>
-        <translation>此会话在别处运行：请改为将 {0} 添加到设置中</translation>
-    </message>
-    <message>
-        <source>{0} is allowed for this session from the next command on</source>
-        <translation>从下一条命令起，此会话允许访问 {0}</translation>
-    </message>
-    <message>
-        <source>{0} added to {1} (counts from the next session)</source>
-        <translation>已将 {0} 添加到 {1}（从下一个会话起生效）</translation>
-    </message>
-</context>
-<context>
-    <name>RequestRow</name>
-    <message>
-        <source>refused</source>
-        <translation>已拒绝</translation>
-    </message>
-    <message>
-        <source>allowed</source>
-        <translation>已允许</translation>
-    </message>
-    <message>
-        <source>{0} up, {1} down</source>
-        <translation>上传 {0}，下载 {1}</translation>
-    </message>
-    <message>
-        <source>Allow for this session</source>
-        <translation>在此会话中允许</translation>
-    </message>
-    <message>
-        <source>Allow {0} for this session</source>
-        <translation>在此会话中允许 {0}</translation>
-    </message>
-    <message>
-        <source>Add to settings</source>
-        <translation>添加到设置</translation>
-    </message>
-    <message>
-        <source>Add {0} to the folder's settings</source>
-        <translation>将 {0} 添加到文件夹的设置中</translation>
-    </message>
-</context>
-<context>
-    <name>CheckpointMarker</name>
-    <message>
-        <source>checkpoint · no changes</source>
-        <translation>检查点 · 无更改</translation>
-    </message>
-    <message>
-        <source>1 file</source>
-        <translation>1 个文件</translation>
-    </message>
-    <message>
-        <source>{0} files</source>
-        <translation>{0} 个文件</translation>
-    </message>
-    <message>
-        <source>checkpoint</source>
-        <translation>检查点</translation>
-    </message>
-    <message>
-        <source>Rewind…</source>
-        <translation>回退…</translation>
-    </message>
-    <message>
-        <source>Rewind to before this message</source>
-        <translation>回退到这条消息之前</translation>
-    </message>
-</context>
-<context>
-    <name>Rewind</name>
-    <message>
-        <source>Stop the running turn before rewinding.</source>
-        <translation>请先停止正在运行的回合，再回退。</translation>
-    </message>
-    <message>
-        <source>Cannot rewind: {0}</source>
-        <translation>无法回退：{0}</translation>
-    </message>
-    <message>
-        <source>The restore failed: {0}</source>
-        <translation>恢复失败：{0}</translation>
-    </message>
-    <message>
-        <source>Restored {0} files (+{1} −{2}).</source>
-        <translation>已恢复 {0} 个文件（+{1} −{2}）。</translation>
-    </message>
-    <message>
-        <source>Left as you changed them: {0}.</source>
-        <translation>保留了你的修改：{0}。</translation>
-    </message>
-    <message>
-        <source>{0} paths behind links were not touched.</source>
-        <translation>{0} 个位于链接之后的路径未被改动。</translation>
-    </message>
-    <message>
-        <source>Undo restore</source>
-        <translation>撤销恢复</translation>
-    </message>
-    <message>
-        <source>Undo failed: {0}</source>
-        <translation>撤销失败：{0}</translation>
-    </message>
-    <message>
-        <source>Restore undone: {0} files put back.</source>
-        <translation>已撤销恢复：{0} 个文件已放回。</translation>
-    </message>
-</context>
-<context>
-    <name>RewindDialog</name>
-    <message>
-        <source>Rewind to before this message?</source>
-        <translation>回退到这条消息之前？</translation>
-    </message>
-    <message>
-        <source>Restoring files changes {0} files (+{1} −{2}) back to how they were just before this message.</source>
-        <translation>恢复文件会把 {0} 个文件（+{1} −{2}）改回这条消息之前的样子。</translation>
-    </message>
-    <message>
-        <source>The files are already as they were just before this message.</source>
-        <translation>文件已经是这条消息之前的样子。</translation>
-    </message>
-    <message>
-        <source>Message:</source>
-        <translation>消息：</translation>
-    </message>
-    <message>
-        <source>You changed {0} of these files since; they stay as you left them:</source>
-        <translation>其中 {0} 个文件你之后改过；它们保持你留下的样子：</translation>
-    </message>
-    <message>
-        <source>Your later edits to other parts of a file are kept. "Undo restore" puts every byte back. Rewinding the conversation opens a copy from before this message; the original stays.</source>
-        <translation>你之后对文件其他部分的修改会保留。“撤销恢复”会放回每一个字节。回退对话会打开这条消息之前的副本；原对话保留。</translation>
-    </message>
-    <message>
-        <source>&amp;Cancel  Esc</source>
-        <translation>取消(&amp;C)  Esc</translation>
-    </message>
-    <message>
-        <source>Restore &amp;files</source>
-        <translation>恢复文件(&amp;F)</translation>
-    </message>
-    <message>
-        <source>Rewind c&amp;onversation</source>
-        <translation>回退对话(&amp;O)</translation>
-    </message>
-    <message>
-        <source>&amp;Both</source>
-        <translation>两者(&amp;B)</translation>
-    </message>
-    <message>
-        <source>restore</source>
-        <translation>恢复</translation>
-    </message>
-    <message>
-        <source>delete</source>
-        <translation>删除</translation>
-    </message>
-    <message>
-        <source>create</source>
-        <translation>创建</translation>
-    </message>
-    <message>
-        <source>merge</source>
-        <translation>合并</translation>
-    </message>
-    <message>
-        <source>permissions</source>
-        <translation>权限</translation>
-    </message>
-    <message>
-        <source>folder</source>
-        <translation>文件夹</translation>
-    </message>
-    <message>
-        <source>remove folder</source>
-        <translation>删除文件夹</translation>
-    </message>
-    <message>
-        <source>hard link</source>
-        <translation>硬链接</translation>
-    </message>
-</context>
-<context>
-    <name>ReviewView</name>
-    <message>
-        <source>Loading the worktree's changes…</source>
-        <translation>正在读取工作树的更改…</translation>
-    </message>
-    <message>
-        <source>Changed files</source>
-        <translation>已更改的文件</translation>
-    </message>
-    <message>
-        <source>The file's change</source>
-        <translation>文件的更改</translation>
-    </message>
-    <message>
-        <source>Keep in worktree</source>
-        <translation>保留在工作树中</translation>
-    </message>
-    <message>
-        <source>Discard</source>
-        <translation>丢弃</translation>
-    </message>
-    <message>
-        <source>Apply to the folder</source>
-        <translation>应用到文件夹</translation>
-    </message>
-    <message>
-        <source>Cannot review {0}: {1}</source>
-        <translation>无法审阅 {0}：{1}</translation>
-    </message>
-    <message>
-        <source>⎇ {0} — {1} changed files, {2} changes</source>
-        <translation>⎇ {0} — {1} 个已更改的文件，{2} 处更改</translation>
-    </message>
-    <message>
-        <source>⎇ {0} — nothing left to review</source>
-        <translation>⎇ {0} — 没有需要审阅的内容</translation>
-    </message>
-    <message>
-        <source>new</source>
-        <translation>新文件</translation>
-    </message>
-    <message>
-        <source>deleted</source>
-        <translation>已删除</translation>
-    </message>
-    <message>
-        <source>renamed</source>
-        <translation>已重命名</translation>
-    </message>
-    <message>
-        <source>type changed</source>
-        <translation>类型已更改</translation>
-    </message>
-    <message>
-        <source>mode</source>
-        <translation>权限</translation>
-    </message>
-    <message>
-        <source>binary</source>
-        <translation>二进制</translation>
-    </message>
-    <message>
-        <source>Create this new file</source>
-        <translation>创建此新文件</translation>
-    </message>
-    <message>
-        <source>Delete this file</source>
-        <translation>删除此文件</translation>
-    </message>
-    <message>
-        <source>Rename {0} → {1}</source>
-        <translation>重命名 {0} → {1}</translation>
-    </message>
-    <message>
-        <source>Make it executable</source>
-        <translation>设为可执行</translation>
-    </message>
-    <message>
-        <source>Make it not executable</source>
-        <translation>设为不可执行</translation>
-    </message>
-    <message>
-        <source>Replace the binary content ({0} → {1} bytes)</source>
-        <translation>替换二进制内容（{0} → {1} 字节）</translation>
-    </message>
-    <message>
-        <source>Change the symbolic link</source>
-        <translation>更改符号链接</translation>
-    </message>
-    <message>
-        <source>Apply {0} of {1} changes to the folder</source>
-        <translation>将 {1} 处更改中的 {0} 处应用到文件夹</translation>
-    </message>
-    <message>
-        <source>Discard {0}</source>
-        <translation>丢弃 {0} 处</translation>
-    </message>
-    <message>
-        <source>Applying…</source>
-        <translation>正在应用…</translation>
-    </message>
-    <message>
-        <source>Discarding…</source>
-        <translation>正在丢弃…</translation>
-    </message>
-    <message>
-        <source>(The session could not record this: the model was not told.)</source>
-        <translation>（会话无法记录此操作：未告知模型。）</translation>
-    </message>
-    <message>
-        <source>Nothing was written: {0}</source>
-        <translation>未写入任何内容：{0}</translation>
-    </message>
-    <message>
-        <source>Conflicts with the folder — nothing was written:</source>
-        <translation>与文件夹冲突 — 未写入任何内容：</translation>
     </message>
 </context>
 </TS>
