@@ -41,7 +41,7 @@ from desktop_agent.protocol import WireModel, stream_json
 from desktop_agent.protocol.control import (
     AttachSessionRequest, CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse,
     EndSessionRequest, HistoryRequest, HookCallbackRequest, InitializeRequest, InterruptRequest, McpReconnectRequest,
-    McpStatusRequest, OpenSessionRequest, RecordRequest, RetryNowRequest, SessionInfo, SessionSettings,
+    McpRestartRequest, McpServersRequest, OpenSessionRequest, RecordRequest, RetryNowRequest, SessionInfo, SessionSettings,
     SetModelRequest, SetPermissionModeRequest,
 )
 from desktop_agent.protocol.permission import reply_to_wire, request_from_wire
@@ -312,7 +312,7 @@ class ProtocolSession:
             if isinstance(request, (RecordRequest, RetryNowRequest)):
                 raise ClientError("Claude Code writes its own transcript and retries to itself")
         response = await self._control(request)
-        if isinstance(request, McpReconnectRequest) and self._manages_mcp:
+        if isinstance(request, (McpReconnectRequest, McpRestartRequest)) and self._manages_mcp:
             await self._refresh_mcp()
         return response or {}
 
@@ -325,10 +325,10 @@ class ProtocolSession:
 
     async def _refresh_mcp(self) -> None:
         try:
-            response = await asyncio.wait_for(self._control(McpStatusRequest()), 30)
+            response = await asyncio.wait_for(self._control(McpServersRequest()), 30)
         except (ClientError, asyncio.TimeoutError, ConnectionError):
             return
-        self._mcp = [s for s in (response or {}).get("mcpServers") or [] if isinstance(s, dict)]
+        self._mcp = [s for s in (response or {}).get("servers") or [] if isinstance(s, dict)]
 
     # ----- reading
     def _emit(self, event: Any) -> None:

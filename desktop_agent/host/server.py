@@ -44,7 +44,7 @@ from desktop_agent.protocol.control import (
     ApplyFlagSettingsRequest, AttachSessionRequest, CanUseToolRequest, ControlCancelRequest, ControlRequest,
     ControlResponse, EndSessionRequest, ErrorBody, GetContextUsageRequest, HistoryRequest, HookCallbackRequest,
     InitializeRequest, InterruptRequest, ListPendingRequest, ListSessionsRequest, McpReconnectRequest,
-    McpStatusRequest, McpToggleRequest, OpenSessionRequest, PendingInfo, RecordRequest, RetryNowRequest,
+    McpRestartRequest, McpServersRequest, McpStatusRequest, McpToggleRequest, OpenSessionRequest, PendingInfo, RecordRequest, RetryNowRequest,
     SeedReadStateRequest, SessionInfo, SessionSettings, SetModelRequest, SetPermissionModeRequest,
     UpdateSettingsRequest, unsupported,
 )
@@ -736,6 +736,13 @@ class HostedSession:
                     event.set()
                     retried = True
                 response = {"retried": retried}
+            elif isinstance(request, McpServersRequest):
+                response = {"servers": list(self.session.mcp_status())}
+            elif isinstance(request, McpRestartRequest):
+                if self.session.mcp is None:
+                    raise KeyError(f"Server not found: {request.serverName}")
+                await self.session.mcp.restart(request.serverName)
+                response = {}
             elif isinstance(request, EndSessionRequest):
                 response = {"discarded": await self.host.end_session(self.session_id, request.reason,
                                                                      discard_if_empty=request.discard_if_empty)}
