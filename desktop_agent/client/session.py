@@ -117,6 +117,7 @@ class ProtocolSession:
         self._interrupted = False
         self._retrying = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.refusals: list[tuple[str, str]] = []  # (request_id, why) of answers the host refused
 
     # ----- SessionHandle state
     @property
@@ -362,6 +363,7 @@ class ProtocolSession:
                     future.set_result(body.response)
             elif line.response.subtype == "error":  # our answer refused (App. D.2: another client answered first)
                 log.info("the host refused an answer: %s", line.response.error)
+                self.refusals.append((line.request_id, line.response.error))
             return
         if isinstance(line, ControlRequest):
             self._on_control_request(line)
@@ -644,6 +646,20 @@ class HostClient(LocalStore):
         session = ProtocolSession(await connect(None), cwd, options, speaks="host", executor="inprocess",
                                   connect=connect)
         await session.start()
+        return session
+
+
+    async def attach(self, session_id: str, options: SessionOptions) -> ProtocolSession:
+        """Another client of a session this host runs (a second window): it gets every pending question too."""
+        host = self.host
+
+        async def connect(_resume: str | None) -> Transport:
+            return MemoryTransport(host)
+
+        options.session_id = session_id
+        session = ProtocolSession(await connect(None), "", options, speaks="host", executor="inprocess",
+                                  connect=connect)
+        await session.start(attach=True)
         return session
 
 
