@@ -7,8 +7,7 @@ in its own process: ``client.transports.MemoryTransport``). Only the ``Connectio
   ``open_session(folder, settings)``, ``serve(connection)`` (read and dispatch until the client goes) and
   ``dispatch(client, message)`` for one decoded message.
 - ``HostedSession`` (``host.session``): one ``AgentSession`` and its attached ``Client``s; ``run_turn(content)``
-  drives a turn and
-  writes its lines: the Claude-Code-compatible ones (``system``, ``assistant``, ``user``, ``stream_event``,
+  drives a turn and writes its lines: the Claude-Code-compatible ones (``system``, ``assistant``, ``user``, ``stream_event``,
   ``result``) to every client, and to the clients that asked for them (``initialize``'s ``desktopAgent:
   {"agentEvents": true}``, or ``desktop_agent_open``/``attach``) each ``AgentEvent`` exactly as one ``agent_event``
   line instead of the ``assistant``/``user``/``stream_event`` ones (SPEC App. D.1).
@@ -37,7 +36,7 @@ from desktop_agent.host.connections import (
 )
 from desktop_agent.host.inbox import Inbox
 from desktop_agent.host.session import (
-    RESULT_SUBTYPES, TERMINAL_REASONS, Client, HostedSession, HostPrompter, ServeConfig,
+    RESULT_SUBTYPES, TERMINAL_REASONS, Client, HostedSession, HostPrompter, ServeConfig, api_key_source,
 )
 from desktop_agent.protocol import WireModel
 from desktop_agent.protocol.control import (
@@ -121,13 +120,13 @@ class Host:
         settings = settings or SessionSettings()
         folder = os.path.abspath(folder)
 
-        def make() -> AgentSession:
+        def make() -> tuple[AgentSession, str]:
             _warm()
-            return self.engine_factory(folder, settings, dict(engine_kwargs or {}))
+            return self.engine_factory(folder, settings, dict(engine_kwargs or {})), api_key_source()
 
-        session = await in_thread(make)
+        session, key_source = await in_thread(make)
         hosted = self.add(HostedSession(self, session, config=ServeConfig(out_format="stream-json", asks=True),
-                                        title=os.path.basename(folder)))
+                                        title=os.path.basename(folder), key_source=key_source))
         hosted.start()
         return hosted
 

@@ -59,6 +59,16 @@ TERMINAL_REASONS = {"prompt_blocked": "hook_stopped"}
 
 
 
+def api_key_source() -> str:
+    """Where the API key comes from (reads the config file and perhaps the keyring: not on the loop's thread)."""
+    from desktop_agent.config import find_api_key
+
+    key, source = find_api_key()
+    if not key and os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+        source = "ANTHROPIC_AUTH_TOKEN"
+    return {"credentials": "config file"}.get(source, source)
+
+
 class SessionOwner(Protocol):
     """What a hosted session needs of its host (``host.server.Host``): the inbox, and ending a session."""
 
@@ -142,7 +152,8 @@ class HostedSession:
     """One ``AgentSession`` in the host and the clients attached to it."""
 
     def __init__(self, host: SessionOwner, session: AgentSession, *, config: ServeConfig | None = None, title: str = "",
-                 queue: asyncio.Queue[UserLine | None] | None = None, flag_layer: FlagLayer | None = None):
+                 queue: asyncio.Queue[UserLine | None] | None = None, flag_layer: FlagLayer | None = None,
+                 key_source: str | None = None):
         self.host = host
         self.session = session
         self.config = config or ServeConfig()
@@ -156,7 +167,7 @@ class HostedSession:
         self.last_ok = True
         self.busy = False
         self._emitted: set[str] = set()
-        self._key_source: str | None = None
+        self._key_source = key_source  # read off the loop's thread when the host built the session
         self._runner: asyncio.Task[None] | None = None
         self._unsubscribe = host.inbox.subscribe(self._on_inbox)
         self._mode_told = session.permission_mode
@@ -250,14 +261,10 @@ class HostedSession:
         )
 
     def api_key_source(self) -> str:
-        """Where the key came from, as the reference names it (``initialize``'s ``account``, ``system``/``init``)."""
+        """Where the key came from, as the reference names it (``initialize``'s ``account``, ``system``/``init``);
+        the host reads it on the worker thread that builds the session (it may ask the keyring)."""
         if self._key_source is None:
-            from desktop_agent.config import find_api_key
-
-            key, source = find_api_key()
-            if not key and os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-                source = "ANTHROPIC_AUTH_TOKEN"
-            self._key_source = {"credentials": "config file"}.get(source, source)
+            self._key_source = api_key_source()
         return self._key_source
 
     def _on_entry(self, entry: dict[str, Any]) -> None:
@@ -522,7 +529,10 @@ class HostedSession:
 
                 response = {"entries": list(await in_thread(self.session.history))}
             elif isinstance(request, RecordRequest):
-                self.session.record(request.entry)
+                from desktop_agent.util.threads import in_thread
+
+                entry = request.entry
+                await in_thread(lambda: self.session.record(entry))  # a write: never on the loop's thread
                 response = {}
             elif isinstance(request, RetryNowRequest):
                 event = getattr(self.session.client, "retry_now", None)
