@@ -69,7 +69,7 @@ async def _child(mode: str, turns: int, chunk: int) -> dict:
     try:
         t0 = time.perf_counter()
         if mode == "unix":
-            from desktop_agent.client.session import SocketClient
+            from desktop_agent.client.hosts import SocketClient
             from desktop_agent.host.server import Host, build_session, serve_connection
 
             host = Host(engine_factory=lambda folder, settings, kw: build_session(folder, settings,

@@ -1,6 +1,6 @@
 """How a front end reaches the engine: ``EngineClient.open(folder, options) -> SessionHandle`` (``base``), always a
 ``session.ProtocolSession`` over a ``transports.Transport``: the host in this process on this loop (memory:
-``session.HostClient``), the background host (unix: ``session.SocketClient``) or an executor process, our CLI or
+``hosts.HostClient``), the background host (unix: ``hosts.SocketClient``) or an executor process, our CLI or
 Claude Code (pipe: ``subprocess``).
 ``make_client(kind)`` picks one by the ``--executor`` / Settings name. Every client also answers the folder-level
 questions (sessions, transcripts, trust, the sandbox: ``local``); ``tour`` is the offline tour's scripted model.
@@ -19,7 +19,7 @@ def make_client(kind: ExecutorKind = "inprocess", executable: str | None = None)
     """``inprocess`` (default), ``process`` (our CLI, or ``executable``) or ``claude`` (``executable`` or
     ``claude`` on PATH)."""
     if kind == "inprocess":
-        from desktop_agent.client.session import HostClient
+        from desktop_agent.client.hosts import HostClient
 
         return HostClient()
     from desktop_agent.client.subprocess import SubprocessClient

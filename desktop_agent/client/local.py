@@ -6,7 +6,7 @@ shell sandbox can start (``permissions.sandbox``), the suggested model names, an
 Every question that reads the disk or starts a process is ``async``: its work runs on a worker thread
 (``util.threads.in_thread``), so a front end on the Qt thread never waits for it.
 
-``LocalStore`` is the part of ``EngineClient`` every client shares (``session.HostClient``, ``session.SocketClient`` and
+``LocalStore`` is the part of ``EngineClient`` every client shares (``hosts.HostClient``, ``hosts.SocketClient`` and
 ``SubprocessClient`` inherit it): our executor process writes the same JSONL store and honours the same trust store. For Claude Code
 (``--executor claude``) the subprocess client answers ``list_sessions`` and ``history`` from Claude Code's own
 ``projects/`` folder instead (``client.claude_code``).

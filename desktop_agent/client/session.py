@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import threading
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Literal
@@ -30,13 +28,12 @@ from desktop_agent.client.base import (
     Ack, ClientError, ExecutorDied, ExecutorKind, HandleState, SessionOptions,
 )
 from desktop_agent.client.lines import LineTranslator, with_computed_patch
-from desktop_agent.client.local import LocalStore
-from desktop_agent.client.transports import MemoryTransport, Transport, UnixTransport
+from desktop_agent.client.transports import Transport
 from desktop_agent.core.events import (
     Compacted, ErrorEvent, PermissionRequested, PermissionResolved, ToolCallFinished, TurnFinished,
 )
 from desktop_agent.core.permission import PERMISSION_MODES, PermissionReply, PermissionRequest
-from desktop_agent.host.server import Host, Malformed
+from desktop_agent.host.server import Malformed
 from desktop_agent.protocol import WireModel, stream_json
 from desktop_agent.protocol.control import (
     AttachSessionRequest, CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse,
@@ -614,83 +611,3 @@ class ProtocolSession:
         if compacted is None:
             raise ClientError(error or "the session did not compact")
         return compacted
-
-
-
-class HostClient(LocalStore):
-    """Sessions in an engine host in this process (``inprocess``: the window's default), over the memory
-    transport; the host is made on first use, on the running loop."""
-
-    kind: ExecutorKind = "inprocess"
-
-    def __init__(self, host: Host | None = None):
-        self._host = host
-
-    @property
-    def host(self) -> Host:
-        if self._host is None:
-            self._host = Host()
-        return self._host
-
-    async def open(self, folder: str | os.PathLike[str], options: SessionOptions) -> ProtocolSession:
-        cwd = os.path.abspath(os.fspath(folder))
-        if options.script == "tour":
-            from desktop_agent.client.tour import tour_client
-
-            options.engine_kwargs = {**options.engine_kwargs, "client": tour_client(cwd)}
-        host = self.host
-
-        async def connect(_resume: str | None) -> Transport:
-            return MemoryTransport(host)
-
-        session = ProtocolSession(await connect(None), cwd, options, speaks="host", executor="inprocess",
-                                  connect=connect)
-        await session.start()
-        return session
-
-
-    async def attach(self, session_id: str, options: SessionOptions) -> ProtocolSession:
-        """Another client of a session this host runs (a second window): it gets every pending question too."""
-        host = self.host
-
-        async def connect(_resume: str | None) -> Transport:
-            return MemoryTransport(host)
-
-        options.session_id = session_id
-        session = ProtocolSession(await connect(None), "", options, speaks="host", executor="inprocess",
-                                  connect=connect)
-        await session.start(attach=True)
-        return session
-
-
-class SocketClient(LocalStore):
-    """Sessions in the background host (``desktop-agent host``), over its Unix socket at ``path``."""
-
-    kind: ExecutorKind = "host"
-
-    def __init__(self, path: str):
-        self.path = path
-
-    async def open(self, folder: str | os.PathLike[str], options: SessionOptions) -> ProtocolSession:
-        if options.engine_kwargs:
-            raise ClientError("engine objects cannot cross to the background host")
-        cwd = os.path.abspath(os.fspath(folder))
-
-        async def connect(_resume: str | None) -> Transport:
-            return await UnixTransport.connect(self.path)
-
-        session = ProtocolSession(await connect(None), cwd, options, speaks="host", executor="host",
-                                  connect=connect)
-        await session.start()
-        return session
-
-    async def attach(self, session_id: str, options: SessionOptions) -> ProtocolSession:
-        """A session the host runs already (the window reopened): every pending question is asked again."""
-        async def connect(_resume: str | None) -> Transport:
-            return await UnixTransport.connect(self.path)
-
-        options.session_id = session_id
-        session = ProtocolSession(await connect(None), "", options, speaks="host", executor="host",
-                                  connect=connect)
-        await session.start(attach=True)
-        return session

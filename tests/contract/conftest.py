@@ -20,7 +20,7 @@ from typing import Any, Callable
 import pytest
 
 from desktop_agent.client import SessionOptions, make_client
-from desktop_agent.client.session import SocketClient
+from desktop_agent.client.hosts import SocketClient
 from tests.client.conftest import HOLD, ScriptedPrompter, fake, run_turn, ws  # noqa: F401 - fixtures
 
 TRANSPORTS = ["memory", "unix", "pipe"]

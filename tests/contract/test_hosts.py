@@ -12,7 +12,8 @@ import signal
 import pytest
 
 from desktop_agent.client import SessionOptions
-from desktop_agent.client.session import HostClient, ProtocolSession, SocketClient
+from desktop_agent.client.hosts import HostClient, SocketClient
+from desktop_agent.client.session import ProtocolSession
 from desktop_agent.core.events import ErrorEvent, PermissionRequested, ToolCallFinished, TurnFinished, TextDelta
 from desktop_agent.core.permission import PermissionReply
 from desktop_agent.protocol.control import ControlResponse
