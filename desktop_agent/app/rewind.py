@@ -235,3 +235,42 @@ def result_view(result: RestoreResult) -> dict[str, Any]:
 
 
 __all__ = ["ENV_FLAG", "fork_before", "plan_view", "result_view", "NOT_ENABLED", "NO_CHECKPOINT", "SessionCheckpoints", "TurnMarker", "checkpointing_enabled"]
+
+
+async def answer_window_rewind(session: Any, action: str, message_id: str | None, restore_id: str | None,
+                               files: bool, conversation: bool) -> dict[str, Any]:
+    """The host's answer to ``desktop_agent_rewind`` (the window's Rewind over any transport): plain data only.
+    Raises ``ValueError`` with the refusal (the host answers it as an error ``control_response``)."""
+    from desktop_agent.util.threads import in_thread
+
+    checkpoints: SessionCheckpoints = session.checkpoints
+    if action == "marker":
+        mid = message_id or session.last_prompt_uuid
+        if not checkpoints.enabled or not mid:
+            return {}
+        markers = await in_thread(lambda: checkpoints.markers([mid]))
+        if not markers:
+            return {}
+        m = markers[0]
+        return {"messageId": m.message_id, "files": m.files, "insertions": m.insertions, "deletions": m.deletions}
+    if not checkpoints.enabled:
+        raise ValueError("File checkpointing is not enabled")
+    if action == "plan":
+        if not message_id:
+            raise ValueError("No message to rewind to")
+        return plan_view(await checkpoints.plan(message_id))
+    if action == "restore":
+        if not message_id:
+            raise ValueError("No message to rewind to")
+        out: dict[str, Any] = {}
+        if files:
+            out = result_view(await checkpoints.restore(message_id))
+        if conversation:
+            path, cwd = session.transcript_path, session.cwd
+            out["forkSessionId"] = await in_thread(lambda: fork_before(path, cwd, message_id))
+        return out
+    if action == "undo":
+        if not restore_id:
+            raise ValueError("No restore to undo")
+        return result_view(await checkpoints.undo(restore_id))
+    raise ValueError(f"Unknown rewind action: {action}")

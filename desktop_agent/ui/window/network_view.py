@@ -272,23 +272,29 @@ def check_refusals(window: Any) -> None:
 
 
 def allow_host(window: Any, host: str) -> None:
-    """"Allow for this session": the focus-safe confirmation, then the in-process session's sandbox."""
+    """"Allow for this session": the focus-safe confirmation, then the session's proxy through its host
+    (``desktop_agent_allow_host``, over any transport)."""
     session = getattr(window.controller, "session", None)
-    agent = getattr(session, "session", None)  # client.in_process.InProcessSession's AgentSession
-    sandbox = getattr(getattr(agent, "ctx", None), "sandbox", None)
-    fn = getattr(sandbox, "allow_host_for_session", None)
-    if fn is None:
-        window.status.showMessage(translate("NetworkView", "This session runs elsewhere: add {0} to the settings "
-                                            "instead").format(host), 6000)
+    if session is None:
         return
     from desktop_agent.ui.dialogs.allow_host import confirm_allow_host
 
+    async def grant() -> None:
+        from desktop_agent.protocol.control import AllowHostRequest
+
+        try:
+            await session.request(AllowHostRequest(host=host))
+        except Exception as exc:
+            window.status.showMessage(translate("NetworkView", "Could not allow {0} for this session ({1}): add it "
+                                                "to the settings instead").format(host, exc), 8000)
+            return
+        window.conversation.remove_banner(f"egress:{host}")
+        window.status.showMessage(translate("NetworkView", "{0} is allowed for this session from the next "
+                                            "command on").format(host), 6000)
+
     def done(yes: bool) -> None:
         if yes:
-            fn(host)
-            window.conversation.remove_banner(f"egress:{host}")
-            window.status.showMessage(translate("NetworkView", "{0} is allowed for this session from the next "
-                                                "command on").format(host), 6000)
+            _soon(grant())
     window._allow_host_box = confirm_allow_host(window, host, done)
 
 

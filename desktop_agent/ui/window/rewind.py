@@ -43,29 +43,27 @@ class RewindMixin:
 
     def _rewindable(self) -> Rewindable | None:
         session = self.controller.session
-        if isinstance(session, Rewindable) and session.checkpoints_enabled:
-            return session
-        return None
+        return Rewindable(session) if session is not None and session.state.alive else None
 
     # ----- markers
     def _turn_marker_soon(self) -> None:
         session = self._rewindable()
-        if session is None or session.last_prompt_id is None:
+        if session is None:
             return
-        block = self.conversation.last_user_block
-        mid = session.last_prompt_id
-        self.rewind_prompts[mid] = block
-        asyncio.ensure_future(self._show_marker(session, mid, block))
+        asyncio.ensure_future(self._show_marker(session, self.conversation.last_user_block))
 
-    async def _show_marker(self, session: Rewindable, mid: str, block: Any) -> None:
+    async def _show_marker(self, session: Rewindable, block: Any) -> None:
         try:
-            marker = await session.checkpoint_marker(mid)
-        except Exception as exc:  # a failing store costs the marker, nothing else
-            log.warning("checkpoint marker: %s", exc)
+            marker = await session.checkpoint_marker()  # the last prompt's: the turn that just ended
+        except Exception as exc:  # a failing store (or an executor without checkpoints) costs the marker only
+            log.info("checkpoint marker: %s", exc)
             return
-        if marker is not None:
-            self.conversation.add_checkpoint_marker(mid, marker["files"], marker["insertions"], marker["deletions"],
-                                                    under=block)
+        if marker is None:
+            return
+        mid = str(marker["messageId"])
+        self.rewind_prompts[mid] = block
+        self.conversation.add_checkpoint_marker(mid, marker["files"], marker["insertions"], marker["deletions"],
+                                                under=block)
 
     # ----- rewinding
     def rewind_to_soon(self, message_id: str) -> asyncio.Task[Any] | None:

@@ -1,0 +1,35 @@
+"""Rewind for a front end (issue 25), over any transport: ``Rewindable(handle)`` speaks ``desktop_agent_rewind``
+(``protocol.control.RewindRequest``) to the session's host — in this process, the background host or our CLI as an
+executor — which answers from the session's checkpoints (``app.rewind``). Plain data crosses: a dry run is
+``{"files": [{"path", "action", "insertions", "deletions"}], "conflicts", "insertions", "deletions"}``; a restore
+``{"restoreId", "files", "conflicts", "insertions", "deletions", "skippedLinks"}`` (plus ``"forkSessionId"`` when
+the conversation was rewound too: a new session, the original kept). A refusal is ``ClientError``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from desktop_agent.client.base import SessionHandle
+from desktop_agent.protocol.control import RewindRequest
+
+
+class Rewindable:
+    """The checkpoint questions of one session handle."""
+
+    def __init__(self, handle: SessionHandle):
+        self.handle = handle
+
+    async def checkpoint_marker(self, message_id: str | None = None) -> dict[str, Any] | None:
+        """The marker of ``message_id`` (None: the last prompt), or None when it has no checkpoint."""
+        marker = await self.handle.request(RewindRequest(action="marker", message_id=message_id))
+        return marker or None
+
+    async def rewind_plan(self, message_id: str) -> dict[str, Any]:
+        return await self.handle.request(RewindRequest(action="plan", message_id=message_id))
+
+    async def rewind(self, message_id: str, files: bool, conversation: bool) -> dict[str, Any]:
+        return await self.handle.request(RewindRequest(action="restore", message_id=message_id, files=files,
+                                                       conversation=conversation))
+
+    async def undo_restore(self, restore_id: str) -> dict[str, Any]:
+        return await self.handle.request(RewindRequest(action="undo", restore_id=restore_id))
