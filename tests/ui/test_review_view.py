@@ -176,7 +176,7 @@ def test_the_window_starts_a_worktree_session_and_reviews_it(make_window, qloop,
     assert [f.path for f in view.review.files] == ["from_model.txt"]
     assert qloop.run_until_complete(view.run("apply"))
     assert Path(repo, "from_model.txt").read_text() == "model\n"
-    pending = win.controller.session.session.change_notes.pending
+    pending = engine_of(win).change_notes.pending
     assert pending and pending[-1]["action"] == "review"
     # the next message to the model starts with what was applied
     fake.script([reply(text("noted"))])
@@ -187,3 +187,8 @@ def test_the_window_starts_a_worktree_session_and_reviews_it(make_window, qloop,
     assert "from_model.txt (new file)" in sent and "Applied to the folder" in sent
     for dlg in list(win.review_windows):
         dlg.close()
+
+
+def engine_of(win):
+    """The window's session's engine (``AgentSession``), in the host in this process."""
+    return win.controller.client.host.sessions[win.controller.session.session_id].session

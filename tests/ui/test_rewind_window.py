@@ -72,10 +72,10 @@ def test_rewind_conversation_opens_a_fork(qtbot, qloop, fake, make_window, tmp_p
         await asyncio.wait_for(win.controller._task, 20)
         assert (folder / "made.txt").exists()
         original = win.controller.session
-        original_path = original.transcript_path
+        original_path = original.state.transcript_path
         original_text = open(original_path).read()
-        mid = original.last_prompt_id
-        marker = await wait_for(lambda: win.conversation.markers.get(mid), 10, "marker")
+        marker = await wait_for(lambda: next(iter(reversed(list(win.conversation.markers.values()))), None)
+                                if len(win.conversation.markers) >= 2 else None, 10, "marker")
         qtbot.mouseClick(marker.rewind_button, Qt.MouseButton.LeftButton)
         dialog = await wait_for(lambda: win.rewind_dialog if win.rewind_dialog is not None
                                 and win.rewind_dialog.isVisible() else None, 10, "rewind dialog")
@@ -86,7 +86,9 @@ def test_rewind_conversation_opens_a_fork(qtbot, qloop, fake, make_window, tmp_p
                        and not win.controller.busy, 20, "the fork opened")
         fork = win.controller.session
         assert fork.session_id != original.session_id
-        history = fork.history()
+        from desktop_agent.protocol.control import HistoryRequest
+
+        history = (await fork.request(HistoryRequest()))["entries"]
         texts = str(history)
         assert "Hello" in texts and "First answer." in texts and "Make a file" not in texts
         assert open(original_path).read().startswith(original_text), "the original transcript is kept"

@@ -123,7 +123,7 @@ def test_a_refused_host_gets_a_banner_that_allows_it_for_the_session(qtbot, qloo
         await wait_for(lambda: "egress:refused.example" not in win.conversation.banners, what="the banner to go")
 
     qloop.run_until_complete(scenario())
-    sandbox = win.controller.session.session.ctx.sandbox
+    sandbox = engine_of(win).ctx.sandbox
     assert sandbox.session_hosts == ["refused.example"]
     assert sandbox.rules(sandbox_settings_of(win)).decide("refused.example", 80).decision == "allow"
 
@@ -131,4 +131,9 @@ def test_a_refused_host_gets_a_banner_that_allows_it_for_the_session(qtbot, qloo
 def sandbox_settings_of(win):
     from desktop_agent.permissions.sandbox_settings import load_sandbox_settings
 
-    return load_sandbox_settings(win.controller.session.session.permission_context)
+    return load_sandbox_settings(engine_of(win).permission_context)
+
+
+def engine_of(win):
+    """The window's session's engine (``AgentSession``), in the host in this process."""
+    return win.controller.client.host.sessions[win.controller.session.session_id].session
