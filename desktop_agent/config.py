@@ -60,6 +60,9 @@ class AppSettings(BaseModel):
     # where the window runs a session: "inprocess" (default), "process" (our CLI in a child), "claude" (Claude Code)
     executor: str = "inprocess"
     claude_path: str | None = None  # Claude Code's binary for executor "claude" (default: claude on PATH)
+    # the window opens its sessions in the background host (``desktop-agent host``, started on demand), so that
+    # they keep running when the window closes or crashes
+    keep_sessions_running: bool = False
 
     @classmethod
     def load(cls, path: Path | None = None) -> AppSettings:

@@ -1503,6 +1503,14 @@ in this folder</source>
         <source>the server&apos;s model name, e.g. qwen2.5-coder:7b</source>
         <translation>服务器上的模型名称，例如 qwen2.5-coder:7b</translation>
     </message>
+    <message>
+        <source>&amp;Keep sessions running when the window closes</source>
+        <translation>窗口关闭后保持会话运行(&amp;K)</translation>
+    </message>
+    <message>
+        <source>Sessions run in the background host (desktop-agent host), started when needed; closing or losing the window leaves them running, and the window shows them again with their questions when it reopens. See it with desktop-agent host --status; stop it with desktop-agent host --stop. Applies to the next session.</source>
+        <translation>会话在后台主机（desktop-agent host）中运行，需要时自动启动；关闭或丢失窗口后会话继续运行，窗口重新打开时会再次显示它们及其待回答的问题。用 desktop-agent host --status 查看它，用 desktop-agent host --stop 停止它。从下一个会话起生效。</translation>
+    </message>
 </context>
 <context>
     <name>StopTurnDialog</name>

@@ -198,7 +198,10 @@ def test_a_live_socket_means_already_running(host_env: HostEnv):
 def test_two_hosts_started_at_once_leave_one_running(host_env: HostEnv):
     procs = [host_env.line_host() for _ in range(4)]
     status = host_env.wait_status()
-    time.sleep(0.3)
+    deadline = time.monotonic() + 30
+    while sum(p.poll() is None for p in procs) > 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)
     codes = [p.poll() for p in procs]
     running = [p for p, c in zip(procs, codes) if c is None]
     assert len(running) == 1 and running[0].pid == status["pid"]
