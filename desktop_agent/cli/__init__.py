@@ -21,8 +21,8 @@ unchanged:
 ``desktop-agent host [--foreground|--status [--json]|--stop]`` is the background host (``host_command``).
 
 The package: ``argv`` (the one parser, for ``-p`` and the window flags, and ``--help``), ``stdio`` (stdout lines,
-the stdin reader, the control channel, the prompters, SDK hook callbacks), ``controls`` (the host's App. D.5
-requests), ``headless`` (``HeadlessRun``, ``run_headless``). Every line is encoded and every control request decoded through ``desktop_agent.protocol``.
+the stdin reader), ``headless`` (``HeadlessRun``, ``run_headless``: the host of ``desktop_agent.host`` serving one
+session over stdio; the control channel, the prompter, SDK hook callbacks and the App. D.5 requests are the host's). Every line is encoded and every control request decoded through ``desktop_agent.protocol``.
 
 Unknown flags are reported on stderr and ignored with ``-p``; the window refuses them. A bad flag value or a
 missing API key is one line on stderr and a non-zero exit. Exit code 0 when the last turn succeeded, 1 otherwise.

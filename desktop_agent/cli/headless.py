@@ -1,18 +1,20 @@
-"""The headless run (``-p``): one session, its events as stream-json / json / text, control requests from stdin.
+"""The headless run (``-p``): the host (``host.server``) serving one session over stdio, its events as
+stream-json / json / text, control requests from stdin.
 
-``HeadlessRun`` builds the ``AgentSession`` from the parsed ``Options``, writes ``system``/``init``, the
+``HeadlessRun`` builds the ``AgentSession`` from the parsed ``Options`` and hands it to a ``Host`` as its one
+``HostedSession``, with stdout as the one attached client: the host writes ``system``/``init``, the
 ``assistant``/``user`` lines as the transcript grows (``stream_event`` lines with ``--include-partial-messages``)
-and one ``result`` per turn, and answers the host's control requests (``initialize``, ``interrupt``,
-``set_permission_mode``, ``set_model``, and App. D.5's ``mcp_status``, ``mcp_toggle``, ``mcp_reconnect``,
-``get_context_usage``, ``apply_flag_settings``, ``update_settings``, ``seed_read_state`` through ``cli.controls``;
-any other subtype gets the error ``Unsupported control request: <subtype>``). With ``--await-initialize`` (and
-stream-json input) the session is built only once the host's ``initialize`` arrives, from its ``mcpServers``,
-``settings`` and ``disallowedTools`` as well as the flags (the SDK keeps server credentials off the command line);
-its reply says so (``mcp_servers_applied``, ``settings_applied``, ``disallowed_tools_applied``), and stdin lines
-sent before it are taken after it. ``/compact [instructions]`` as a prompt compacts the
-session instead of calling the model. ``run_headless(opts)`` is the program's entry (exit code 0 when the last
-turn succeeded, 1 otherwise, 2 for a missing prompt or a settings source that cannot be read — ``SettingsError``, named
-with its file and position; the settings' other warnings, each invalid entry with its file, go to stderr at start).
+and one ``result`` per turn, asks every ``can_use_tool`` through its inbox (``--permission-prompt-tool stdio``)
+and answers every control request (``initialize``, ``interrupt``, ``set_permission_mode``, ``set_model``, App.
+D.5's requests through ``host.controls``; any other subtype gets the error ``Unsupported control request:
+<subtype>``). With ``--await-initialize`` (and stream-json input) the session is built only once the host's
+``initialize`` arrives, from its ``mcpServers``, ``settings`` and ``disallowedTools`` as well as the flags (the SDK
+keeps server credentials off the command line); its reply says so (``mcp_servers_applied``, ``settings_applied``,
+``disallowed_tools_applied``), and stdin lines sent before it are taken after it. ``/compact [instructions]`` as a
+prompt compacts the session instead of calling the model. ``run_headless(opts)`` is the program's entry (exit code
+0 when the last turn succeeded, 1 otherwise, 2 for a missing prompt or a settings source that cannot be read —
+``SettingsError``, named with its file and position; the settings' other warnings, each invalid entry with its
+file, go to stderr at start).
 """
 
 from __future__ import annotations
@@ -21,67 +23,57 @@ import asyncio
 import json
 import os
 import sys
-import time
-import uuid
-from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import TYPE_CHECKING, Any
 
-from desktop_agent import __version__
 from desktop_agent.cli.argv import Options, eprint
-from desktop_agent.cli.stdio import (
-    ControlChannel, DenyingPrompter, Output, StdinReader, StdioPrompter, register_sdk_hooks,
+from desktop_agent.cli.stdio import Output, StdinReader
+from desktop_agent.host.server import (
+    RESULT_SUBTYPES, TERMINAL_REASONS, Host, HostedSession, Malformed, ServeConfig, decode_line,
 )
-from desktop_agent.protocol import ProtocolError, WireModel, decode
-from desktop_agent.protocol.control import (
-    ApplyFlagSettingsRequest, ControlCancelRequest, ControlRequest, ControlResponse, GetContextUsageRequest,
-    InitializeRequest, InterruptRequest, McpReconnectRequest, McpStatusRequest, McpToggleRequest, SeedReadStateRequest,
-    SetModelRequest, SetPermissionModeRequest, UpdateSettingsRequest, unsupported,
-)
-from desktop_agent.protocol.stream_json import (
-    AssistantLine, PermissionDenial, ResultLine, StreamEventLine, SystemInit, SystemLine, SystemStatus, UnknownLine,
-    UserLine,
-)
+from desktop_agent.protocol import WireModel
+from desktop_agent.protocol.control import ControlRequest, ControlResponse, InitializeRequest
+from desktop_agent.protocol.stream_json import ResultLine, SystemInit, UserLine
 
 if TYPE_CHECKING:
     from desktop_agent.app.host_requests import FlagLayer
     from desktop_agent.app.session import AgentSession
 
-_HOST_REQUESTS = (McpStatusRequest, McpToggleRequest, McpReconnectRequest, GetContextUsageRequest,
-                  ApplyFlagSettingsRequest, UpdateSettingsRequest, SeedReadStateRequest)
-
-# -------------------------------------------------------------------------------------- headless run
+__all__ = ["HeadlessRun", "RESULT_SUBTYPES", "TERMINAL_REASONS", "freeze_heap", "run_headless"]
 
 
-RESULT_SUBTYPES = {
-    "completed": "success", "stop_hook_prevented": "success", "hook_stopped": "success",
-    "max_turns": "error_max_turns", "aborted_streaming": "error_during_execution",
-    "aborted_tools": "error_during_execution", "model_error": "error_during_execution",
-    "prompt_blocked": "error_during_execution",
-}
+class StdioConnection:
+    """The host's end of stdout (stdin is read by ``StdinReader`` into ``HeadlessRun.on_line``)."""
 
+    peer = "stdio"
+    in_process = False
 
-# TurnFinished.reason → the ``terminal_reason`` of the result line (the reference's names; ours match but one).
-TERMINAL_REASONS = {"prompt_blocked": "hook_stopped"}
+    def __init__(self, out: Output):
+        self.out = out
+
+    def line(self, message: WireModel) -> None:
+        self.out.line(message)
+
+    async def receive(self) -> None:  # pragma: no cover - stdin is pushed, not pulled
+        return None
+
+    def close(self) -> None:
+        pass
 
 
 class HeadlessRun:
     def __init__(self, opts: Options, out: Output | None = None):
         self.opts = opts
         self.out = out or Output()
-        self._session: AgentSession | None = None
-        self.channel = ControlChannel(self.out, verbose=opts.verbose)
-        self.prompter = DenyingPrompter(
-            StdioPrompter(self.channel, self._interrupt) if opts.permission_prompt_tool == "stdio" else None)
+        self.host = Host()
+        self.client = self.host.client(StdioConnection(self.out), verbose=opts.verbose, warn=eprint)
+        self.channel = self.client.channel
+        self.config = ServeConfig(out_format=opts.out_format, asks=opts.permission_prompt_tool == "stdio",
+                                  lone=True, verbose=opts.verbose)
         self.queue: asyncio.Queue[UserLine | None] = asyncio.Queue()
-        self.last_ok = True
-        self.turn_task: asyncio.Task[Any] | None = None
-        self.interrupted = False
-        self._emitted: set[str] = set()
-        self._key_source: str | None = None
+        self.hosted: HostedSession | None = None
         self.freeze_heap = False  # set by run_headless (the program), never for in-process callers
         self.flag_layer: FlagLayer | None = None  # the flag settings a host's apply_flag_settings merges into
-        # --await-initialize: the initialize read at launch, and the stdin lines that came before the session
-        self.launch_init: InitializeRequest | None = None
+        # --await-initialize: the stdin lines that came before the session
         self._awaiting: asyncio.Future[ControlRequest | None] | None = None
         self._early: list[str] = []
 
@@ -90,9 +82,13 @@ class HeadlessRun:
     @property
     def session(self) -> AgentSession:
         """The session ``create_session`` built (``main`` builds it first)."""
-        if self._session is None:
+        if self.hosted is None:
             raise RuntimeError("the headless run has no session yet")
-        return self._session
+        return self.hosted.session
+
+    @property
+    def last_ok(self) -> bool:
+        return self.hosted.last_ok if self.hosted is not None else True
 
     def create_session(self, init: InitializeRequest | None = None) -> None:
         """The session from the flags, and under ``--await-initialize`` from what ``init`` carries as well: its
@@ -110,9 +106,8 @@ class HeadlessRun:
                 mcp_config.append(json.dumps({"mcpServers": init.mcpServers}))
             disallowed += checked_rules("initialize disallowedTools", init.disallowedTools or [], hint=False)
             settings_arg = merged_settings_arg(settings_arg, init.settings, cwd)
-            self.launch_init = init
-        self._session = AgentSession.create(
-            cwd, prompter=self.prompter, session_id=o.session_id, resume=o.resume,
+        session = AgentSession.create(
+            cwd, prompter=None, session_id=o.session_id, resume=o.resume,
             continue_latest=o.continue_latest, permission_mode=o.permission_mode, allowed_tools=o.allowed_tools,
             disallowed_tools=disallowed, tools=o.tools, add_dirs=o.add_dirs, max_turns=o.max_turns,
             system_prompt=o.system_prompt, append_system_prompt=o.append_system_prompt,
@@ -120,308 +115,49 @@ class HeadlessRun:
             provider=o.provider,
         )
         self.flag_layer = FlagLayer.of(settings_arg, cwd, o.add_dirs)
-        self.session.include_stream_events = o.include_partial and o.out_format == "stream-json"
-        for warning in self.session.permission_context.warnings:  # invalid settings entries: file and entry
+        session.include_stream_events = o.include_partial and o.out_format == "stream-json"
+        hosted = HostedSession(self.host, session, config=self.config, queue=self.queue, flag_layer=self.flag_layer)
+        hosted.launch_init = init
+        hosted.on_result = self._report
+        self.host.add(hosted)
+        hosted.attach(self.client)
+        self.hosted = hosted
+        for warning in session.permission_context.warnings:  # invalid settings entries: file and entry
             eprint(f"warning: {warning}")
-        self._fit_prompter()
         if self.freeze_heap:
             freeze_heap()  # start-up is done: its modules and classes live until exit
 
-    def _fit_prompter(self) -> None:
-        """Without ``--permission-prompt-tool stdio`` an ask is denied; but when PermissionRequest hooks exist the
-        engine must run them first, which it does only with no prompter at all."""
-        if self.prompter.inner is not None or self._session is None:
-            return
-        self.session.set_prompter(None if self.session.has_hooks("PermissionRequest") else self.prompter)
-
-    def _interrupt(self) -> None:
-        self.interrupted = True
-        if self._session is not None:
-            self._session.interrupt()
-
-    # ---------------------------------------------------------------------- stream-json lines
-
-    def _line(self, line: WireModel) -> None:
-        if self.opts.out_format == "stream-json":
-            self.out.line(line)
-
     def init_line(self) -> SystemInit:
-        s = self.session
-        return SystemInit(
-            cwd=s.cwd, session_id=s.session_id, tools=[t.name for t in s.tools],
-            mcp_servers=[{"name": m["name"], "status": m["status"]} for m in s.mcp_status()], model=s.model,
-            permissionMode=s.permission_mode, slash_commands=["compact"], apiKeySource=self.api_key_source(),
-            output_style="default", agents=[], skills=[], plugins=[], claude_code_version=__version__,
-            uuid=str(uuid.uuid4()),
-        )
-
-    def api_key_source(self) -> str:
-        """Where the key came from, as the reference names it (``initialize``'s ``account``, ``system``/``init``)."""
-        if self._key_source is None:
-            from desktop_agent.config import find_api_key
-
-            key, source = find_api_key()
-            if not key and os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-                source = "ANTHROPIC_AUTH_TOKEN"
-            self._key_source = {"credentials": "config file"}.get(source, source)
-        return self._key_source
-
-    def _initialize_prompt(self, request: InitializeRequest) -> None:
-        """``initialize``'s ``systemPrompt`` / ``appendSystemPrompt`` (the TypeScript SDK sends them there, not as
-        flags): a string or a list of parts, replacing what the flags said."""
-        custom, append = request.systemPrompt, request.appendSystemPrompt
-        if custom is None and append is None:
-            return
-
-        def text(value: Any) -> str:
-            return "".join(str(v) for v in value) if isinstance(value, list) else str(value)
-
-        self.session.set_system_prompt(text(custom) if custom is not None else None,
-                                       text(append) if append is not None else None)
-
-    def _on_entry(self, entry: dict[str, Any]) -> None:
-        """A transcript entry the turn produced → an ``assistant`` / ``user`` / ``system`` line, in event order."""
-        if self.opts.out_format != "stream-json":
-            return
-        uid = entry.get("uuid")
-        if uid == self.session.last_prompt_uuid or uid in self._emitted:
-            return
-        if uid:
-            self._emitted.add(uid)
-        kind = entry.get("type")
-        sid = self.session.session_id
-        if kind == "assistant":
-            msg = dict(entry.get("message") or {})
-            msg.setdefault("type", "message")
-            msg.setdefault("id", f"msg_{uid}")
-            msg.setdefault("model", self.session.model)
-            msg.setdefault("stop_reason", None)
-            msg.setdefault("stop_sequence", None)
-            msg.setdefault("usage", {})
-            self._line(AssistantLine(message=msg, session_id=sid, uuid=uid))
-        elif kind == "user" and not entry.get("isMeta") and not entry.get("isCompactSummary"):
-            msg = entry.get("message") or {}
-            self._line(UserLine(message={"role": "user", "content": msg.get("content")}, session_id=sid, uuid=uid,
-                                tool_use_result=entry.get("toolUseResult")))
-
-    # ---------------------------------------------------------------------- one turn
-
-    async def run_compact(self, instructions: str | None) -> ResultLine:
-        """``/compact [instructions]``: manual compaction instead of a model turn."""
-        s = self.session
-        self._line(self.init_line())
-        t0 = time.perf_counter()
-        subtype, text, errors = "success", "Compacted. ", []
-        try:
-            event = await s.compact(instructions or None)
-            self._line(self._compact_boundary("manual", event.pre_tokens))
-        except Exception as exc:
-            subtype, text, errors = "error_during_execution", "", [f"Error during compaction: {exc}"]
-        self.last_ok = subtype == "success"
-        return ResultLine(
-            subtype=subtype, is_error=subtype != "success", duration_ms=int((time.perf_counter() - t0) * 1000),
-            duration_api_ms=0, num_turns=0, result=text, stop_reason=None, session_id=s.session_id,
-            total_cost_usd=round(s.total_cost_usd, 8), usage=_usage_dict({}), modelUsage={}, permission_denials=[],
-            uuid=str(uuid.uuid4()), errors=errors or None)
-
-    def _compact_boundary(self, trigger: str, pre_tokens: int) -> SystemLine:
-        return SystemLine.model_validate({  # compact_metadata: an extra field, after the declared ones
-            "subtype": "compact_boundary", "session_id": self.session.session_id, "uuid": str(uuid.uuid4()),
-            "compact_metadata": {"trigger": trigger, "pre_tokens": pre_tokens}})
+        assert self.hosted is not None
+        return self.hosted.init_line()
 
     async def run_turn(self, content: Any) -> ResultLine:
-        from desktop_agent.core.events import (
-            AssistantBlock, AssistantMessage, Compacted, ErrorEvent, PermissionRequested, PermissionResolved,
-            RequestStarted, RetryWaiting, StreamEvent, StreamFallback, TextDelta, ThinkingDelta, ToolCallFinished,
-            ToolCallProgress, ToolCallStarted, TurnFinished, TurnStarted, Usage, UserMessage,
-        )
-
-        s = self.session
-        if isinstance(content, str) and (content.strip() == "/compact" or content.strip().startswith("/compact ")):
-            return await self.run_compact(content.strip()[len("/compact"):].strip())
-        self.interrupted = False
-        denials: list[PermissionDenial] = []
-        inputs: dict[str, Any] = {}
-        await s.start_mcp()  # system/init lists the servers' states and tools
-        self._line(self.init_line())
-        t0 = time.perf_counter()
-        finished: TurnFinished | None = None
-        errors: list[str] = []
-        user_messages = 0
-        stream = s.submit(content)
-        try:
-            async for event in stream:
-                match event:
-                    case AssistantBlock():
-                        # One ``assistant`` line per finished block, written before the loop starts its call.
-                        self._line(AssistantLine(message=event.message, session_id=s.session_id,
-                                                 uuid=str(uuid.uuid4())))
-                    case AssistantMessage():
-                        self._emitted.add(str(event.message.get("uuid")))  # its blocks went out one by one
-                    case UserMessage():
-                        user_messages += 1
-                        self._on_entry(event.message)
-                    case Compacted():
-                        self._line(self._compact_boundary("auto", event.pre_tokens))
-                    case StreamEvent():
-                        self._line(StreamEventLine(event=event.event, session_id=s.session_id,
-                                                   uuid=str(uuid.uuid4())))
-                    case ErrorEvent():
-                        errors.append(event.message)
-                        if self.opts.verbose:
-                            eprint(f"error: {event.message}")
-                    case RetryWaiting():
-                        if self.opts.verbose:
-                            eprint(f"retrying in {event.delay_s:.1f}s (attempt {event.attempt}/{event.max_attempts}): "
-                                   f"{event.error}")
-                    case ToolCallStarted():
-                        inputs[event.tool_use_id] = event.input
-                    case ToolCallFinished():
-                        if event.denied:
-                            denials.append(PermissionDenial(tool_name=event.name, tool_use_id=event.tool_use_id,
-                                                            tool_input=inputs.get(event.tool_use_id, {})))
-                    case TurnFinished():
-                        finished = event
-                    case (TurnStarted() | RequestStarted() | TextDelta() | ThinkingDelta() | ToolCallProgress()
-                          | PermissionRequested() | PermissionResolved() | StreamFallback() | Usage()):
-                        pass  # not part of stream-json (deltas go out as stream_event lines when asked for)
-                    case _:
-                        assert_never(event)
-        finally:
-            if isinstance(stream, AsyncGenerator):  # end the turn's generator here, not at garbage collection
-                await stream.aclose()
-        reason = finished.reason if finished else "model_error"
-        subtype = RESULT_SUBTYPES.get(reason, "error_during_execution")
-        if self.interrupted and subtype == "success":
-            subtype = "error_during_execution"
-        stop_reason = None
-        for m in reversed(s.messages):
-            if m.get("type") == "assistant":
-                stop_reason = (m.get("message") or {}).get("stop_reason")
-                break
-        if finished is not None and finished.error:
-            errors.append(finished.error)
-        if subtype == "error_max_turns" and self.session.max_turns:
-            errors.insert(0, f"Reached maximum number of turns ({self.session.max_turns})")  # the reference's text
-        self.last_ok = subtype == "success"
-        return ResultLine(
-            subtype=subtype, is_error=subtype != "success", duration_ms=int((time.perf_counter() - t0) * 1000),
-            duration_api_ms=int(finished.duration_api_ms) if finished else 0,
-            # As the reference counts: the prompt plus each user message the turn wrote (one per tool_result,
-            # interruption notices included), not the number of API requests.
-            num_turns=1 + user_messages if finished else 0,
-            result=(finished.result_text if finished else "") or "", stop_reason=stop_reason,
-            session_id=s.session_id, terminal_reason=TERMINAL_REASONS.get(reason, reason),
-            total_cost_usd=round(s.total_cost_usd, 8), usage=_usage_dict(finished.usage if finished else {}),
-            modelUsage={}, permission_denials=denials, uuid=str(uuid.uuid4()),
-            errors=None if subtype == "success" else list(dict.fromkeys(errors)) or [reason])
-
-    # ---------------------------------------------------------------------- control requests
+        assert self.hosted is not None
+        return await self.hosted.run_turn(content)
 
     async def handle_control_request(self, message: ControlRequest) -> None:
-        request_id, request = message.request_id, message.request
-        response: dict[str, Any] | None
-        try:
-            if isinstance(request, InitializeRequest):
-                if request.hooks:
-                    register_sdk_hooks(self.session.hook_runner(), self.channel, request.hooks)
-                    self._fit_prompter()
-                response = {
-                    "commands": [{"name": "compact", "description": "Summarize the conversation so far",
-                                  "argumentHint": ""}],
-                    "output_style": "default", "available_output_styles": ["default"],
-                    "agents": [],
-                    "models": [{"value": self.session.model, "displayName": self.session.model,
-                                "description": "The session's model"}],
-                    "account": {"apiKeySource": self.api_key_source()}, "pid": os.getpid(), "hooks_applied": True,
-                    "claude_code_version": __version__, **self._applied(request),
-                }
-                self._initialize_prompt(request)
-            elif isinstance(request, InterruptRequest):
-                self._interrupt()
-                self.out.line(ControlResponse.success(request_id))  # the reference's reply has no ``response``
-                return
-            elif isinstance(request, SetPermissionModeRequest):
-                self.session.set_permission_mode(request.mode)
-                self.out.line(ControlResponse.success(request_id, {"mode": self.session.permission_mode}))
-                self._line(SystemStatus(permissionMode=self.session.permission_mode,
-                                        session_id=self.session.session_id, uuid=str(uuid.uuid4())))
-                return
-            elif isinstance(request, SetModelRequest):
-                self.session.set_model(request.model or None)
-                response = {}
-            elif isinstance(request, _HOST_REQUESTS):
-                from desktop_agent.cli.controls import answer
+        await self.host._control(self.client, message)
 
-                assert self.flag_layer is not None  # made with the session
-                response, mode_changed = await answer(self.session, self.flag_layer, request)
-                if mode_changed:  # as after set_permission_mode: the reply, then the status line
-                    self.out.line(ControlResponse.success(request_id, response))
-                    self._line(SystemStatus(permissionMode=self.session.permission_mode,
-                                            session_id=self.session.session_id, uuid=str(uuid.uuid4())))
-                    return
-            else:
-                raise ValueError(unsupported(request.subtype))
-        except Exception as exc:
-            from desktop_agent.cli.controls import error_text
-
-            self.out.line(ControlResponse.failure(request_id, error_text(exc)))
-            return
-        self.out.line(ControlResponse.success(request_id, response))
-
-    def _applied(self, request: InitializeRequest) -> dict[str, bool]:
-        """``mcp_servers_applied`` / ``settings_applied`` / ``disallowed_tools_applied`` for what ``request``
-        carries: true when it is what this process read at launch (``--await-initialize``); a repeated or late
-        ``initialize`` loads nothing (the SDK then ends the session rather than run without them)."""
-        launch = self.launch_init
-        out: dict[str, bool] = {}
-        for field, key in (("mcpServers", "mcp_servers_applied"), ("settings", "settings_applied"),
-                           ("disallowedTools", "disallowed_tools_applied")):
-            value = getattr(request, field)
-            if value is not None:
-                out[key] = launch is not None and getattr(launch, field) == value
-        return out
+    # ---------------------------------------------------------------------- stdin
 
     def on_line(self, line: str) -> None:
-        line = line.strip()
-        if not line:
+        if self.hosted is None and self._awaiting is not None:
+            if line.strip():
+                self._before_session(line.strip())
             return
-        if self._session is None and self._awaiting is not None:
-            self._before_session(line)
+        message = decode_line(line)
+        if message is None:
             return
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            eprint(f"ignoring a stdin line that is not JSON: {line[:80]}")
-            return
-        if not isinstance(obj, dict):
-            return
-        try:
-            message = decode(obj)
-        except ProtocolError as exc:
-            if obj.get("type") == "control_request":  # answered, so the host does not wait forever
-                self.out.line(ControlResponse.failure(str(obj.get("request_id") or ""), str(exc)))
-            elif self.opts.verbose:
-                eprint(f"ignoring a stdin line: {exc}")
-            return
-        if isinstance(message, ControlResponse):
-            self.channel.on_response(message)
-        elif isinstance(message, ControlRequest):
-            asyncio.ensure_future(self.handle_control_request(message))
-        elif isinstance(message, UserLine):
+        if isinstance(message, UserLine):
             if self.opts.input_format == "stream-json":
                 self.queue.put_nowait(message)
-        elif isinstance(message, ControlCancelRequest):
-            pass
-        elif isinstance(message, UnknownLine) and message.type in ("keep_alive", "update_environment_variables"):
-            variables = message.raw.get("variables")
-            if message.type == "update_environment_variables" and isinstance(variables, dict):
-                os.environ.update({str(k): str(v) for k, v in variables.items()})
-        elif self.opts.verbose:
-            eprint(f"ignoring stdin message of type {message.type}")
+            return
+        self.host.dispatch(self.client, message)
 
     def on_eof(self) -> None:
         self.channel.close()
+        if self.hosted is not None:
+            self.hosted.fail_pending("stdin closed before the answer arrived")
         self.queue.put_nowait(None)
         if self._awaiting is not None and not self._awaiting.done():
             self._awaiting.set_result(None)
@@ -429,17 +165,14 @@ class HeadlessRun:
     def _before_session(self, line: str) -> None:
         """``--await-initialize``: the first ``initialize`` request starts the session; lines before it wait."""
         assert self._awaiting is not None
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            obj = None
-        if not self._awaiting.done() and isinstance(obj, dict) and obj.get("type") == "control_request":
-            try:
-                message = decode(obj)
-            except ProtocolError as exc:  # a malformed initialize among them: answered now, never a hang
-                self.out.line(ControlResponse.failure(str(obj.get("request_id") or ""), str(exc)))
-                return
-            if isinstance(message, ControlRequest) and isinstance(message.request, InitializeRequest):
+        message = decode_line(line)
+        if not self._awaiting.done() and message is not None:
+            if isinstance(message, Malformed):
+                if message.obj is not None and message.obj.get("type") == "control_request":
+                    # a malformed initialize among them: answered now, never a hang
+                    self.out.line(ControlResponse.failure(str(message.obj.get("request_id") or ""), message.error))
+                    return
+            elif isinstance(message, ControlRequest) and isinstance(message.request, InitializeRequest):
                 self._awaiting.set_result(message)
                 return
         self._early.append(line)
@@ -485,28 +218,21 @@ class HeadlessRun:
                 except UsageError as exc:
                     eprint(f"error: {exc}")
                     return 2
+            assert self.hosted is not None
             if self.opts.input_format == "stream-json":
                 if prompt:
-                    await self._run_and_report(prompt)
-                while True:
-                    message = await self.queue.get()
-                    if message is None:
-                        break
-                    content = message.message.get("content")
-                    if content is None:
-                        continue
-                    await self._run_and_report(content)
+                    await self.hosted.run_and_report(prompt)
+                await self.hosted.run_queue()
             else:
-                await self._run_and_report(prompt or "")
+                await self.hosted.run_and_report(prompt or "")
         finally:
             if reader is not None and reader.task is not None and not reader.task.done():
                 reader.task.cancel()
-            if self._session is not None:
+            if self.hosted is not None:
                 await self.session.end("other")  # SessionEnd hooks, then close (``-p`` exits: reason ``other``)
         return 0 if self.last_ok else 1
 
-    async def _run_and_report(self, content: Any) -> None:
-        result = await self.run_turn(content)
+    def _report(self, result: ResultLine) -> None:
         if self.opts.out_format in ("stream-json", "json"):
             self.out.line(result)
         elif result.is_error:
@@ -516,14 +242,6 @@ class HeadlessRun:
             eprint(text)
         else:
             self.out.text(result.result or "")
-
-
-def _usage_dict(usage: dict[str, Any]) -> dict[str, Any]:
-    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-    out: dict[str, Any] = {k: int(usage.get(k) or 0) for k in keys}
-    for k, v in usage.items():
-        out.setdefault(k, v)
-    return out
 
 
 def _read_stdin_prompt() -> str | None:

@@ -31,6 +31,8 @@ def new_request_id() -> str:
 
 class InitializeRequest(WireModel):
     subtype: Literal["initialize"] = "initialize"
+    # ours (SPEC App. D.1): {"agentEvents": true} asks for the lossless ``agent_event`` lines; an SDK never sends it
+    desktopAgent: dict[str, Any] | None = None
     hooks: dict[str, Any] | None = None
     # the TypeScript SDK's prompt options (a string or a list of parts), sent here rather than as flags
     systemPrompt: Any = None
@@ -88,7 +90,7 @@ class OtherRequest(WireModel):
 
 
 Request = Union[InitializeRequest, CanUseToolRequest, HookCallbackRequest, InterruptRequest, SetPermissionModeRequest,
-                SetModelRequest, "HostRequest", OtherRequest]
+                SetModelRequest, "HostRequest", "OurRequest", OtherRequest]
 _REQUESTS: dict[str, type[WireModel]] = {
     "initialize": InitializeRequest, "can_use_tool": CanUseToolRequest, "hook_callback": HookCallbackRequest,
     "interrupt": InterruptRequest, "set_permission_mode": SetPermissionModeRequest, "set_model": SetModelRequest,
@@ -164,7 +166,7 @@ def encode(message: WireModel) -> str:
 
 def decode_request(obj: dict[str, Any]) -> Request:
     subtype = str(obj.get("subtype"))
-    model = _REQUESTS.get(subtype) or _HOST_REQUESTS.get(subtype) or OtherRequest
+    model = _REQUESTS.get(subtype) or _HOST_REQUESTS.get(subtype) or _OUR_REQUESTS.get(subtype) or OtherRequest
     return model.model_validate(obj)  # type: ignore[return-value]
 
 
@@ -355,3 +357,117 @@ class ContextUsageResponse(WireModel):
     autoCompactThreshold: int | None = None
     isAutoCompactEnabled: bool = False
     apiUsage: ContextApiUsage | None = None
+
+
+# ------------------------------------------------------------------ our own requests (host ↔ our clients, App. D.1)
+# A client of the host (the window over memory or the socket) opens or attaches a session with its first request;
+# a connection then speaks for that one session. The SDKs never send these.
+
+
+class SessionSettings(WireModel):
+    """How to open a session: ``client.SessionOptions`` without the objects (those stay host-side in process)."""
+
+    permission_mode: str | None = None
+    model: str | None = None
+    resume: str | None = None
+    session_id: str | None = None
+    trusted: bool | None = None
+    allowed_tools: list[str] = Field(default_factory=list)
+    disallowed_tools: list[str] = Field(default_factory=list)
+    add_dirs: list[str] = Field(default_factory=list)
+    max_turns: int | None = None
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    script: Literal["tour"] | None = None
+    idle_notification: bool = False
+
+
+class OpenSessionRequest(WireModel):
+    """Open a session on ``folder`` in the host and attach this connection to it; response ``SessionInfo``."""
+
+    subtype: Literal["desktop_agent_open"] = "desktop_agent_open"
+    folder: str
+    settings: SessionSettings = Field(default_factory=SessionSettings)
+    agentEvents: bool = True
+
+
+class AttachSessionRequest(WireModel):
+    """Attach this connection to a session the host runs; response ``SessionInfo``, then every pending question of
+    the session as a ``can_use_tool`` request."""
+
+    subtype: Literal["desktop_agent_attach"] = "desktop_agent_attach"
+    session_id: str
+    agentEvents: bool = True
+
+
+class ListSessionsRequest(WireModel):
+    """Response ``{"sessions": [SessionInfo…]}``."""
+
+    subtype: Literal["desktop_agent_sessions"] = "desktop_agent_sessions"
+
+
+class ListPendingRequest(WireModel):
+    """Response ``{"questions": [PendingInfo…]}``, oldest first (of one session, or all)."""
+
+    subtype: Literal["desktop_agent_pending"] = "desktop_agent_pending"
+    session_id: str | None = None
+
+
+class HistoryRequest(WireModel):
+    """The attached session's transcript for display; response ``{"entries": [...]}``."""
+
+    subtype: Literal["desktop_agent_history"] = "desktop_agent_history"
+
+
+class RecordRequest(WireModel):
+    """Append a front end's entry (a ``change-revert`` record) to the attached session's transcript."""
+
+    subtype: Literal["desktop_agent_record"] = "desktop_agent_record"
+    entry: dict[str, Any]
+
+
+class RetryNowRequest(WireModel):
+    """End the model client's backoff wait now; response ``{"retried": bool}``."""
+
+    subtype: Literal["desktop_agent_retry_now"] = "desktop_agent_retry_now"
+
+
+class EndSessionRequest(WireModel):
+    """SessionEnd hooks with ``reason``, then the session is closed and leaves the host
+    (``discard_if_empty``: its transcript goes when it holds no message); response ``{"discarded": bool}``."""
+
+    subtype: Literal["desktop_agent_end"] = "desktop_agent_end"
+    reason: str = "other"
+    discard_if_empty: bool = False
+
+
+OurRequest = Union[OpenSessionRequest, AttachSessionRequest, ListSessionsRequest, ListPendingRequest, HistoryRequest,
+                   RecordRequest, RetryNowRequest, EndSessionRequest]
+_OUR_REQUESTS: dict[str, type[WireModel]] = {
+    "desktop_agent_open": OpenSessionRequest, "desktop_agent_attach": AttachSessionRequest,
+    "desktop_agent_sessions": ListSessionsRequest, "desktop_agent_pending": ListPendingRequest,
+    "desktop_agent_history": HistoryRequest, "desktop_agent_record": RecordRequest,
+    "desktop_agent_retry_now": RetryNowRequest, "desktop_agent_end": EndSessionRequest,
+}
+
+
+class SessionInfo(WireModel):
+    session_id: str
+    cwd: str
+    model: str = ""
+    permissionMode: str = "default"
+    transcript_path: str = ""
+    manages_mcp: bool = False
+    busy: bool = False
+    pending: int = 0
+
+
+class PendingInfo(WireModel):
+    session_id: str
+    request_id: str
+    tool_name: str
+    tool_use_id: str = ""
+    folder: str = ""
+    title: str = ""
+    asked_at: float = 0.0
+    input_sha256: str = ""

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Literal, Union
 
-from pydantic import Field, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
+from desktop_agent.core.events import AgentEvent
 from desktop_agent.protocol import control
 from desktop_agent.protocol._wire import ProtocolError, WireModel, loads_object
 
@@ -155,7 +156,39 @@ class UnknownLine(WireModel):
     raw: dict[str, Any] = Field(default_factory=dict)
 
 
-DataLine = Union[SystemInit, SystemLine, AssistantLine, UserLine, StreamEventLine, ResultLine]
+class AgentEventLine(WireModel):
+    """Ours (SPEC App. D.1): one ``AgentEvent`` exactly, for the clients that asked for them in ``initialize``
+    (or opened their session with ``desktop_agent_open``). ``event`` holds the typed event; on the wire it is the
+    event's own JSON. ``of(event)`` wraps one, ``agent_event()`` gives it back (parsed when it came as JSON)."""
+
+    type: Literal["agent_event"] = "agent_event"
+    event: Any
+
+    @classmethod
+    def of(cls, event: AgentEvent) -> AgentEventLine:
+        return cls.model_construct(type="agent_event", event=event)
+
+    def agent_event(self) -> AgentEvent:
+        if isinstance(self.event, dict):
+            return _event_adapter().validate_python(self.event)
+        return self.event  # type: ignore[no-any-return]
+
+    def to_wire(self) -> dict[str, Any]:
+        event = self.event
+        return {"type": "agent_event", "event": event if isinstance(event, dict) else event.model_dump(mode="json")}
+
+
+_EVENT_ADAPTER: TypeAdapter[Any] | None = None
+
+
+def _event_adapter() -> TypeAdapter[Any]:
+    global _EVENT_ADAPTER
+    if _EVENT_ADAPTER is None:
+        _EVENT_ADAPTER = TypeAdapter(AgentEvent)
+    return _EVENT_ADAPTER
+
+
+DataLine = Union[SystemInit, SystemLine, AssistantLine, UserLine, StreamEventLine, ResultLine, AgentEventLine]
 
 
 def encode(line: WireModel) -> str:
@@ -176,6 +209,11 @@ def decode_data(obj: dict[str, Any]) -> DataLine | UnknownLine:
             return StreamEventLine.model_validate(obj)
         if kind == "result":
             return ResultLine.model_validate(obj)
+        if kind == "agent_event":
+            event = obj.get("event")
+            if not isinstance(event, dict):
+                raise ProtocolError("agent_event without an event object")
+            return AgentEventLine.of(_event_adapter().validate_python(event))
     except ValidationError as exc:
         raise ProtocolError(f"bad {kind} line: {exc.errors()[0].get('msg')}") from exc
     return UnknownLine(type=str(kind or ""), raw=obj)

@@ -1,4 +1,4 @@
-"""The host's further control requests (SPEC App. D.5), answered for ``HeadlessRun``.
+"""The host's further control requests (SPEC App. D.5), answered for every session the host serves (``host.server``).
 
 ``answer(session, layer, request)`` gives the ``response`` object of the SDK's ``Query`` methods (and whether the
 permission mode changed):
