@@ -364,14 +364,9 @@ def run_foreground(service_factory: Callable[[], HostService], *, paths: HostPat
 
 def default_service() -> HostService:
     """The engine host (``host.server``) as the daemon serves it."""
-    import importlib
+    from desktop_agent.host.service import EngineHostService
 
-    try:  # the engine host lands with host.server (issue 23's host part)
-        module = importlib.import_module("desktop_agent.host.service")
-    except ImportError as exc:
-        raise HostUnavailable(f"the engine host is not available in this build ({exc})") from None
-    service: HostService = module.EngineHostService()
-    return service
+    return EngineHostService()
 
 
 def host_command() -> list[str]:

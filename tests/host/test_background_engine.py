@@ -1,0 +1,188 @@
+"""``desktop-agent host`` with the real engine host, over the real socket, against the fake Messages API: a
+question asked in a session outlives the client that saw it (kill -9), is sent again to the next client that
+attaches and answering it completes the turn; ``--status`` lists the sessions and the questions; ``--stop`` ends
+them with valid transcripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from desktop_agent.host.daemon import control_request
+from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
+from tests.host.conftest import HostEnv
+
+
+class Wire:
+    """A raw protocol client on the host's socket (no client library: the bytes the host must understand)."""
+
+    def __init__(self, path: Path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(30)
+        self.sock.connect(str(path))
+        self.buf = b""
+        self.n = 0
+
+    def send(self, obj: dict) -> None:
+        self.sock.sendall(json.dumps(obj).encode() + b"\n")
+
+    def request(self, request: dict) -> str:
+        self.n += 1
+        rid = f"req-{self.n}"
+        self.send({"type": "control_request", "request_id": rid, "request": request})
+        return rid
+
+    def read(self) -> dict:
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise EOFError("the host closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def until(self, pred, what: str) -> dict:
+        seen = []
+        for _ in range(2000):
+            msg = self.read()
+            if pred(msg):
+                return msg
+            seen.append(msg.get("type"))
+        raise AssertionError(f"no {what} among {seen}")
+
+    def response_to(self, rid: str) -> dict:
+        msg = self.until(lambda m: m.get("type") == "control_response" and m["response"].get("request_id") == rid,
+                         f"control_response {rid}")
+        assert msg["response"]["subtype"] == "success", msg
+        return msg["response"].get("response") or {}
+
+    def question(self) -> dict:
+        return self.until(lambda m: m.get("type") == "control_request"
+                          and m["request"].get("subtype") == "can_use_tool", "can_use_tool")
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def engine_host(host_env: HostEnv, tmp_path):
+    fake = FakeAnthropic()
+    fake.__enter__()
+    host_env.env.update(ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=fake.base_url,
+                        HOME=os.environ["HOME"], XDG_DATA_HOME=os.environ["XDG_DATA_HOME"],
+                        XDG_CONFIG_HOME=os.environ["XDG_CONFIG_HOME"], CLAUDE_CONFIG_DIR=os.environ["CLAUDE_CONFIG_DIR"])
+    try:
+        yield host_env, fake
+    finally:
+        fake.__exit__(None, None, None)
+
+
+def _start(host_env: HostEnv) -> subprocess.Popen[bytes]:
+    proc = host_env.spawn([sys.executable, "-m", "desktop_agent", "host", "--foreground"])
+    host_env.wait_status(timeout=60)
+    return proc
+
+
+def _transcript(path: str) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text("utf-8").splitlines() if line.strip()]
+
+
+def test_a_question_outlives_a_killed_client_and_answering_it_completes_the_turn(engine_host, workdir):
+    host_env, fake = engine_host
+    fake.script([reply(tool_use("Write", {"file_path": str(workdir / "out.txt"), "content": "kept\n"},
+                                id="toolu_w1")),
+                 reply(text("Wrote it."))])
+    host = _start(host_env)
+    # a client in its own process opens a session, sends a prompt, sees the question, and is killed
+    client_code = (
+        "import json, socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile('rwb')\n"
+        "def send(o): f.write(json.dumps(o).encode() + b'\\n'); f.flush()\n"
+        "send({'type': 'control_request', 'request_id': 'o1', 'request': {'subtype': 'desktop_agent_open',"
+        " 'folder': sys.argv[2], 'settings': {'trusted': True}}})\n"
+        "sid = None\n"
+        "for line in f:\n"
+        "    m = json.loads(line)\n"
+        "    if m.get('type') == 'control_response' and m['response'].get('request_id') == 'o1':\n"
+        "        sid = m['response']['response']['session_id']\n"
+        "        send({'type': 'user', 'message': {'role': 'user', 'content': 'write out.txt'}})\n"
+        "    if m.get('type') == 'control_request' and m['request'].get('subtype') == 'can_use_tool':\n"
+        "        print(sid, m['request_id'], flush=True)\n"
+        "        break\n"
+        "import time; time.sleep(600)\n"
+    )
+    client = subprocess.Popen([sys.executable, "-c", client_code, str(host_env.socket), str(workdir)],
+                              stdout=subprocess.PIPE, env=host_env.env)
+    try:
+        assert client.stdout is not None
+        session_id, request_id = client.stdout.readline().decode().split()
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+    finally:
+        if client.poll() is None:
+            client.kill()
+    assert host.poll() is None  # the host lives on
+    status = control_request("status")
+    assert status is not None and [s["session_id"] for s in status["sessions"]] == [session_id]
+    assert [(q["session_id"], q["request_id"], q["tool_name"]) for q in status["pending"]] == [
+        (session_id, request_id, "Write")]
+    text_status = host_env.cli("--status").stdout
+    assert "pending questions: 1" in text_status and str(workdir / "out.txt") in text_status
+    assert not (workdir / "out.txt").exists()
+
+    # another client attaches: it is sent the same question, answers it, and the turn completes
+    wire = Wire(host_env.socket)
+    rid = wire.request({"subtype": "desktop_agent_attach", "session_id": session_id})
+    assert wire.response_to(rid)["session_id"] == session_id
+    question = wire.question()
+    assert question["request_id"] == request_id and question["request"]["tool_name"] == "Write"
+    wire.send({"type": "control_response", "response": {"subtype": "success", "request_id": request_id,
+                                                        "response": {"behavior": "allow"}}})
+    result = wire.until(lambda m: m.get("type") == "result", "result")
+    assert result["subtype"] == "success" and result["session_id"] == session_id
+    assert (workdir / "out.txt").read_text() == "kept\n"
+    assert control_request("status")["pending"] == []
+    fake.assert_done()
+    wire.close()
+
+    stopped = host_env.cli("--stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert host.wait(10) == 0
+    path = status["sessions"][0]["transcript_path"]
+    entries = _transcript(path)
+    uses = [b["id"] for e in entries if e.get("type") == "assistant" for b in e["message"]["content"]
+            if b.get("type") == "tool_use"]
+    results = [b["tool_use_id"] for e in entries if e.get("type") == "user" and isinstance(e["message"]["content"], list)
+               for b in e["message"]["content"] if b.get("type") == "tool_result"]
+    assert uses == results == ["toolu_w1"]
+
+
+def test_stop_with_a_question_pending_leaves_a_valid_transcript(engine_host, workdir):
+    host_env, fake = engine_host
+    fake.script([reply(tool_use("Write", {"file_path": str(workdir / "never.txt"), "content": "x"},
+                                id="toolu_never"))])
+    host = _start(host_env)
+    wire = Wire(host_env.socket)
+    rid = wire.request({"subtype": "desktop_agent_open", "folder": str(workdir), "settings": {"trusted": True}})
+    info = wire.response_to(rid)
+    wire.send({"type": "user", "message": {"role": "user", "content": "write never.txt"}})
+    wire.question()
+    stopped = host_env.cli("--stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert host.wait(10) == 0
+    assert not (workdir / "never.txt").exists()
+    entries = _transcript(info["transcript_path"])
+    results = [b for e in entries if e.get("type") == "user" and isinstance(e["message"]["content"], list)
+               for b in e["message"]["content"] if b.get("type") == "tool_result"]
+    assert [r["tool_use_id"] for r in results] == ["toolu_never"]  # the unanswered call got its result
+    assert results[0].get("is_error") is True
+    wire.close()
+    assert not host_env.socket.exists()
