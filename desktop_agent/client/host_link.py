@@ -69,6 +69,19 @@ async def _try_connect(paths: HostPaths) -> tuple[asyncio.StreamReader, asyncio.
     return reader, writer
 
 
+async def ensure_host(*, timeout: float = START_TIMEOUT_S, paths: HostPaths | None = None,
+                      command: Sequence[str] | None = None) -> dict[str, Any]:
+    """The running host's status, starting the host first when none runs (``HostUnavailable`` naming the log
+    when it cannot start)."""
+    paths = paths or host_paths()
+    from desktop_agent.host.daemon import HostUnavailable as StartFailed
+
+    try:
+        return dict(await in_thread(lambda: start_background(paths=paths, timeout=timeout, command=command)))
+    except (StartFailed, UnsafeDirectory, OSError) as exc:
+        raise HostUnavailable(str(exc)) from None
+
+
 async def host_status(paths: HostPaths | None = None) -> dict[str, Any] | None:
     """The running host's status (pid, socket, sessions, pending questions), or None when none runs."""
     return await in_thread(lambda: control_request("status", paths=paths))
@@ -79,4 +92,4 @@ async def stop_host(paths: HostPaths | None = None) -> int | None:
     return await in_thread(lambda: _stop_host(paths=paths))
 
 
-__all__ = ["HostUnavailable", "connect_host", "host_status", "stop_host"]
+__all__ = ["HostUnavailable", "connect_host", "ensure_host", "host_status", "stop_host"]
