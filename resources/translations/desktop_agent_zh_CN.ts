@@ -914,6 +914,10 @@ in this folder</source>
         <source>Some settings entries are not valid; each was skipped and every other entry is in force:</source>
         <translation>部分设置条目无效;这些条目已跳过,其余条目均已生效:</translation>
     </message>
+    <message>
+        <source>Your session in {0} keeps running in the background host. Open the folder again to see it; desktop-agent host --status lists what runs.</source>
+        <translation>你在 {0} 中的会话将在后台主机中继续运行。再次打开该文件夹即可看到它；desktop-agent host --status 列出正在运行的内容。</translation>
+    </message>
 </context>
 <context>
     <name>MarkdownBlock</name>
