@@ -186,3 +186,77 @@ def test_stop_with_a_question_pending_leaves_a_valid_transcript(engine_host, wor
     assert results[0].get("is_error") is True
     wire.close()
     assert not host_env.socket.exists()
+
+
+def _drop(wires: list[Wire]) -> None:
+    for wire in wires:
+        wire.sock.shutdown(socket.SHUT_RDWR)  # as a killed window's socket goes
+        wire.close()
+    deadline = time.monotonic() + 5
+    while control_request("status")["clients"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert control_request("status")["clients"] == 0
+
+
+def test_five_questions_across_three_sessions_survive_their_clients(engine_host, tmp_path):
+    """Three sessions (two in one folder) asking five questions in all (two Writes in one reply ask one after the
+    other: the engine asks one question of a session at a time); every client is dropped while questions are pending
+    — twice — and each question is sent again to the client that attaches next; answering them completes the turns."""
+    host_env, fake = engine_host
+    folders = [tmp_path / "f1", tmp_path / "f2", tmp_path / "f2"]
+    for f in folders:
+        f.mkdir(exist_ok=True)
+    host = _start(host_env)
+    counts = [2, 2, 1]
+    wires, sessions = [], []
+    for i, (folder, n) in enumerate(zip(folders, counts)):
+        # the fake plays its steps in request order: each is scripted just before the request that takes it
+        fake.script([reply(*[tool_use("Write", {"file_path": str(folder / f"s{i}-{k}.txt"), "content": f"{i}{k}"},
+                                      id=f"toolu_{i}_{k}") for k in range(n)])])
+        wire = Wire(host_env.socket)
+        info = wire.response_to(wire.request({"subtype": "desktop_agent_open", "folder": str(folder),
+                                              "settings": {"trusted": True}}))
+        wire.send({"type": "user", "message": {"role": "user", "content": f"write {n} files"}})
+        wire.question()
+        wires.append(wire)
+        sessions.append(info["session_id"])
+    asked: list[tuple[str, str]] = []
+    remaining = dict(zip(sessions, counts))
+    for round_ in range(2):
+        status = control_request("status")
+        pending = {(q["session_id"], q["request_id"]) for q in status["pending"]}
+        assert len(pending) == (3 if round_ == 0 else 2)
+        assert sorted(s["session_id"] for s in status["sessions"]) == sorted(sessions)
+        _drop(wires)
+        status = control_request("status")
+        assert {(q["session_id"], q["request_id"]) for q in status["pending"]} == pending  # none lost
+        assert f"pending questions: {len(pending)}" in host_env.cli("--status").stdout
+        wires = []
+        for sid in [s for s in sessions if remaining[s]]:
+            wire = Wire(host_env.socket)
+            wire.response_to(wire.request({"subtype": "desktop_agent_attach", "session_id": sid}))
+            q = wire.question()  # the same question, sent again
+            assert (sid, q["request_id"]) in pending
+            asked.append((sid, q["request_id"]))
+            if remaining[sid] == 1:
+                fake.script([reply(text("Done."))])  # the request that follows the last answer
+            wire.send({"type": "control_response", "response": {"subtype": "success",
+                                                                "request_id": q["request_id"],
+                                                                "response": {"behavior": "allow"}}})
+            remaining[sid] -= 1
+            if remaining[sid]:
+                wire.question()  # the session's next question, pending when this client goes
+            else:
+                assert wire.until(lambda m: m.get("type") == "result", "result")["subtype"] == "success"
+            wires.append(wire)
+    assert len(set(asked)) == 5
+    _drop(wires)
+    for i, (folder, n) in enumerate(zip(folders, counts)):
+        for k in range(n):
+            assert (folder / f"s{i}-{k}.txt").read_text() == f"{i}{k}"
+    deadline = time.monotonic() + 10
+    while any(s["busy"] for s in control_request("status")["sessions"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert control_request("status")["pending"] == []
+    fake.assert_done()
+    assert host.poll() is None
