@@ -260,3 +260,39 @@ def test_five_questions_across_three_sessions_survive_their_clients(engine_host,
     assert control_request("status")["pending"] == []
     fake.assert_done()
     assert host.poll() is None
+
+
+def test_a_host_killed_with_a_question_pending_is_replaced_and_the_session_resumes(engine_host, workdir):
+    """kill -9 of the host itself: the next start replaces its stale socket, and resuming the session there gives the
+    unanswered call its synthetic result (the transcript the model sees next is valid)."""
+    host_env, fake = engine_host
+    fake.script([reply(tool_use("Write", {"file_path": str(workdir / "lost.txt"), "content": "x"}, id="toolu_lost"))])
+    first = _start(host_env)
+    wire = Wire(host_env.socket)
+    info = wire.response_to(wire.request({"subtype": "desktop_agent_open", "folder": str(workdir),
+                                          "settings": {"trusted": True}}))
+    wire.send({"type": "user", "message": {"role": "user", "content": "write lost.txt"}})
+    wire.question()
+    first.kill()
+    first.wait()
+    wire.close()
+    assert host_env.socket.exists()  # stale
+    second = _start(host_env)
+    assert control_request("status")["pid"] == second.pid
+    fake.script([reply(text("Resumed."))])
+    wire = Wire(host_env.socket)
+    resumed = wire.response_to(wire.request({"subtype": "desktop_agent_open", "folder": str(workdir),
+                                             "settings": {"trusted": True, "resume": info["session_id"]}}))
+    assert resumed["session_id"] == info["session_id"]
+    wire.send({"type": "user", "message": {"role": "user", "content": "go on"}})
+    assert wire.until(lambda m: m.get("type") == "result", "result")["subtype"] == "success"
+    sent = fake.requests[-1].messages  # what the model saw: a valid conversation (fake.assert_done checks the API's
+    # rules: every tool_use answered in the next message); the call that was never answered never ran
+    uses = [b["id"] for m in sent if m["role"] == "assistant" for b in m["content"] if b.get("type") == "tool_use"]
+    results = [b["tool_use_id"] for m in sent if m["role"] == "user" and isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert uses == results
+    assert sent[0]["content"][0]["text"] == "write lost.txt" and sent[-1]["content"][0]["text"] == "go on"
+    assert not (workdir / "lost.txt").exists()
+    fake.assert_done()
+    wire.close()
