@@ -918,6 +918,10 @@ in this folder</source>
         <source>Your session in {0} keeps running in the background host. Open the folder again to see it; desktop-agent host --status lists what runs.</source>
         <translation>你在 {0} 中的会话将在后台主机中继续运行。再次打开该文件夹即可看到它；desktop-agent host --status 列出正在运行的内容。</translation>
     </message>
+    <message>
+        <source>Leaving the session running in the background host…</source>
+        <translation>正在让会话在后台主机中继续运行…</translation>
+    </message>
 </context>
 <context>
     <name>MarkdownBlock</name>
