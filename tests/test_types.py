@@ -14,7 +14,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TYPED = ("desktop_agent/core", "desktop_agent/permissions", "desktop_agent/shell", "desktop_agent/util",
          "desktop_agent/mcp", "desktop_agent/model", "desktop_agent/protocol", "desktop_agent/engine",
-         "desktop_agent/app", "desktop_agent/client", "desktop_agent/cli", "desktop_agent/tools")
+         "desktop_agent/app", "desktop_agent/client", "desktop_agent/cli", "desktop_agent/tools", "desktop_agent/host")
 
 
 def _mypy(*args: str) -> subprocess.CompletedProcess[str]:

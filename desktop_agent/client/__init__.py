@@ -1,5 +1,7 @@
-"""How a front end reaches the engine: ``EngineClient.open(folder, options) -> SessionHandle`` (``base``), with the
-engine on this loop (``in_process``) or in an executor process, our CLI or Claude Code (``subprocess``).
+"""How a front end reaches the engine: ``EngineClient.open(folder, options) -> SessionHandle`` (``base``), always a
+``session.ProtocolSession`` over a ``transports.Transport``: the host in this process on this loop (memory:
+``session.HostClient``), the background host (unix: ``session.SocketClient``) or an executor process, our CLI or
+Claude Code (pipe: ``subprocess``).
 ``make_client(kind)`` picks one by the ``--executor`` / Settings name. Every client also answers the folder-level
 questions (sessions, transcripts, trust, the sandbox: ``local``); ``tour`` is the offline tour's scripted model.
 """
@@ -7,7 +9,7 @@ questions (sessions, transcripts, trust, the sandbox: ``local``); ``tour`` is th
 from __future__ import annotations
 
 from desktop_agent.client.base import (
-    EXECUTOR_KINDS, Ack, ClientError, EngineClient, ExecutorDied, ExecutorKind, Question, SessionHandle,
+    EXECUTOR_KINDS, Ack, ClientError, EngineClient, ExecutorDied, ExecutorKind, HandleState, SessionHandle,
     SessionOptions,
 )
 from desktop_agent.client.local import SessionSummary
@@ -17,9 +19,9 @@ def make_client(kind: ExecutorKind = "inprocess", executable: str | None = None)
     """``inprocess`` (default), ``process`` (our CLI, or ``executable``) or ``claude`` (``executable`` or
     ``claude`` on PATH)."""
     if kind == "inprocess":
-        from desktop_agent.client.in_process import InProcessClient
+        from desktop_agent.client.session import HostClient
 
-        return InProcessClient()
+        return HostClient()
     from desktop_agent.client.subprocess import SubprocessClient
 
     if kind == "process":
@@ -29,5 +31,5 @@ def make_client(kind: ExecutorKind = "inprocess", executable: str | None = None)
     raise ValueError(f"unknown executor: {kind!r} (one of {', '.join(EXECUTOR_KINDS)})")
 
 
-__all__ = ["Ack", "ClientError", "EngineClient", "ExecutorDied", "ExecutorKind", "Question", "SessionHandle",
+__all__ = ["Ack", "ClientError", "EngineClient", "ExecutorDied", "ExecutorKind", "HandleState", "SessionHandle",
            "SessionOptions", "SessionSummary", "EXECUTOR_KINDS", "make_client"]

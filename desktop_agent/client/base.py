@@ -1,14 +1,13 @@
 """The one contract between a front end and the engine: ``EngineClient.open(folder, options) -> SessionHandle``.
 
-A ``SessionHandle`` runs turns (``submit(prompt)`` yields ``AgentEvent``s ending in one ``TurnFinished``) and
-takes ``interrupt()``, ``set_permission_mode()``, ``set_model()``, ``compact()``, ``close()``, whether the engine
-runs on this loop (``client.in_process``) or in an executor process (``client.subprocess``: our CLI or Claude
-Code). Permission questions reach the front end through the ``PermissionPrompter`` it installs in
-``SessionOptions.prompter`` (the window's controller already is one: ``ask(request)`` opens the dialog and
-awaits the reply). Each pending ask is also a ``Question`` (the request plus the Future of its reply) on the
-handle, so a front end may answer by id instead (``answer()``); the first answer wins, a second is ignored.
-When the engine withdraws a question (``control_cancel_request``, interrupt, executor death) the ``ask`` call
-is cancelled: the front end closes its dialog in its ``finally``.
+A ``SessionHandle`` (``client.session.ProtocolSession``, the one implementation, over a memory, Unix-socket or pipe
+transport) runs turns (``submit(prompt)`` yields ``AgentEvent``s ending in one ``TurnFinished``) and takes
+``interrupt()``, ``set_permission_mode()``, ``set_model()``, ``request()`` (the rest, as protocol requests),
+``restart()`` and ``end()``. Permission questions live in the host's inbox; they reach the front end through the
+``PermissionPrompter`` it installs in ``SessionOptions.prompter`` (the window's controller is one: ``ask(request)``
+opens the dialog and awaits the reply), or it answers by id (``answer()``); the first answer from any client wins.
+When the host withdraws a question (``control_cancel_request``: an interrupt, another client answered, the executor
+died) the ``ask`` call is cancelled: the front end closes its dialog in its ``finally``.
 """
 
 from __future__ import annotations
@@ -16,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Generator, Literal, Protocol, Sequence
+from typing import Any, AsyncIterator, Callable, Generator, Literal, Protocol, Sequence
 
 from desktop_agent.client.local import SessionSummary
-from desktop_agent.core.events import AgentEvent, Compacted
-from desktop_agent.core.permission import PermissionMode, PermissionPrompter, PermissionReply, PermissionRequest
+from desktop_agent.core.events import AgentEvent
+from desktop_agent.core.permission import PermissionMode, PermissionPrompter, PermissionReply
+from desktop_agent.protocol import WireModel
 
-ExecutorKind = Literal["inprocess", "process", "claude"]
+ExecutorKind = Literal["inprocess", "process", "claude", "host"]  # host: the background host (not a setting yet)
 EXECUTOR_KINDS: tuple[ExecutorKind, ...] = ("inprocess", "process", "claude")
 
 
@@ -84,91 +84,22 @@ class SessionOptions:
     script: Literal["tour"] | None = None  # in process only: the offline tour's scripted model (client.tour)
     idle_notification: bool = False  # in process: idle_prompt Notification hooks after a quiet minute
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    on_exit: Callable[[str], None] | None = None  # the engine's process ended between turns (its description)
 
 
-@dataclass
-class Question:
-    """One pending permission question: the request, the Future of its reply, and who raised it."""
+@dataclass(frozen=True)
+class HandleState:
+    """What a handle knows about its session besides the id, model and mode: the folder, the transcript, where the
+    engine runs (and its pid), whether it is reachable, and the MCP servers as the host last said
+    (``manages_mcp``: this handle sees and restarts them — our host; an executor keeps its own)."""
 
-    request: PermissionRequest
-    future: asyncio.Future[PermissionReply]
-    task: asyncio.Task[Any] | None = None  # the prompter's ask, when a prompter is installed
-
-    @property
-    def request_id(self) -> str:
-        return self.request.request_id
-
-    def answer(self, reply: PermissionReply) -> bool:
-        """Set the reply; False when it was already answered or withdrawn (a duplicate is ignored)."""
-        if self.future.done():
-            return False
-        self.future.set_result(reply)
-        return True
-
-    def withdraw(self) -> None:
-        """The engine no longer waits: cancel the front end's ask (its dialog closes) and the Future."""
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-        if not self.future.done():
-            self.future.cancel()
-
-
-class QuestionBoard:
-    """The pending questions of one handle and the ``answered`` ids (so a second answer is ignored)."""
-
-    def __init__(self, prompter: PermissionPrompter | None):
-        self.prompter = prompter
-        self.pending: dict[str, Question] = {}
-        self.answered: set[str] = set()
-
-    def raise_question(self, request: PermissionRequest) -> Question:
-        loop = asyncio.get_running_loop()
-        question = Question(request=request, future=loop.create_future())
-        self.pending[request.request_id] = question
-        if self.prompter is not None:
-            question.task = asyncio.ensure_future(self._ask(question))
-        return question
-
-    async def _ask(self, question: Question) -> None:
-        assert self.prompter is not None
-        try:
-            reply = await self.prompter.ask(question.request)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a front end bug must not allow: deny, saying why
-            question.answer(PermissionReply(behavior="deny", message=f"Permission request failed: {exc}"))
-            return
-        question.answer(reply)
-
-    async def wait(self, question: Question) -> PermissionReply:
-        """The reply; ``CancelledError`` when the question was withdrawn."""
-        try:
-            reply = await asyncio.shield(question.future)
-        finally:
-            self.pending.pop(question.request_id, None)
-        self.answered.add(question.request_id)
-        if question.task is not None and not question.task.done():  # answered by id: the dialog closes
-            question.task.cancel()
-        return reply
-
-    def answer(self, request_id: str, reply: PermissionReply) -> bool:
-        question = self.pending.get(request_id)
-        if question is None or request_id in self.answered:
-            return False
-        return question.answer(reply)
-
-    def withdraw(self, request_id: str) -> Question | None:
-        question = self.pending.pop(request_id, None)
-        if question is not None:
-            question.withdraw()
-        return question
-
-    def withdraw_all(self) -> list[Question]:
-        questions = list(self.pending.values())
-        self.pending.clear()
-        for q in questions:
-            q.withdraw()
-        return questions
+    cwd: str
+    transcript_path: str = ""
+    executor: ExecutorKind = "inprocess"
+    alive: bool = True
+    pid: int | None = None
+    manages_mcp: bool = False
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Ack:
@@ -189,49 +120,33 @@ class Ack:
 
 
 class SessionHandle(Protocol):
-    """One session, wherever it runs. Properties reflect the latest the engine said."""
+    """One session, wherever it runs (``client.session.ProtocolSession`` over every transport): twelve members.
+    Properties reflect the latest the host said."""
 
     @property
     def session_id(self) -> str: ...
-    @property
-    def cwd(self) -> str: ...
     @property
     def model(self) -> str: ...
     @property
     def permission_mode(self) -> str: ...
     @property
-    def transcript_path(self) -> str: ...
-    @property
-    def executor(self) -> ExecutorKind: ...
-    @property
-    def alive(self) -> bool: ...
-    @property
-    def pending_questions(self) -> list[Question]: ...
-
-    @property
-    def manages_mcp(self) -> bool:
-        """This handle sees and restarts the session's MCP servers (in process; an executor keeps its own)."""
-        ...
+    def state(self) -> HandleState: ...
 
     def submit(self, prompt: str | list[dict[str, Any]]) -> AsyncIterator[AgentEvent]: ...
     def interrupt(self) -> None: ...
     def set_permission_mode(self, mode: str) -> Ack: ...
     def set_model(self, model: str | None) -> Ack: ...
-    def answer(self, request_id: str, reply: PermissionReply) -> bool: ...
-    def history(self) -> list[dict[str, Any]]: ...
-    def mcp_status(self) -> list[dict[str, Any]]: ...
-    async def restart_mcp_server(self, name: str) -> None: ...
-    def retry_now(self) -> bool: ...
-    def discard_if_empty(self) -> bool: ...
-    def record(self, entry: dict[str, Any]) -> None:
-        """Append a front end's entry to the transcript — a ``change-revert`` record of the changes panel, which the
-        model is then told about with the next prompt (``session.changes``); callable from a worker thread.
-        ``ClientError`` where the executor owns the transcript."""
+    def answer(self, request_id: str, reply: PermissionReply) -> bool:
+        """Answer a pending question by id (without a prompter); False when it is not pending."""
         ...
-    async def compact(self, instructions: str | None = None) -> Compacted: ...
+    async def request(self, request: WireModel) -> dict[str, Any]:
+        """A control request about the session (``protocol.control``): history, record, retry now, MCP status and
+        reconnect, …; ``ClientError`` with the refusal."""
+        ...
     async def restart(self) -> None: ...
-    async def end(self, reason: str) -> None: ...
-    async def close(self) -> None: ...
+    async def end(self, reason: str | None = "other", *, discard_if_empty: bool = False) -> bool:
+        """SessionEnd hooks with ``reason`` (None: just close), then the session is closed."""
+        ...
 
 
 class EngineClient(Protocol):

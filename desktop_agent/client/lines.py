@@ -6,9 +6,9 @@
   tool_use (and the text when it was not streamed); a ``user`` line → ``UserMessage`` plus ``ToolCallFinished``
   per tool_result with ``tool_use_result`` as its data — the changes panel's ``structuredPatch``; ``result`` →
   ``Usage``, an ``ErrorEvent`` for a failed turn, ``TurnFinished``);
-- ``request_from_wire``: ``can_use_tool`` → ``PermissionRequest``; ``with_computed_patch``: the patch of an
-  Edit/MultiEdit/Write computed here from the input and the file on disk (``computed_here=True``);
-- ``reply_body``: the front end's ``PermissionReply`` → the ``control_response`` body.
+- ``with_computed_patch``: the patch of an Edit/MultiEdit/Write computed here from the input and the file on disk
+  (``computed_here=True``). The question and its reply are mapped by ``protocol.permission`` (``request_from_wire``
+  and ``reply_body`` are its functions, named here for older callers).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from desktop_agent.core.events import (
     AssistantBlock, Compacted, ErrorEvent, RequestStarted, TextDelta, ThinkingDelta, ToolCallFinished,
     ToolCallStarted, TurnFinished, TurnStarted, Usage, UserMessage,
 )
-from desktop_agent.core.permission import DecisionReason, PermissionReply, PermissionRequest, PermissionUpdate
-from desktop_agent.protocol.control import CanUseToolRequest, PermissionAllow, PermissionDeny
+from desktop_agent.core.permission import PermissionRequest
+from desktop_agent.protocol.permission import reply_to_wire as reply_body
+from desktop_agent.protocol.permission import request_from_wire
 from desktop_agent.protocol.stream_json import (
     AssistantLine, ResultLine, StreamEventLine, SystemLine, UserLine,
 )
@@ -144,34 +145,6 @@ class LineTranslator:
         return out
 
 
-def request_from_wire(request_id: str, wire: CanUseToolRequest, cwd: str) -> PermissionRequest:
-    suggestions: list[PermissionUpdate] = []
-    for raw in wire.permission_suggestions:
-        try:
-            suggestions.append(PermissionUpdate.model_validate(raw))
-        except Exception:  # a kind this engine does not know: not offered
-            continue
-    reason: DecisionReason | None = None
-    if isinstance(wire.decision_reason, dict):
-        try:
-            reason = DecisionReason.model_validate(wire.decision_reason)
-        except Exception:
-            reason = None
-    elif isinstance(wire.decision_reason, str) and wire.decision_reason:
-        reason = DecisionReason(type="other", reason=wire.decision_reason)
-    description = wire.description
-    target = wire.file_path or wire.input.get("file_path") or wire.input.get("notebook_path")
-    if description and isinstance(target, str) and target:  # Claude Code's "src/app.ts": the heading says it
-        full = target if os.path.isabs(target) else os.path.join(cwd, target)
-        if description.strip() in (target, full, os.path.relpath(full, cwd), os.path.basename(full)):
-            description = None
-    return PermissionRequest(
-        request_id=request_id, tool_name=wire.tool_name, tool_use_id=wire.tool_use_id, input=dict(wire.input),
-        cwd=cwd, message="", decision_reason=reason, suggestions=suggestions, blocked_path=wire.blocked_path,
-        file_path=wire.file_path, structured_patch=wire.structured_patch, original_file=wire.original_file,
-        subcommands=wire.subcommands, description=description)
-
-
 def with_computed_patch(request: PermissionRequest) -> PermissionRequest:
     """For an Edit/MultiEdit/Write asked without a patch (Claude Code): the patch computed here, from the input
     and the file on disk, with the Edit tool's own code. Other tools, or an unreadable file: unchanged."""
@@ -206,15 +179,4 @@ def with_computed_patch(request: PermissionRequest) -> PermissionRequest:
         "original_file": original if exists else None, "computed_here": True})
 
 
-def reply_body(reply: PermissionReply, original_input: dict[str, Any]) -> PermissionAllow | PermissionDeny:
-    """The ``control_response`` body: allow runs the whole input (Claude Code runs what it is given), deny carries
-    the message the tool_result will say verbatim (the feedback folded in as the engine folds it)."""
-    if reply.behavior == "allow":
-        updates = [u.to_wire() for u in reply.updated_permissions]
-        return PermissionAllow(updatedInput=dict(reply.updated_input or original_input),
-                               updatedPermissions=updates or None, rejectedHunks=reply.rejected_hunks,
-                               totalHunks=reply.total_hunks)
-    message = reply.message or USER_DENIED_MESSAGE
-    if reply.feedback and message == USER_DENIED_MESSAGE:
-        message = f"{message}. The user said: {reply.feedback}"
-    return PermissionDeny(message=message, interrupt=True if reply.interrupt else None)
+__all__ = ["LineTranslator", "reply_body", "request_from_wire", "with_computed_patch"]

@@ -302,7 +302,7 @@ class ServeConfig:
     stdio`` or any host client; otherwise an ask is denied with its own message), ``lone`` (the CLI: no client left
     means no one can answer, so an ask is denied instead of waiting for one to attach)."""
 
-    out_format: Literal["stream-json", "json", "text"] = "stream-json"
+    out_format: str = "stream-json"  # stream-json, json or text
     asks: bool = True
     lone: bool = False
     verbose: bool = False
@@ -364,6 +364,7 @@ class HostedSession:
         self._key_source: str | None = None
         self._runner: asyncio.Task[None] | None = None
         self._unsubscribe = host.inbox.subscribe(self._on_inbox)
+        self._mode_told = session.permission_mode
         self.on_result: Callable[[ResultLine], None] | None = None  # the CLI writes json/text results itself
         self.fit_prompter()
 
@@ -424,12 +425,24 @@ class HostedSession:
                 client.line(line)
 
     def event(self, event: AgentEvent) -> None:
-        """One ``AgentEvent``, exactly, to the clients that asked for them."""
+        """One ``AgentEvent``, exactly, to the clients that asked for them (and a ``status`` line when the engine
+        changed the permission mode itself: a dialog's mode switch, plan mode's exit)."""
         line: AgentEventLine | None = None
         for client in self.clients:
             if client.agent_events:
                 line = line or AgentEventLine.of(event)
                 client.line(line)
+        self.mode_check()
+
+    def mode_check(self) -> None:
+        mode = self.session.permission_mode
+        if mode == self._mode_told:
+            return
+        self._mode_told = mode
+        status = SystemStatus(permissionMode=mode, session_id=self.session_id, uuid=str(uuid.uuid4()))
+        for client in self.clients:
+            if client.agent_events:
+                client.line(status)
 
     def init_line(self) -> SystemInit:
         s = self.session
@@ -690,6 +703,7 @@ class HostedSession:
                 return
             elif isinstance(request, SetPermissionModeRequest):
                 self.session.set_permission_mode(request.mode)
+                self._mode_told = self.session.permission_mode
                 client.line(ControlResponse.success(request_id, {"mode": self.session.permission_mode}))
                 self._status_line()
                 return
@@ -717,9 +731,10 @@ class HostedSession:
                 response = {}
             elif isinstance(request, RetryNowRequest):
                 event = getattr(self.session.client, "retry_now", None)
-                retried = event is not None and not event.is_set()
-                if retried:
+                retried = False
+                if event is not None and not event.is_set():
                     event.set()
+                    retried = True
                 response = {"retried": retried}
             elif isinstance(request, EndSessionRequest):
                 response = {"discarded": await self.host.end_session(self.session_id, request.reason,

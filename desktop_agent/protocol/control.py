@@ -155,6 +155,8 @@ class PermissionDeny(WireModel):
     behavior: Literal["deny"] = "deny"
     message: str = "User denied via UI"
     interrupt: bool | None = None
+    # extension field: what the person typed, already folded into ``message``; kept so every client shows it
+    feedback: str | None = None
 
 
 ControlMessage = Union[ControlRequest, ControlResponse, ControlCancelRequest]
@@ -437,7 +439,7 @@ class EndSessionRequest(WireModel):
     (``discard_if_empty``: its transcript goes when it holds no message); response ``{"discarded": bool}``."""
 
     subtype: Literal["desktop_agent_end"] = "desktop_agent_end"
-    reason: str = "other"
+    reason: str | None = "other"  # None: closed without SessionEnd hooks
     discard_if_empty: bool = False
 
 

@@ -79,7 +79,7 @@ def reply_to_wire(reply: PermissionReply, original_input: dict[str, Any]) -> Per
     message = reply.message or USER_DENIED_MESSAGE
     if reply.feedback and message == USER_DENIED_MESSAGE:
         message = f"{message}. The user said: {reply.feedback}"
-    return PermissionDeny(message=message, interrupt=True if reply.interrupt else None)
+    return PermissionDeny(message=message, interrupt=True if reply.interrupt else None, feedback=reply.feedback or None)
 
 
 def _hunks(raw: Any, total: Any) -> dict[str, Any]:
@@ -111,6 +111,7 @@ def reply_from_wire(body: dict[str, Any] | None) -> PermissionReply:
         return PermissionReply(behavior="allow", updated_input=updated if isinstance(updated, dict) and updated
                                else None, updated_permissions=updates,
                                **_hunks(body.get("rejectedHunks"), body.get("totalHunks")))
-    message = body.get("message")
+    message, feedback = body.get("message"), body.get("feedback")
     return PermissionReply(behavior="deny", message=str(message or USER_DENIED_MESSAGE),
-                           interrupt=bool(body.get("interrupt")))
+                           interrupt=bool(body.get("interrupt")),
+                           feedback=feedback if isinstance(feedback, str) and feedback else None)

@@ -171,7 +171,7 @@ class AgentEventLine(WireModel):
     def agent_event(self) -> AgentEvent:
         if isinstance(self.event, dict):
             return _event_adapter().validate_python(self.event)
-        return self.event  # type: ignore[no-any-return]
+        return self.event
 
     def to_wire(self) -> dict[str, Any]:
         event = self.event

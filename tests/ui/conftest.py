@@ -80,7 +80,6 @@ def make_window(qtbot, qloop, fake, tmp_path):
     settings' client), its window state in the test's folder. After the test every running turn is stopped and
     every session ended (its executor process, MCP servers and shells with it)."""
     from desktop_agent.model.anthropic_client import AnthropicClient
-    from desktop_agent.ui.window.controller import ExecutorHandle
     from desktop_agent.ui.window.main_window import MainWindow
 
     windows: list[MainWindow] = []
@@ -104,5 +103,5 @@ def make_window(qtbot, qloop, fake, tmp_path):
             continue
         if not qloop.is_closed():
             qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=10))
-        elif isinstance(session, ExecutorHandle) and session.alive and session.pid:  # a failed test's child
-            os.kill(session.pid, signal.SIGKILL)
+        elif session.state.alive and session.state.pid:  # a failed test's executor child
+            os.kill(session.state.pid, signal.SIGKILL)

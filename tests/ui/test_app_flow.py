@@ -15,6 +15,7 @@ from PySide6.QtCore import QPoint, QSettings, Qt
 
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.ui.flow import READ, edit, open_and_send, result_text, tool_results, wait_dialog, wait_for
+from desktop_agent.protocol.control import HistoryRequest
 
 
 def test_allow_writes_file_and_shows_hunk(qtbot, qloop, fake, make_window, workdir):
@@ -174,7 +175,7 @@ def test_stop_during_tool_run_leaves_ui_idle(qtbot, qloop, fake, make_window, wo
     assert win.conversation.cards["toolu_sleep"].state in ("cancelled", "error")
     assert "Interrupted" in win.conversation.text_content()
     # The transcript stays valid: the tool_use has its tool_result.
-    msgs = win.controller.session.history()
+    msgs = qloop.run_until_complete(win.controller.session.request(HistoryRequest()))["entries"]
     uses = {b["id"] for m in msgs if m.get("type") == "assistant" for b in m["message"]["content"]
             if isinstance(b, dict) and b.get("type") == "tool_use"}
     results = {b["tool_use_id"] for m in msgs if m.get("type") == "user" and isinstance(m["message"]["content"], list)

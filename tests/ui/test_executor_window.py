@@ -49,8 +49,8 @@ def _check_executor(win, executor: str) -> None:
     session = win.controller.session
     if executor == "process":
         assert session.executor == "process" and session.pid and session.pid != os.getpid()
-    else:
-        assert not hasattr(session, "pid")
+    else:  # the host in this process, over the memory transport: no process of its own
+        assert session.executor == "inprocess" and session.state.pid is None
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)

@@ -22,6 +22,7 @@ from desktop_agent.ui.window.presenters import (
     status_dot,
 )
 from desktop_agent.ui.window.settings_gate import RETRY_ACTION
+from desktop_agent.protocol.control import McpReconnectRequest
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QLabel
@@ -183,7 +184,7 @@ class BannersMixin:
     def _mcp_status(self) -> list[dict[str, Any]]:
         session = self.controller.session
         try:
-            return session.mcp_status() if session is not None else []
+            return list(session.state.mcp_servers) if session is not None else []
         except Exception:
             log.exception("could not read the MCP servers' states")
             return []
@@ -208,7 +209,7 @@ class BannersMixin:
     def restart_server(self, name: str) -> asyncio.Task | None:
         """Restart one MCP server as a task on the loop (the Qt thread never waits for it)."""
         session = self.controller.session
-        if session is None or not session.manages_mcp or name in self._restarting:
+        if session is None or not session.state.manages_mcp or name in self._restarting:
             return None
         self._restarting.add(name)
         self.refresh_servers()
@@ -216,7 +217,7 @@ class BannersMixin:
 
     async def _restart(self, session: SessionHandle, name: str) -> None:
         try:
-            await session.restart_mcp_server(name)
+            await session.request(McpReconnectRequest(serverName=name))
         except Exception as exc:
             log.warning("could not restart the MCP server %s: %s", name, exc)
             self.status.showMessage(translate("MainWindow", "Could not restart {0}: {1}").format(name, exc), 5000)

@@ -9,9 +9,9 @@ the question in ``questions`` (``PromptQueue``, keyed by ``(session_id, request_
 ``PermissionDialog`` at a time, opened with ``open()`` and awaited — never a nested ``exec()`` loop — the others
 waiting ("1 more waiting"). Interrupting the turn answers every queued question with a deny and closes the dialog.
 
-The session is a ``client.SessionHandle``: the engine on this loop (``client.in_process``, the default) or, for
-``open_session(executor="process" | "claude")``, an executor process (``client.subprocess``) — the window reaches
-the engine through ``client`` only. Questions reach ``ask()`` the same way and a withdrawn one cancels ``ask()``
+The session is a ``client.SessionHandle`` (a ``ProtocolSession``): the engine host on this loop over the memory
+transport (``inprocess``, the default) or, for ``open_session(executor="process" | "claude")``, an executor process
+over a pipe — the window reaches the engine through ``client`` only. Questions reach ``ask()`` the same way and a withdrawn one cancels ``ask()``
 (the dialog closes).
 When that process dies the handle's ``ErrorEvent(kind="executor")`` (or ``on_exit`` between turns) is shown,
 and ``restart_session()`` resumes the session in a new process.
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QApplication, QWidget
@@ -29,17 +29,10 @@ from PySide6.QtWidgets import QApplication, QWidget
 from desktop_agent.client import EngineClient, ExecutorKind, SessionHandle, SessionOptions, make_client
 from desktop_agent.core import events as ev
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
+from desktop_agent.protocol.control import RetryNowRequest
 from desktop_agent.ui.dialogs.permission import PermissionDialog
 from desktop_agent.ui.window.presenters import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING
 from desktop_agent.ui.window.questions import PromptQueue
-
-
-@runtime_checkable
-class ExecutorHandle(Protocol):
-    """What a handle over an executor process adds: its pid and the callback for its death between turns."""
-
-    pid: int | None
-    on_exit: Callable[[str], None] | None
 
 
 log = logging.getLogger(__name__)
@@ -106,7 +99,7 @@ class AgentController(QObject):
         (``process``, ``claude``). ``kwargs`` are ``SessionOptions`` fields; the rest (a model ``client`` for the
         tour and tests) go to the in-process engine only (an object cannot cross to a child process)."""
         known = set(SessionOptions.__dataclass_fields__) - {"prompter", "engine_kwargs"}
-        options = SessionOptions(prompter=self, idle_notification=True,
+        options = SessionOptions(prompter=self, idle_notification=True, on_exit=self._executor_exited,
                                  **{k: v for k, v in kwargs.items() if k in known})
         if executor == "inprocess":
             options.engine_kwargs = {k: v for k, v in kwargs.items() if k not in known}
@@ -114,21 +107,19 @@ class AgentController(QObject):
             else make_client(executor, executable)
         handle = await client.open(cwd, options)
         self._client = client
-        if isinstance(handle, ExecutorHandle):
-            handle.on_exit = self._executor_exited
         self.set_session(handle, cwd)
         return handle
 
     def set_session(self, session: Any, cwd: str | None = None) -> None:
         self.session = session
-        self.cwd = cwd or session.cwd
+        self.cwd = cwd or session.state.cwd
         self.tokens, self.cost, self.turn_index = 0, 0.0, 0
         self.base_tokens, self.base_cost = 0, 0.0
         self.usage_changed.emit(0, 0.0)
         self._set_status(IDLE)
         self.session_changed.emit(session)
 
-    async def end_session(self, reason: str, timeout: float = 10.0) -> None:
+    async def end_session(self, reason: str, timeout: float = 10.0, *, discard_if_empty: bool = False) -> None:
         """SessionEnd for the current session (App. B §B.5: ``clear`` when another replaces it,
         ``prompt_input_exit`` when the window closes): a running turn is stopped and awaited (5 s at most),
         then ``session.end(reason)`` runs its hooks and closes it, within ``timeout`` seconds. The session
@@ -141,7 +132,8 @@ class AgentController(QObject):
             self.stop()
             await asyncio.wait({task}, timeout=5.0)
         try:
-            await asyncio.wait_for(session.end(reason), timeout)  # an executor: SessionEnd runs in it as it exits
+            # an executor: SessionEnd runs in it as it exits; an empty session's transcript goes
+            await asyncio.wait_for(session.end(reason, discard_if_empty=discard_if_empty), timeout)
         except Exception:  # a hook or a server that will not close must not keep the window open
             log.exception("SessionEnd (%s) failed", reason)
         finally:
@@ -159,7 +151,7 @@ class AgentController(QObject):
     def can_restart(self) -> bool:
         """The session runs in an executor process that is gone: ``restart_session()`` resumes it."""
         session = self.session
-        return session is not None and not session.alive
+        return session is not None and not session.state.alive
 
     async def restart_session(self) -> None:
         """A new executor process resuming this session (``--resume``); the conversation stays on screen."""
@@ -176,7 +168,7 @@ class AgentController(QObject):
         self._last_error = ""
         self._set_status(IDLE)
         self.notice.emit("info", self.tr("Session restarted in a new process (pid {0})").format(
-            session.pid if isinstance(session, ExecutorHandle) else "?"))
+            session.state.pid or "?"))
 
     def set_usage_base(self, tokens: int, cost: float, turns: int = 0) -> None:
         """What a resumed session used before (from its transcript): the totals continue from it."""
@@ -267,8 +259,20 @@ class AgentController(QObject):
         self._force_handle = asyncio.get_event_loop().call_later(3.0, _force)
 
     def retry_now(self) -> bool:
-        """End the model client's current backoff wait early (the retry card's Retry now)."""
-        return self.session is not None and self.session.retry_now()
+        """End the model client's current backoff wait early (the retry card's Retry now): a request to the host,
+        answered on the loop; False without a session."""
+        session = self.session
+        if session is None:
+            return False
+
+        async def retry() -> None:
+            try:
+                await session.request(RetryNowRequest())
+            except Exception as exc:  # an executor that retries to itself (Claude Code)
+                log.info("retry now: %s", exc)
+
+        asyncio.ensure_future(retry())
+        return True
 
     # ----- events ----------------------------------------------------------------------------
     def _finished(self, event: Any) -> None:
@@ -329,7 +333,7 @@ class AgentController(QObject):
         Cancelled (withdrawn by the engine), it leaves the queue and its dialog, if showing, closes."""
         if self.status != WAITING:
             self._set_status(WAITING, request.tool_name)
-        session_id = str(getattr(self.session, "session_id", "") or "")
+        session_id = self.session.session_id if self.session is not None else ""
         self._asking += 1
         try:
             return await self.questions.ask(

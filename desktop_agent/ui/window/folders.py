@@ -30,6 +30,7 @@ from desktop_agent.ui.modes import BYPASS, default_mode_setting, settled_mode
 from desktop_agent.ui.window.presenters import STOPPING, home, session_rows
 from desktop_agent.ui.window.settings_gate import settings_gate, show_problems
 from desktop_agent.util.threads import in_thread
+from desktop_agent.protocol.control import HistoryRequest
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
@@ -101,9 +102,7 @@ class FoldersMixin:
         session = self.controller.session
         if session is None:
             return
-        await self.controller.end_session(reason)
-        if not self.demo:
-            await in_thread(session.discard_if_empty)  # reads the transcript
+        await self.controller.end_session(reason, discard_if_empty=not self.demo)
 
 
     def folder_dialog_start(self) -> str:
@@ -357,14 +356,14 @@ class FoldersMixin:
 
     async def replay_history(self, session: SessionHandle) -> None:
         """Read ``session``'s transcript and show it (``prepare_history`` on a worker thread, then ``show_history``)."""
-        folder = self.conversation.cwd or session.cwd
+        folder = self.conversation.cwd or session.state.cwd
+        try:
+            entries = list((await session.request(HistoryRequest())).get("entries") or [])
+        except Exception:
+            log.exception("could not read the session's transcript")
+            entries = []
 
         def read() -> PreparedHistory:
-            try:
-                entries = session.history()
-            except Exception:
-                log.exception("could not read the session's transcript")
-                entries = []
             return prepare_history(entries, folder)  # type: ignore[return-value]  # a list gives a result
 
         await self.show_history(await in_thread(read))

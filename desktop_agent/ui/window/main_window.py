@@ -38,6 +38,9 @@ from desktop_agent.ui.window.presenters import RETRYING, STOPPING, STREAMING, TO
 from desktop_agent.ui.window.prompt import PromptEdit
 from desktop_agent.ui.window.sidebar import SessionsPane
 from desktop_agent.ui.window.toolbar import ToolbarMixin
+from desktop_agent.client.local import discard_empty_transcript as discard_if_empty
+from desktop_agent.client.session import ProtocolSession
+from desktop_agent.protocol.control import RecordRequest
 
 log = logging.getLogger(__name__)
 
@@ -371,7 +374,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         if self.controller.busy:
             self.controller.stop()
         elif self.controller.session is not None and not self.demo:
-            self.controller.session.discard_if_empty()
+            discard_if_empty(self.controller.session.state.transcript_path)  # no loop left to ask the host
         super().closeEvent(event)
 
     # ----- sending -----------------------------------------------------------------------------
@@ -468,7 +471,11 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
     def _record_entry(self, entry: dict[str, Any]) -> None:
         if self.controller.session is None:
             raise RuntimeError("no session to record the revert in")
-        self.controller.session.record(entry)
+        session = self.controller.session
+        if isinstance(session, ProtocolSession):
+            session.request_threadsafe(RecordRequest(entry=entry))
+        else:
+            raise RuntimeError("this session records no revert")
 
     def _session_id(self) -> str | None:
         return self.controller.session.session_id if self.controller.session is not None else None

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QSettings
 
+from desktop_agent.client import HandleState
 from desktop_agent.core import events as ev
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
 from desktop_agent.ui.conversation.presenter import BannerItem, TextItem, UserItem
@@ -38,11 +39,9 @@ class FakeSession:
     def interrupt(self) -> None:
         pass
 
-    def mcp_status(self) -> list[dict[str, Any]]:
-        return []
-
-    def discard_if_empty(self) -> None:
-        pass
+    @property
+    def state(self) -> HandleState:
+        return HandleState(cwd=self.cwd, alive=self.alive)
 
 
 @pytest.fixture

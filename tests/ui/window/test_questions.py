@@ -19,6 +19,7 @@ from desktop_agent.ui.dialogs.permission import PermissionDialog
 from desktop_agent.ui.window.questions import PromptQueue
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.ui.flow import open_and_send, result_text, tool_results, wait_dialog, wait_for
+from desktop_agent.protocol.control import HistoryRequest
 
 EXECUTORS = ["inprocess", "process"]
 
@@ -114,7 +115,7 @@ def test_stop_with_two_waiting_denies_both_and_leaves_no_dialog(qtbot, qloop, fa
     assert not first.isVisible() and not _visible_permission_dialogs()
     assert len(win.controller.questions) == 0 and win.controller.current_dialog is None
     assert win.controller.status == "idle" and not win.controller.busy
-    history = win.controller.session.history()
+    history = qloop.run_until_complete(win.controller.session.request(HistoryRequest()))["entries"]
     results = {b["tool_use_id"]: b for e in history if e.get("type") == "user" and isinstance(e["message"]["content"],
                                                                                            list)
                for b in e["message"]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"}

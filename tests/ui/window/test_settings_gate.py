@@ -86,7 +86,8 @@ def test_invalid_entries_are_a_notice_and_the_valid_ones_hold(qtbot, qloop, make
         assert "'read(./app.ts)'" in notice.text_plain and "'Read(./app.ts)'" in notice.text_plain
         assert BLOCKED_KEY not in win.conversation.banners
         session = win.controller.session
-        rules = {str(r.value) for r in session.session.permission_context.rules if r.behavior == "deny"}
+        engine = win.controller.client.host.sessions[session.session_id].session  # the host in this process
+        rules = {str(r.value) for r in engine.permission_context.rules if r.behavior == "deny"}
         assert rules == {"Read(./app.ts)"}  # the lower-case rule read as Read's; the broken ones skipped
         await asyncio.sleep(0)
 
