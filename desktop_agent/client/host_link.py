@@ -6,6 +6,10 @@ thread, never on the Qt thread) and waits until the socket answers, at most ``ti
 ``HostUnavailable`` naming the log file. The socket directory is verified first (0700, ours, not a symlink) and
 the process at the other end must be run by this user (``SO_PEERCRED``), so a socket planted by someone else is
 never spoken to. ``host_status()`` / ``stop_host()`` are ``--status`` / ``--stop`` for a front end.
+
+``BackgroundClient`` is the ``EngineClient`` of the window's sessions in the background host: ``open(folder)`` a new
+session or ``attach(session_id)`` to one the host runs (every pending question is asked again), each connection —
+a restart's too — through ``connect_host``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import asyncio
 import os
 from typing import Any, Sequence
 
-from desktop_agent.client.base import ClientError
+from desktop_agent.client.base import ClientError, ExecutorKind, SessionOptions
+from desktop_agent.client.local import LocalStore
 from desktop_agent.host.daemon import START_TIMEOUT_S, control_request, start_background
 from desktop_agent.host.daemon import stop_host as _stop_host
 from desktop_agent.host.runtime import HostPaths, UnsafeDirectory, ensure_private_dir, host_paths, peer_credentials
@@ -92,4 +97,42 @@ async def stop_host(paths: HostPaths | None = None) -> int | None:
     return await in_thread(lambda: _stop_host(paths=paths))
 
 
-__all__ = ["HostUnavailable", "connect_host", "ensure_host", "host_status", "stop_host"]
+class BackgroundClient(LocalStore):
+    """Sessions in the background host (``desktop-agent host``), started on demand: ``open`` a new session or
+    ``attach`` to one the host runs (its pending questions are asked again). Every connection — a restart too — goes
+    through ``connect_host``: the directory verified, the host started when none runs, its peer uid checked."""
+
+    kind: ExecutorKind = "host"
+
+    def __init__(self, paths: HostPaths | None = None, *, command: Sequence[str] | None = None):
+        self.paths = paths or host_paths()
+        self.command = command
+
+    async def _transport(self, _resume: str | None = None) -> Any:
+        from desktop_agent.client.transports import UnixTransport
+
+        reader, writer = await connect_host(True, paths=self.paths, command=self.command)
+        return UnixTransport(reader, writer, os.fspath(self.paths.socket))
+
+    async def open(self, folder: str | os.PathLike[str], options: SessionOptions) -> Any:
+        from desktop_agent.client.session import ProtocolSession
+
+        if options.engine_kwargs:
+            raise ClientError("engine objects cannot cross to the background host")
+        cwd = os.path.abspath(os.fspath(folder))
+        session = ProtocolSession(await self._transport(), cwd, options, speaks="host", executor="host",
+                                  connect=self._transport)
+        await session.start()
+        return session
+
+    async def attach(self, session_id: str, options: SessionOptions) -> Any:
+        from desktop_agent.client.session import ProtocolSession
+
+        options.session_id = session_id
+        session = ProtocolSession(await self._transport(), "", options, speaks="host", executor="host",
+                                  connect=self._transport)
+        await session.start(attach=True)
+        return session
+
+
+__all__ = ["BackgroundClient", "HostUnavailable", "connect_host", "ensure_host", "host_status", "stop_host"]

@@ -60,6 +60,11 @@ async def running_session(folder: str, resume: str | None = None) -> str | None:
     return pick_running(status, folder, resume)
 
 
+def in_background(session: Any) -> bool:
+    """``session`` runs in the background host (closing the window leaves it running)."""
+    return session is not None and session.state.executor == "host"
+
+
 def left_running_text(title: str) -> str:
     return translate("MainWindow", "Your session in {0} keeps running in the background host. Open the folder again "
                                    "to see it; desktop-agent host --status lists what runs.").format(title)
