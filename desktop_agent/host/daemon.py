@@ -377,10 +377,15 @@ def host_command() -> list[str]:
 
 
 def _child_env() -> dict[str, str]:
+    """This environment, with an import path that finds this very package from the host's directory (home)."""
     env = dict(os.environ)
-    pp = env.get("PYTHONPATH")
-    if pp:  # the host runs from another directory: keep the import path the starter had
-        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) if p else p for p in pp.split(os.pathsep))
+    if getattr(sys, "frozen", False):
+        return env
+    import desktop_agent
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(desktop_agent.__file__)))
+    parts = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([here, *parts]))
     return env
 
 
