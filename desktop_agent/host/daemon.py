@@ -473,6 +473,21 @@ def _reap_later(child: subprocess.Popen[bytes]) -> None:
     threading.Thread(target=child.wait, name="host-reaper", daemon=True).start()
 
 
+def _gone(pid: int) -> bool:
+    """The process has exited (a zombie waiting for its parent counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def stop_host(*, paths: HostPaths | None = None, timeout: float = STOP_TIMEOUT_S) -> int | None:
     """Ask the host to stop and wait until it has (its lock is free); its pid, or None when none was running.
     ``HostUnavailable`` when it is still there after ``timeout``."""
@@ -484,8 +499,8 @@ def stop_host(*, paths: HostPaths | None = None, timeout: float = STOP_TIMEOUT_S
     lock = HostLock(paths.lock)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not lock.held_elsewhere():
+        if not lock.held_elsewhere() and (not isinstance(pid, int) or _gone(pid)):
             return pid if isinstance(pid, int) else 0
-        time.sleep(0.05)
+        time.sleep(0.02)
     raise HostUnavailable(f"The background host (pid {pid}) did not stop within {timeout:.0f} s. "
                           f"See its log: {paths.log}")
