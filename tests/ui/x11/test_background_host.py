@@ -166,3 +166,46 @@ def test_two_windows_see_one_question_and_the_first_answer_wins(desk, tmp_path):
     one.alive()
     two.alive()
     fake.assert_done()
+
+
+def test_questions_of_three_sessions_survive_kill_9_of_their_windows(desk, tmp_path):
+    """Three windows, three folders, three sessions each waiting on a question; every window is killed with SIGKILL.
+    The host keeps the three questions; a window reopened on each folder asks its question again, and answering it
+    completes the turn — where the model then asks a second question (two of the sessions), that one is asked in the
+    same window: five questions in all, none lost."""
+    x, fake, env, host_env = desk
+    folders = [_folder(tmp_path, f"proj{i}") for i in range(3)]
+    apps = []
+    for i, folder in enumerate(folders):
+        target = folder / "app.ts"
+        fake.script([_read(target), edit(target, BEFORE, AFTER, id=f"toolu_edit{i}")])  # played in request order
+        app = App(x, env, folder, tmp_path / f"w{i}.log")
+        app.send("Change value to 2")
+        app.dialog(60)
+        _wait_host(lambda s, n=i + 1: len(s["pending"]) == n, 20, f"{i + 1} pending questions")
+        apps.append(app)
+    status = control_request("status")
+    sessions = {s["cwd"]: s["session_id"] for s in status["sessions"]}
+    assert len(sessions) == 3
+    for app in apps:
+        app.kill9()
+    status = _wait_host(lambda s: s["clients"] == 0, 10, "the windows' connections to go")
+    assert sorted(q["session_id"] for q in status["pending"]) == sorted(sessions.values())
+    for i, folder in enumerate(folders):
+        target = folder / "app.ts"
+        follow = [edit(target, AFTER, "export const value = 3", id=f"toolu_more{i}")] if i < 2 else []
+        fake.script(follow or [reply(text("Done."))])  # what the answer leads to
+        app = App(x, env, folder, tmp_path / f"again{i}.log")
+        app.allow(app.dialog(60))
+        x.wait(lambda: target.read_text() == AFTER or target.read_text().endswith("3"), 20, "the first edit")
+        if follow:
+            x.wait(lambda: not app.dialogs(), 10, "the answered dialog to close")
+            fake.script([reply(text("Done."))])
+            app.allow(app.dialog(30))  # the session's next question, in the reopened window
+            x.wait(lambda: target.read_text() == "export const value = 3", 20, "the second edit")
+        sid = sessions[str(folder)]
+        _wait_host(lambda s: not any(q["session_id"] == sid for q in s["pending"])
+                   and not next(e for e in s["sessions"] if e["session_id"] == sid)["busy"], 20, "the turn to end")
+        app.kill9()
+    assert control_request("status")["pending"] == []
+    fake.assert_done()
