@@ -19,7 +19,7 @@ BEFORE, AFTER = "export const value = 1", "export const value = 2"
 
 
 def test_closing_the_window_leaves_the_session_running_and_a_new_window_answers_it(
-        qtbot, qloop, fake, host_env: HostEnv, tmp_path, workdir, monkeypatch):
+        qtbot, qloop, fake, host_env: HostEnv, tmp_path, workdir, monkeypatch, keep_app_running):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)  # the host inherits it
     config = tmp_path / "home-config"
