@@ -71,3 +71,31 @@ def test_closing_the_window_leaves_the_session_running_and_a_new_window_answers_
     assert "Change value to 2" in second.conversation.text_content()  # its transcript, shown on attach
     fake.assert_done()
     qloop.run_until_complete(second.controller.detach_session())
+
+
+def test_a_host_that_cannot_start_is_a_banner_naming_why(qtbot, qloop, host_env: HostEnv, tmp_path, workdir,
+                                                       monkeypatch):
+    """The host's directory is writable by others: nothing is started or connected there, and the window says why
+    instead of opening the folder in this process behind the person's back."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    config = tmp_path / "home-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (config / "desktop-agent").mkdir(parents=True)
+    (config / "desktop-agent" / "settings.json").write_text(json.dumps({"keep_sessions_running": True}))
+    host_env.host_dir.mkdir(mode=0o700)
+    os.chmod(host_env.host_dir, 0o777)
+    win = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(win)
+    assert win.executor_choice() == ("host", None)
+    assert not qloop.run_until_complete(win.open_folder(str(workdir)))
+    banner = win.conversation.banners["setup"].text_plain
+    assert "Could not open the session" in banner and "writable by other users" in banner
+    assert win.controller.session is None
+    assert not host_env.socket.exists() and control_request("status") is None
+    tour = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat), demo=True)
+    qtbot.addWidget(tour)
+    assert tour.executor_choice() == ("inprocess", None)  # the tour never leaves this process
+    forced = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat),
+                        executor="process")
+    qtbot.addWidget(forced)
+    assert forced.executor_choice() == ("process", None)  # --executor wins over the setting
