@@ -56,7 +56,8 @@ class HostEnv:
             return ""
 
     def spawn(self, args: list[str], **kw: object) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(args, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)  # type: ignore[call-overload]
+        proc = subprocess.Popen(args, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                **kw)  # type: ignore[call-overload]
         self.procs.append(proc)
         return proc
 

@@ -78,7 +78,8 @@ def engine_host(host_env: HostEnv, tmp_path):
     fake.__enter__()
     host_env.env.update(ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=fake.base_url,
                         HOME=os.environ["HOME"], XDG_DATA_HOME=os.environ["XDG_DATA_HOME"],
-                        XDG_CONFIG_HOME=os.environ["XDG_CONFIG_HOME"], CLAUDE_CONFIG_DIR=os.environ["CLAUDE_CONFIG_DIR"])
+                        XDG_CONFIG_HOME=os.environ["XDG_CONFIG_HOME"],
+                        CLAUDE_CONFIG_DIR=os.environ["CLAUDE_CONFIG_DIR"])
     try:
         yield host_env, fake
     finally:
@@ -160,7 +161,8 @@ def test_a_question_outlives_a_killed_client_and_answering_it_completes_the_turn
     entries = _transcript(path)
     uses = [b["id"] for e in entries if e.get("type") == "assistant" for b in e["message"]["content"]
             if b.get("type") == "tool_use"]
-    results = [b["tool_use_id"] for e in entries if e.get("type") == "user" and isinstance(e["message"]["content"], list)
+    results = [b["tool_use_id"] for e in entries
+               if e.get("type") == "user" and isinstance(e["message"]["content"], list)
                for b in e["message"]["content"] if b.get("type") == "tool_result"]
     assert uses == results == ["toolu_w1"]
 
@@ -200,8 +202,9 @@ def _drop(wires: list[Wire]) -> None:
 
 def test_five_questions_across_three_sessions_survive_their_clients(engine_host, tmp_path):
     """Three sessions (two in one folder) asking five questions in all (two Writes in one reply ask one after the
-    other: the engine asks one question of a session at a time); every client is dropped while questions are pending
-    — twice — and each question is sent again to the client that attaches next; answering them completes the turns."""
+    other: the engine asks one question of a session at a time); every client is dropped while questions are
+    pending — twice — and each question is sent again to the client that attaches next; answering them completes
+    the turns."""
     host_env, fake = engine_host
     folders = [tmp_path / "f1", tmp_path / "f2", tmp_path / "f2"]
     for f in folders:

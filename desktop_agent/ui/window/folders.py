@@ -222,7 +222,8 @@ class FoldersMixin:
             self.controller.set_permission_mode(mode)
         self.permission_mode = mode
         self._select_mode(mode)
-        if (resume or attached) and not replayed:  # the transcript only this session's executor knows (Claude Code's own)
+        # the transcript only this session's executor knows (Claude Code's own), or the host's session attached to
+        if (resume or attached) and not replayed:
             await self.replay_history(session)
         elif not resume:
             self._show_empty()

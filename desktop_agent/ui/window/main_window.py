@@ -369,8 +369,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
             # SessionEnd (prompt_input_exit) first, on the loop that still runs; then close for real
             event.ignore()
             if self._close_task is None:
-                self.status.showMessage(self.tr("Leaving the session running in the background host…")
-                                        if in_background(self.controller.session) else self.tr("Closing the session…"))
+                leaving = in_background(self.controller.session)
+                self.status.showMessage(self.tr("Leaving the session running in the background host…") if leaving
+                                        else self.tr("Closing the session…"))
                 self._close_task = asyncio.ensure_future(self._end_then_close())
             return
         if in_background(self.controller.session):

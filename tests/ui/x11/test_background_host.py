@@ -1,7 +1,7 @@
 """The background host through the real window, on a real X server (Xvfb + Openbox), against the fake Messages API:
 
-- a question pending → kill -9 the window → start it again → the question is shown again and answering it completes
-  the turn (the file is written, the transcript pairs the call with its result);
+- a question pending → kill -9 the window → start it again → the question is shown again and answering it
+  completes the turn (the file is written, the transcript pairs the call with its result);
 - two windows attached to one session see the same question; the first answer wins and the other dialog closes;
 - 5 pending questions across 3 sessions survive the window's kill -9 (the host lists them all; the window reopened
   on a folder asks its questions again).
@@ -113,7 +113,8 @@ def _paired(transcript: str) -> tuple[list[str], list[str]]:
     entries = [json.loads(line) for line in Path(transcript).read_text().splitlines() if line.strip()]
     uses = [b["id"] for e in entries if e.get("type") == "assistant" for b in e["message"]["content"]
             if b.get("type") == "tool_use"]
-    results = [b["tool_use_id"] for e in entries if e.get("type") == "user" and isinstance(e["message"]["content"], list)
+    results = [b["tool_use_id"] for e in entries
+               if e.get("type") == "user" and isinstance(e["message"]["content"], list)
                for b in e["message"]["content"] if b.get("type") == "tool_result"]
     return uses, results
 
