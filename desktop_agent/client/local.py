@@ -6,8 +6,8 @@ shell sandbox can start (``permissions.sandbox``), the suggested model names, an
 Every question that reads the disk or starts a process is ``async``: its work runs on a worker thread
 (``util.threads.in_thread``), so a front end on the Qt thread never waits for it.
 
-``LocalStore`` is the part of ``EngineClient`` every client shares (``InProcessClient`` and ``SubprocessClient``
-inherit it): our executor process writes the same JSONL store and honours the same trust store. For Claude Code
+``LocalStore`` is the part of ``EngineClient`` every client shares (``session.HostClient``, ``session.SocketClient`` and
+``SubprocessClient`` inherit it): our executor process writes the same JSONL store and honours the same trust store. For Claude Code
 (``--executor claude``) the subprocess client answers ``list_sessions`` and ``history`` from Claude Code's own
 ``projects/`` folder instead (``client.claude_code``).
 """
@@ -18,8 +18,9 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from desktop_agent.host.server import discard_empty_transcript  # noqa: F401 - the window's close, with no loop left
 from desktop_agent.util.threads import in_thread
 
 log = logging.getLogger(__name__)
@@ -121,25 +122,6 @@ def transcript_usage(entries: list[dict[str, Any]]) -> tuple[int, float]:
         seen.add(mid)
         tracker.add(str(msg.get("model") or ""), usage)
     return tracker.total_tokens, tracker.cost_usd
-
-
-def discard_empty_transcript(path: str, close: Callable[[], Any] | None = None) -> bool:
-    """Remove the transcript at ``path`` if it holds no message (a session opened, then left), closing the
-    store first (``close``). True when it was removed."""
-    if not path or not os.path.exists(path):
-        return False
-    try:
-        from desktop_agent.session.store import count_transcript_messages, read_transcript
-
-        if count_transcript_messages(read_transcript(path, full=True)) > 0:
-            return False
-        if close is not None:
-            close()
-        os.unlink(path)
-        return True
-    except Exception:
-        log.exception("could not remove the empty session %s", path)
-        return False
 
 
 def suggested_models() -> list[str]:

@@ -41,7 +41,7 @@ from desktop_agent.protocol import WireModel, stream_json
 from desktop_agent.protocol.control import (
     AttachSessionRequest, CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse,
     EndSessionRequest, HistoryRequest, HookCallbackRequest, InitializeRequest, InterruptRequest, McpReconnectRequest,
-    McpStatusRequest, OpenSessionRequest, RecordRequest, RetryNowRequest, SessionInfo, SessionSettings,
+    McpRestartRequest, McpServersRequest, OpenSessionRequest, RecordRequest, RetryNowRequest, SessionInfo, SessionSettings,
     SetModelRequest, SetPermissionModeRequest,
 )
 from desktop_agent.protocol.permission import reply_to_wire, request_from_wire
@@ -117,6 +117,7 @@ class ProtocolSession:
         self._interrupted = False
         self._retrying = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.refusals: list[tuple[str, str]] = []  # (request_id, why) of answers the host refused
 
     # ----- SessionHandle state
     @property
@@ -312,7 +313,7 @@ class ProtocolSession:
             if isinstance(request, (RecordRequest, RetryNowRequest)):
                 raise ClientError("Claude Code writes its own transcript and retries to itself")
         response = await self._control(request)
-        if isinstance(request, McpReconnectRequest) and self._manages_mcp:
+        if isinstance(request, (McpReconnectRequest, McpRestartRequest)) and self._manages_mcp:
             await self._refresh_mcp()
         return response or {}
 
@@ -325,10 +326,10 @@ class ProtocolSession:
 
     async def _refresh_mcp(self) -> None:
         try:
-            response = await asyncio.wait_for(self._control(McpStatusRequest()), 30)
+            response = await asyncio.wait_for(self._control(McpServersRequest()), 30)
         except (ClientError, asyncio.TimeoutError, ConnectionError):
             return
-        self._mcp = [s for s in (response or {}).get("mcpServers") or [] if isinstance(s, dict)]
+        self._mcp = [s for s in (response or {}).get("servers") or [] if isinstance(s, dict)]
 
     # ----- reading
     def _emit(self, event: Any) -> None:
@@ -362,6 +363,7 @@ class ProtocolSession:
                     future.set_result(body.response)
             elif line.response.subtype == "error":  # our answer refused (App. D.2: another client answered first)
                 log.info("the host refused an answer: %s", line.response.error)
+                self.refusals.append((line.request_id, line.response.error))
             return
         if isinstance(line, ControlRequest):
             self._on_control_request(line)
@@ -644,6 +646,20 @@ class HostClient(LocalStore):
         session = ProtocolSession(await connect(None), cwd, options, speaks="host", executor="inprocess",
                                   connect=connect)
         await session.start()
+        return session
+
+
+    async def attach(self, session_id: str, options: SessionOptions) -> ProtocolSession:
+        """Another client of a session this host runs (a second window): it gets every pending question too."""
+        host = self.host
+
+        async def connect(_resume: str | None) -> Transport:
+            return MemoryTransport(host)
+
+        options.session_id = session_id
+        session = ProtocolSession(await connect(None), "", options, speaks="host", executor="inprocess",
+                                  connect=connect)
+        await session.start(attach=True)
         return session
 
 

@@ -443,13 +443,29 @@ class EndSessionRequest(WireModel):
     discard_if_empty: bool = False
 
 
+class McpServersRequest(WireModel):
+    """The attached session's MCP servers as the window's Servers view shows them (``name``, ``status`` —
+    ``connecting`` included —, ``tools`` by name, ``error``, ``transport``, ``source``, ``restarts``), without
+    starting them; response ``{"servers": [...]}``."""
+
+    subtype: Literal["desktop_agent_mcp_servers"] = "desktop_agent_mcp_servers"
+
+
+class McpRestartRequest(WireModel):
+    """Restart one MCP server (the Servers view's Restart): done when it is up again or failed again; ``{}``."""
+
+    subtype: Literal["desktop_agent_mcp_restart"] = "desktop_agent_mcp_restart"
+    serverName: str
+
+
 OurRequest = Union[OpenSessionRequest, AttachSessionRequest, ListSessionsRequest, ListPendingRequest, HistoryRequest,
-                   RecordRequest, RetryNowRequest, EndSessionRequest]
+                   RecordRequest, RetryNowRequest, EndSessionRequest, McpServersRequest, McpRestartRequest]
 _OUR_REQUESTS: dict[str, type[WireModel]] = {
     "desktop_agent_open": OpenSessionRequest, "desktop_agent_attach": AttachSessionRequest,
     "desktop_agent_sessions": ListSessionsRequest, "desktop_agent_pending": ListPendingRequest,
     "desktop_agent_history": HistoryRequest, "desktop_agent_record": RecordRequest,
     "desktop_agent_retry_now": RetryNowRequest, "desktop_agent_end": EndSessionRequest,
+    "desktop_agent_mcp_servers": McpServersRequest, "desktop_agent_mcp_restart": McpRestartRequest,
 }
 
 

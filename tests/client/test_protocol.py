@@ -81,7 +81,10 @@ def test_reply_bodies():
     assert allow == {"behavior": "allow", "updatedInput": {"x": 1},
                      "updatedPermissions": [{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]}
     deny = reply_body(PermissionReply(behavior="deny", message="User denied via UI", feedback="use tabs"), {})
-    assert deny.to_wire() == {"behavior": "deny", "message": "User denied via UI. The user said: use tabs"}
+    # the feedback folded into the message (what the model reads) and kept as our extension field (what every
+    # client shows as "You denied … and told the agent")
+    assert deny.to_wire() == {"behavior": "deny", "message": "User denied via UI. The user said: use tabs",
+                              "feedback": "use tabs"}
     assert reply_body(PermissionReply(behavior="deny", message="No.", interrupt=True), {}).to_wire() == {
         "behavior": "deny", "message": "No.", "interrupt": True}
 

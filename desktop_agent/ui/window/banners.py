@@ -22,7 +22,7 @@ from desktop_agent.ui.window.presenters import (
     status_dot,
 )
 from desktop_agent.ui.window.settings_gate import RETRY_ACTION
-from desktop_agent.protocol.control import McpReconnectRequest
+from desktop_agent.protocol.control import McpRestartRequest
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QLabel
@@ -217,7 +217,7 @@ class BannersMixin:
 
     async def _restart(self, session: SessionHandle, name: str) -> None:
         try:
-            await session.request(McpReconnectRequest(serverName=name))
+            await session.request(McpRestartRequest(serverName=name))
         except Exception as exc:
             log.warning("could not restart the MCP server %s: %s", name, exc)
             self.status.showMessage(translate("MainWindow", "Could not restart {0}: {1}").format(name, exc), 5000)

@@ -1,5 +1,6 @@
-"""The contract suite: the same UI-flow scenarios, the same assertions, against the in-process client and the
-process client (our CLI as an executor child), both against the fake Anthropic API.
+"""The contract suite: the same UI-flow scenarios, the same assertions, over every transport of a
+``ProtocolSession`` — memory (the host in this process), unix (a host process on a socket) and pipe (our CLI as an
+executor child) — against the fake Anthropic API.
 
 Allow an Edit (the file changes; the question carries the engine's patch; the tool result feeds the changes
 panel), deny with feedback (the message verbatim in the tool_result), allow for session (a second Edit is not
@@ -20,10 +21,9 @@ from desktop_agent.core.events import (
 from desktop_agent.core.permission import PermissionReply
 from tests.fakes.anthropic_server import reply, text, tool_use
 
-from .conftest import ScriptedPrompter, run_turn
+from .conftest import TRANSPORTS, ScriptedPrompter, run_turn
 
-KINDS = ["inprocess", "process"]
-pytestmark = [pytest.mark.asyncio, pytest.mark.parametrize("kind", KINDS)]
+pytestmark = [pytest.mark.asyncio, pytest.mark.parametrize("kind", TRANSPORTS)]
 
 
 def _edit(ws, old: str, new: str, id: str) -> dict:

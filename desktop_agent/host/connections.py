@@ -1,0 +1,219 @@
+"""The host's side of one client connection (``host.server``): ``Connection`` (send one typed message, receive the next
+decoded one), ``decode_line`` (``Malformed`` for a line that does not decode), ``StreamConnection`` (a socket: one JSON
+line per message), ``memory_pair`` (in process: typed messages through queues, never encoded), and ``ControlChannel``
+— the host's own requests that one client must answer (``hook_callback``: ``register_sdk_hooks`` turns
+``initialize``'s hook callbacks into callback hooks of the session's ``HookRunner``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from desktop_agent.protocol import ProtocolError, WireModel, stream_json
+from desktop_agent.protocol.control import (
+    CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse, ErrorBody, HookCallbackRequest,
+)
+
+if TYPE_CHECKING:
+    from desktop_agent.permissions.hooks import HookRunner
+
+log = logging.getLogger(__name__)
+
+
+class Connection(Protocol):
+    """The host's end of one client: ``line`` sends one message (dropped once closed, never raises),
+    ``receive`` gives the next decoded message (``Malformed`` for a line that does not decode), ``None`` at EOF."""
+
+    peer: str
+    in_process: bool
+
+    def line(self, message: WireModel) -> None: ...
+    async def receive(self) -> WireModel | Malformed | None: ...
+    def close(self) -> None: ...
+
+
+@dataclass
+class Malformed:
+    """A line that did not decode: its text, its JSON object when it had one, and why."""
+
+    text: str
+    obj: dict[str, Any] | None
+    error: str
+
+
+def decode_line(text: str | bytes) -> WireModel | Malformed | None:
+    """One client line → its typed message; ``None`` for a blank line."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return Malformed(text, None, "not JSON")
+    if not isinstance(obj, dict):
+        return Malformed(text, None, "not an object")
+    try:
+        message: WireModel = stream_json.decode(obj)
+    except ProtocolError as exc:
+        return Malformed(text, obj, str(exc))
+    return message
+
+
+class StreamConnection:
+    """A client on a stream (the Unix socket): one JSON line each way per message."""
+
+    in_process = False
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str):
+        self.reader, self.writer, self.peer = reader, writer, peer
+        self.closed = False
+
+    def line(self, message: WireModel) -> None:
+        if self.closed or self.writer.is_closing():
+            return
+        try:
+            self.writer.write(stream_json.encode(message).encode("utf-8"))
+        except (ConnectionError, RuntimeError, OSError):
+            self.closed = True
+
+    async def receive(self) -> WireModel | Malformed | None:
+        while not self.closed:
+            try:
+                raw = await self.reader.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                return Malformed("", None, "line too long")
+            except (ConnectionError, OSError):
+                return None
+            if not raw:
+                return None
+            message = decode_line(raw)
+            if message is not None:
+                return message
+        return None
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            with contextlib.suppress(Exception):
+                self.writer.close()
+
+
+class MemoryEnd:
+    """One end of an in-process connection: typed messages through a queue, never encoded."""
+
+    def __init__(self, peer: str, inbound: asyncio.Queue[WireModel | None], outbound: asyncio.Queue[WireModel | None]):
+        self.peer = peer
+        self.in_process = True
+        self._in, self._out = inbound, outbound
+        self.closed = False
+
+    def line(self, message: WireModel) -> None:
+        if not self.closed:
+            self._out.put_nowait(message)
+
+    async def receive(self) -> WireModel | None:
+        if self.closed and self._in.empty():
+            return None
+        message = await self._in.get()
+        if message is None:
+            self.closed = True
+        return message
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._out.put_nowait(None)
+
+
+def memory_pair(peer: str = "window") -> tuple[MemoryEnd, MemoryEnd]:
+    """``(host_end, client_end)`` of an in-process connection."""
+    to_host: asyncio.Queue[WireModel | None] = asyncio.Queue()
+    to_client: asyncio.Queue[WireModel | None] = asyncio.Queue()
+    return MemoryEnd(peer, to_host, to_client), MemoryEnd("host", to_client, to_host)
+
+
+# --------------------------------------------------------------------------------- our control requests
+
+
+class ControlChannel:
+    """The host's own control requests to one client that must be answered by that client (``hook_callback``),
+    and their responses (``control_cancel_request`` when the wait is aborted; a duplicate or unknown response is
+    ignored)."""
+
+    def __init__(self, out: Any, verbose: bool = False, warn: Callable[[str], None] | None = None):
+        self.out = out  # anything with ``line(message)``
+        self.verbose = verbose
+        self.warn = warn or log.info
+        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.closed = False
+
+    async def request(self, request: CanUseToolRequest | HookCallbackRequest,
+                      request_id: str | None = None) -> dict[str, Any]:
+        """Send a control_request and await its response body; cancelled → ``control_cancel_request``."""
+        if self.closed:
+            raise ConnectionError("stdin is closed: no one can answer")
+        request_id = request_id or str(uuid.uuid4())
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[request_id] = fut
+        self.out.line(ControlRequest(request_id=request_id, request=request))
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if request_id in self.pending:
+                self.out.line(ControlCancelRequest(request_id=request_id))
+            raise
+        finally:
+            self.pending.pop(request_id, None)
+
+    def on_response(self, message: ControlResponse) -> None:
+        body = message.response
+        fut = self.pending.pop(body.request_id, None)
+        if fut is None or fut.done():
+            if self.verbose:
+                self.warn(f"ignoring a control_response for unknown or answered request {body.request_id}")
+            return
+        if isinstance(body, ErrorBody):
+            fut.set_exception(RuntimeError(body.error or "control request failed"))
+        else:
+            fut.set_result(body.response or {})
+
+    def close(self) -> None:
+        self.closed = True
+        for fut in list(self.pending.values()):
+            if not fut.done():
+                fut.set_exception(ConnectionError("stdin closed before the answer arrived"))
+        self.pending.clear()
+
+
+def register_sdk_hooks(runner: HookRunner, channel: ControlChannel, hooks: dict[str, Any] | None) -> int:
+    """``initialize``'s ``hooks`` → callback hooks of the session's ``HookRunner``: each sends a ``hook_callback``
+    request to the client that registered it and returns its reply (hook output JSON, App. B §B.5)."""
+    count = 0
+    for event, matchers in (hooks or {}).items():
+        for m in matchers or []:
+            if not isinstance(m, dict):
+                continue
+            timeout = m.get("timeout")
+            for callback_id in m.get("hookCallbackIds") or []:
+                runner.register_callback(str(event), m.get("matcher"), _hook_callback(channel, str(callback_id)),
+                                         timeout=float(timeout) if timeout else None, name=f"sdk:{callback_id}")
+                count += 1
+    return count
+
+
+def _hook_callback(channel: ControlChannel, callback_id: str) -> Callable[..., Any]:
+    async def call(payload: dict[str, Any], tool_use_id: str | None) -> dict[str, Any] | None:
+        request = HookCallbackRequest(callback_id=callback_id, input=payload, tool_use_id=tool_use_id or None)
+        result = await channel.request(request)
+        return result if isinstance(result, dict) else None
+
+    call.__name__ = f"sdk_hook_{callback_id}"
+    return call
