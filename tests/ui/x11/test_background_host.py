@@ -197,12 +197,14 @@ def test_questions_of_three_sessions_survive_kill_9_of_their_windows(desk, tmp_p
         follow = [edit(target, AFTER, "export const value = 3", id=f"toolu_more{i}")] if i < 2 else []
         fake.script(follow or [reply(text("Done."))])  # what the answer leads to
         app = App(x, env, folder, tmp_path / f"again{i}.log")
-        app.allow(app.dialog(60))
+        first_dialog = app.dialog(60)
+        app.allow(first_dialog)
         x.wait(lambda: target.read_text() == AFTER or target.read_text().endswith("3"), 20, "the first edit")
         if follow:
-            x.wait(lambda: not app.dialogs(), 10, "the answered dialog to close")
             fake.script([reply(text("Done."))])
-            app.allow(app.dialog(30))  # the session's next question, in the reopened window
+            nxt = x.wait(lambda: app.alive() or [d for d in app.dialogs() if d != first_dialog], 30,
+                         "the session's next question, in the reopened window")
+            app.allow(nxt[0])
             x.wait(lambda: target.read_text() == "export const value = 3", 20, "the second edit")
         sid = sessions[str(folder)]
         _wait_host(lambda s: not any(q["session_id"] == sid for q in s["pending"])
