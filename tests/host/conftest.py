@@ -110,9 +110,14 @@ def host_env(monkeypatch: pytest.MonkeyPatch):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        reply = control_request("status")  # a host started detached (not one of ours)
-        if reply is not None:
-            pid = int(reply["pid"])
+        from desktop_agent.host.runtime import HostLock
+
+        lock = HostLock(he.host_dir / "host.lock")  # a host started detached (not one of ours), found by its lock
+        reply = control_request("status")
+        if reply is not None and not str(reply.get("socket", "")).startswith(str(base)):
+            reply = None  # never a host of another test or of this machine's user
+        pid = lock.holder_pid() if lock.held_elsewhere() else (int(reply["pid"]) if reply is not None else None)
+        if pid:
             try:
                 os.kill(pid, signal.SIGTERM)
                 for _ in range(200):
