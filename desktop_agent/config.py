@@ -65,6 +65,9 @@ class AppSettings(BaseModel):
     file_checkpointing: bool | None = None
     # ignored paths or files of 2 MB or more that checkpoints still keep (glob patterns relative to the folder)
     checkpoint_include: list[str] = Field(default_factory=list)
+    # the window opens its sessions in the background host (``desktop-agent host``, started on demand), so that
+    # they keep running when the window closes or crashes
+    keep_sessions_running: bool = False
 
     @classmethod
     def load(cls, path: Path | None = None) -> AppSettings:

@@ -18,6 +18,8 @@ unchanged:
   ``--await-initialize`` (MCP servers, settings and disallowed tools read from ``initialize`` before the session);
 - ``/compact [instructions]`` as a prompt compacts the session instead of calling the model.
 
+``desktop-agent host [--foreground|--status [--json]|--stop]`` is the background host (``host_command``).
+
 The package: ``argv`` (the one parser, for ``-p`` and the window flags, and ``--help``), ``stdio`` (stdout lines,
 the stdin reader), ``headless`` (``HeadlessRun``, ``run_headless``: the host of ``desktop_agent.host`` serving one
 session over stdio; the control channel, the prompter, SDK hook callbacks and the App. D.5 requests are the host's). Every line is encoded and every control request decoded through ``desktop_agent.protocol``.
@@ -58,6 +60,10 @@ def main(argv: list[str] | None = None, open_window: Callable[[WindowOptions], i
     through ``open_window`` with its typed options (given by ``desktop_agent.__main__``, the one module above
     both front ends)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["host"]:  # the background host's subcommand (only as the first argument)
+        from desktop_agent.cli.host_command import main as host_main
+
+        return host_main(args[1:])
     try:
         opts = parse_args(args)
     except UsageError as exc:

@@ -90,6 +90,9 @@ MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 USAGE = f"""Usage: {PROG} [FOLDER]            open the desktop window
        {PROG} --demo               open the offline tour (no API key needed)
        {PROG} -p [options] PROMPT  run one prompt headless
+       {PROG} host [--status|--stop]
+                                   the background host that keeps sessions running when the
+                                   window closes (see {PROG} host --help)
 
 Options (window):
   --demo                            the offline tour on a sample project

@@ -9,6 +9,11 @@ Ours (``desktop-agent``):
 - ``data_dir()``: ``$DESKTOP_AGENT_DATA_DIR``, else ``$XDG_DATA_HOME/desktop-agent`` (absolute only), else
   ``~/.local/share/desktop-agent``. It holds ``projects_dir()`` (the JSONL transcripts, one folder per working
   directory) and ``file-history/`` (the backups made before each write, ``session.history``).
+- ``state_dir()``: ``$DESKTOP_AGENT_STATE_DIR``, else ``$XDG_STATE_HOME/desktop-agent`` (absolute only), else
+  ``~/.local/state/desktop-agent``. It holds ``host_log_path()`` (host.log: the background host's log).
+- ``host_runtime_dir()``: where the background host's socket lives: ``$XDG_RUNTIME_DIR/desktop-agent`` when
+  ``$XDG_RUNTIME_DIR`` is an absolute path to a real directory (not a symlink) owned by this user and closed to
+  others, else ``<tmp>/desktop-agent-<uid>``. ``host.runtime`` creates and verifies it (0700, ours, no symlink).
 
 Claude Code's (read for compatibility, never written by us except through the settings the user edits):
 
@@ -47,6 +52,40 @@ def data_dir() -> Path:
     if override:
         return Path(override)
     return _xdg("XDG_DATA_HOME", ".local/share") / APP_NAME
+
+
+def state_dir() -> Path:
+    override = os.environ.get("DESKTOP_AGENT_STATE_DIR")
+    if override:
+        return Path(override)
+    return _xdg("XDG_STATE_HOME", ".local/state") / APP_NAME
+
+
+def host_log_path() -> Path:
+    return state_dir() / "host.log"
+
+
+def _usable_runtime_base(value: str | None) -> bool:
+    """``$XDG_RUNTIME_DIR`` as the XDG spec asks for it: absolute, a directory itself (not a symlink), owned by
+    us, with no access for group or others."""
+    if not value or not os.path.isabs(value):
+        return False
+    try:
+        st = os.lstat(value)
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def host_runtime_dir() -> Path:
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if _usable_runtime_base(base):
+        return Path(base or "") / APP_NAME
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"{APP_NAME}-{os.getuid()}"
 
 
 def settings_path() -> Path:

@@ -1,6 +1,7 @@
 """Settings: the model provider (Anthropic, or an OpenAI-compatible server: Ollama, LM Studio, vLLM,
 llama.cpp, OpenRouter), its key (stored through ``desktop_agent.config``: keyring or a 0600 file), base URL
-and model; the default permission mode, language and theme.
+and model; the default permission mode, language and theme; where sessions run, and whether they keep running
+in the background host when the window closes.
 
 Shown on first run when no Anthropic key is found (and the provider is Anthropic), and later from
 Edit ▸ Settings… (Ctrl+,). It never displays a stored key — only where it comes from — and offers the
@@ -24,7 +25,7 @@ from typing import Literal
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget,
+    QCheckBox, QComboBox, QDialogButtonBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget,
 )
 
 from desktop_agent import config
@@ -159,6 +160,18 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
         form.addRow("", self.executor_note)
         self.executor_combo.currentIndexChanged.connect(self._show_executor)
         self._show_executor()
+        self.keep_running_check = QCheckBox(self.tr("&Keep sessions running when the window closes"))
+        self.keep_running_check.setObjectName("keepRunningCheck")
+        self.keep_running_check.setChecked(bool(self.settings.keep_sessions_running))
+        form.addRow("", self.keep_running_check)
+        self.keep_running_note = QLabel(self.tr(
+            "Sessions run in the background host (desktop-agent host), started when needed; closing or losing the "
+            "window leaves them running, and the window shows them again with their questions when it reopens. "
+            "See it with desktop-agent host --status; stop it with desktop-agent host --stop. "
+            "Applies to the next session."))
+        self.keep_running_note.setObjectName("muted")
+        self.keep_running_note.setWordWrap(True)
+        form.addRow("", self.keep_running_note)
         root.addLayout(form)
 
         self.error_label = QLabel()
@@ -237,6 +250,7 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
             self.settings.theme = str(self.theme_combo.currentData() or "system")
             self.settings.executor = executor
             self.settings.claude_path = claude_path or None
+            self.settings.keep_sessions_running = self.keep_running_check.isChecked()
             self.settings.save()
         except OSError as exc:
             self.error_label.setText(self.tr("Could not save the settings: {0}").format(exc))

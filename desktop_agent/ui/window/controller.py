@@ -93,7 +93,7 @@ class AgentController(QObject):
         return self._client
 
     async def open_session(self, cwd: str, *, executor: ExecutorKind = "inprocess", executable: str | None = None,
-                           **kwargs: Any) -> SessionHandle:
+                           attach: str | None = None, **kwargs: Any) -> SessionHandle:
         """Open a session on ``cwd`` through ``client`` with this controller as its prompter: the engine on this
         loop (``inprocess``, built on a worker thread so the window keeps painting) or an executor process
         (``process``, ``claude``). ``kwargs`` are ``SessionOptions`` fields; the rest (a model ``client`` for the
@@ -103,6 +103,14 @@ class AgentController(QObject):
                                  **{k: v for k, v in kwargs.items() if k in known})
         if executor == "inprocess":
             options.engine_kwargs = {k: v for k, v in kwargs.items() if k not in known}
+        if executor == "host":  # the background host (Settings: keep sessions running), started on demand
+            from desktop_agent.client.host_link import BackgroundClient
+
+            background = self._client if isinstance(self._client, BackgroundClient) else BackgroundClient()
+            handle = await (background.attach(attach, options) if attach else background.open(cwd, options))
+            self._client = background
+            self.set_session(handle, handle.state.cwd or cwd)
+            return handle
         client = self.client if executor == "inprocess" and self.client.kind == "inprocess" \
             else make_client(executor, executable)
         handle = await client.open(cwd, options)
@@ -139,6 +147,21 @@ class AgentController(QObject):
         finally:
             if self.session is session:
                 self.session = None
+
+    async def detach_session(self) -> None:
+        """Leave the current session running in the background host (the window closes): its turn and questions
+        go on there; this window's view of the turn ends and its dialogs close."""
+        session = self.session
+        if session is None:
+            return
+        from desktop_agent.client.session import ProtocolSession
+
+        self.session = None
+        if isinstance(session, ProtocolSession):
+            await session.detach()
+        task = self._task
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=5.0)
 
     def _executor_exited(self, message: str) -> None:
         """The executor died between turns (during a turn the handle's ErrorEvent says so)."""

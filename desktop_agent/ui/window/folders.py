@@ -27,6 +27,7 @@ from desktop_agent.ui.conversation.presenter import HistoryOp, history_ops
 from desktop_agent.ui.dialogs.stop_turn import StopTurnDialog
 from desktop_agent.ui.highlight import lexer_for_filename
 from desktop_agent.ui.modes import BYPASS, default_mode_setting, settled_mode
+from desktop_agent.ui.window.background import in_background, keep_sessions_running, left_running_text, running_session
 from desktop_agent.ui.window.presenters import STOPPING, home, session_rows
 from desktop_agent.ui.window.settings_gate import settings_gate, show_problems
 from desktop_agent.util.threads import in_thread
@@ -90,12 +91,28 @@ class FoldersMixin:
         def doing_text(self) -> str: ...
         def last_folder(self) -> str | None: ...
         def isVisible(self) -> bool: ...  # noqa: N802 - QWidget's
+        def _notify(self, title: str, message: str) -> None: ...
+        def close(self) -> bool: ...
 
     async def _end_then_close(self) -> None:
         try:
-            await self.end_session("prompt_input_exit")
+            if in_background(self.controller.session):
+                await self.leave_running()
+            else:
+                await self.end_session("prompt_input_exit")
         finally:
             self.close()
+
+    async def leave_running(self) -> None:
+        """The window closes, the session stays in the background host (its turn and questions go on there); a
+        notification says so."""
+        session = self.controller.session
+        if session is None:
+            return
+        title = home(self.folder or session.state.cwd)
+        await self.controller.detach_session()
+        log.info("session %s left running in the background host", session.session_id)
+        self._notify("Desktop Agent", left_running_text(title))
 
     async def end_session(self, reason: str) -> None:
         """SessionEnd for the current session (its hooks, then closing it); an empty session's file goes."""
@@ -176,6 +193,10 @@ class FoldersMixin:
         kind, path = self.executor_choice()
         if kind != "inprocess":
             kwargs.update(executor=kind, executable=path)
+        attached = await running_session(folder, resume) if kind == "host" else None
+        if attached:  # the background host runs it: attach (its pending questions are asked again)
+            kwargs["attach"] = attached
+            kwargs.pop("resume", None)
         try:
             session = await self.controller.open_session(folder, **kwargs)
         except Exception as exc:
@@ -186,8 +207,11 @@ class FoldersMixin:
         self.folder = folder
         self._had_session = True
         self.show_model(session.model or "", enabled=True)
-        # the mode asked for, unless the user picked another while the session was built
+        # the mode asked for, unless the user picked another while the session was built; an attached session keeps
+        # its own
         want = self.permission_mode if self.permission_mode != chosen_before else str(kwargs["permission_mode"])
+        if attached and self.permission_mode == chosen_before:
+            want = session.permission_mode or want
         if session.permission_mode != want:
             try:
                 self.controller.set_permission_mode(want)
@@ -198,7 +222,8 @@ class FoldersMixin:
             self.controller.set_permission_mode(mode)
         self.permission_mode = mode
         self._select_mode(mode)
-        if resume and not replayed:  # the transcript only this session's executor knows (Claude Code's own)
+        # the transcript only this session's executor knows (Claude Code's own), or the host's session attached to
+        if (resume or attached) and not replayed:
             await self.replay_history(session)
         elif not resume:
             self._show_empty()
@@ -277,6 +302,8 @@ class FoldersMixin:
                 kind = kind or "inprocess"
         if kind not in EXECUTOR_KINDS:
             kind = "inprocess"
+        if self.executor_override is None and keep_sessions_running():
+            return "host", None  # Settings: keep sessions running when the window closes
         return kind, path or None  # type: ignore[return-value]  # checked against EXECUTOR_KINDS
 
     def restart_session(self) -> asyncio.Task | None:

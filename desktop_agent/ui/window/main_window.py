@@ -27,6 +27,7 @@ from desktop_agent.ui import icons
 from desktop_agent.ui.changes.panel import DiffPanel
 from desktop_agent.ui.conversation.view import ConversationView
 from desktop_agent.ui.highlight import colors, is_dark
+from desktop_agent.ui.window.background import in_background
 from desktop_agent.ui.window.banners import APP, BannersMixin
 from desktop_agent.ui.window.controller import IDLE, AgentController
 from desktop_agent.ui.window.demo import TOUR_PROMPTS, prepare_demo_project
@@ -384,10 +385,14 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             # SessionEnd (prompt_input_exit) first, on the loop that still runs; then close for real
             event.ignore()
             if self._close_task is None:
-                self.status.showMessage(self.tr("Closing the session…"))
+                leaving = in_background(self.controller.session)
+                self.status.showMessage(self.tr("Leaving the session running in the background host…") if leaving
+                                        else self.tr("Closing the session…"))
                 self._close_task = asyncio.ensure_future(self._end_then_close())
             return
-        if self.controller.busy:
+        if in_background(self.controller.session):
+            pass  # no loop left: the connection ends with this process, the session runs on in the host
+        elif self.controller.busy:
             self.controller.stop()
         elif self.controller.session is not None and not self.demo:
             discard_if_empty(self.controller.session.state.transcript_path)  # no loop left to ask the host

@@ -73,3 +73,23 @@ def test_cancel_or_the_tour_answers_none(qtbot, qloop, parent, how):
 
     assert qloop.run_until_complete(scenario()) is None
     assert tours == ([1] if how == "tour" else [])
+
+
+def test_keep_sessions_running_is_saved(qtbot, monkeypatch):
+    """Settings' "Keep sessions running when the window closes": off by default, saved to settings.json."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert config.AppSettings.load().keep_sessions_running is False
+    dlg = SettingsDialog()
+    qtbot.addWidget(dlg)
+    assert not dlg.keep_running_check.isChecked()
+    assert "desktop-agent host --status" in dlg.keep_running_note.text()
+    dlg.keep_running_check.setChecked(True)
+    dlg._save()
+    assert dlg.error_label.isHidden(), dlg.error_label.text()
+    assert config.AppSettings.load().keep_sessions_running is True
+    again = SettingsDialog()
+    qtbot.addWidget(again)
+    assert again.keep_running_check.isChecked()
+    again.keep_running_check.setChecked(False)
+    again._save()
+    assert config.AppSettings.load().keep_sessions_running is False

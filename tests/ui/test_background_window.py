@@ -1,0 +1,101 @@
+"""The window with Settings ▸ "Keep sessions running when the window closes" (offscreen, the real host process
+started on demand): closing the window leaves the session and its question running in the host and a notification
+says so; a new window on the folder attaches, asks the question again, and answering it completes the turn."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from PySide6.QtCore import QSettings, Qt
+
+from desktop_agent.host.daemon import control_request
+from desktop_agent.ui.window.main_window import MainWindow
+from tests.fakes.anthropic_server import reply, text
+from tests.host.conftest import HostEnv, host_env  # noqa: F401 - the fixture
+from tests.ui.flow import READ, edit, open_and_send, wait_dialog, wait_for
+
+BEFORE, AFTER = "export const value = 1", "export const value = 2"
+
+
+def test_closing_the_window_leaves_the_session_running_and_a_new_window_answers_it(
+        qtbot, qloop, fake, host_env: HostEnv, tmp_path, workdir, monkeypatch, keep_app_running):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)  # the host inherits it
+    config = tmp_path / "home-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (config / "desktop-agent").mkdir(parents=True)
+    (config / "desktop-agent" / "settings.json").write_text(json.dumps({"keep_sessions_running": True}))
+    app_ts = workdir / "app.ts"
+    fake.script([READ(app_ts), edit(app_ts, BEFORE, AFTER), reply(text("Done."))])
+    settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    first = MainWindow(settings=settings)
+    qtbot.addWidget(first)
+    first.show()
+    notes: list[str] = []
+    first._notify = lambda title, message: notes.append(message)  # type: ignore[method-assign]
+
+    async def ask_then_close() -> str:
+        await open_and_send(qtbot, first, workdir, "Change value to 2")
+        assert first.controller.session.state.executor == "host"
+        session_id = first.controller.session.session_id
+        await wait_dialog(first, 30)
+        first.close()
+        await wait_for(lambda: first._close_task is not None and first._close_task.done(), 20, "the window to close")
+        return session_id
+
+    session_id = qloop.run_until_complete(ask_then_close())
+    assert not first.isVisible()
+    assert notes and "keeps running in the background host" in notes[0] and "work" in notes[0]
+    status = control_request("status")
+    assert status is not None and status["pid"] != os.getpid()
+    assert [s["session_id"] for s in status["sessions"]] == [session_id]
+    assert [q["session_id"] for q in status["pending"]] == [session_id]  # the question waits in the host
+    assert app_ts.read_text() == BEFORE
+
+    second = MainWindow(settings=settings)
+    qtbot.addWidget(second)
+    second.show()
+
+    async def reopen_and_answer() -> None:
+        assert await second.open_folder(str(workdir))
+        assert second.controller.session.session_id == session_id  # attached, not a new session
+        dlg = await wait_dialog(second, 30)
+        assert dlg.request.tool_name == "Edit" and dlg.request.input["file_path"] == str(app_ts)
+        qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+        await wait_for(lambda: app_ts.read_text() == AFTER, 20, "the edit")
+        await wait_for(lambda: not control_request("status")["pending"], 20, "the question to be answered")
+        await wait_for(lambda: not control_request("status")["sessions"][0]["busy"], 20, "the turn to complete")
+
+    qloop.run_until_complete(reopen_and_answer())
+    assert "Change value to 2" in second.conversation.text_content()  # its transcript, shown on attach
+    fake.assert_done()
+    qloop.run_until_complete(second.controller.detach_session())
+
+
+def test_a_host_that_cannot_start_is_a_banner_naming_why(qtbot, qloop, host_env: HostEnv, tmp_path, workdir,
+                                                       monkeypatch):
+    """The host's directory is writable by others: nothing is started or connected there, and the window says why
+    instead of opening the folder in this process behind the person's back."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    config = tmp_path / "home-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (config / "desktop-agent").mkdir(parents=True)
+    (config / "desktop-agent" / "settings.json").write_text(json.dumps({"keep_sessions_running": True}))
+    host_env.host_dir.mkdir(mode=0o700)
+    os.chmod(host_env.host_dir, 0o777)
+    win = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(win)
+    assert win.executor_choice() == ("host", None)
+    assert not qloop.run_until_complete(win.open_folder(str(workdir)))
+    banner = win.conversation.banners["setup"].text_plain
+    assert "Could not open the session" in banner and "writable by other users" in banner
+    assert win.controller.session is None
+    assert not host_env.socket.exists() and control_request("status") is None
+    tour = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat), demo=True)
+    qtbot.addWidget(tour)
+    assert tour.executor_choice() == ("inprocess", None)  # the tour never leaves this process
+    forced = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat),
+                        executor="process")
+    qtbot.addWidget(forced)
+    assert forced.executor_choice() == ("process", None)  # --executor wins over the setting
