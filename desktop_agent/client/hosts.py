@@ -6,13 +6,18 @@ transport (``make_client("inprocess")``, the window's default) — and ``SocketC
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
+from typing import Any, Awaitable, Callable
 
 from desktop_agent.client.base import ClientError, ExecutorKind, SessionOptions
 from desktop_agent.client.local import LocalStore
 from desktop_agent.client.session import ProtocolSession
 from desktop_agent.client.transports import MemoryTransport, Transport, UnixTransport
 from desktop_agent.host.server import Host
+
+log = logging.getLogger(__name__)
 
 
 class HostClient(LocalStore):
@@ -59,6 +64,32 @@ class HostClient(LocalStore):
                                   connect=connect)
         await session.start(attach=True)
         return session
+
+
+    async def notifications(self, *, review: Callable[[Any], None], window_active: Callable[[], bool]) -> Any:
+        """Desktop notifications with Review / Deny / Allow once for this host's questions (``host.notify``: a client
+        of the host's one inbox, like the window); None without a session bus or a notification daemon."""
+        if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
+            return None
+        from desktop_agent.host.notify import Notifier
+
+        notifier = Notifier(self.host.inbox, review=review, window_active=window_active)
+        try:
+            await asyncio.wait_for(notifier.start(), 5)
+        except Exception as exc:  # no daemon, a broken bus: the taskbar alert stays
+            log.info("desktop notifications are off: %s", exc)
+            return None
+        return notifier
+
+    async def phone(self, state_dir: str, confirm: Callable[[Any], Awaitable[bool]]) -> Any:
+        """The phone page (``host.remote``) on this host's inbox, started; ``stop()`` it to end it."""
+        from pathlib import Path
+
+        from desktop_agent.host.remote.server import RemoteServer
+
+        server = RemoteServer(self.host.inbox, Path(state_dir), confirm=confirm)
+        await server.start()
+        return server
 
 
 class SocketClient(LocalStore):

@@ -90,7 +90,7 @@
         <translation>{0} 现在是一个目录；未撤销任何内容。</translation>
     </message>
     <message>
-        <source>The transcript's record of the revert is incomplete; nothing was re-applied.</source>
+        <source>The transcript&apos;s record of the revert is incomplete; nothing was re-applied.</source>
         <translation>会话记录中的撤销记录不完整；未重新应用任何内容。</translation>
     </message>
     <message>
@@ -522,7 +522,7 @@
         <translation>模型</translation>
     </message>
     <message>
-        <source>The model of this session's next requests (the default is in Settings)</source>
+        <source>The model of this session&apos;s next requests (the default is in Settings)</source>
         <translation>本会话后续请求使用的模型（默认模型在设置中）</translation>
     </message>
     <message>
@@ -694,6 +694,14 @@
         <translation>正在思考</translation>
     </message>
     <message>
+        <source>The phone page needs the sessions to run in this window.</source>
+        <translation>手机页面需要会话在此窗口中运行。</translation>
+    </message>
+    <message>
+        <source>The phone page could not start: {0}</source>
+        <translation>手机页面无法启动：{0}</translation>
+    </message>
+    <message>
         <source>Open Folder</source>
         <translation>打开文件夹</translation>
     </message>
@@ -746,7 +754,7 @@
         <translation>将会运行的内容</translation>
     </message>
     <message>
-        <source>Trusting the folder lets these run and apply. Without trust none of them does; the folder's deny and ask rules apply either way.</source>
+        <source>Trusting the folder lets these run and apply. Without trust none of them does; the folder&apos;s deny and ask rules apply either way.</source>
         <translation>信任此文件夹后，这些内容才会运行和生效。不信任时它们都不会运行；文件夹的拒绝和询问规则始终生效。</translation>
     </message>
     <message>
@@ -836,7 +844,7 @@ in this folder</source>
         <translation>“绕过权限”保持关闭。</translation>
     </message>
     <message>
-        <source>Don't ask is on: every tool that no rule allows is denied without asking — edits too. Pick another mode to turn it off.</source>
+        <source>Don&apos;t ask is on: every tool that no rule allows is denied without asking — edits too. Pick another mode to turn it off.</source>
         <translation>“不询问”已开启：任何没有规则允许的工具都会被直接拒绝，不再询问——编辑也一样。选择其他模式即可关闭。</translation>
     </message>
     <message>
@@ -1047,14 +1055,6 @@ in this folder</source>
         <source>Review changes — {0}</source>
         <translation>审阅更改 — {0}</translation>
     </message>
-<message>
-        <source>Its .claude/settings.json grants permissions or runs hooks. Trusting the folder lets those allow rules apply; deny rules and hooks apply either way.</source>
-        <translation>其 .claude/settings.json 会授予权限或运行钩子。信任此文件夹后，其中的允许规则才会生效；拒绝规则和钩子无论如何都会生效。</translation>
-    </message>
-    <message>
-        <source>The agent is still working — press Esc to stop it first.</source>
-        <translation>代理仍在工作——请先按 Esc 停止。</translation>
-    </message>
     <message>
         <source>Your session in {0} keeps running in the background host. Open the folder again to see it; desktop-agent host --status lists what runs.</source>
         <translation>你在 {0} 中的会话将在后台主机中继续运行。再次打开该文件夹即可看到它；desktop-agent host --status 列出正在运行的内容。</translation>
@@ -1069,22 +1069,6 @@ in this folder</source>
     <message>
         <source>Agent message</source>
         <translation>代理消息</translation>
-    </message>
-<message>
-        <source>Copy</source>
-        <translation>复制</translation>
-    </message>
-    <message>
-        <source>Copy this code block</source>
-        <translation>复制此代码块</translation>
-    </message>
-    <message>
-        <source>Copy code</source>
-        <translation>复制代码</translation>
-    </message>
-    <message>
-        <source>Copied</source>
-        <translation>已复制</translation>
     </message>
 </context>
 <context>
@@ -1125,7 +1109,7 @@ in this folder</source>
         <translation>绕过</translation>
     </message>
     <message>
-        <source>Don't ask — deny anything not allowed</source>
+        <source>Don&apos;t ask — deny anything not allowed</source>
         <translation>不询问——拒绝一切未被允许的操作</translation>
     </message>
     <message>
@@ -1133,7 +1117,7 @@ in this folder</source>
         <translation>绕过——不再询问</translation>
     </message>
     <message>
-        <source>Don't ask — denies anything not allowed</source>
+        <source>Don&apos;t ask — denies anything not allowed</source>
         <translation>不询问——拒绝一切未被允许的操作</translation>
     </message>
     <message>
@@ -1188,8 +1172,8 @@ in this folder</source>
         <translation>{0} 个请求：{1} 个允许，{2} 个被拒绝</translation>
     </message>
     <message>
-        <source>This session runs elsewhere: add {0} to the settings instead</source>
-        <translation>此会话在别处运行：请改为将 {0} 添加到设置中</translation>
+        <source>Could not allow {0} for this session ({1}): add it to the settings instead</source>
+        <translation>无法为此会话允许 {0}（{1}）：请改为将其添加到设置中</translation>
     </message>
     <message>
         <source>{0} is allowed for this session from the next command on</source>
@@ -1337,7 +1321,7 @@ in this folder</source>
         <translation>绕过</translation>
     </message>
     <message>
-        <source>Don't ask</source>
+        <source>Don&apos;t ask</source>
         <translation>不询问</translation>
     </message>
     <message>
@@ -1400,7 +1384,7 @@ in this folder</source>
         <translation>配对新设备？</translation>
     </message>
     <message>
-        <source>“{0}” ({1}) wants to answer this computer's questions. Pair it only if it shows the same code:</source>
+        <source>“{0}” ({1}) wants to answer this computer&apos;s questions. Pair it only if it shows the same code:</source>
         <translation>“{0}”（{1}）想要回答这台电脑的问题。只有当它显示相同的代码时才配对：</translation>
     </message>
     <message>
@@ -1416,7 +1400,7 @@ in this folder</source>
         <translation>用手机回答</translation>
     </message>
     <message>
-        <source>A page on this computer's network address, HTTPS only; each phone is paired once and can be revoked here.</source>
+        <source>A page on this computer&apos;s network address, HTTPS only; each phone is paired once and can be revoked here.</source>
         <translation>这台电脑网络地址上的一个页面，仅限 HTTPS；每部手机只需配对一次，并可在此撤销。</translation>
     </message>
     <message>
@@ -1424,7 +1408,7 @@ in this folder</source>
         <translation>显示配对码</translation>
     </message>
     <message>
-        <source>Scan it with the phone's camera. The code works once, for 5 minutes.</source>
+        <source>Scan it with the phone&apos;s camera. The code works once, for 5 minutes.</source>
         <translation>用手机相机扫描。此代码只能使用一次，有效期 5 分钟。</translation>
     </message>
     <message>
@@ -1505,7 +1489,7 @@ in this folder</source>
         <translation>添加到设置</translation>
     </message>
     <message>
-        <source>Add {0} to the folder's settings</source>
+        <source>Add {0} to the folder&apos;s settings</source>
         <translation>将 {0} 添加到文件夹的设置中</translation>
     </message>
 </context>
@@ -1582,7 +1566,7 @@ in this folder</source>
 <context>
     <name>ReviewView</name>
     <message>
-        <source>Loading the worktree's changes…</source>
+        <source>Loading the worktree&apos;s changes…</source>
         <translation>正在读取工作树的更改…</translation>
     </message>
     <message>
@@ -1590,7 +1574,7 @@ in this folder</source>
         <translation>已更改的文件</translation>
     </message>
     <message>
-        <source>The file's change</source>
+        <source>The file&apos;s change</source>
         <translation>文件的更改</translation>
     </message>
     <message>
@@ -1760,7 +1744,7 @@ in this folder</source>
         <translation>其中 {0} 个文件你之后改过；它们保持你留下的样子：</translation>
     </message>
     <message>
-        <source>Your later edits to other parts of a file are kept. "Undo restore" puts every byte back. Rewinding the conversation opens a copy from before this message; the original stays.</source>
+        <source>Your later edits to other parts of a file are kept. &quot;Undo restore&quot; puts every byte back. Rewinding the conversation opens a copy from before this message; the original stays.</source>
         <translation>你之后对文件其他部分的修改会保留。“撤销恢复”会放回每一个字节。回退对话会打开这条消息之前的副本；原对话保留。</translation>
     </message>
     <message>
@@ -1886,7 +1870,7 @@ in this folder</source>
         <translation>MCP 服务器</translation>
     </message>
     <message>
-        <source>Servers come from the folder's .mcp.json (only in a trusted folder), the mcpServers of your settings (~/.claude/settings.json, ~/.claude.json) and --mcp-config. Their tools ask before they run, like any tool that is not read-only.</source>
+        <source>Servers come from the folder&apos;s .mcp.json (only in a trusted folder), the mcpServers of your settings (~/.claude/settings.json, ~/.claude.json) and --mcp-config. Their tools ask before they run, like any tool that is not read-only.</source>
         <translation>服务器来自文件夹的 .mcp.json（仅在受信任的文件夹中）、您设置中的 mcpServers（~/.claude/settings.json、~/.claude.json）以及 --mcp-config。与任何非只读工具一样，它们的工具在运行前会先征求您的同意。</translation>
     </message>
     <message>
@@ -1941,7 +1925,7 @@ in this folder</source>
         <translation>API 密钥(&amp;A)</translation>
     </message>
     <message>
-        <source>&lt;b&gt;Connect a model to get started.&lt;/b&gt;&lt;br/&gt;Desktop Agent talks to Anthropic's Messages API (or any compatible endpoint), or to an OpenAI-compatible server such as Ollama or LM Studio. Your key stays on this computer.</source>
+        <source>&lt;b&gt;Connect a model to get started.&lt;/b&gt;&lt;br/&gt;Desktop Agent talks to Anthropic&apos;s Messages API (or any compatible endpoint), or to an OpenAI-compatible server such as Ollama or LM Studio. Your key stays on this computer.</source>
         <translation>&lt;b&gt;连接一个模型即可开始。&lt;/b&gt;&lt;br/&gt;Desktop Agent 使用 Anthropic 的 Messages API（或任何兼容的端点），或 Ollama、LM Studio 等 OpenAI 兼容服务器。您的密钥只保存在这台电脑上。</translation>
     </message>
     <message>
@@ -2065,7 +2049,7 @@ in this folder</source>
         <translation>请输入 API 密钥，或体验离线导览。</translation>
     </message>
     <message>
-        <source>Enter the server's base URL (for example http://localhost:11434/v1).</source>
+        <source>Enter the server&apos;s base URL (for example http://localhost:11434/v1).</source>
         <translation>请输入服务器的基础 URL（例如 http://localhost:11434/v1）。</translation>
     </message>
     <message>
@@ -2085,10 +2069,10 @@ in this folder</source>
         <translation>无法保存设置：{0}</translation>
     </message>
     <message>
-        <source>the server's model name, e.g. qwen2.5-coder:7b</source>
+        <source>the server&apos;s model name, e.g. qwen2.5-coder:7b</source>
         <translation>服务器上的模型名称，例如 qwen2.5-coder:7b</translation>
     </message>
-<message>
+    <message>
         <source>&amp;Keep sessions running when the window closes</source>
         <translation>窗口关闭后保持会话运行(&amp;K)</translation>
     </message>

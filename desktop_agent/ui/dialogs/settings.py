@@ -172,6 +172,10 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
         self.keep_running_note.setObjectName("muted")
         self.keep_running_note.setWordWrap(True)
         form.addRow("", self.keep_running_note)
+        from desktop_agent.ui.dialogs.phone import PhoneSection
+
+        self.phone = PhoneSection()  # the window gives it the running page (``set_access``) and starts or stops it
+        form.addRow("", self.phone)
         root.addLayout(form)
 
         self.error_label = QLabel()

@@ -74,6 +74,7 @@ class AgentController(QObject):
         self.last_prompt = ""  # the prompt of the running (or last) turn
         self.current_dialog: PermissionDialog | None = None  # the permission dialog showing now
         self.notifier: Callable[[str, str], None] | None = None
+        self.desktop_notifier: Any = None  # host.notify.Notifier when a notification daemon is there
         self._task: asyncio.Task | None = None
         self.questions = PromptQueue(self)  # the window's questions, one dialog at a time
         self.questions.shown.connect(self._dialog_shown)
@@ -389,6 +390,9 @@ class AgentController(QObject):
         if win is None or win.isActiveWindow():
             return
         QApplication.alert(win, 0)
+        notifier = self.desktop_notifier
+        if notifier is not None and getattr(notifier, "has_actions", False):
+            return  # the host's notifier sends its own, with Review / Deny (/ Allow once)
         if self.notifier is not None:
             target = request.file_path or request.input.get("file_path") or request.input.get("command") or ""
             self.notifier(self.tr("Desktop Agent is waiting for approval"),

@@ -293,6 +293,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         c.usage_changed.connect(self._on_usage)
         c.busy_changed.connect(self._on_busy)
         c.notifier = self._notify
+        c.session_changed.connect(lambda _s: self._start_desktop_notifications())
         c.turn_finished.connect(lambda _e: self.refresh_servers())  # MCP states after each turn
         c.tool_finished.connect(lambda e: str(e.name).startswith("mcp__") and self.refresh_servers())
         c.session_changed.connect(lambda _s: self.refresh_servers())
@@ -378,6 +379,31 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             act.triggered.connect(lambda _=False, f=f: self.open_folder_soon(f))
         if not folders:
             self.recent_menu.addAction(self.tr("(no recent folders)")).setEnabled(False)
+
+    def _start_desktop_notifications(self) -> None:
+        """Once, for the host in this process: notifications with Review / Deny / Allow once for questions that wait
+        while the window is not active (``client.HostClient.notifications``: a client of the host's inbox)."""
+        if getattr(self, "_notifications_task", None) is not None or self.demo:
+            return
+        client = self.controller.client
+        start = getattr(client, "notifications", None)
+        if start is None or not _loop_running():
+            return
+
+        async def run() -> None:
+            notifier = await start(review=lambda _q: self._review_from_notification(),
+                                   window_active=self.isActiveWindow)
+            self.controller.desktop_notifier = notifier
+            if notifier is not None and not self.isActiveWindow():
+                await notifier.remind()  # a question asked while the notifier was starting
+
+        self._notifications_task = asyncio.ensure_future(run())
+
+    def _review_from_notification(self) -> None:
+        """A notification's Review: the window comes forward; the question's dialog is the queue's (focus-safe)."""
+        self.showNormal()
+        self.raise_()
+        self.activateWindow()
 
     def closeEvent(self, event) -> None:  # noqa: N802
         self.save_state()
@@ -521,9 +547,39 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self._saved_model = dlg.settings.model or ""
         dlg.tour_requested.connect(self.start_tour)
         dlg.saved.connect(self._on_settings_saved)
+        phone = getattr(self, "phone_server", None)
+        dlg.phone.switch.setChecked(phone is not None)
+        dlg.phone.set_access(phone)
+        dlg.phone.enabled_changed.connect(lambda on: asyncio.ensure_future(self._phone_switched(dlg.phone, on)))
         self.settings_dialog = dlg
         dlg.open()
         return dlg
+
+    async def _phone_switched(self, section: Any, on: bool) -> None:
+        """Settings → "Answer from my phone": the host's phone page (``client.HostClient.phone``, HTTPS on the LAN,
+        pairing confirmed here in a focus-safe dialog) started or stopped. Off by default, and again at each start."""
+        server = getattr(self, "phone_server", None)
+        if not on:
+            self.phone_server = None
+            section.set_access(None)
+            if server is not None:
+                await server.stop()
+            return
+        start = getattr(self.controller.client, "phone", None)
+        if server is not None or start is None:
+            if start is None:
+                self.status.showMessage(self.tr("The phone page needs the sessions to run in this window."), 6000)
+            return
+        from desktop_agent.ui.dialogs.phone import confirm_pairing
+        from desktop_agent.util import dirs
+
+        try:
+            self.phone_server = await start(str(dirs.state_dir() / "remote"), confirm_pairing(self))
+        except Exception as exc:
+            section.switch.setChecked(False)
+            self.status.showMessage(self.tr("The phone page could not start: {0}").format(exc), 8000)
+            return
+        section.set_access(self.phone_server)
 
     def _on_settings_saved(self) -> None:
         self.status.showMessage(self.tr("Settings saved."), 3000)
