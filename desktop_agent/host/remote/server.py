@@ -198,13 +198,15 @@ class RemoteServer:
         return str(segno.make(url, error="m").svg_inline(scale=6, border=2))
 
     def pairing_qr_png(self, url: str) -> bytes:
-        """The QR of ``url`` as PNG bytes (pure Python, a few ms)."""
+        """The QR of ``url`` as PNG bytes (pure Python, a few ms), whole pixels a module, about 300 px wide."""
         import io
 
         import segno
 
         out = io.BytesIO()
-        segno.make(url, error="m").save(out, kind="png", scale=8, border=2)
+        qr = segno.make(url, error="m")
+        modules = qr.symbol_size(scale=1, border=2)[0]
+        qr.save(out, kind="png", scale=max(3, 300 // modules), border=2)
         return out.getvalue()
 
     def list_devices(self) -> list[dict[str, object]]:
