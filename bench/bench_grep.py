@@ -3,7 +3,8 @@
 Owns nothing but this measurement. It generates a tree of 20,000 small source files in a temp dir,
 then for each case runs, interleaved and several times each (warm cache), the Grep tool through
 ``run_tool_use`` and ``rg`` directly with the same arguments the tool builds (``subprocess.run``,
-output captured), and prints the medians and their ratio (target ≤ 1.15×).
+output captured), and prints the medians and their ratio (target ≤ 1.15×; ≤ 1.10× where every file matches,
+issue 28: there the mtime order stats 20,000 files that raw rg never looks at).
 
     .venv/bin/python bench/bench_grep.py [--files 20000] [--runs 9] [--tree DIR]
 """
@@ -30,6 +31,7 @@ from desktop_agent.tools.grep import GrepInput, GrepTool  # noqa: E402
 from desktop_agent.tools.ripgrep import rg_path  # noqa: E402
 
 TARGET_RATIO = 1.15
+TARGET_EVERY_FILE = 1.10
 WORDS = ("alpha beta gamma delta epsilon value config handler request response stream buffer parse "
          "render update index cache token error result").split()
 
@@ -118,14 +120,16 @@ def main() -> int:
         worst = 0.0
         items = []
         for name, inp in cases:
+            target = TARGET_EVERY_FILE if "every file" in name else TARGET_RATIO
             tool_times, rg_times, summary = bench_case(tree, inp, opts.runs)
             t_tool, t_rg = statistics.median(tool_times), statistics.median(rg_times)
             ratio = t_tool / t_rg
-            worst = max(worst, ratio)
+            worst = max(worst, ratio / target)
             print(f"{name:42} {t_tool * 1000:8.1f}ms {t_rg * 1000:8.1f}ms {ratio:6.2f}x  {summary}")
-            items.append(result(f"Grep vs rg: {name}", tool_times, unit="ms", scale=1000, target=TARGET_RATIO,
+            items.append(result(f"Grep vs rg: {name}", tool_times, unit="ms", scale=1000, target=target,
                                 kind="ratio", baseline=rg_times))
-        print(f"worst ratio: {worst:.2f}x (target <= {TARGET_RATIO}x)")
+        print(f"worst ratio / target: {worst:.2f} (<= 1 passes; targets {TARGET_EVERY_FILE}x every file, "
+              f"{TARGET_RATIO}x otherwise)")
         report(items)
     finally:
         if not opts.tree:

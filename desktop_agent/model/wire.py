@@ -22,11 +22,31 @@ failure raises ``APIConnectionError`` (``APITimeoutError`` for a timeout) with t
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, AsyncGenerator, Mapping, Protocol
 
 import httpx2
 
 from desktop_agent import __version__
+
+
+def _import_httpcore_without_trio() -> None:
+    """Import ``httpcore2`` (httpx2's transport, otherwise imported when the first client is made) so that it
+    does not import ``trio``: it does so whenever trio is installed, to pick its lock type under a trio
+    loop, and that costs ~100 ms and ~12 MB in every process. We run under asyncio only, so ``import
+    trio`` is made to fail for that one import (a ``None`` in ``sys.modules``), then allowed again; a
+    process that already imported trio, or httpcore2, is left as it is."""
+    if "httpcore2" in sys.modules or "trio" in sys.modules:
+        return
+    sys.modules["trio"] = None  # type: ignore[assignment]
+    try:
+        import httpcore2  # noqa: F401
+    finally:
+        if "trio" in sys.modules and sys.modules["trio"] is None:
+            del sys.modules["trio"]
+
+
+_import_httpcore_without_trio()
 
 API_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"

@@ -104,6 +104,15 @@ def apply_head_limit(items: list[str], limit: int | None, offset: int) -> tuple[
     return page, (effective if truncated else None)
 
 
+def _page(head: list[str], total: int, limit: int | None, offset: int) -> tuple[list[str], int | None]:
+    """``apply_head_limit(items, limit, offset)`` given only ``head = items[:offset + limit]`` (all of them for an
+    unlimited page) and ``total = len(items)``."""
+    if limit == 0:
+        return head[offset:], None
+    effective = DEFAULT_HEAD_LIMIT if limit is None else limit
+    return head[offset: offset + effective], (effective if total - offset > effective else None)
+
+
 def pagination_note(applied_limit: int | None, applied_offset: int) -> str:
     """``[Showing results with pagination = limit: <n>, offset: <m>]`` when a page was cut (SPEC §3.8)."""
     if applied_limit is not None:
@@ -168,6 +177,23 @@ class _ContentCollector:
             out.extend(self.blocks[path])
         return out
 
+    def head(self, need: int | None) -> tuple[list[str], int]:
+        """``lines()[:need]`` (all for None) and ``len(lines())``, ordering only the files the head needs."""
+        if need is None:
+            every = self.lines()
+            return every, len(every)
+        total = sum(len(block) for block in self.blocks.values())
+        if self.context and self.blocks:
+            total += len(self.blocks) - 1
+        out: list[str] = []
+        for path in self.files.iter_ordered():
+            if len(out) >= need:
+                break
+            if self.context and out:
+                out.append("--")
+            out.extend(self.blocks[path])
+        return out[:need], total
+
 
 class _CountCollector:
     """``path:count`` lines, files newest first."""
@@ -177,14 +203,20 @@ class _CountCollector:
         self.by_path: dict[str, str] = {}
 
     def feed(self, text: str) -> None:
+        add = self.files.add
+        by_path = self.by_path
         for line in text.split("\n"):
             if line:
                 path = line.rpartition(":")[0]
-                if self.files.add(path):
-                    self.by_path[path] = line
+                if add(path):
+                    by_path[path] = line
 
     def lines(self) -> list[str]:
         return [self.by_path[p] for p in self.files.ordered()]
+
+    def head(self, need: int | None) -> tuple[list[str], int]:
+        """``lines()[:need]`` (all for None) and ``len(lines())``."""
+        return [self.by_path[p] for p in self.files.first(need)], len(self.files.keys)
 
 
 _NO_RESULTS: dict[str, dict[str, Any]] = {
@@ -309,21 +341,27 @@ class GrepTool(Tool):
         result = await run_rg(args, cwd, consumer=consumer)
         if result.returncode not in (0, 1) and not result.output_bytes and result.diagnostic:
             raise RipgrepError(result.diagnostic)
+        # Only the head of the order is needed (offset + head_limit entries), and how many entries there are.
+        limit = input.head_limit
+        need = None if limit == 0 else offset + (DEFAULT_HEAD_LIMIT if limit is None else limit)
+        lines: list[str]
         if collector is None:
             lines = result.stdout.split("\n")
             if lines and lines[-1] == "":
                 lines.pop()
+            total = len(lines)
         else:
-            order = collector.ordered if mode == "files_with_matches" else collector.lines
-            big = len(collector.keys if mode == "files_with_matches" else collector.files.keys) > _INLINE_SORT_MAX
-            lines = await asyncio.to_thread(order) if big else order()
+            files = collector if mode == "files_with_matches" else collector.files
+            head = (lambda n: (collector.first(n), len(collector.keys))) if files is collector else collector.head
+            big = len(files.keys) > _INLINE_SORT_MAX
+            lines, total = await asyncio.to_thread(head, need) if big else head(need)
 
         if mode == "content":
-            page, applied_limit = apply_head_limit(lines, input.head_limit, offset)
+            page, applied_limit = _page(lines, total, limit, offset)
             content = "\n".join(page).replace("\x00", "")
             data = {"mode": "content", "numFiles": 0, "filenames": [], "content": content, "numLines": len(page)}
         elif mode == "count":
-            page, applied_limit = apply_head_limit(lines, input.head_limit, offset)
+            page, applied_limit = _page(lines, total, limit, offset)
             total = files = 0
             for line in page:
                 _, sep, num = line.rpartition(":")
@@ -333,7 +371,7 @@ class GrepTool(Tool):
             data = {"mode": "count", "numFiles": files, "filenames": [], "content": "\n".join(page),
                     "numMatches": total}
         else:
-            page, applied_limit = apply_head_limit(lines, input.head_limit, offset)
+            page, applied_limit = _page(lines, total, limit, offset)
             data = {"mode": "files_with_matches", "numFiles": len(page), "filenames": page}
         if applied_limit is not None:
             data["appliedLimit"] = applied_limit

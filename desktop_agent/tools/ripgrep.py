@@ -14,13 +14,15 @@ on timeout and at the output cap.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import os
 import shutil
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.permission import ReadPolicy
@@ -35,6 +37,10 @@ RG_TIMEOUT_S = 60.0
 # Beyond this much output the search is stopped and what was read is used (Grep caps results anyway).
 RG_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 _HAND_OFF_BYTES = 64 * 1024
+_READ_BUFFER = 1 << 20
+# A read shorter than this is followed by a pause of _COALESCE_S, so rg's many small writes arrive together.
+_SHORT_READ = 32 * 1024
+_COALESCE_S = 0.001
 
 
 # Linux caps one argv string at 32 pages (MAX_ARG_STRLEN, 128 KiB); longer patterns are refused up front.
@@ -113,44 +119,50 @@ def _read_pipe(fd: int, consumer: Callable[[str], None] | None, max_bytes: int,
                stop: Callable[[], None]) -> tuple[bytes, int, bool]:
     """Worker thread: read rg's stdout to EOF (blocking reads, no event-loop wake-up per write).
 
+    rg writes each file's output with its own ``write``: reading as eagerly as it writes costs a wake-up
+    (and a read) per file, for rg and for us. So after a short read the thread waits ``_COALESCE_S``
+    before the next one and lets the (1 MB) pipe collect what rg writes meanwhile — at most that long
+    is added at EOF. Reads go into one reused buffer (no megabyte allocation per read).
     With a ``consumer``, complete lines are decoded and handed to it in batches of about 64 KB as
     they arrive, so its work overlaps the search. Returns (output if no consumer, bytes read, capped).
     """
-    chunks: list[bytes] = []
-    pending = bytearray()
+    out = bytearray()  # without a consumer: everything; with one: the bytes not handed over yet
     size = 0
     capped = False
-    read = os.read
+    view = memoryview(bytearray(_READ_BUFFER))
+    pipe = open(fd, "rb", buffering=0, closefd=False)
+    readinto = pipe.readinto
+    sleep = time.sleep
     try:
         while True:
-            chunk = read(fd, 1 << 20)
-            if not chunk:
+            n = readinto(view)
+            if not n:
                 break
-            size += len(chunk)
-            if consumer is None:
-                chunks.append(chunk)
-            else:
-                pending += chunk
-                if len(pending) >= _HAND_OFF_BYTES:
-                    cut = pending.rfind(b"\n")
-                    if cut >= 0:
-                        consumer(bytes(pending[: cut + 1]).decode("utf-8", "replace"))
-                        del pending[: cut + 1]
+            size += n
+            out += view[:n]
+            if consumer is not None and len(out) >= _HAND_OFF_BYTES:
+                cut = out.rfind(b"\n")
+                if cut >= 0:
+                    consumer(out[: cut + 1].decode("utf-8", "replace"))
+                    del out[: cut + 1]
             if size >= max_bytes:
                 capped = True
                 stop()
                 break
+            if n < _SHORT_READ:
+                sleep(_COALESCE_S)
     finally:
+        view.release()
+        pipe.close()
         os.close(fd)
     if consumer is not None:
-        if pending and not capped:  # the rest, perhaps a last line without its newline
-            consumer(bytes(pending).decode("utf-8", "replace") + ("" if pending.endswith(b"\n") else "\n"))
+        if out and not capped:  # the rest, perhaps a last line without its newline
+            consumer(out.decode("utf-8", "replace") + ("" if out.endswith(b"\n") else "\n"))
         return b"", size, capped
-    out = b"".join(chunks)
     if capped:  # drop the partial last line
         cut = out.rfind(b"\n")
-        out = out[: cut + 1] if cut >= 0 else b""
-    return out, size, capped
+        del out[cut + 1 if cut >= 0 else 0:]
+    return bytes(out), size, capped
 
 
 @cache
@@ -290,6 +302,21 @@ class ByMtime:
     def ordered(self) -> list[str]:
         self.keys.sort()
         return [p for _, p in self.keys]
+
+    def first(self, n: int | None) -> list[str]:
+        """``ordered()[:n]`` (all of it for None); a small page out of many paths without sorting them all."""
+        if n is None or n * 8 >= len(self.keys):
+            order = self.ordered()
+            return order if n is None else order[:n]
+        return [p for _, p in heapq.nsmallest(n, self.keys)]
+
+    def iter_ordered(self) -> Iterator[str]:
+        """``ordered()`` one path at a time, each step cheap (a heap), for a caller that may stop early."""
+        heap = list(self.keys)
+        heapq.heapify(heap)
+        pop = heapq.heappop
+        while heap:
+            yield pop(heap)[1]
 
 
 class NewestFirst(ByMtime):
