@@ -16,8 +16,8 @@ kind)``:
 Lifetime. Each use is a reference: ``make_placeholder`` / ``note_existing`` take one (appending the path to
 ``held``), ``release_placeholders(paths)`` drops them when the command ends (``sandbox_launch.LaunchPlan.release``,
 called by ``tools.bash.process`` once the shell has exited). While this process has a reference it holds a
-shared ``flock`` on the placeholder's lock file (``<tmp>/desktop-agent-placeholder-<uid>-<hash>.lock``, not
-inherited by children). At the last reference it takes the lock exclusively (non-blocking): only when no other
+shared ``flock`` on the placeholder's lock file (``/dev/shm/desktop-agent-placeholder-<uid>-<hash>.lock``, or
+in the temp dir; not inherited by children). At the last reference it takes the lock exclusively (non-blocking): only when no other
 agent process has the placeholder bound — removing a mount point on the host detaches the mount inside a
 running sandbox, and the protected name would become writable there — is it removed, and only when it is still
 ours: the same inode we created, with the same change time (recorded in the lock file: path, kind, device,
@@ -29,7 +29,7 @@ name, so no two processes ever lock different files for one path).
 Leftovers of a killed process (kill -9 mid-command: its locks die with it, the entries stay): ``sweep`` (run
 once per process, on the first protected-path computation, ``permissions.protected``) reads every lock file of
 this user, and removes each entry no process holds that is still the recorded, untouched one. A placeholder
-whose lock file is gone (a reboot cleared ``/tmp``) is not recognised as ours and stays.
+whose lock file is gone (a reboot cleared ``/dev/shm``) is not recognised as ours and stays.
 """
 
 from __future__ import annotations
@@ -55,8 +55,17 @@ _lock = threading.Lock()
 _swept = False
 
 
+def lock_dir() -> str:
+    """Where the lock files live: ``/dev/shm`` (memory: taking and dropping them costs no disk I/O; invisible
+    inside the sandbox, which has its own ``/dev``) when usable, else the temp dir."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return tempfile.gettempdir()
+
+
 def _prefix() -> str:
-    return os.path.join(tempfile.gettempdir(), f"desktop-agent-placeholder-{os.getuid()}-")
+    return os.path.join(lock_dir(), f"desktop-agent-placeholder-{os.getuid()}-")
 
 
 def lock_path(path: str) -> str:
