@@ -53,6 +53,7 @@ _refs: dict[str, int] = {}  # → how many commands (policies) of this process h
 _fds: dict[str, int] = {}  # → the fd of its lock file, held shared while _refs > 0
 _lock = threading.Lock()
 _swept = False
+_exit_hook = False
 
 
 def lock_dir() -> str:
@@ -135,7 +136,9 @@ def _acquire(path: str, kind: str) -> bool:
     fd = _open_locked(lock_path(path), fcntl.LOCK_SH)
     if fd is None:
         return False
-    if not _fds and not _refs:
+    global _exit_hook
+    if not _exit_hook:
+        _exit_hook = True
         atexit.register(cleanup_placeholders)
     _fds[path], _refs[path], _created[path] = fd, 1, kind
     return True
