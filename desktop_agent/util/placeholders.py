@@ -29,7 +29,9 @@ name, so no two processes ever lock different files for one path).
 Leftovers of a killed process (kill -9 mid-command: its locks die with it, the entries stay): ``sweep`` (run
 once per process, on the first protected-path computation, ``permissions.protected``) reads every lock file of
 this user, and removes each entry no process holds that is still the recorded, untouched one. A placeholder
-whose lock file is gone (a reboot cleared ``/dev/shm``) is not recognised as ours and stays.
+whose lock file is gone (a reboot cleared ``/dev/shm``) is not recognised as ours and stays. One an earlier
+build left (it kept them for the life of its process, with a lock file in the temp dir and no record) is taken
+over by the next command that binds it (``_adopt_legacy``) and removed when that command ends.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import threading
 FILE_MODE = 0o555
 DIR_MODE = 0o755
 KINDS = ("file", "dir", "commondir")
+LOCK_DIR_ENV = "DESKTOP_AGENT_PLACEHOLDER_LOCK_DIR"  # test-only
 _created: dict[str, str] = {}  # placeholders this process holds → kind
 _ids: dict[str, tuple[int, int, int]] = {}  # → (st_dev, st_ino, st_ctime_ns) of the entry, when known
 _refs: dict[str, int] = {}  # → how many commands (policies) of this process hold it
@@ -59,6 +62,9 @@ _exit_hook = False
 def lock_dir() -> str:
     """Where the lock files live: ``/dev/shm`` (memory: taking and dropping them costs no disk I/O; invisible
     inside the sandbox, which has its own ``/dev``) when usable, else the temp dir."""
+    override = os.environ.get(LOCK_DIR_ENV)
+    if override and os.path.isabs(override):  # tests: their own registry, apart from every other agent process
+        return override
     shm = "/dev/shm"
     if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
         return shm
@@ -237,6 +243,7 @@ def note_existing(path: str, kind: str, held: list[str] | None = None) -> None:
                 held.append(path)
             return
         if not os.path.exists(lock_path(path)):
+            _adopt_legacy(path, kind, held)
             return
         if not _acquire(path, kind):
             return
@@ -247,6 +254,51 @@ def note_existing(path: str, kind: str, held: list[str] | None = None) -> None:
         _ids[path] = ident
         if held is not None:
             held.append(path)
+
+
+def legacy_lock_path(path: str) -> str:
+    """The lock file builds before per-command placeholders used (in the temp dir, never removed, no record)."""
+    digest = hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return os.path.join(tempfile.gettempdir(), f"desktop-agent-placeholder-{os.getuid()}-{digest}.lock")
+
+
+def _adopt_legacy(path: str, kind: str, held: list[str] | None) -> None:
+    """A placeholder an earlier build left for the whole life of its process (the empty ``.claude``, ``.mcp.json``…
+    a person finds in their folder): recognised by its legacy lock file and its untouched shape ("file": an empty
+    mode-0555 directory; "dir": an empty directory), taken over when no process of that build holds it, so the
+    end of this command removes it. Caller holds ``_lock``."""
+    if kind == "commondir" or not is_placeholder(path, kind) and not _legacy_shape(path, kind):
+        return
+    legacy = legacy_lock_path(path)
+    if legacy == lock_path(path) or not os.path.exists(legacy):
+        return
+    try:
+        lfd = os.open(legacy, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        fcntl.flock(lfd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # an old-build process still has it bound: leave it
+        if not _legacy_shape(path, kind) or not _acquire(path, kind):
+            return
+        _ids[path] = _ident(os.lstat(path))
+        _write_record(_fds[path], path, kind, _ids[path])
+        if held is not None:
+            held.append(path)
+        os.unlink(legacy)
+    except OSError:
+        pass
+    finally:
+        os.close(lfd)
+
+
+def _legacy_shape(path: str, kind: str) -> bool:
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode) or os.listdir(path):
+            return False
+    except OSError:
+        return False
+    return stat.S_IMODE(st.st_mode) == FILE_MODE if kind == "file" else True
 
 
 def _drop(path: str) -> None:

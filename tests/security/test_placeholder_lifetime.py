@@ -33,6 +33,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
     monkeypatch.setenv(sandbox.SKIP_ANALYSIS_ENV, "1")  # the sandbox alone stops the writes
+    locks = tmp_path / "locks"  # a registry of its own: another agent process's sweep would otherwise race us
+    locks.mkdir()
+    monkeypatch.setenv(placeholders.LOCK_DIR_ENV, str(locks))
     d = tmp_path / "proj"
     d.mkdir()
     (d / "README.md").write_text("hi\n")

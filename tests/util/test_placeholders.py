@@ -15,6 +15,16 @@ from desktop_agent.util import placeholders
 from desktop_agent.util.fileio import write_bytes_atomic
 
 
+@pytest.fixture(autouse=True)
+def _own_registry(tmp_path, monkeypatch):
+    """Lock files of these tests' own: another agent process's sweep (other tests running) would race them."""
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    monkeypatch.setenv(placeholders.LOCK_DIR_ENV, str(locks))
+    yield
+    placeholders.cleanup_placeholders()
+
+
 def test_placeholder_of_another_process_is_not_removed(tmp_path):
     """A placeholder another agent process still holds (shared lock) survives this process's cleanup."""
     path = str(tmp_path / ".mcp.json")
@@ -114,3 +124,30 @@ def test_sweep_leaves_what_a_live_process_holds(tmp_path):
         other.kill()
         other.wait()
     assert path in placeholders.sweep() and not os.path.lexists(path)
+
+
+def test_a_placeholder_an_earlier_build_left_is_taken_over_and_removed(tmp_path):
+    """The entries the bug report shows (an earlier build kept them for its process's life, lock file in the temp
+    dir, no record): the next command binding one takes it over and removes it when it ends; a held one stays."""
+    import fcntl
+    import tempfile
+    mcp, vscode = str(tmp_path / ".mcp.json"), str(tmp_path / ".vscode")
+    os.mkdir(mcp, 0o555)
+    os.chmod(mcp, 0o555)
+    os.mkdir(vscode)
+    for p in (mcp, vscode):
+        legacy = placeholders.legacy_lock_path(p)
+        assert os.path.dirname(legacy) == tempfile.gettempdir()
+        open(legacy, "w").close()
+    held_by_old = os.open(placeholders.legacy_lock_path(vscode), os.O_RDWR)
+    fcntl.flock(held_by_old, fcntl.LOCK_SH)  # an old-build process still runs with .vscode bound
+    try:
+        held: list[str] = []
+        placeholders.note_existing(mcp, "file", held)
+        placeholders.note_existing(vscode, "dir", held)
+        assert held == [mcp]
+        assert placeholders.release_placeholders(held) == [mcp] and not os.path.lexists(mcp)
+        assert os.path.isdir(vscode)
+    finally:
+        os.close(held_by_old)
+        os.unlink(placeholders.legacy_lock_path(vscode))
