@@ -363,6 +363,8 @@ def sandbox_protected(writable: list[str], allowed: list[str] | None = None) -> 
                 continue  # another candidate for the same path may still make one (hooksPath = .githooks)
         else:
             note_existing(real, kind, out.placeholders)
+            if not os.path.lexists(real) and not _placeholder(real, kind, out.placeholders):
+                continue  # the last command of another process binding it just removed it: made afresh
         if os.path.exists(real):
             seen.add(real)
             out.read_only.append(real)

@@ -174,3 +174,41 @@ def test_the_next_process_binding_a_leftover_removes_it_after_its_command(folder
     assert os.path.isdir(path)
     asyncio.run(_bash(_ctx(folder), "true"))
     assert not os.path.lexists(path), os.listdir(folder)
+
+
+HAMMER = textwrap.dedent("""
+    import asyncio, sys
+    from desktop_agent.core.context import ToolUseContext
+    from desktop_agent.engine.execution import run_tool_use
+    from desktop_agent.permissions.context import PermissionContext
+    from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox
+    from desktop_agent.tools.bash.tool import BashTool
+    async def main():
+        for i in range(int(sys.argv[2])):
+            pc = PermissionContext(sys.argv[1], mode="bypassPermissions", trusted=True)
+            ctx = ToolUseContext(cwd=sys.argv[1], tools=[BashTool()], permission_context=pc,
+                                 sandbox=BubblewrapSandbox())
+            cmd = "sleep 0.05; echo '{}' > .mcp.json; mkdir -p .vscode/x; echo y > .envrc; true"
+            await run_tool_use({"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": cmd}}, ctx)
+    asyncio.run(main())
+""")
+
+
+def test_two_agent_processes_never_open_a_protected_name_to_each_other(folder):
+    """One process's command ending (and removing what it made) while another process's command runs must not
+    detach that command's read-only mount: a second agent process keeps writing the protected names while this
+    one runs commands in the same folder; no write ever lands, and the folder ends as it began."""
+    before = sorted(os.listdir(folder))
+    other = subprocess.Popen([sys.executable, "-c", HAMMER, str(folder), "12"],
+                             env={**os.environ, "PYTHONPATH": ROOT}, cwd=str(folder))
+    try:
+        async def mine():
+            for i in range(12):
+                await _bash(_ctx(folder), "echo '{}' > .mcp.json; mkdir -p .vscode/x; true", id=f"toolu_m{i}")
+        asyncio.run(mine())
+        assert other.wait(60) == 0
+    finally:
+        if other.poll() is None:
+            other.kill()
+            other.wait()
+    assert sorted(os.listdir(folder)) == before, os.listdir(folder)
