@@ -50,6 +50,7 @@ FILE_MODE = 0o555
 DIR_MODE = 0o755
 KINDS = ("file", "dir", "commondir")
 LOCK_DIR_ENV = "DESKTOP_AGENT_PLACEHOLDER_LOCK_DIR"  # test-only
+LEGACY_WINDOW_NS = 2_000_000_000  # an earlier build's entry: made within this of its lock file
 _created: dict[str, str] = {}  # placeholders this process holds → kind
 _ids: dict[str, tuple[int, int, int]] = {}  # → (st_dev, st_ino, st_ctime_ns) of the entry, when known
 _refs: dict[str, int] = {}  # → how many commands (policies) of this process hold it
@@ -264,8 +265,9 @@ def legacy_lock_path(path: str) -> str:
 
 def _adopt_legacy(path: str, kind: str, held: list[str] | None) -> None:
     """A placeholder an earlier build left for the whole life of its process (the empty ``.claude``, ``.mcp.json``…
-    a person finds in their folder): recognised by its legacy lock file and its untouched shape ("file": an empty
-    mode-0555 directory; "dir": an empty directory), taken over when no process of that build holds it, so the
+    a person finds in their folder): recognised by its legacy lock file, made just before it (change time within
+    ``LEGACY_WINDOW_NS`` after the lock file's), and its untouched shape ("file": an empty mode-0555 directory;
+    "dir": an empty directory), taken over when no process of that build holds it, so the
     end of this command removes it. Caller holds ``_lock``."""
     if kind == "commondir" or not is_placeholder(path, kind) and not _legacy_shape(path, kind):
         return
@@ -278,7 +280,9 @@ def _adopt_legacy(path: str, kind: str, held: list[str] | None) -> None:
         return
     try:
         fcntl.flock(lfd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # an old-build process still has it bound: leave it
-        if not _legacy_shape(path, kind) or not _acquire(path, kind):
+        # that build made the lock file, then the entry at once: an entry made later is the person's
+        made = os.lstat(path).st_ctime_ns - os.fstat(lfd).st_mtime_ns
+        if not 0 <= made <= LEGACY_WINDOW_NS or not _legacy_shape(path, kind) or not _acquire(path, kind):
             return
         _ids[path] = _ident(os.lstat(path))
         _write_record(_fds[path], path, kind, _ids[path])

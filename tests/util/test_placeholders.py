@@ -131,23 +131,27 @@ def test_a_placeholder_an_earlier_build_left_is_taken_over_and_removed(tmp_path)
     dir, no record): the next command binding one takes it over and removes it when it ends; a held one stays."""
     import fcntl
     import tempfile
-    mcp, vscode = str(tmp_path / ".mcp.json"), str(tmp_path / ".vscode")
-    os.mkdir(mcp, 0o555)
-    os.chmod(mcp, 0o555)
-    os.mkdir(vscode)
-    for p in (mcp, vscode):
+    mcp, vscode, idea = (str(tmp_path / n) for n in (".mcp.json", ".vscode", ".idea"))
+    for p in (mcp, vscode, idea):  # as that build did: the lock file first, then the entry
         legacy = placeholders.legacy_lock_path(p)
         assert os.path.dirname(legacy) == tempfile.gettempdir()
         open(legacy, "w").close()
+    os.mkdir(mcp, 0o555)
+    os.chmod(mcp, 0o555)
+    os.mkdir(vscode)
+    os.utime(placeholders.legacy_lock_path(idea), ns=(10**18, 10**18))  # the person's .idea: made long after
+    os.mkdir(idea)
     held_by_old = os.open(placeholders.legacy_lock_path(vscode), os.O_RDWR)
     fcntl.flock(held_by_old, fcntl.LOCK_SH)  # an old-build process still runs with .vscode bound
     try:
         held: list[str] = []
         placeholders.note_existing(mcp, "file", held)
         placeholders.note_existing(vscode, "dir", held)
+        placeholders.note_existing(idea, "dir", held)
         assert held == [mcp]
         assert placeholders.release_placeholders(held) == [mcp] and not os.path.lexists(mcp)
-        assert os.path.isdir(vscode)
+        assert os.path.isdir(vscode) and os.path.isdir(idea)
     finally:
         os.close(held_by_old)
-        os.unlink(placeholders.legacy_lock_path(vscode))
+        for p in (vscode, idea):
+            os.unlink(placeholders.legacy_lock_path(p))
