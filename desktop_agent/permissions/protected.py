@@ -15,8 +15,9 @@ state and trust, and what each layer does with them.
 - ``sandbox_protected(writable, allowed)``: inside the bubblewrap sandbox every protected path under a writable
   folder is bound read-only onto itself (a mount point: it cannot be written, removed or renamed — EBUSY), also the
   ones that do not exist yet: an empty directory is created as the mount point (``.git/commondir``: a file holding
-  ``.``, which git reads as "the git dir itself"; ``util.placeholders`` makes them, removes them at exit, and
-  lets our own atomic writer replace one the person allowed). Every repository's ``.git`` directory found
+  ``.``, which git reads as "the git dir itself"; ``util.placeholders`` makes them, removes them when the last
+  command binding them ends (``ProtectedBinds.placeholders``, released by ``sandbox_launch``), sweeps what a killed
+  process left, and lets our own atomic writer replace one the person allowed). Every repository's ``.git`` directory found
   in the writable folders (nested ones too, walked at most ``WALK_BUDGET`` entries, ``WALK_SKIP`` folders left
   out, the walk reused ``WALK_TTL_S`` seconds) is bound onto itself (*pinned*: ``mv .git x`` fails), its ``hooks``, ``config`` and ``commondir``
   read-only; a ``.git`` file (worktree, submodule) read-only and the git dir it names pinned the same way;
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field
 from desktop_agent.permissions.rules import fold
 from desktop_agent.permissions.settings import managed_dir
 from desktop_agent.util import dirs
-from desktop_agent.util.placeholders import make_placeholder, note_existing
+from desktop_agent.util.placeholders import make_placeholder, note_existing, sweep_once
 
 PROTECTED_DIRS = frozenset({".git", ".claude", ".vscode", ".idea", ".husky", ".githooks", ".ssh"})
 SHELL_STARTUP_FILES = frozenset({
@@ -322,6 +323,7 @@ class ProtectedBinds:
 
     pinned: list[str] = field(default_factory=list)
     read_only: list[str] = field(default_factory=list)
+    placeholders: list[str] = field(default_factory=list)  # references taken (``util.placeholders``): release them
 
 
 def _allowed(path: str, allowed: list[str], working: list[str]) -> bool:
@@ -336,6 +338,7 @@ def _allowed(path: str, allowed: list[str], working: list[str]) -> bool:
 def sandbox_protected(writable: list[str], allowed: list[str] | None = None) -> ProtectedBinds:
     """The protected paths under the (real, absolute) writable folders, placeholders created for missing ones."""
     allowed = [os.path.realpath(a) for a in (allowed or [])]
+    sweep_once()  # what a killed agent process left (once per process)
     cands: list[tuple[str, str]] = []
     pinned: list[str] = []
     for wd in writable:
@@ -356,10 +359,12 @@ def sandbox_protected(writable: list[str], allowed: list[str] | None = None) -> 
             seen.add(real)
             continue
         if not os.path.lexists(real):
-            if not _placeholder(real, kind):
+            if not _placeholder(real, kind, out.placeholders):
                 continue  # another candidate for the same path may still make one (hooksPath = .githooks)
         else:
-            note_existing(real, kind)
+            note_existing(real, kind, out.placeholders)
+            if not os.path.lexists(real) and not _placeholder(real, kind, out.placeholders):
+                continue  # the last command of another process binding it just removed it: made afresh
         if os.path.exists(real):
             seen.add(real)
             out.read_only.append(real)
@@ -408,7 +413,7 @@ def _resolve_parent(path: str) -> str:
     return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
 
 
-def _placeholder(path: str, kind: str) -> bool:
+def _placeholder(path: str, kind: str, held: list[str]) -> bool:
     """The mount point for a protected path that does not exist yet (``util.placeholders``): "hooks" a real,
     permanent hooks dir (as ``git init`` makes it), "existing" none (skipped), "commondir" a file holding ``.``
     in a git dir, "file"/"dir" an empty directory (invisible to ``git status`` / ``git add -A``)."""
@@ -422,4 +427,4 @@ def _placeholder(path: str, kind: str) -> bool:
         return True
     if kind == "commondir" and not os.path.isfile(os.path.join(os.path.dirname(path), "HEAD")):
         return False
-    return make_placeholder(path, kind)
+    return make_placeholder(path, kind, held)

@@ -68,6 +68,12 @@ class LaunchPlan:
     sandboxed: bool
     policy: SandboxPolicy | None = None
 
+    def release(self) -> None:
+        """The shell has exited (or never started): the placeholders made for it go, unless another command binds
+        them (``SandboxPolicy.release``). Call it off the UI thread: it touches the disk."""
+        if self.policy is not None:
+            self.policy.release()
+
 
 def plan_launch(argv: list[str], cwd: str, env: dict[str, str], ctx: ToolUseContext, *, command: str = "",
                 disable_sandbox: bool = False, proxy_for: ProxyFor | None = None) -> LaunchPlan:
@@ -89,6 +95,16 @@ def plan_launch(argv: list[str], cwd: str, env: dict[str, str], ctx: ToolUseCont
             or is_excluded_command(command, settings):
         return LaunchPlan(list(argv), env, False)
     policy = build_policy(pc, working_dirs(ctx), tmpdir=tmp, settings=settings)
+    try:
+        return _finish_plan(policy, argv, cwd, env, pc, settings, proxy_for, ctx)
+    except BaseException:
+        policy.release()  # no shell will bind its placeholders
+        raise
+
+
+def _finish_plan(policy: SandboxPolicy, argv: list[str], cwd: str, env: dict[str, str],
+                 pc: PermissionContext | None, settings: SandboxSettings, proxy_for: ProxyFor | None,
+                 ctx: ToolUseContext) -> LaunchPlan:
     try:
         cache = cache_dir(pc.project_dir if pc is not None else cwd)
     except OSError:

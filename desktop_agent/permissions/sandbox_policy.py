@@ -18,7 +18,8 @@ The policy (``build_policy``):
   ``sandbox.filesystem.denyWrite``, and the protected paths of ``permissions.protected`` under the writable
   folders (``sandbox_protected``: every repository's ``.git`` pinned with its hooks, config and commondir
   read-only, ``.claude``, ``.mcp.json``, ``.husky``, shell start-up files when home is writable, our own
-  configuration and state...), the missing ones too (placeholders).
+  configuration and state...), the missing ones too (placeholders, held for this one command:
+  ``SandboxPolicy.release`` when it ends).
 - network: off (``--unshare-net``; loopback only, inside) unless ``sandbox.network.allowedDomains`` is
   non-empty; then the shell runs in the session's own network namespace (``egress``: still no route out) where
   the egress proxy (``permissions.egress``) listens, and reaches exactly the hosts the rules allow through it
@@ -61,6 +62,7 @@ from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_san
 from desktop_agent.permissions.sandbox_sockets import SocketPolicy, socket_args, socket_policy
 from desktop_agent.permissions.sandbox_stubs import stub_args, stub_binds, stub_dir
 from desktop_agent.util.git_env import git_safety_env
+from desktop_agent.util.placeholders import release_placeholders
 
 WALK_BUDGET = 20_000
 WALK_TTL_S = 10.0
@@ -107,6 +109,13 @@ class SandboxPolicy:
     resolv_conf: str = ""  # with egress: bound over /etc/resolv.conf (a file naming no server)
     caches: list[str] = field(default_factory=list)  # writable, bound after the read-only binds (sandbox_caches)
     caches_ro: list[str] = field(default_factory=list)  # the cache root and cargo/, read-only under them
+    placeholders: list[str] = field(default_factory=list)  # placeholder references this policy holds (release())
+
+    def release(self) -> list[str]:
+        """The command this policy was built for has ended: drop its placeholder references (``util.placeholders``
+        removes each one no other command binds). Idempotent."""
+        held, self.placeholders = self.placeholders, []
+        return release_placeholders(held) if held else []
 
     def bwrap_args(self) -> list[str]:
         args = base_flags(self.network or self.egress)  # egress: the namespace nsenter put bubblewrap in
@@ -371,6 +380,7 @@ def _protected_binds(policy: SandboxPolicy, tmp: str, settings: SandboxSettings)
     binds = sandbox_protected([w for w in policy.writable if w != tmp],
                               [a for a in settings.allow_write if isinstance(a, str)])
     policy.pinned = binds.pinned
+    policy.placeholders = binds.placeholders
     return binds.read_only
 
 

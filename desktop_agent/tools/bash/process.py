@@ -140,15 +140,46 @@ async def spawn_shell(script: str, cwd: str, env: dict[str, str] | None = None, 
         plan = await asyncio.to_thread(lambda: sandbox.plan_launch(argv, cwd, base_env, ctx, command=command,
                                                                    disable_sandbox=disable_sandbox))
         argv, env = plan.argv, plan.env
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _ShellProtocol(limit=2 ** 16, loop=loop), *argv, cwd=cwd, env=env,
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
+        release = getattr(plan, "release", None)  # the sandbox's per-command placeholders (util.placeholders)
+    else:
+        release = None
+    try:
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ShellProtocol(limit=2 ** 16, loop=loop), *argv, cwd=cwd, env=env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except BaseException:
+        if release is not None:
+            loop.run_in_executor(None, release)
+        raise
     proc = ShellProcess(transport, protocol, loop)
-    proc.exited = protocol.exited
+    proc.exited = protocol.exited if release is None else _after_exit(loop, protocol.exited, release)
     live_groups.add(proc.pid)
     return proc
+
+
+def _after_exit(loop: asyncio.AbstractEventLoop, exited: asyncio.Future[None],
+                release: Callable[[], object]) -> asyncio.Future[None]:
+    """A future that resolves once the shell has exited *and* ``release`` (the sandbox's clean-up of what it made
+    for this command: placeholders in the person's folder) has run on a worker thread, so the tool result comes
+    after the folder is as it was."""
+    done: asyncio.Future[None] = loop.create_future()
+
+    def finished(fut: asyncio.Future[object]) -> None:
+        if not fut.cancelled():
+            fut.exception()  # retrieved: a failed clean-up leaves entries, never the call hanging
+        if not done.done():
+            done.set_result(None)
+
+    def on_exit(_: asyncio.Future[None]) -> None:
+        try:
+            loop.run_in_executor(None, release).add_done_callback(finished)
+        except RuntimeError:  # the loop's executor is shut down: the exit-time clean-up takes it
+            finished(exited)  # type: ignore[arg-type]
+
+    exited.add_done_callback(on_exit)
+    return done
 
 
 def shell_env(cwd: str) -> dict[str, str]:
