@@ -12,6 +12,10 @@ streamed in ``--chunk``-character deltas) passed host-side, for ``--turns`` text
    first paint of its ``MainWindow`` (``DESKTOP_AGENT_EXIT_AFTER_PAINT``, which both trees have), this tree and the
    baseline's alternately, ``--paint-rounds`` each (ratio to before ≤ 1.05).
 
+Every child runs with bytecode (a ``PYTHONPYCACHEPREFIX`` in a temp dir, both trees compiled first and one unmeasured
+run of each kind): with ``PYTHONDONTWRITEBYTECODE`` each process would compile the whole package again, and a
+bigger tree would be measured as slower to compile, not to run.
+
 File checkpoints (``app.rewind``, after the baseline: a snapshot thread before each turn, the window's default) are
 off in this tree's sessions unless ``--checkpoints``, so that the host's own cost is compared like for like.
 
@@ -104,8 +108,17 @@ async def _child(mode: str, turns: int, chunk: int, checkpoints: bool = False) -
         shutil.rmtree(ws, ignore_errors=True)
 
 
+_PYC: dict[str, str] = {}  # PYTHONPYCACHEPREFIX for the children (set in main)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(_PYC, **extra)
+    return env
+
+
 def _run_child(mode: str, tree: str, turns: int, chunk: int, checkpoints: bool = False) -> dict:
-    env = dict(os.environ, PYTHONPATH=tree)
+    env = _env(PYTHONPATH=tree)
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", mode, "--turns", str(turns),
                            "--chunk", str(chunk)] + (["--checkpoints"] if checkpoints else []), cwd=tree, env=env, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -115,7 +128,7 @@ def _run_child(mode: str, tree: str, turns: int, chunk: int, checkpoints: bool =
 
 def _first_paint(tree: str, home: str) -> float:
     """Seconds from spawning the window's process to the first paint of its ``MainWindow`` (as it reports it)."""
-    env = dict(os.environ, HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"),
+    env = _env(HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"),
                XDG_DATA_HOME=os.path.join(home, ".local/share"), XDG_STATE_HOME=os.path.join(home, ".local/state"),
                XDG_RUNTIME_DIR=os.path.join(home, "run"), QT_QPA_PLATFORM="offscreen", PYTHONPATH=tree,
                ANTHROPIC_API_KEY="sk-bench", DESKTOP_AGENT_EXIT_AFTER_PAINT="1", DESKTOP_AGENT_T0=repr(time.time()))
@@ -154,23 +167,33 @@ def main() -> None:
     from bench._common import report, result
 
     base = _export(args.baseline)
+    pyc = tempfile.mkdtemp(prefix="bench-host-pyc-")
+    _PYC["PYTHONPYCACHEPREFIX"] = pyc
     paint: dict[str, list[float]] = {"before": [], "now": []}
     home = ""
     runs: dict[str, dict] = {m: {"first": [], "turn": [], "events": [], "open": []} for m in ("before", "memory", "unix")}
     try:
+        for tree in (base, ROOT):
+            subprocess.run([sys.executable, "-m", "compileall", "-q", "-j0", os.path.join(tree, "desktop_agent")],
+                           env=_env(), check=True, capture_output=True)
+        home = tempfile.mkdtemp(prefix="bench-host-home-")
+        for mode in ("before", "memory", "unix"):  # unmeasured: the installed packages' bytecode too
+            _run_child(mode, base if mode == "before" else ROOT, 2, args.chunk, args.checkpoints)
+        for tree in (base, ROOT):
+            _first_paint(tree, os.path.join(home, "warm"))
         for _ in range(args.rounds):  # interleaved, so a busy machine weighs on every mode alike
             for mode in ("before", "memory", "unix"):
                 got = _run_child(mode, base if mode == "before" else ROOT, args.turns, args.chunk,
                                  args.checkpoints)
                 for key in runs[mode]:
                     runs[mode][key] += got[key]
-        home = tempfile.mkdtemp(prefix="bench-host-home-")
         for i in range(args.paint_rounds):  # alternately, each tree first every other round
             for tree in ((base, ROOT) if i % 2 else (ROOT, base)):
                 which = "before" if tree == base else "now"
                 paint[which].append(_first_paint(tree, os.path.join(home, which)))
     finally:
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(pyc, ignore_errors=True)
         if home:
             shutil.rmtree(home, ignore_errors=True)
     before, memory, unix = runs["before"], runs["memory"], runs["unix"]
