@@ -17,7 +17,9 @@ re-exported here), which ``run_tool_use`` runs before the schema check.
 from __future__ import annotations
 
 import contextvars
+import copy
 import math
+import weakref
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -94,11 +96,23 @@ def load_prompt(name: str) -> str:
     return resources.files("desktop_agent.tools").joinpath("prompts", f"{name}.md").read_text("utf-8").strip()
 
 
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def tool_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     """A clean JSON Schema for the API: ``$ref`` inlined, the ``title`` keyword dropped.
 
     A *field* named ``title`` survives (only the keyword is dropped); recursive models keep ``$defs``.
+    Built once per model class (pydantic's generation costs milliseconds a tool, on every request);
+    each caller gets its own copy.
     """
+    cached = _SCHEMAS.get(model)
+    if cached is None:
+        cached = _SCHEMAS[model] = _build_input_schema(model)
+    return copy.deepcopy(cached)
+
+
+def _build_input_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
     defs = schema.pop("$defs", {})
 

@@ -67,20 +67,48 @@ def decode_line(text: str | bytes) -> WireModel | Malformed | None:
     return message
 
 
+_last_encoded: tuple[WireModel, bytes] | None = None
+
+
+def encoded(message: WireModel) -> bytes:
+    """``message``'s JSON line, encoded once however many socket clients it goes to (a session hands the same
+    line object to each of its clients in turn)."""
+    global _last_encoded
+    last = _last_encoded
+    if last is not None and last[0] is message:
+        return last[1]
+    data = stream_json.encode(message).encode("utf-8")
+    _last_encoded = (message, data)
+    return data
+
+
 class StreamConnection:
-    """A client on a stream (the Unix socket): one JSON line each way per message."""
+    """A client on a stream (the Unix socket): one JSON line each way per message. The lines written in one turn
+    of the loop go out in one write (a streamed reply's events come many a turn: one system call, not one each)."""
 
     in_process = False
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str):
         self.reader, self.writer, self.peer = reader, writer, peer
         self.closed = False
+        self._pending: list[bytes] = []
 
     def line(self, message: WireModel) -> None:
         if self.closed or self.writer.is_closing():
             return
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append(encoded(message))
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        self._pending.clear()
+        if self.closed or self.writer.is_closing():
+            return
         try:
-            self.writer.write(stream_json.encode(message).encode("utf-8"))
+            self.writer.write(data)
         except (ConnectionError, RuntimeError, OSError):
             self.closed = True
 
@@ -101,6 +129,7 @@ class StreamConnection:
 
     def close(self) -> None:
         if not self.closed:
+            self._flush()
             self.closed = True
             with contextlib.suppress(Exception):
                 self.writer.close()

@@ -181,3 +181,49 @@ def test_serve_connection_opens_lists_and_attaches_on_a_unix_socket(monkeypatch,
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     asyncio.run(scenario())
+
+
+def test_socket_lines_of_one_loop_turn_go_out_in_one_write_in_order():
+    """``StreamConnection`` coalesces the lines written in one turn of the loop into one write (a streamed reply's
+    events), keeps their order, encodes a line shared by two clients once, and flushes what is pending on close."""
+    import socket
+
+    from desktop_agent.core.events import TextDelta
+    from desktop_agent.host import connections
+    from desktop_agent.protocol import stream_json
+    from desktop_agent.protocol.stream_json import AgentEventLine
+
+    async def go():
+        a, b = socket.socketpair()
+        reader, writer = await asyncio.open_connection(sock=a)
+        writes = []
+        real_write = writer.write
+        writer.write = lambda data: (writes.append(data), real_write(data))[1]
+        conn = connections.StreamConnection(reader, writer, peer="t")
+        lines = [AgentEventLine.of(TextDelta(index=0, text=f"é{i}")) for i in range(50)]
+        for line in lines:
+            conn.line(line)
+        assert writes == []  # not yet: at the end of this turn of the loop
+        await asyncio.sleep(0)
+        assert len(writes) == 1
+        expected = "".join(stream_json.encode(x) for x in lines).encode("utf-8")
+        assert writes[0] == expected
+        assert connections.encoded(lines[-1]) is connections.encoded(lines[-1])  # the second client: no re-encode
+        conn.line(lines[0])
+        conn.close()  # flushed before the close
+        assert writes[-1] == stream_json.encode(lines[0]).encode("utf-8")
+        b.setblocking(False)
+        await asyncio.sleep(0.05)
+        got = b""
+        while True:
+            try:
+                chunk = b.recv(1 << 20)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        assert got == expected + writes[-1]
+        b.close()
+
+    asyncio.run(go())
