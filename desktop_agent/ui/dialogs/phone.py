@@ -8,7 +8,7 @@ which starts or stops the page), "Show pairing code" (the QR, valid 5 minutes, a
 each was last used and a Revoke button.
 
 ``PairingConfirmDialog``: "Pair <device>?" with the verification code the phone shows too (KDE Connect's pairing):
-an ``AwaitableDialog[bool]`` with the permission dialog's focus-safe rules (``SafetyDelay``: no default button,
+a ``GuardedConfirm`` (``ui.dialogs.confirm``: the permission dialog's focus-safe rules: no default button,
 Enter and Space never pair, keys typed before it is ready go nowhere, only a click on Pair after the delay answers
 True; Escape, Refuse and closing it answer False). ``confirm_pairing`` is the ``confirm`` callback the window gives
 the server.
@@ -16,18 +16,16 @@ the server.
 
 from __future__ import annotations
 
-import html
 import time
 from typing import Any, Awaitable, Callable, Protocol
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import (
-    QCheckBox, QGridLayout, QHBoxLayout, QLabel, QPushButton, QStyle, QVBoxLayout, QWidget,
+    QCheckBox, QGridLayout, QLabel, QPushButton, QStyle, QVBoxLayout, QWidget,
 )
 
-from desktop_agent.ui.dialogs.base import AwaitableDialog, GuardButton, SafetyDelay
-from desktop_agent.ui.dialogs.permission import PermissionDialog
+from desktop_agent.ui.dialogs.confirm import GuardedConfirm
 
 translate = QCoreApplication.translate  # literal strings in the "Phone" context, for lupdate
 
@@ -59,73 +57,23 @@ def _ago(then: float, now: float | None = None) -> str:
     return translate("Phone", "{0} days ago").format(seconds // 86400)
 
 
-class PairingConfirmDialog(SafetyDelay, AwaitableDialog[bool]):
-    safety_delay_ms: int | None = None  # None: the permission dialog's delay
-
+class PairingConfirmDialog(GuardedConfirm):
     def __init__(self, device_name: str, verification: str, address: str, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._init_delay()
-        self.setObjectName("pairingConfirm")
-        self.setWindowTitle(translate("Phone", "Pair a new device?"))
-        self.setAccessibleName(self.windowTitle())
-        root = QVBoxLayout(self)
-        root.setContentsMargins(16, 16, 16, 16)
-        root.setSpacing(8)
-        row = QHBoxLayout()
-        icon = QLabel()
-        icon.setPixmap(self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxQuestion).pixmap(32, 32))
-        row.addWidget(icon, 0, Qt.AlignmentFlag.AlignTop)
-        self.message = QLabel(html.escape(translate(
-            "Phone", "“{0}” ({1}) wants to answer this computer's questions. Pair it only if it shows the same "
-            "code:").format(device_name, address)))
-        self.message.setWordWrap(True)
-        row.addWidget(self.message, 1)
-        root.addLayout(row)
-        self.code = QLabel(verification)
-        self.code.setObjectName("pairingCode")
-        self.code.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        font = self.code.font()
+        code = QLabel(verification)
+        code.setObjectName("pairingCode")
+        code.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        font = code.font()
         font.setPointSizeF(font.pointSizeF() * 2.4)
         font.setBold(True)
-        self.code.setFont(font)
-        self.code.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        root.addWidget(self.code)
-        buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        self.no_button = GuardButton(translate("Phone", "Refuse  Esc"), self.input_ready)
-        self.no_button.clicked.connect(lambda: self._guarded(self.reject))
-        self.yes_button = GuardButton(translate("Phone", "Pair"), self.input_ready, no_space=True)
-        self.yes_button.setObjectName("pairingYes")
-        self.yes_button.clicked.connect(lambda: self._guarded(lambda: self._resolve(True, True)))
-        for b in (self.no_button, self.yes_button):
-            b.setMinimumHeight(32)
-            buttons.addWidget(b)
-        root.addLayout(buttons)
-        self.resize(440, self.sizeHint().height())
-        self.no_button.setFocus()
-
-    def delay_ms(self) -> int:
-        return PermissionDialog.safety_delay_ms if self.safety_delay_ms is None else self.safety_delay_ms
-
-    def fill_button(self) -> GuardButton:
-        return self.yes_button
-
-    def closed_value(self) -> bool:
-        return False
-
-    def accept(self) -> None:  # never by a default button
-        pass
-
-    def keyPressEvent(self, event: Any) -> None:  # noqa: N802
-        key = event.key()
-        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
-            event.accept()
-            return
-        if key == Qt.Key.Key_Escape:
-            event.accept()
-            self.reject()
-            return
-        super().keyPressEvent(event)
+        code.setFont(font)
+        code.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        super().__init__(
+            name="pairing", title=translate("Phone", "Pair a new device?"),
+            message=translate("Phone", "“{0}” ({1}) wants to answer this computer's questions. Pair it only if it "
+                                       "shows the same code:").format(device_name, address),
+            no_text=translate("Phone", "Refuse  Esc"), yes_text=translate("Phone", "Pair"),
+            icon=QStyle.StandardPixmap.SP_MessageBoxQuestion, width=440, below=code, parent=parent)
+        self.code = code
 
 
 def confirm_pairing(parent: QWidget | None) -> Callable[[PairingPromptLike], Awaitable[bool]]:
