@@ -143,6 +143,7 @@ class MemoryEnd:
         self.in_process = True
         self._in, self._out = inbound, outbound
         self.closed = False
+        self._ended = False  # this end told the other it is done (the ``None`` sent)
 
     def line(self, message: WireModel) -> None:
         if not self.closed:
@@ -157,8 +158,11 @@ class MemoryEnd:
         return message
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
+        """Done on this side: the other end's ``receive`` returns None — also when the other end closed first (its
+        ``None`` arrived here), so that neither side waits for an end that never comes."""
+        self.closed = True
+        if not self._ended:
+            self._ended = True
             self._out.put_nowait(None)
 
 
