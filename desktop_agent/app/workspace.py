@@ -65,8 +65,9 @@ def open_transcript(cwd: str, *, resume: str | None, continue_latest: bool, sess
             pass
     except OSError as exc:
         raise SessionError(f"cannot read the transcript of session {found_id}: {exc}") from exc
-    resumed = load_conversation_for_resume(read_transcript(path))
-    store = TranscriptStore.open_existing(path, found_id, cwd, entries=read_transcript(path, full=True))
+    entries = read_transcript(path, full=True)  # parsed once: the resume's chain stops at a compact boundary itself
+    resumed = load_conversation_for_resume(entries)
+    store = TranscriptStore.open_existing(path, found_id, cwd, entries=entries)
     store.set_chain_tip(resumed.chain_tip)
     return Transcript(store=store, session_id=found_id, resumed=resumed)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import io
 import json
 import logging
 import os
@@ -110,21 +111,25 @@ def _quiet_gc(size: int) -> Iterator[None]:
                     gc.enable()
 
 
-def _parse_lines(data: bytes, path: Path) -> list[dict[str, Any]]:
-    with _quiet_gc(len(data)):
-        return _parse(data, path)
+def _parse_lines(data: bytes, path: Path, start: int = 0) -> list[dict[str, Any]]:
+    with _quiet_gc(len(data) - start):
+        return _parse(data, path, start)
 
 
-def _parse(data: bytes, path: Path) -> list[dict[str, Any]]:
+def _parse(data: bytes, path: Path, start: int = 0) -> list[dict[str, Any]]:
+    """The JSON objects of ``data``'s lines from byte ``start``. Line by line, never one ``split`` of the whole:
+    a 50 MB split is one C call holding the GIL for ~85 ms, and the window's thread waits for it."""
     entries: list[dict[str, Any]] = []
-    lines = data.split(b"\n")
-    for i, raw in enumerate(lines):
+    buf = io.BytesIO(data)  # shares ``data``'s buffer: no copy
+    buf.seek(start)
+    end = len(data)
+    for i, raw in enumerate(buf):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw)
         except (ValueError, RecursionError):  # RecursionError: a line nested ~1,000 deep
-            where = "last line (half-written?)" if i >= len(lines) - 2 else f"line {i + 1}"
+            where = "last line (half-written?)" if buf.tell() >= end else f"line {i + 1}"
             log.warning("skipping corrupt %s of transcript %s", where, path)
             continue
         if isinstance(obj, dict):
@@ -160,22 +165,22 @@ def read_transcript(path: Path | str, *, full: bool = False) -> list[dict[str, A
         line_start = data.rfind(b"\n", 0, state_at) + 1
         line_end = data.find(b"\n", state_at)
         head = _parse_lines(data[line_start:line_end if line_end >= 0 else len(data)], path)
-    head += _parse_lines(b"\n".join(_lines_with(data[:start], (b'"type":"' + CHANGE_RECORD.encode() + b'"',
-                                                             b'"' + CHANGE_RECORDS_TOLD.encode() + b'":'))), path)
-    return head + _parse_lines(data[start:], path)
+    head += _parse_lines(b"\n".join(_lines_with(data, start, (b'"type":"' + CHANGE_RECORD.encode() + b'"',
+                                                               b'"' + CHANGE_RECORDS_TOLD.encode() + b'":'))), path)
+    return head + _parse_lines(data, path, start)
 
 
-def _lines_with(data: bytes, markers: tuple[bytes, ...]) -> list[bytes]:
-    """The lines of ``data`` holding one of ``markers`` (found by a byte search, not line by line)."""
+def _lines_with(data: bytes, stop: int, markers: tuple[bytes, ...]) -> list[bytes]:
+    """The lines of ``data`` before byte ``stop`` holding one of ``markers`` (a byte search, not line by line)."""
     out: list[tuple[int, bytes]] = []
     for marker in markers:
-        at = data.find(marker)
+        at = data.find(marker, 0, stop)
         while at >= 0:
             line_start = data.rfind(b"\n", 0, at) + 1
-            line_end = data.find(b"\n", at)
-            line_end = len(data) if line_end < 0 else line_end
+            line_end = data.find(b"\n", at, stop)
+            line_end = stop if line_end < 0 else line_end
             out.append((line_start, data[line_start:line_end]))
-            at = data.find(marker, line_end)
+            at = data.find(marker, line_end, stop)
     return [line for _, line in sorted(dict(out).items())]
 
 

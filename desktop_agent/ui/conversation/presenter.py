@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Protocol, Union, assert_never
+from typing import Any, Callable, Generator, Literal, Protocol, Union, assert_never
 
 from desktop_agent.core.events import (
     AgentEvent, AssistantBlock, AssistantMessage, Compacted, ErrorEvent, PermissionRequested, PermissionResolved,
@@ -469,6 +469,16 @@ class ConversationPresenter:
     def replay(self, ops: list[HistoryOp], limit: int = 60) -> BannerItem | None:
         """Show the last ``limit`` operations of a resumed session. Returns the "earlier items are not
         shown" banner (its link, ``history:N``, asks for N) when some were left out."""
+        steps = self.replay_steps(ops, limit)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def replay_steps(self, ops: list[HistoryOp], limit: int = 60) -> Generator[None, None, BannerItem | None]:
+        """``replay`` one operation per step (a caller on the Qt thread paints between steps); its value is
+        ``replay``'s."""
         self.clear()
         start = max(0, len(ops) - limit)
         more = None
@@ -501,6 +511,7 @@ class ConversationPresenter:
                 last_batch = []
                 self.add_banner("interrupted", self.translate("ConversationView", "Interrupted by you."))
             previous = kind
+            yield
         self.close_text()
         for card in list(self.running):  # a call without a result (crash, kill): not running any more
             self._set(card, "cancelled", self.translate("ConversationView", "no result"))

@@ -12,6 +12,8 @@ Find (Ctrl+F) is ``find.py``.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer, Signal
@@ -33,6 +35,9 @@ from desktop_agent.ui.conversation.presenter import (
 
 def qt_translate(context: str, source: str, disambiguation: str | None = None, n: int = -1) -> str:
     return QCoreApplication.translate(context, source, disambiguation, n)
+
+
+REPLAY_SLICE_S = 0.025  # a resumed session's replay: the longest stretch on the Qt thread between two paints
 
 
 class ConversationView(ConversationFind):
@@ -247,10 +252,35 @@ class ConversationView(ConversationFind):
     # ----- history -----------------------------------------------------------------------------
     history_ops = staticmethod(history_ops)
 
+    _replays = 0  # replays begun: a slice of an async one that finds it changed stops
+
     def replay(self, ops: list[HistoryOp], limit: int = 60) -> None:
         """Show the last ``limit`` operations of a resumed session; older ones load on request."""
         self._history_ops = ops
-        more = self.presenter.replay(ops, limit)
+        self._replays = self._replays + 1  # an async replay under way gives up
+        self._replayed(self.presenter.replay(ops, limit))
+
+    async def replay_async(self, ops: list[HistoryOp], limit: int = 60, budget_s: float = REPLAY_SLICE_S) -> None:
+        """``replay`` in slices of at most ``budget_s`` on the Qt thread, the window painting between them (a
+        resumed session's newest items lay out markdown: tens of milliseconds in all)."""
+        self._history_ops = ops
+        self._replays = generation = self._replays + 1
+        steps = self.presenter.replay_steps(ops, limit)
+        deadline = time.monotonic() + budget_s
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                self._replayed(done.value)
+                return
+            if time.monotonic() >= deadline:
+                await asyncio.sleep(0.005)  # a paint between slices (as ``show_history`` does before the panel)
+                if self._replays != generation:  # another replay (or a clear) took the view meanwhile
+                    steps.close()
+                    return
+                deadline = time.monotonic() + budget_s
+
+    def _replayed(self, more: BannerItem | None) -> None:
         if more is not None:
             banner = self._widget(more)
             banner.linkActivated.disconnect()
@@ -259,6 +289,7 @@ class ConversationView(ConversationFind):
         self._scroll_to_bottom_later()
 
     def clear(self) -> None:
+        self._replays += 1
         self.presenter.clear()
 
     # ----- selection and scrolling -------------------------------------------------------------

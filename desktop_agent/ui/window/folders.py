@@ -405,7 +405,7 @@ class FoldersMixin:
         (the newest part: the view makes widgets for the last items only), and the changes panel's log built from
         the structured patches of every Edit and Write (``toolUseResult``) and the reverts and redos recorded
         since; remembers its tokens, cost and turns for the status bar."""
-        self.conversation.replay(prepared.ops)
+        await self.conversation.replay_async(prepared.ops)
         self.diff_panel.log = prepared.changes
         if self.isVisible():
             await asyncio.sleep(0.005)  # the conversation paints before the panel lays its document out

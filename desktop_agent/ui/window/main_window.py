@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from typing import Any, Callable
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, Qt, QTimer, Signal
@@ -49,6 +50,7 @@ from desktop_agent.protocol.control import RecordRequest
 log = logging.getLogger(__name__)
 
 ORG = "desktop-agent"
+GIL_SWITCH_S = 0.001  # the interpreter's thread switch interval while a window is open (``sys.setswitchinterval``)
 
 
 def _loop_running() -> bool:
@@ -70,6 +72,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
                  executor: str | None = None, executor_path: str | None = None):
         super().__init__()
         self.setObjectName("mainWindow")
+        # worker threads (a transcript parsed, a session built) hand the GIL to the Qt thread after 1 ms, not 5: a
+        # repaint re-enters Python a dozen times, and 5 ms waits add up to frames of 60 ms
+        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_S))
         self.demo = demo
         self.client_factory = client_factory
         self.session_kwargs = dict(session_kwargs or {})

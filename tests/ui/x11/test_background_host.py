@@ -164,6 +164,7 @@ def test_two_windows_see_one_question_and_the_first_answer_wins(desk, tmp_path):
     x.wait(lambda: not one.dialogs(), 15, "the first window's dialog to close (answered elsewhere)")
     x.wait(lambda: not two.dialogs(), 10, "the answering window's dialog to close")
     _wait_host(lambda s: not s["pending"], 10, "no question left")
+    x.wait(lambda: fake.unused == 0, 20, "the turn's last request (the edit's result goes back to the model)")
     one.alive()
     two.alive()
     fake.assert_done()

@@ -131,9 +131,16 @@ class XSession:
 
     def activate(self, window: str) -> None:
         """Activate ``window`` as a pager does (``_NET_ACTIVE_WINDOW``) and wait until it is the active one."""
-        if self.active() != window:
-            self.x("xdotool", "windowactivate", window)
-        self.wait(lambda: self.active() == window, 5, f"window {window} to be active")
+        deadline = time.monotonic() + 10
+        while True:  # asked again each second: a window manager busy mapping another window can drop a request
+            if self.active() != window:
+                self.x("xdotool", "windowactivate", window)
+            try:
+                self.wait(lambda: self.active() == window, 1, f"window {window} to be active")
+                return
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
 
     def key(self, *keys: str) -> None:
         self.x("xdotool", "key", *keys)
