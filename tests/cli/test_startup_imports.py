@@ -1,6 +1,6 @@
 """What a real ``desktop-agent -p`` turn imports (``python -X importtime``), and what the window's first paint
 imports: pins the start-up gains of issue 28 (nothing of the GUI, the remote bridge, the desktop notifications, syntax
-highlighting or the ``anthropic`` SDK in a CLI turn; not the host's sessions and engine when the window module loads)."""
+highlighting or the ``anthropic`` SDK in a CLI turn; not the host's sessions and engine, the tools or the worktree review when the window module loads)."""
 
 from __future__ import annotations
 
@@ -50,10 +50,11 @@ def test_a_print_mode_turn_imports_nothing_it_does_not_use(tmp_path):
     assert unwanted == []
 
 
-def test_the_window_module_does_not_import_the_host_sessions():
+def test_the_window_module_does_not_import_the_host_sessions_the_tools_or_the_review():
     code = ("import sys; import desktop_agent.ui.window.main_window; "
             "print(sorted(m for m in sys.modules if m in ('desktop_agent.host.server', 'desktop_agent.host.session',"
-            " 'desktop_agent.host.inbox')))")
+            " 'desktop_agent.host.inbox', 'desktop_agent.session.review', 'desktop_agent.session.worktrees',"
+            " 'desktop_agent.tools.edit', 'desktop_agent.tools.write', 'desktop_agent.core.tool')))")
     env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
                          env=env)
