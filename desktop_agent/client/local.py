@@ -20,7 +20,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from desktop_agent.host.server import discard_empty_transcript  # noqa: F401 - the window's close, with no loop left
 from desktop_agent.util.threads import in_thread
 
 log = logging.getLogger(__name__)
@@ -193,3 +192,12 @@ def warm_imports() -> None:
 def prewarm() -> None:
     """``warm_imports`` on a worker thread, so opening a folder does not wait."""
     threading.Thread(target=warm_imports, name="prewarm-engine", daemon=True).start()
+
+
+def discard_empty_transcript(path: str, close: Any = None) -> bool:
+    """``host.server.discard_empty_transcript`` (the window's close, with no loop left), imported when called: the
+    host (engine, tools, MCP, hooks) is not imported at the window's first paint for it."""
+    from desktop_agent.host.server import discard_empty_transcript as discard
+
+    return discard(path, close)
+

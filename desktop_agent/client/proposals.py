@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from desktop_agent.tools.edit import partial_edit_input, proposed_file
-from desktop_agent.tools.write import partial_write_input
+# tools.edit and tools.write (with core.tool, pydantic's schema machinery) are imported when a proposal is computed,
+# not when the permission dialog's module loads at the window's first paint.
 
 HunkTool = Literal["Edit", "Write"]
 
 
 def edited_file(original: str, edit_input: dict[str, Any]) -> str:
     """The whole file as the Edit ``edit_input`` would leave ``original`` (unchanged if it does not apply)."""
+    from desktop_agent.tools.edit import proposed_file
+
     return proposed_file(original, edit_input)
 
 
@@ -23,7 +25,11 @@ def accepted_hunks_input(tool: HunkTool, original: str | None, tool_input: dict[
                          hunks: list[dict[str, Any]], accepted: list[bool]) -> dict[str, Any]:
     """The ``tool`` input that writes only the ``accepted`` hunks of ``hunks`` (its patch against ``original``)."""
     if tool == "Edit":
+        from desktop_agent.tools.edit import partial_edit_input
+
         return partial_edit_input(original or "", tool_input, hunks, accepted)
+    from desktop_agent.tools.write import partial_write_input
+
     return partial_write_input(original, tool_input, hunks, accepted)
 
 

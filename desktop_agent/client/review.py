@@ -6,10 +6,29 @@ review's types so a front end names them from here.
 
 from __future__ import annotations
 
-from desktop_agent.session.review import Conflict, FileChange, Outcome, Review, Selection, Unit
-from desktop_agent.session.worktrees import CleanupReport
-from desktop_agent.session.worktrees import Refused, Worktree, WorktreeError
+from typing import TYPE_CHECKING, Any
+
 from desktop_agent.util.threads import in_thread
+
+if TYPE_CHECKING:
+    from desktop_agent.session.review import Conflict, FileChange, Outcome, Review, Selection, Unit
+    from desktop_agent.session.worktrees import CleanupReport, Refused, Worktree, WorktreeError
+
+# The re-exported types are imported when first named (PEP 562), not when the window's modules load at its first paint.
+_REVIEW_TYPES = ("Conflict", "FileChange", "Outcome", "Review", "Selection", "Unit")
+_WORKTREE_TYPES = ("CleanupReport", "Refused", "Worktree", "WorktreeError")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REVIEW_TYPES:
+        from desktop_agent.session import review
+
+        return getattr(review, name)
+    if name in _WORKTREE_TYPES:
+        from desktop_agent.session import worktrees
+
+        return getattr(worktrees, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 async def list_worktrees(folder: str) -> list[Worktree]:
@@ -19,7 +38,7 @@ async def list_worktrees(folder: str) -> list[Worktree]:
     def work() -> list[Worktree]:
         try:
             return worktrees.list_worktrees(folder)
-        except WorktreeError:
+        except worktrees.WorktreeError:
             return []
     return await in_thread(work)
 

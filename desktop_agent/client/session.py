@@ -33,7 +33,7 @@ from desktop_agent.core.events import (
     Compacted, ErrorEvent, PermissionRequested, PermissionResolved, ToolCallFinished, TurnFinished,
 )
 from desktop_agent.core.permission import PERMISSION_MODES, PermissionReply, PermissionRequest
-from desktop_agent.host.server import Malformed
+from desktop_agent.host.connections import Malformed
 from desktop_agent.protocol import WireModel, stream_json
 from desktop_agent.protocol.control import (
     AttachSessionRequest, CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse,

@@ -17,11 +17,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from typing import Literal, Protocol, Sequence
+from typing import TYPE_CHECKING, Literal, Protocol, Sequence
 
 from desktop_agent.client.base import ClientError, ExecutorDied
-from desktop_agent.host.server import Host, Malformed, decode_line, memory_pair
+# host.connections, not host.server: the window's first paint does not import the host (sessions, engine) for these
+from desktop_agent.host.connections import Malformed, decode_line, memory_pair
 from desktop_agent.protocol import WireModel, stream_json
+
+if TYPE_CHECKING:
+    from desktop_agent.host.server import Host
 
 TransportKind = Literal["memory", "unix", "pipe"]
 STDERR_TAIL = 8192

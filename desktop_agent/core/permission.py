@@ -23,7 +23,7 @@ RuleSource = Literal[
 
 
 class _Wire(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -86,6 +86,8 @@ class DecisionReason(_Wire):
 class PermissionDecision(BaseModel):
     """The outcome of a permission check (``permissions.decide``, or one of its steps)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     behavior: Literal["allow", "deny", "ask", "passthrough"]
     message: str | None = None
     updated_input: dict[str, Any] | None = None
@@ -103,6 +105,8 @@ class PermissionDecision(BaseModel):
 
 class PermissionRequest(BaseModel):
     """An ``ask`` sent to the front end. ``request_id`` is new per wait; it is not the tool_use_id."""
+
+    model_config = ConfigDict(defer_build=True)
 
     request_id: str = Field(default_factory=lambda: str(uuid.uuid4()))
     tool_name: str
@@ -132,6 +136,8 @@ class PermissionRequest(BaseModel):
 class PermissionReply(BaseModel):
     """The front end's answer. Deny carries ``message`` (default ``User denied via UI``) and optional feedback."""
 
+    model_config = ConfigDict(defer_build=True)
+
     behavior: Literal["allow", "deny"]
     updated_input: dict[str, Any] | None = None
     updated_permissions: list[PermissionUpdate] = Field(default_factory=list)
@@ -155,7 +161,7 @@ class PermissionTarget(BaseModel):
     it without calling the tool back. ``path`` is absolute (read/write); ``command`` is the shell text (bash);
     ``summary`` is the key argument shown on cards, requests and events (a path, a command, a pattern)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     kind: TargetKind
     summary: str = ""
@@ -168,7 +174,7 @@ class PermissionTarget(BaseModel):
 class ToolFacts(BaseModel):
     """What ``permissions.decide`` knows of the tool itself, for one call (``core.tool.tool_facts`` fills it)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     # For this input; a tool whose answer raises is not read-only (the cautious answer).
