@@ -371,6 +371,7 @@ class CheckpointStore:
         # leftovers of a killed snapshot: temporary indexes and ref locks (we hold the lock: nobody else writes)
         for p in self.root.glob("index.tmp.*"):
             p.unlink(missing_ok=True)
+        self._drop_probes()
         for p in list(gd.glob("refs/**/*.lock")) + [gd / "packed-refs.lock", gd / "HEAD.lock"]:
             if p.exists():
                 p.unlink(missing_ok=True)
@@ -781,6 +782,17 @@ class CheckpointStore:
         _write_atomic(path, zlib.compress(data, 1))
         return sha
 
+    def _drop_probes(self) -> None:
+        """``refs/da/probe/*`` only keep a dry run's (or a restore's) look at the folder reachable while it is
+        used (loose ref files we wrote; the store packs no refs)."""
+        probes = Path(self.git_dir, "refs", "da", "probe")
+        try:
+            names = os.listdir(probes)
+        except OSError:
+            return
+        for name in names:
+            Path(probes, name).unlink(missing_ok=True)
+
     def _write_ref(self, name: str, sha: str) -> None:
         path = Path(self.git_dir, name)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -893,7 +905,10 @@ class CheckpointStore:
         with self._locked():
             self._recover()
             current = self._snapshot("probe", "dry run", move_tip=False)
-            return self._plan(self._resolve(target), current.commit)
+            try:
+                return self._plan(self._resolve(target), current.commit)
+            finally:
+                self._drop_probes()
 
     def _resolve(self, target: str) -> str:
         commit = self._ref(target) if _safe_commitish(target) else None
@@ -1084,6 +1099,7 @@ class CheckpointStore:
             plan = self._plan(commit, before.commit)
             rid = uuid_mod.uuid4().hex[:16]
             self.git.run("update-ref", f"refs/da/restore/{rid}", before.commit)
+            self._drop_probes()  # the restore ref keeps the snapshot before
             record = {"id": rid, "target": commit, "before": before.commit, "conflicts": plan.conflicts}
             skipped = self._apply(plan, commit, before.commit, record)
             files = [f for f in plan.files if f.path not in skipped]

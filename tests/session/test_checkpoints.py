@@ -389,3 +389,18 @@ def test_the_folder_cache_sees_new_names_once_it_trusts_a_folder(repo, monkeypat
     store.restore("refs/da/msg/m1")
     assert manifest(repo) == before, name
     assert after != before
+
+
+def test_dry_runs_and_restores_leave_no_probe_refs(repo):
+    store = CheckpointStore.open(repo)
+    store.snapshot("turn", message_id="m1")
+    (repo / "README.md").write_text("changed\n")
+    store.plan("refs/da/msg/m1")
+    result = store.restore("refs/da/msg/m1")
+    store.plan("refs/da/msg/m1")
+    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)"], env={**os.environ, "GIT_DIR": store.git_dir},
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert not [r for r in refs if r.startswith("refs/da/probe/")]
+    assert f"refs/da/restore/{result.restore_id}" in refs
+    store.undo(result.restore_id)
+    assert (repo / "README.md").read_text() == "changed\n"
