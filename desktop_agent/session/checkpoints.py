@@ -13,9 +13,13 @@ written: not their index, refs, config, hooks, stash or worktrees (every git com
 ours, ``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``, ``util.git_env`` overrides, ``core.hooksPath=/dev/null``).
 
 **A snapshot** copies our ``index`` (with its mtime: git's racy-clean check reads it) to a temporary
-``GIT_INDEX_FILE`` and asks git two things side by side: which tracked files' stat changed (``diff-files``) and what
-is new (``ls-files --others --directory``: untracked non-ignored files, new and empty folders; the folder's
-``.gitignore`` files, the person's ``info/exclude`` and ``~/.config/git/ignore`` exclude). Only those paths are
+``GIT_INDEX_FILE``; git lists which tracked files' stat changed (``diff-files``) while we look at the folders
+through ``dirs.json``, our folder cache (each non-ignored folder's ctime, mtime, inode and names): one lstat a
+folder, and only a folder whose stat moved (or that was listed within ``DIR_RACY_NS`` of a look) is listed again;
+a name new in it is asked about with ``check-ignore`` (the folder's ``.gitignore`` files, the person's
+``info/exclude`` and ``~/.config/git/ignore`` exclude), new folders are entered level by level. A changed ignore
+file (or other exclude rules) means a full walk (``ls-files --others --directory``) and a rebuilt cache; the
+cache is written after the index (an older cache only costs a look at more names). Only those paths are
 hashed (``update-index``; the first snapshot is a ``git add -A``) and lstat'd, plus the few whose ctime fell in the
 last snapshot's second (``racy.json``: git compares ctime to the second). ``$GIT_DIR/info/attributes`` turns off
 every conversion and filter, so the bytes are the bytes. Files of ``max_file_bytes`` (2 MB) or more are left out
@@ -367,6 +371,7 @@ class CheckpointStore:
         # leftovers of a killed snapshot: temporary indexes and ref locks (we hold the lock: nobody else writes)
         for p in self.root.glob("index.tmp.*"):
             p.unlink(missing_ok=True)
+        self._drop_probes()
         for p in list(gd.glob("refs/**/*.lock")) + [gd / "packed-refs.lock", gd / "HEAD.lock"]:
             if p.exists():
                 p.unlink(missing_ok=True)
@@ -416,8 +421,8 @@ class CheckpointStore:
             return snap
 
     def _snapshot(self, kind: str, label: str, move_tip: bool) -> Snapshot:
-        """One snapshot (the lock held). Four git processes when something changed (``diff-files``, ``ls-files``,
-        ``update-index``, ``write-tree``), two when nothing did; the commit, its tree and ``meta.json`` are written as
+        """One snapshot (the lock held). Three git processes when files changed (``diff-files``, ``update-index``,
+        ``write-tree``; ``check-ignore`` too when names appeared), one when nothing did; the commit, its tree and ``meta.json`` are written as
         loose objects and the ref as a file by us (we hold the lock; the store packs no refs)."""
         t0 = time.perf_counter()
         started = time.time()
@@ -428,32 +433,43 @@ class CheckpointStore:
             last, last_top, prev_meta = tip, self.git.text("rev-parse", f"{tip}^{{tree}}"), self._meta(tip)
         tmp_index = os.path.join(str(self.root), f"index.tmp.{os.getpid()}.{threading.get_ident()}")
         fresh = not os.path.exists(self.index_path) or last is None or not prev_meta
+        self._pending_dirs = None
         try:
-            self._sync_excludes()
+            released = self._sync_excludes()
+            dirty_proc = None
+            if not fresh:
+                shutil.copy2(self.index_path, tmp_index)  # its mtime kept: git's racy-clean check depends on it
+                # tracked files' stat (git, lstat of every entry) beside the look at the folders (us, one lstat a
+                # folder; only those whose ctime moved are listed again)
+                dirty_proc = self.git.start("diff-files", "--name-only", "-z", index=tmp_index)
+            try:
+                new_files: list[str] | None = None
+                dc = None if fresh else self._load_dirs()
+                if dc is not None:
+                    new_files = self._scan_dirs(dc, tmp_index)
+                full = new_files is None
+                if full:  # no usable folder cache: a full walk (ours before git's: see _scan_dirs)
+                    dc = self._rebuild_dirs(tmp_index)
+                    new_files = [] if fresh else self._walk_untracked(tmp_index)
+            finally:
+                dirty = self.git.finish(dirty_proc, "diff-files", ok=(0, 1)) if dirty_proc is not None else b""
+            changed = {p for p in dirty.decode("utf-8", "surrogateescape").split("\0") if p}
+            if not full and any(p == ".gitignore" or p.endswith("/.gitignore") for p in changed):
+                # an ignore file changed: what is ignored may have changed anywhere
+                dc = self._rebuild_dirs(tmp_index)
+                new_files = self._walk_untracked(tmp_index)
+            assert dc is not None and new_files is not None
+            self._pending_dirs = dc
             if fresh:
                 if tip is not None:
                     self.git.run("read-tree", f"{tip}:w", index=tmp_index)
                 self.git.run("add", "-A", "--ignore-errors", "--", ".", index=tmp_index, ok=(0, 1))
                 listed = self.git.run("ls-files", "-z", index=tmp_index)
                 changed = {p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p}
-                others = self._others(tmp_index)
             else:
-                shutil.copy2(self.index_path, tmp_index)  # its mtime kept: git's racy-clean check depends on it
-                # the two looks at the folder side by side: tracked files' stat, and the walk for new ones
-                dirty_proc = self.git.start("diff-files", "--name-only", "-z", index=tmp_index)
-                try:
-                    others = self._others(tmp_index)
-                finally:
-                    dirty = self.git.finish(dirty_proc, "diff-files", ok=(0, 1))
-                changed = {p for p in dirty.decode("utf-8", "surrogateescape").split("\0") if p}
-                new_files = [p for p in others if not p.endswith("/")]
-                new_dirs = [p for p in others if p.endswith("/")]
-                if new_dirs:  # the files of new folders (their .gitignore files apply)
-                    raw = self.git.run("ls-files", "-z", "--others", "--exclude-standard", "--", *new_dirs,
-                                       index=tmp_index)
-                    new_files += [p for p in raw.decode("utf-8", "surrogateescape").split("\0")
-                                  if p and not p.endswith("/")]  # a nested repository stays out
                 changed |= set(new_files)
+                changed |= set(released)
+            empty_dirs = sorted(rel for rel, entry in dc["dirs"].items() if rel and not entry[3])
             if self.include:  # ignored files the settings list: added by name
                 specs = [f":(glob){p}" for p in self.include]
                 raw = self.git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *specs,
@@ -471,15 +487,6 @@ class CheckpointStore:
                 if gone:  # deleted, or a folder now (a file replaced by a folder): out of the index first
                     self.git.run("update-index", "--force-remove", "-z", "--stdin", index=tmp_index,
                                  input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in gone))
-                    folders = [p + "/" for p in gone if stats.get(p) is not None]
-                    if folders:  # git did not look inside while the file was in its index
-                        raw = self.git.run("ls-files", "-z", "--others", "--exclude-standard", "--", *folders,
-                                           index=tmp_index)
-                        inside = [p for p in raw.decode("utf-8", "surrogateescape").split("\0")
-                                  if p and not p.endswith("/")]
-                        stats.update(self._lstat(set(inside)))
-                        present += [p for p in inside if p not in present]
-                        changed |= set(inside)
                 if present:
                     self.git.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin", index=tmp_index,
                                  input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in present))
@@ -487,7 +494,7 @@ class CheckpointStore:
                 self._note_large(large)
                 self.git.run("update-index", "--force-remove", "-z", "--stdin", index=tmp_index,
                              input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in large))
-            meta = self._next_meta(prev_meta, stats, large, self._empty_dirs(others), fresh)
+            meta = self._next_meta(prev_meta, stats, large, empty_dirs, fresh)
             if last is not None and not fresh and not write and not large and meta == prev_meta:
                 return self._done(last, last_top, prev_meta, False, tip, move_tip, tmp_index, started, stats, t0)
             tree = self.git.text("write-tree", index=tmp_index)
@@ -520,9 +527,14 @@ class CheckpointStore:
         _write_atomic(self.root / "last.json", json.dumps({"commit": commit, "top": top, "meta": meta,
                                                            "unpacked": unpacked}).encode("utf-8", "surrogateescape"))
         self._keep_index(tmp_index, started, stats)
+        self._keep_dirs(self._pending_dirs)
+        self._pending_dirs = None
         return Snapshot(commit, "", changed, (time.perf_counter() - t0) * 1000)
 
     _unpacked = 0
+    _pending_dirs: dict[str, Any] | None = None
+    _dirs_edited = False
+    _excludes_key = ""
 
     def _has_object(self, sha: str) -> bool:
         if Path(self.git_dir, "objects", sha[:2], sha[2:]).exists():
@@ -545,6 +557,193 @@ class CheckpointStore:
     def _others(self, index: str) -> list[str]:
         raw = self.git.run("ls-files", "-z", "--others", "--exclude-standard", "--directory", index=index)
         return [p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p and not p.startswith(STAGING_PREFIX)]
+
+    def _walk_untracked(self, index: str) -> list[str]:
+        """Every untracked non-ignored file, through git's own walk of the folder (no folder cache to trust)."""
+        others = self._others(index)
+        new_files = [p for p in others if not p.endswith("/")]
+        new_dirs = [p for p in others if p.endswith("/")]
+        if new_dirs:  # the files of new folders (their .gitignore files apply)
+            raw = self.git.run("ls-files", "-z", "--others", "--exclude-standard", "--", *new_dirs, index=index)
+            new_files += [p for p in raw.decode("utf-8", "surrogateescape").split("\0")
+                          if p and not p.endswith("/")]  # a nested repository stays out
+        return new_files
+
+    # ------------------------------------------------------------------ the folder cache
+
+    # A folder listed within this long before a look is listed again at the next one: its ctime could still move
+    # without changing (timestamps are coarser than the clock; some file systems keep whole seconds).
+    DIR_RACY_NS = 3_000_000_000
+
+    def _list_dir(self, rel: str) -> list[str]:
+        """The names in a folder, folders with a trailing ``/`` (never followed through a link); ``.git`` and our
+        staging folders left out, as git leaves them."""
+        out = []
+        try:
+            with os.scandir(os.path.join(self.cwd, rel) if rel else self.cwd) as it:
+                for entry in it:
+                    name = entry.name
+                    if name == ".git" or (not rel and name.startswith(STAGING_PREFIX)):
+                        continue
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = False
+                    out.append(name + "/" if is_dir else name)
+        except OSError:
+            return []
+        out.sort()
+        return out
+
+    def _ignored(self, paths: list[str], index: str) -> set[str]:
+        """Which of ``paths`` git's exclude rules leave out (``check-ignore``; tracked paths never are)."""
+        if not paths:
+            return set()
+        # "./" before each path: read as a plain path, never as pathspec magic
+        raw = self.git.run("check-ignore", "-z", "--stdin", index=index, ok=(0, 1),
+                           input=b"".join(b"./" + p.encode("utf-8", "surrogateescape") + b"\0" for p in paths))
+        return {p[2:] if p.startswith("./") else p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p}
+
+    def _enter(self, dc: dict[str, Any], rels: list[str], index: str, files: list[str] | None) -> None:
+        """Folders new to the cache (not ignored), level by level: listed (stat first, then the names: a name
+        added in between moves the ctime, so it is seen next time), their untracked files into ``files``, their
+        sub-folders asked about and entered in turn. A nested repository stays out, as git leaves it."""
+        dirs = dc["dirs"]
+        while rels:
+            candidates: list[str] = []
+            new_names: list[str] = []
+            for rel in rels:
+                full = os.path.join(self.cwd, rel) if rel else self.cwd
+                try:
+                    st = os.lstat(full)
+                except OSError:
+                    continue
+                if not stat.S_ISDIR(st.st_mode) or (rel and os.path.lexists(os.path.join(full, ".git"))):
+                    continue
+                names = self._list_dir(rel)
+                dirs[rel] = [st.st_ctime_ns, st.st_mtime_ns, st.st_ino, names]
+                for name in names:
+                    path = f"{rel}/{name}" if rel else name
+                    (candidates if name.endswith("/") else new_names).append(path.rstrip("/"))
+            if files is not None:
+                ignored = self._ignored(new_names + candidates, index)
+                files.extend(p for p in new_names if p not in ignored)
+            else:
+                ignored = self._ignored(candidates, index)
+            rels = [d for d in candidates if d not in ignored and d not in dirs]
+
+    def _rebuild_dirs(self, index: str) -> dict[str, Any]:
+        """The folder cache from nothing: every folder git would walk into, listed."""
+        dc: dict[str, Any] = {"v": 1, "key": self._excludes_key, "dirs": {}}
+        self._enter(dc, [""], index, None)
+        return dc
+
+    def _scan_dirs(self, dc: dict[str, Any], index: str) -> list[str] | None:
+        """The untracked files that appeared since the cache was made, looking only at folders: one lstat each,
+        and only a folder whose ctime (or mtime, or inode) moved — or that was listed too recently to trust — is
+        listed again; a name new in it is asked about (``check-ignore``). None when an ignore file appeared or
+        went (the caller walks everything)."""
+        dirs: dict[str, list[Any]] = dc["dirs"]
+        racy_after = time.time_ns() - self.DIR_RACY_NS
+        moved: list[tuple[str, os.stat_result]] = []
+        gone: list[str] = []
+        base = self.cwd.rstrip("/") + "/"
+        lstat, isdir = os.lstat, stat.S_ISDIR
+        for rel, entry in dirs.items():
+            try:
+                st = lstat(base + rel)
+            except OSError:
+                gone.append(rel)
+                continue
+            if not isdir(st.st_mode):
+                gone.append(rel)
+            elif st.st_ctime_ns != entry[0] or st.st_mtime_ns != entry[1] or st.st_ino != entry[2] \
+                    or entry[0] >= racy_after or entry[1] >= racy_after:
+                moved.append((rel, st))
+
+        def drop(rel: str) -> None:
+            self._dirs_edited = True
+            prefix = rel + "/"
+            for d in [d for d in dirs if d == rel or d.startswith(prefix)]:
+                del dirs[d]
+
+        for rel in gone:
+            if rel == "":
+                return None
+            drop(rel)
+        new_paths: list[str] = []
+        new_dirs: list[str] = []
+        for rel, st in moved:
+            if rel not in dirs:
+                continue
+            if rel and os.path.lexists(os.path.join(self.cwd, rel, ".git")):  # became a nested repository
+                drop(rel)
+                continue
+            old = dirs[rel][3]
+            names = self._list_dir(rel)
+            entry = [st.st_ctime_ns, st.st_mtime_ns, st.st_ino, names]
+            if entry != dirs[rel]:
+                dirs[rel] = entry
+                self._dirs_edited = True
+            if names == old:
+                continue
+            old_set, now_set = set(old), set(names)
+            for name in old_set - now_set:
+                if name == ".gitignore":
+                    return None
+                if name.endswith("/"):
+                    drop(f"{rel}/{name[:-1]}" if rel else name[:-1])
+            for name in now_set - old_set:
+                if name == ".gitignore":
+                    return None
+                path = f"{rel}/{name}" if rel else name
+                (new_dirs if name.endswith("/") else new_paths).append(path.rstrip("/"))
+        files: list[str] = []
+        if new_paths or new_dirs:
+            ignored = self._ignored(new_paths + new_dirs, index)
+            files = [p for p in new_paths if p not in ignored]
+            self._enter(dc, [d for d in new_dirs if d not in ignored and d not in dirs], index, files)
+            self._dirs_edited = True
+        return files
+
+    def _load_dirs(self) -> dict[str, Any] | None:
+        """The folder cache (kept in memory while its file is the one we read or wrote), or None when there is
+        none, it is unreadable or it was made under other exclude rules."""
+        path = self.root / "dirs.json"
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        sig = (st.st_ino, st.st_mtime_ns, st.st_size)
+        cached = getattr(self, "_dirs_mem", None)
+        if cached is not None and cached[0] == sig:
+            dc = cached[1]
+        else:
+            try:
+                dc = json.loads(path.read_bytes().decode("utf-8", "surrogateescape"))
+            except (OSError, ValueError):
+                return None
+        if not isinstance(dc, dict) or dc.get("v") != 1 or dc.get("key") != self._excludes_key \
+                or not isinstance(dc.get("dirs"), dict) or "" not in dc["dirs"]:
+            return None
+        self._dirs_mem = None  # the scan edits it in place: kept again only once written (_keep_dirs)
+        self._dirs_sig, self._dirs_read, self._dirs_edited = sig, dc, False
+        return dc
+
+    def _keep_dirs(self, dc: dict[str, Any] | None) -> None:
+        """The folder cache this snapshot saw, written after the stat cache (a cache older than the index only
+        costs a look at more names; a newer one could hide a file)."""
+        if dc is None:
+            return
+        path = self.root / "dirs.json"
+        if dc is getattr(self, "_dirs_read", None) and not self._dirs_edited:
+            st = os.stat(path)
+            if (st.st_ino, st.st_mtime_ns, st.st_size) == self._dirs_sig:  # unchanged: not written again
+                self._dirs_mem = (self._dirs_sig, dc)
+                return
+        _write_atomic(path, json.dumps(dc, separators=(",", ":")).encode("utf-8", "surrogateescape"))
+        st = os.stat(path)
+        self._dirs_mem = ((st.st_ino, st.st_mtime_ns, st.st_size), dc)
 
     def _lstat(self, paths: set[str]) -> dict[str, os.stat_result | None]:
         out: dict[str, os.stat_result | None] = {}
@@ -583,13 +782,27 @@ class CheckpointStore:
         _write_atomic(path, zlib.compress(data, 1))
         return sha
 
+    def _drop_probes(self) -> None:
+        """``refs/da/probe/*`` only keep a dry run's (or a restore's) look at the folder reachable while it is
+        used (loose ref files we wrote; the store packs no refs)."""
+        probes = Path(self.git_dir, "refs", "da", "probe")
+        try:
+            names = os.listdir(probes)
+        except OSError:
+            return
+        for name in names:
+            Path(probes, name).unlink(missing_ok=True)
+
     def _write_ref(self, name: str, sha: str) -> None:
         path = Path(self.git_dir, name)
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(path, f"{sha}\n".encode())
 
-    def _sync_excludes(self) -> None:
-        """Our ``info/exclude``: the person's ``info/exclude`` plus the large files left out (each re-checked)."""
+    def _sync_excludes(self) -> list[str]:
+        """Our ``info/exclude``: the person's ``info/exclude`` plus the large files left out (each re-checked).
+        Returns the large files no longer left out (smaller now, or listed by the settings): looked at again.
+        ``_excludes_key`` names the exclude rules the folder cache was made under (the person's rules and the
+        per-user ignore file; the large files are not part of it)."""
         lines: list[str] = []
         if not hasattr(self, "_person_gd"):
             self._person_gd = _person_git_dir(self.cwd)
@@ -599,6 +812,15 @@ class CheckpointStore:
                 lines.append(Path(person, "info", "exclude").read_text(errors="replace"))
             except OSError:
                 pass
+        key = hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape"))
+        for candidate in _user_ignore_files():
+            try:
+                st = os.stat(candidate)
+                key.update(f"{candidate}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_size}".encode(
+                    "utf-8", "surrogateescape"))
+            except OSError:
+                key.update(f"{candidate}:-".encode("utf-8", "surrogateescape"))
+        self._excludes_key = key.hexdigest()
         large_file = self.root / "large.json"
         try:
             large = json.loads(large_file.read_text())
@@ -623,6 +845,7 @@ class CheckpointStore:
             same = False
         if not same:
             _write_atomic(target, text.encode("utf-8", "surrogateescape"))
+        return [rel for rel in large if rel not in keep]
 
     def _note_large(self, large: list[str]) -> None:
         large_file = self.root / "large.json"
@@ -663,25 +886,6 @@ class CheckpointStore:
     def _default_perm(self, git_mode: int) -> int:
         return (0o777 if git_mode == 0o100755 else 0o666) & ~self._umask
 
-    def _empty_dirs(self, others: list[str]) -> list[str]:
-        """Folders holding nothing at all (git lists a folder with no tracked file as ``dir/``)."""
-        out = []
-        for item in others:
-            if not item.endswith("/"):
-                continue
-            rel = item[:-1]
-            leaves: list[str] = []
-            holds_files = False
-            for root, dirnames, files in os.walk(os.path.join(self.cwd, rel)):
-                if files or any(os.path.islink(os.path.join(root, d)) for d in dirnames):
-                    holds_files = True
-                    break
-                if not dirnames:
-                    leaves.append(os.path.relpath(root, self.cwd).replace(os.sep, "/"))
-            if not holds_files:
-                out.extend(leaves)
-        return sorted(out)
-
     def _meta(self, commit: str) -> dict[str, Any]:
         last, _top, meta = self._last()
         if last == commit:
@@ -701,7 +905,10 @@ class CheckpointStore:
         with self._locked():
             self._recover()
             current = self._snapshot("probe", "dry run", move_tip=False)
-            return self._plan(self._resolve(target), current.commit)
+            try:
+                return self._plan(self._resolve(target), current.commit)
+            finally:
+                self._drop_probes()
 
     def _resolve(self, target: str) -> str:
         commit = self._ref(target) if _safe_commitish(target) else None
@@ -892,6 +1099,7 @@ class CheckpointStore:
             plan = self._plan(commit, before.commit)
             rid = uuid_mod.uuid4().hex[:16]
             self.git.run("update-ref", f"refs/da/restore/{rid}", before.commit)
+            self._drop_probes()  # the restore ref keeps the snapshot before
             record = {"id": rid, "target": commit, "before": before.commit, "conflicts": plan.conflicts}
             skipped = self._apply(plan, commit, before.commit, record)
             files = [f for f in plan.files if f.path not in skipped]
@@ -1295,6 +1503,17 @@ def _walk_files(full: str, rel: str) -> Iterator[str]:
             if os.path.islink(os.path.join(root, name)):
                 yield f"{base}/{name}"
                 dirnames.remove(name)
+
+
+def _user_ignore_files() -> list[str]:
+    """The per-user ignore file git reads with no ``core.excludesFile`` set (``$XDG_CONFIG_HOME/git/ignore``,
+    else ``~/.config/git/ignore``)."""
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    out = [os.path.join(xdg, "git", "ignore")] if xdg else []
+    home = os.environ.get("HOME")
+    if home:
+        out.append(os.path.join(home, ".config", "git", "ignore"))
+    return out
 
 
 def _link_leaves(cwd: str, rel: str, target: bytes) -> bool:

@@ -369,3 +369,38 @@ def test_a_same_size_edit_in_the_same_second_is_seen(tmp_path):
         snap = store.snapshot("tool")
         assert snap.changed, i
         assert store.git.run("cat-file", "blob", f"{snap.commit}:w/f.txt") == f"value {i}\n".encode()
+
+
+@pytest.mark.parametrize("name,command", [c for c in CORPUS if c[0] in
+                                          ("mkdir/rmdir", "a file replaced by a folder", "mv", "generator of 500 files")],
+                         ids=lambda c: c if isinstance(c, str) else "")
+def test_the_folder_cache_sees_new_names_once_it_trusts_a_folder(repo, monkeypatch, name, command):
+    """With no racy window, a folder whose ctime did not move is not listed again: only moved ones are."""
+    monkeypatch.setattr(CheckpointStore, "DIR_RACY_NS", 0)
+    store = CheckpointStore.open(repo)
+    before = manifest(repo)
+    store.snapshot("turn", message_id="m1")
+    time.sleep(0.05)  # past the timestamp granularity
+    bash(repo, command)
+    after = manifest(repo)
+    time.sleep(0.05)
+    assert store.snapshot("tool").changed
+    assert (store.root / "dirs.json").exists()
+    store.restore("refs/da/msg/m1")
+    assert manifest(repo) == before, name
+    assert after != before
+
+
+def test_dry_runs_and_restores_leave_no_probe_refs(repo):
+    store = CheckpointStore.open(repo)
+    store.snapshot("turn", message_id="m1")
+    (repo / "README.md").write_text("changed\n")
+    store.plan("refs/da/msg/m1")
+    result = store.restore("refs/da/msg/m1")
+    store.plan("refs/da/msg/m1")
+    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)"], env={**os.environ, "GIT_DIR": store.git_dir},
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert not [r for r in refs if r.startswith("refs/da/probe/")]
+    assert f"refs/da/restore/{result.restore_id}" in refs
+    store.undo(result.restore_id)
+    assert (repo / "README.md").read_text() == "changed\n"
