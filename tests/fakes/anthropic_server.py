@@ -113,6 +113,7 @@ class FakeAnthropic:
         self.model = model
         self.steps: list[Reply] = []
         self.position = 0
+        self.routes: dict[str, list[Reply]] = {}  # ``script_for``: a marker in the first user message → its steps
         self.requests: list[RecordedRequest] = []
         self.errors: list[str] = []
         self._lock = threading.Lock()
@@ -162,9 +163,30 @@ class FakeAnthropic:
         with self._lock:
             self.steps.extend(steps)
 
+    def script_for(self, marker: str, steps: list[Reply]) -> None:
+        """A script of its own for the conversation whose first user message contains ``marker`` (sessions that
+        run at once: each takes its replies in its own order)."""
+        with self._lock:
+            self.routes.setdefault(marker, []).extend(steps)
+
+    def _route(self, record: RecordedRequest) -> list[Reply] | None:
+        if not self.routes:
+            return None
+        try:
+            first = json.dumps(record.messages[0].get("content"))
+        except Exception:
+            return None
+        return next((steps for marker, steps in self.routes.items() if marker in first), None)
+
     def next_step(self, record: RecordedRequest) -> Reply | None:
         with self._lock:
             self.requests.append(record)
+            routed = self._route(record)
+            if routed is not None:
+                if not routed:
+                    self.errors.append(f"unexpected request #{len(self.requests)}: its route's script is used up")
+                    return None
+                return routed.pop(0)
             if self.position >= len(self.steps):
                 self.errors.append(f"unexpected request #{len(self.requests)}: no scripted reply left")
                 return None
@@ -174,12 +196,12 @@ class FakeAnthropic:
 
     @property
     def unused(self) -> int:
-        return len(self.steps) - self.position
+        return len(self.steps) - self.position + sum(len(steps) for steps in self.routes.values())
 
     def assert_done(self) -> None:
         if self.errors:
             raise AssertionError("fake server: " + "; ".join(self.errors))
-        if self.position < len(self.steps):
+        if self.unused:
             raise AssertionError(f"fake server: {len(self.steps) - self.position} scripted step(s) never requested")
 
     def request_messages(self, n: int) -> list[dict[str, Any]]:

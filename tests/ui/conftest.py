@@ -94,14 +94,21 @@ def make_window(qtbot, qloop, fake, tmp_path):
         windows.append(win)
         return win
 
+    before = set(MainWindow.app_windows())
     yield factory
-    for win in windows:
-        if win.controller.busy:
-            win.controller.stop()
-        session = win.controller.session
-        if session is None:
-            continue
-        if not qloop.is_closed():
-            qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=10))
-        elif session.state.alive and session.state.pid:  # a failed test's executor child
-            os.kill(session.state.pid, signal.SIGKILL)
+    others = [w for w in MainWindow.app_windows() if w not in windows and w not in before]  # New Window's
+    for win in windows + others:
+        for live in list(getattr(win, "lives", [])):
+            controller = live.controller
+            if controller.busy:
+                controller.stop()
+            session = controller.session
+            if session is None:
+                continue
+            if not qloop.is_closed():
+                qloop.run_until_complete(controller.end_session("prompt_input_exit", timeout=10))
+            elif session.state.alive and session.state.pid:  # a failed test's executor child
+                os.kill(session.state.pid, signal.SIGKILL)
+    for win in others:
+        MainWindow.windows.discard(win)
+        win.deleteLater()

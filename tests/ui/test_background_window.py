@@ -99,3 +99,86 @@ def test_a_host_that_cannot_start_is_a_banner_naming_why(qtbot, qloop, host_env:
                         executor="process")
     qtbot.addWidget(forced)
     assert forced.executor_choice() == ("process", None)  # --executor wins over the setting
+
+
+def test_three_sessions_in_the_background_host_come_back_when_the_window_reopens(
+        qtbot, qloop, fake, host_env: HostEnv, tmp_path, monkeypatch, keep_app_running):
+    """Issue 24: three sessions — two in git worktrees waiting for approval, one done in the folder — run in the
+    background host; the window closes; a new window on the folder shows all three again (the Running list), with
+    both questions in its inbox; answering each there writes the right file in the right worktree."""
+    import subprocess
+
+    from desktop_agent.client import review as client_review
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+    config = tmp_path / "home-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (config / "desktop-agent").mkdir(parents=True)
+    (config / "desktop-agent" / "settings.json").write_text(json.dumps({"keep_sessions_running": True}))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.com"], ["config", "user.name", "T"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    (repo / "a.txt").write_text("one\n")
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "base"], check=True)
+    settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+    first = MainWindow(settings=settings)
+    qtbot.addWidget(first)
+    first.show()
+    first._notify = lambda title, message: None  # type: ignore[method-assign]
+
+    async def three_then_close():
+        trees = [await client_review.new_worktree(str(repo), name) for name in ("alpha", "beta")]
+        for name, tree in zip(("alpha", "beta"), trees):
+            path = f"{tree.path}/a.txt"
+            fake.script_for(f"{name}:", [READ(path, id=f"toolu_r{name}"),
+                                         edit(path, "one", f"one by {name}", id=f"toolu_e{name}"),
+                                         reply(text(f"{name} done"))])
+        fake.script_for("gamma:", [reply(text("gamma done"))])
+        for folder, prompt in ((trees[0].path, "alpha: change a"), (trees[1].path, "beta: change a"),
+                               (str(repo), "gamma: hello")):
+            await open_and_send(qtbot, first, folder, prompt)
+            assert first.controller.session.state.executor == "host"
+        await wait_for(lambda: not first.lives[2].controller.busy, 30, "gamma's turn")
+        await wait_for(lambda: len(control_request("status")["pending"]) == 2, 30, "both questions in the host")
+        first.close()
+        await wait_for(lambda: first._close_task is not None and first._close_task.done(), 30, "the window to close")
+        return trees
+
+    trees = qloop.run_until_complete(three_then_close())
+    status = control_request("status")
+    assert len(status["sessions"]) == 3 and len(status["pending"]) == 2
+
+    second = MainWindow(settings=settings)
+    qtbot.addWidget(second)
+    second.show()
+
+    async def reopen():
+        assert await second.open_folder(str(repo))
+        await wait_for(lambda: second.attach_task is not None and second.attach_task.done(), 30, "the others back")
+        assert len(second.lives) == 3
+        assert {live.session_id for live in second.lives} == {s["session_id"] for s in status["sessions"]}
+        await wait_for(lambda: second.sessions_pane.inbox.count() == 2, 30, "both questions in the inbox")
+        labels = sorted(row.label.split(" · ")[0] for row in second.sessions_pane.live_rows)
+        assert labels == ["Done", "Needs you (1)", "Needs you (1)"], labels
+        for _ in range(2):
+            row = second.sessions_pane.inbox_rows[0]
+            assert second.answer_from_inbox(row.key, row.ref)
+            dlg = await wait_dialog(second, 30)
+            assert dlg.request.input["file_path"].startswith(row.ref.folder)
+            qtbot.mouseClick(dlg.allow_button, Qt.MouseButton.LeftButton)
+            await wait_for(lambda: not control_request("status")["pending"] or
+                           len(control_request("status")["pending"]) == 1, 30, "the answer in the host")
+        await wait_for(lambda: not control_request("status")["pending"], 30, "every question answered")
+        await wait_for(lambda: not any(s["busy"] for s in control_request("status")["sessions"]), 30, "done")
+
+    qloop.run_until_complete(reopen())
+    for name, tree in zip(("alpha", "beta"), trees):
+        with open(f"{tree.path}/a.txt") as f:
+            assert f.read() == f"one by {name}\n"
+    assert (repo / "a.txt").read_text() == "one\n"
+    fake.assert_done()
+    for live in second.lives:
+        qloop.run_until_complete(live.controller.detach_session())

@@ -158,6 +158,7 @@ def test_claude_code_allow_then_deny_an_edit(qtbot, qloop, fake, claude_bin, wor
     sid = session.session_id
 
     async def resume():
+        assert await win.close_live(win.live)  # open sessions are shown, not opened twice: close it, then resume
         assert await win.open_folder(str(workdir), resume=sid)
         assert not session.alive  # the first executor ended with its session
         resumed = win.controller.session
@@ -396,6 +397,8 @@ def test_claude_code_sessions_in_the_sidebar_and_resumed_by_id(qtbot, qloop, fak
         await wait_for(lambda: {sid for _, sid in rows()} >= {first, second}, 10, "both sessions listed")
         listed = dict((sid, text) for text, sid in rows())
         assert "first session prompt" in listed[first] and listed[second].startswith("\u25cf second session prompt")
+        assert len(win.lives) == 2 and win.lives[0].session_id == first  # the first one still open beside it
+        assert await win.close_live(win.lives[0])  # closed: the sidebar's row resumes it by id
         item = next(win.sessions.item(i) for i in range(win.sessions.count())
                     if win.sessions.item(i).data(Qt.ItemDataRole.UserRole) == first)
         win.sessions.itemActivated.emit(item)

@@ -257,7 +257,10 @@ def test_session_end_hooks_on_new_session_and_window_close(qtbot, qloop, fake, m
         await asyncio.wait_for(await send(qtbot, win, "one"), 20)
         win.new_session()
         await asyncio.wait_for(win.open_task, 20)
-        assert [(e["reason"], e["session_id"]) for e in ends()] == [("clear", first)]
+        assert ends() == []  # a new session opens beside the first, which stays open (issue 24)
+        win.new_session()  # one that has not started is replaced (an empty session leaves no trace)
+        await asyncio.wait_for(win.open_task, 20)
+        assert ends() == [] and len(win.lives) == 2
         second = win.controller.session.session_id
         await asyncio.wait_for(await send(qtbot, win, "two"), 20)
         assert win.isVisible()
@@ -267,7 +270,8 @@ def test_session_end_hooks_on_new_session_and_window_close(qtbot, qloop, fake, m
 
     first, second = qloop.run_until_complete(scenario())
     got = ends()
-    assert [(e["reason"], e["session_id"]) for e in got] == [("clear", first), ("prompt_input_exit", second)]
+    assert sorted((e["reason"], e["session_id"]) for e in got) == sorted(
+        [("prompt_input_exit", first), ("prompt_input_exit", second)])
     assert all(e["hook_event_name"] == "SessionEnd" and e["cwd"] == str(proj) for e in got)
     assert win.controller.session is None
     fake.assert_done()

@@ -396,6 +396,7 @@ def test_controller_cancelled_ask_closes_dialog(qtbot, qloop, qapp):
 def test_controller_turn_events_and_status(qtbot, qloop):
     class FakeSession:
         cwd = "/w"
+        session_id = "s-1"
 
         async def submit(self, prompt):
             yield ev.RequestStarted(turn=1)

@@ -59,11 +59,12 @@ class AgentController(QObject):
     usage_changed = Signal(int, float)  # session tokens, session cost (USD)
     session_changed = Signal(object)  # the new session object
 
-    def __init__(self, parent: QObject | None = None, *, window: QWidget | None = None):
+    def __init__(self, parent: QObject | None = None, *, window: QWidget | None = None,
+                 questions: PromptQueue | None = None, client: EngineClient | None = None):
         super().__init__(parent)
         self.window = window
         self.session: SessionHandle | None = None
-        self._client: EngineClient | None = None
+        self._client: EngineClient | None = client  # a window's sessions share its in-process host
         self.cwd: str | None = None
         self.status = IDLE
         self.status_detail = ""
@@ -76,7 +77,8 @@ class AgentController(QObject):
         self.notifier: Callable[[str, str], None] | None = None
         self.desktop_notifier: Any = None  # host.notify.Notifier when a notification daemon is there
         self._task: asyncio.Task | None = None
-        self.questions = PromptQueue(self)  # the window's questions, one dialog at a time
+        # the window's questions, one dialog at a time: shared by the window's sessions (``ui.window.live``)
+        self.questions = questions if questions is not None else PromptQueue(self)
         self.questions.shown.connect(self._dialog_shown)
         self.questions.changed.connect(self._questions_changed)
         self._asking = 0  # permission questions this controller is waiting on
@@ -357,20 +359,21 @@ class AgentController(QObject):
         Cancelled (withdrawn by the engine), it leaves the queue and its dialog, if showing, closes."""
         if self.status != WAITING:
             self._set_status(WAITING, request.tool_name)
-        session_id = self.session.session_id if self.session is not None else ""
+        session_id = self._session_id()
         self._asking += 1
         try:
             return await self.questions.ask(
                 (session_id, request.request_id), lambda: PermissionDialog(request, parent=self.window),
-                stop_value=PermissionReply(behavior="deny", message=USER_DENIED, interrupt=True))
+                stop_value=PermissionReply(behavior="deny", message=USER_DENIED, interrupt=True), info=request)
         finally:
             self._asking -= 1
             if not self._asking and self.status == WAITING:
                 self._set_status(TOOL if self._running_tools else THINKING, request.tool_name)
 
     def _dialog_shown(self, dialog: Any) -> None:
-        if not isinstance(dialog, PermissionDialog):
-            return
+        key = self.questions.current_key
+        if not isinstance(dialog, PermissionDialog) or key is None or key[0] != self._session_id():
+            return  # another session's question (the window's queue is shared)
         self.current_dialog = dialog
         self._set_status(WAITING, dialog.request.tool_name)
         self.dialog_opened.emit(dialog)
@@ -380,9 +383,12 @@ class AgentController(QObject):
         if self.current_dialog is not None and self.questions.dialog is not self.current_dialog:
             self.current_dialog = None  # answered or withdrawn; the next one is announced by ``_dialog_shown``
 
+    def _session_id(self) -> str:
+        return self.session.session_id if self.session is not None else ""
+
     def _deny_questions(self) -> None:
-        """Every queued permission question answered deny (interrupt); the dialog closes."""
-        self.questions.stop_all()
+        """Every queued permission question of this session answered deny (interrupt); its dialog closes."""
+        self.questions.stop_session(self._session_id())
 
     def _announce(self, request: PermissionRequest) -> None:
         """When the window is not active: a taskbar alert and a desktop notification."""

@@ -4,9 +4,11 @@ run (``--executor``, else Settings), Restart session, New Session, the sessions 
 SessionEnd before another session replaces this one, and replaying a resumed transcript into the conversation and
 the changes panel. A mixin of ``MainWindow``.
 
-Nothing replaces a session while its turn runs without asking: New Session, another folder, another session from
-the sidebar or a recent folder all pass through ``open_folder``, which first asks "Stop the running turn?"
-(``stop_running_turn``); Cancel changes nothing, Stop stops the turn as the Stop button does and waits for it.
+Nothing stops a session but the person (issue 24): New Session, another folder, another session from the sidebar or
+a recent folder open a new live session beside the others (``ui.window.live``) — only a session that has not started
+(no prompt yet, nothing running) is replaced. A session already open in the window is brought into view instead of
+opened twice. Closing a session whose turn runs asks "Stop the running turn?" first (``stop_running_turn``; Cancel
+changes nothing, Stop stops it as the Stop button does and waits for it).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from desktop_agent.protocol.control import HistoryRequest
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QSettings
+
+    from desktop_agent.ui.window.live import LiveSession
     from PySide6.QtWidgets import QStatusBar
 
     from desktop_agent.ui.changes.panel import DiffPanel
@@ -61,6 +65,7 @@ class FoldersMixin:
     folder: str | None
     wanted_folder: str | None
     open_task: asyncio.Task[bool] | None
+    drop_task: asyncio.Task[None] | None
     restart_task: asyncio.Task[None] | None
     trust_box: TrustDialog | None
     stop_question: StopTurnDialog | None  # "Stop the running turn?" while it is open
@@ -78,7 +83,12 @@ class FoldersMixin:
     folder_opened: Signal
     history_shown: Signal
 
+    live: LiveSession
+    lives: list[LiveSession]
+
     if TYPE_CHECKING:
+        def show_live(self, live: LiveSession) -> None: ...
+        def _new_live(self, controller: AgentController | None = None) -> LiveSession: ...
         def request_mode(self, mode: str) -> None: ...
         def show_model(self, name: str, enabled: bool = True) -> None: ...
         def _select_mode(self, mode: str) -> None: ...
@@ -96,21 +106,26 @@ class FoldersMixin:
 
     async def _end_then_close(self) -> None:
         try:
-            if in_background(self.controller.session):
-                await self.leave_running()
-            else:
-                await self.end_session("prompt_input_exit")
+            await asyncio.gather(*(self._end_live(live) for live in list(self.lives)), return_exceptions=True)
         finally:
             self.close()
 
-    async def leave_running(self) -> None:
+    async def _end_live(self, live: LiveSession) -> None:
+        """The window closes: ``live`` is left running in the background host, or ended (SessionEnd)."""
+        if in_background(live.controller.session):
+            await self.leave_running(live)
+        elif live.controller.session is not None:
+            await live.controller.end_session("prompt_input_exit", discard_if_empty=not self.demo)
+
+    async def leave_running(self, live: LiveSession | None = None) -> None:
         """The window closes, the session stays in the background host (its turn and questions go on there); a
         notification says so."""
-        session = self.controller.session
+        live = live or self.live
+        session = live.controller.session
         if session is None:
             return
-        title = home(self.folder or session.state.cwd)
-        await self.controller.detach_session()
+        title = home(live.folder or session.state.cwd)
+        await live.controller.detach_session()
         log.info("session %s left running in the background host", session.session_id)
         self._notify("Desktop Agent", left_running_text(title))
 
@@ -144,12 +159,29 @@ class FoldersMixin:
         self.open_task = asyncio.ensure_future(self.open_folder(folder, **kwargs))
         return self.open_task
 
+    def _live_of(self, session_id: str | None) -> LiveSession | None:
+        return next((live for live in self.lives if session_id and live.session_id == session_id), None)
+
+    def _target_live(self) -> LiveSession:
+        """Where a session opens: the session in view when it has not started (no prompt, nothing running, none
+        opening), else a new live session beside the others."""
+        live = self.live
+        c = live.controller
+        if not c.busy and not live.first_prompt and c.turn_index == 0 and not live.opening:
+            return live
+        return self._new_live()
+
     async def open_folder(self, folder: str, *, resume: str | None = None) -> bool:
         """Open ``folder``: the one-time trust question if its settings grant rules or run hooks, then
-        a new (or resumed) session. Returns False when the user cancelled or the session failed."""
+        a new (or resumed) session beside the others. Returns False when the user cancelled or the session
+        failed."""
         folder = os.path.abspath(folder)
-        if not await self.stop_running_turn(folder, resume):
-            return False  # Cancel: the turn runs on, nothing changed
+        already = self._live_of(resume)
+        if already is not None:  # open in this window: bring it into view
+            self.show_live(already)
+            if self.drop_task is not None:
+                await asyncio.wait({self.drop_task}, timeout=10)
+            return True
         self.wanted_folder = folder
         problems = [] if self.demo else await settings_gate(self.controller, self.conversation, folder)
         if problems is None:  # a settings file cannot be read: the folder does not open (a blocking banner says so)
@@ -157,7 +189,18 @@ class FoldersMixin:
         trusted = await self._ask_trust(folder)
         if trusted is None:
             return False
-        await self.end_session("clear")  # New Session, another folder or a listed session replaces it
+        live = self._target_live()
+        if live is not self.live:
+            self.show_live(live)
+        live.opening = True
+        try:
+            return await self._open_in(live, folder, resume, problems, trusted)
+        finally:
+            live.opening = False
+
+    async def _open_in(self, live: LiveSession, folder: str, resume: str | None, problems: list[str],
+                       trusted: bool) -> bool:
+        await self.end_session("clear")  # a session that had not started is replaced
         if not resume and self._had_session and not self.demo and "permission_mode" not in self.session_kwargs:
             fresh = default_mode_setting()  # a new session starts in Settings' default mode
             if fresh == BYPASS:
@@ -205,6 +248,7 @@ class FoldersMixin:
             return False
         self.status.clearMessage()
         self.folder = folder
+        live.folder = folder
         self._had_session = True
         self.show_model(session.model or "", enabled=True)
         # the mode asked for, unless the user picked another while the session was built; an attached session keeps
@@ -231,9 +275,14 @@ class FoldersMixin:
         if resume and self._history_stats is not None:  # totals and turn numbers continue from the transcript
             tokens, cost, turns = self._history_stats
             self.controller.set_usage_base(tokens, cost, turns)
+        if resume or attached:
+            live.resumed(None)  # its title comes with the sessions list
+        live.changed.emit()
         listing = self._refresh_sessions(current=session.session_id)
         if listing is not None:
             await listing
+        if kind == "host":  # the host's other sessions (another folder, a worktree) come back beside this one
+            self.attach_task = asyncio.ensure_future(self.attach_running())
         self._add_recent(folder)
         self._update_title()
         self.save_state()
@@ -241,7 +290,7 @@ class FoldersMixin:
         self.folder_opened.emit(folder)
         return True
 
-    async def stop_running_turn(self, folder: str, resume: str | None = None) -> bool:
+    async def stop_running_turn(self, folder: str, resume: str | None = None, *, closing: bool = False) -> bool:
         """Before anything replaces the session while a turn runs: "Stop the running turn?" (``StopTurnDialog``,
         queued with the permission questions). True when nothing runs (any more) or the person chose Stop —
         the turn is then stopped as Stop does and awaited; False (Cancel) leaves everything as it was."""
@@ -255,7 +304,9 @@ class FoldersMixin:
             await asyncio.wait({turn}, timeout=6.0)
             return True
         session = controller.session
-        if resume:
+        if closing:
+            then = translate("MainWindow", "the session closes")
+        elif resume:
             then = translate("MainWindow", "the other session opens")
         elif folder != self.folder:
             then = translate("MainWindow", "{0} opens").format(home(folder))
@@ -349,11 +400,12 @@ class FoldersMixin:
             return True
         return False
 
-    def new_session(self) -> None:
+    def new_session(self) -> asyncio.Task | None:
+        """File ▸ New Session (Ctrl+N): a new session in this folder beside the others (none of them stops)."""
         if self.folder:
-            self.open_folder_soon(self.folder)
-        else:
-            self.choose_folder()
+            return self.open_folder_soon(self.folder)
+        self.choose_folder()
+        return None
 
     def _refresh_sessions(self, current: str | None = None) -> asyncio.Task | None:
         """List the folder's sessions again: read on a worker thread (never on the Qt thread; Claude Code's are
@@ -375,6 +427,10 @@ class FoldersMixin:
             except Exception:
                 log.exception("could not list the sessions of %s", folder)
                 infos = []
+            for info in infos:  # a resumed session's title: its first prompt
+                live = self._live_of(info.session_id)
+                if live is not None and not live.first_prompt and info.first_prompt:
+                    live.resumed(info.first_prompt)
             if listing == self._sessions_listing and self.folder == folder:
                 self.sessions_pane.show_rows(session_rows(infos, current))
 
@@ -382,13 +438,16 @@ class FoldersMixin:
         return self.sessions_task
 
     def _on_session_activated(self, sid: str) -> None:
-        current = self.controller.session
-        if self.folder and (current is None or sid != current.session_id):
+        live = self._live_of(sid)
+        if live is not None:
+            self.show_live(live)
+        elif self.folder:
             self.open_folder_soon(self.folder, resume=sid)
 
-    async def replay_history(self, session: SessionHandle) -> None:
+    async def replay_history(self, session: SessionHandle, live: LiveSession | None = None) -> None:
         """Read ``session``'s transcript and show it (``prepare_history`` on a worker thread, then ``show_history``)."""
-        folder = self.conversation.cwd or session.state.cwd
+        live = live or self.live
+        folder = live.conversation.cwd or session.state.cwd
         try:
             entries = list((await session.request(HistoryRequest())).get("entries") or [])
         except Exception:
@@ -398,20 +457,60 @@ class FoldersMixin:
         def read() -> PreparedHistory:
             return prepare_history(entries, folder)  # type: ignore[return-value]  # a list gives a result
 
-        await self.show_history(await in_thread(read))
+        await self.show_history(await in_thread(read), live)
 
-    async def show_history(self, prepared: PreparedHistory) -> None:
+    async def show_history(self, prepared: PreparedHistory, live: LiveSession | None = None) -> None:
         """Render a resumed transcript: prompts, text, tool cards with their results and +/− summaries
         (the newest part: the view makes widgets for the last items only), and the changes panel's log built from
         the structured patches of every Edit and Write (``toolUseResult``) and the reverts and redos recorded
         since; remembers its tokens, cost and turns for the status bar."""
-        await self.conversation.replay_async(prepared.ops)
-        self.diff_panel.log = prepared.changes
+        live = live or self.live
+        await live.conversation.replay_async(prepared.ops)
+        live.diff_panel.log = prepared.changes
         if self.isVisible():
             await asyncio.sleep(0.005)  # the conversation paints before the panel lays its document out
-        self.diff_panel.render(slices=RESUME_SLICE)
-        self._history_stats = (prepared.tokens, prepared.cost, prepared.turns)
-        self.controller.set_usage_base(prepared.tokens, prepared.cost, prepared.turns)
+        live.diff_panel.render(slices=RESUME_SLICE)
+        if live is self.live:
+            self._history_stats = (prepared.tokens, prepared.cost, prepared.turns)
+        live.controller.set_usage_base(prepared.tokens, prepared.cost, prepared.turns)
+        first = next((op[1] for op in prepared.ops if op[0] == "user" and len(op) > 1 and isinstance(op[1], str)),
+                     None)
+        live.resumed(first)
+
+    async def attach_running(self) -> list[LiveSession]:
+        """The background host runs sessions no window of this app shows (the window was closed, or lost): each
+        comes back in a live session of its own, out of view — its transcript replayed, its pending questions
+        asked again (they wait in the inbox)."""
+        from desktop_agent.client.host_link import host_status
+
+        try:
+            status = await host_status()
+        except Exception:
+            log.exception("could not ask the background host for its sessions")
+            return []
+        shown = {live.session_id for win in self.app_windows() for live in win.lives}  # type: ignore[attr-defined]
+        attached = []
+        for info in (status or {}).get("sessions") or []:
+            sid, cwd = str(info.get("session_id") or ""), str(info.get("cwd") or "")
+            if not sid or sid in shown or not cwd:
+                continue
+            live = self._new_live()
+            live.folder = cwd
+            live.conversation.cwd = live.diff_panel.cwd = cwd
+            live.opening = True
+            try:
+                kwargs = {k: v for k, v in self.session_kwargs.items() if k != "permission_mode"}
+                session = await live.controller.open_session(cwd, executor="host", attach=sid, **kwargs)
+                await self.replay_history(session, live)
+            except Exception:
+                log.exception("could not attach to %s in the background host", sid)
+                continue
+            finally:
+                live.opening = False
+            shown.add(sid)
+            attached.append(live)
+            live.changed.emit()
+        return attached
 
 
 RESUME_EXPANDED = 8  # a resumed session's newest changes shown with their diffs; the older ones folded (a click opens)

@@ -16,12 +16,15 @@ import asyncio
 import logging
 import os
 import sys
+import time
+import weakref
 from typing import Any, Callable
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QPalette
 from PySide6.QtWidgets import (
-    QApplication, QLabel, QMainWindow, QMessageBox, QSplitter, QStatusBar, QSystemTrayIcon, QVBoxLayout, QWidget,
+    QApplication, QLabel, QMainWindow, QMessageBox, QSplitter, QStackedWidget, QStatusBar, QSystemTrayIcon,
+    QVBoxLayout, QWidget,
 )
 
 from desktop_agent.ui import icons
@@ -37,10 +40,12 @@ from desktop_agent.ui.window.folders import FoldersMixin
 from desktop_agent.ui.mode_labels import MODES, mode_label
 from desktop_agent.ui.modes import BYPASS, default_mode_setting
 from desktop_agent.ui.window.presenters import RETRYING, STOPPING, STREAMING, TOOL, WAITING, home, token_text
+from desktop_agent.ui.window.live import LiveSession, since_text
 from desktop_agent.ui.window.message_queue import MessageQueue
+from desktop_agent.ui.window.questions import PromptQueue
 from desktop_agent.ui.window.prompt import PromptEdit
 from desktop_agent.ui.window.rewind import RewindMixin
-from desktop_agent.ui.window.sidebar import SessionsPane
+from desktop_agent.ui.window.sidebar import InboxRow, LiveRow, SessionsPane
 from desktop_agent.ui.window.toolbar import ToolbarMixin
 from desktop_agent.ui.window.worktree_actions import WorktreeActionsMixin
 from desktop_agent.client.local import discard_empty_transcript as discard_if_empty
@@ -67,10 +72,13 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
     history_shown = Signal(str)  # a resumed transcript is on screen (the session may still be loading)
     _icons_dark: bool | None = None  # the palette the icons were drawn for
 
+    windows: "weakref.WeakSet[MainWindow]" = weakref.WeakSet()  # this app's windows (their inboxes are one)
+
     def __init__(self, *, controller: AgentController | None = None, client_factory: Callable[[], Any] | None = None,
                  demo: bool = False, settings: QSettings | None = None, session_kwargs: dict[str, Any] | None = None,
-                 executor: str | None = None, executor_path: str | None = None):
+                 executor: str | None = None, executor_path: str | None = None, client: Any = None):
         super().__init__()
+        MainWindow.windows.add(self)
         self.setObjectName("mainWindow")
         # worker threads (a transcript parsed, a session built) hand the GIL to the Qt thread after 1 ms, not 5: a
         # repaint re-enters Python a dozen times, and 5 ms waits add up to frames of 60 ms
@@ -81,9 +89,18 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         # where sessions run (``--executor``; else Settings' "Run sessions"): inprocess, process, claude
         self.executor_override, self.executor_path_override = executor, executor_path
         self.qsettings = settings or QSettings(ORG, "desktop-agent")
-        self.controller = controller or AgentController(self, window=self)
-        self.controller.window = self
-        self.folder: str | None = None
+        # the window's questions, one dialog at a time, shared by its sessions: those of the session in view open by
+        # themselves, the others wait in the inbox (``ui.window.sessions``)
+        self.questions = controller.questions if controller is not None else PromptQueue(self)
+        self.questions.scope = lambda key: key[0] == self.live.session_id or not self.live.session_id
+        self.lives: list[LiveSession] = []  # the sessions open in this window, in the order they were opened
+        self._first_controller = controller or AgentController(self, window=self, questions=self.questions,
+                                                               client=client)
+        self.pages = QStackedWidget()  # one conversation page per live session (``LiveSession.page``)
+        self.pages.setObjectName("conversationPages")
+        self.panels = QStackedWidget()  # one changes panel per live session
+        self.panels.setObjectName("changesPanels")
+        self.live = self._new_live(self._first_controller)
         self.open_task: asyncio.Task | None = None
         self.restart_task: asyncio.Task | None = None  # "Restart session" (an executor process)
         self.trust_box: QMessageBox | None = None
@@ -102,6 +119,8 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self._restarting: set[str] = set()  # MCP servers whose restart is under way
         self._had_session = False  # a later new session starts in Settings' default mode
         self._close_task: asyncio.Task | None = None  # SessionEnd before the window closes
+        self.attach_task: asyncio.Task | None = None  # the background host's other sessions coming back
+        self.drop_task: asyncio.Task | None = None  # an unstarted session left for another, closing
         self._build()
         self._wire()
         self._restore_state()
@@ -142,16 +161,12 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         center_layout = QVBoxLayout(center)
         center_layout.setContentsMargins(0, 0, 0, 0)
         center_layout.setSpacing(0)
-        self.conversation = ConversationView()
-        center_layout.addWidget(self.conversation, 1)
+        center_layout.addWidget(self.pages, 1)
         self.find_bar = FindBar(self.conversation)
         self.find_edit, self.find_count = self.find_bar.edit, self.find_bar.count
         self.find_prev_button, self.find_next_button = self.find_bar.prev_button, self.find_bar.next_button
         self.find_close_button = self.find_bar.close_button
         center_layout.addWidget(self.find_bar)
-        self.message_queue = MessageQueue(  # typed while the agent works; sent as the turn ends (not the prompt's)
-            self.controller, lambda text: self.controller.submit(text) is not None and self._sessions_timer.start())
-        center_layout.addWidget(self.message_queue)
         prompt_row = QVBoxLayout()
         prompt_row.setContentsMargins(16, 8, 16, 8)
         prompt_row.setSpacing(4)
@@ -160,11 +175,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         prompt_row.addWidget(self.prompt)
         center_layout.addLayout(prompt_row)
 
-        self.diff_panel = DiffPanel()
-        self.diff_panel.view.setObjectName("changesView")
         self.splitter.addWidget(self.side)
         self.splitter.addWidget(center)
-        self.splitter.addWidget(self.diff_panel)
+        self.splitter.addWidget(self.panels)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 3)
         self.splitter.setStretchFactor(2, 2)
@@ -199,6 +212,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self.new_action = QAction(self.tr("&New Session"), self, shortcut=QKeySequence.StandardKey.New,
                                   triggered=self.new_session)
         file_menu.addAction(self.new_action)
+        self.new_window_action = QAction(self.tr("New &Window"), self, shortcut=QKeySequence("Ctrl+Shift+W"),
+                                         triggered=self.new_window)
+        file_menu.addAction(self.new_window_action)
         self.new_worktree_action = QAction(self.tr("New Session in &Worktree…"), self,
                                            triggered=self.new_worktree_session)
         file_menu.addAction(self.new_worktree_action)
@@ -228,7 +244,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         view_menu.addAction(self.toggle_sessions)
         self.toggle_changes = QAction(self.tr("&Changes Pane"), self, checkable=True, checked=True,
                                       shortcut=QKeySequence("Ctrl+Shift+D"))
-        self.toggle_changes.toggled.connect(self.diff_panel.setVisible)
+        self.toggle_changes.toggled.connect(self.panels.setVisible)
         view_menu.addAction(self.toggle_changes)
         view_menu.addSeparator()
         self.servers_action = QAction(self.tr("MCP &Servers…"), self, shortcut=QKeySequence("Ctrl+Shift+E"),
@@ -284,32 +300,265 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self.sessions_title.setStyleSheet(f"color: {c.muted}; font-weight: 600;")
         self.stop_button.setStyleSheet(f"QToolButton#stopButton:disabled {{ color: {c.muted}; }}")
         self._style_mode_badges(c)
-        self.diff_panel.title.setStyleSheet("font-weight: 600;")
+        for live in self.lives:
+            live.diff_panel.title.setStyleSheet("font-weight: 600;")
 
-    def _wire(self) -> None:
-        c = self.controller
-        c.user_prompt.connect(self.conversation.add_user)
-        c.agent_event.connect(self.conversation.handle_event)  # every AgentEvent: the conversation presenter
-        c.tool_finished.connect(self._on_tool_finished)  # the changes panel (after the card)
-        c.permission_requested.connect(self._on_permission_requested)
-        c.permission_resolved.connect(self._on_permission_resolved)
-        c.notice.connect(lambda kind, text: self.conversation.add_banner("notice", text))
-        c.status_changed.connect(self._set_status_view)
-        c.usage_changed.connect(self._on_usage)
-        c.busy_changed.connect(self._on_busy)
+    # ----- live sessions (ui/window/live.py) -----------------------------------------------------
+    @property
+    def controller(self) -> AgentController:
+        """The controller of the session in view."""
+        return self.live.controller
+
+    @property
+    def conversation(self) -> ConversationView:
+        return self.live.conversation
+
+    @property
+    def diff_panel(self) -> DiffPanel:
+        return self.live.diff_panel
+
+    @property
+    def message_queue(self) -> MessageQueue:
+        return self.live.message_queue
+
+    @property
+    def folder(self) -> str | None:
+        return self.live.folder
+
+    @folder.setter
+    def folder(self, value: str | None) -> None:
+        self.live.folder = value
+
+    def _new_live(self, controller: AgentController | None = None) -> LiveSession:
+        """A new live session (its page and changes panel added, not shown): its controller shares this window's
+        question queue and in-process host."""
+        if controller is None:
+            shared = self.lives[0].controller.client if self.lives else None
+            controller = AgentController(self, window=self, questions=self.questions,
+                                         client=shared if shared is not None and shared.kind == "inprocess" else None)
+        controller.window = self
+        live = LiveSession(self, controller, lambda text: self._send_queued(live, text))
+        self.lives.append(live)
+        self.pages.addWidget(live.page)
+        self.panels.addWidget(live.diff_panel)
+        live.diff_panel.title.setStyleSheet("font-weight: 600;")
+        if live.folder is None and self.lives[:-1]:
+            live.folder = self.lives[-2].folder
+        if hasattr(self, "prompt"):  # built: wire it now (the first one is wired by ``_wire``)
+            self._wire_live(live)
+        return live
+
+    def _send_queued(self, live: LiveSession, text: str) -> bool:
+        sent = live.controller.submit(text) is not None
+        if sent:
+            self._sessions_timer.start()
+        return sent
+
+    def _wire_live(self, live: LiveSession) -> None:
+        """One session's controller to its own page and panel (always: a session out of view renders too), and to
+        the window's status bar, title and toolbar (only while it is in view)."""
+        c, conversation, panel = live.controller, live.conversation, live.diff_panel
+
+        def shown(fn: Callable[..., Any]) -> Callable[..., Any]:
+            return lambda *args: fn(*args) if live is self.live else None
+
+        c.user_prompt.connect(conversation.add_user)
+        c.agent_event.connect(conversation.handle_event)  # every AgentEvent: the conversation presenter
+        c.tool_finished.connect(lambda e: self._on_tool_finished(e, live))  # the changes panel (after the card)
+        c.permission_requested.connect(lambda r: self._on_permission_requested(r, live))
+        c.permission_resolved.connect(lambda e: self._on_permission_resolved(e, live))
+        c.notice.connect(lambda kind, text: conversation.add_banner("notice", text))
+        c.status_changed.connect(shown(self._set_status_view))
+        c.usage_changed.connect(shown(self._on_usage))
+        c.busy_changed.connect(lambda busy: self._on_busy(busy, live))
         c.notifier = self._notify
         c.session_changed.connect(lambda _s: self._start_desktop_notifications())
-        c.turn_finished.connect(lambda _e: self.refresh_servers())  # MCP states after each turn
-        c.tool_finished.connect(lambda e: str(e.name).startswith("mcp__") and self.refresh_servers())
-        c.session_changed.connect(lambda _s: self.refresh_servers())
+        c.session_changed.connect(lambda _s: self.questions.rescope())
+        c.turn_finished.connect(shown(lambda _e: self.refresh_servers()))  # MCP states after each turn
+        c.tool_finished.connect(shown(lambda e: str(e.name).startswith("mcp__") and self.refresh_servers()))
+        c.session_changed.connect(shown(lambda _s: self.refresh_servers()))
+        panel.recorder = lambda entry: self._record_entry(entry, live)  # a revert or redo, in the transcript
+        conversation.card_selected.connect(panel.select_tool)
+        conversation.banner_action.connect(self._on_banner_action)
+        panel.change_selected.connect(lambda tid: conversation.select_card(tid, scroll=True))
+        self._wire_rewind_live(live)  # checkpoint markers, "Rewind…", "Undo restore"
+        live.changed.connect(self._sessions_changed)
+
+    # ----- the Running list and the inbox (sidebar) ----------------------------------------------
+    @staticmethod
+    def app_windows() -> "list[MainWindow]":
+        """This app's windows that are still there (a closed window leaves the set as it closes)."""
+        import shiboken6
+
+        return [w for w in list(MainWindow.windows) if shiboken6.isValid(w)]
+
+    def _sessions_changed(self) -> None:
+        """A session's state, title or questions changed: every window of the app redraws its sidebar (soon)."""
+        for win in self.app_windows():
+            timer = getattr(win, "_sidebar_timer", None)
+            if timer is not None:
+                timer.start()
+
+    def _render_sidebar(self) -> None:
+        now = time.time()
+        rows: list[LiveRow] = []
+        inbox: list[tuple[float, InboxRow]] = []
+        from desktop_agent.ui.dialogs.permission import target_of
+
+        for win in [self] + [w for w in self.app_windows() if w is not self]:
+            for live in win.lives:
+                if live.controller.session is None and not live.opening and live is not win.live:
+                    continue
+                where = home(live.folder or "")
+                if win is not self:
+                    where += " · " + self.tr("another window")
+                rows.append(LiveRow(live, live.title, live.label(now), where, live is self.live, live.number))
+                sid = live.session_id
+                for q in win.questions.entries():
+                    if q.info is None or not sid or q.key[0] != sid:
+                        continue
+                    inbox.append((q.asked_at, InboxRow(
+                        q.key, live, q.info.tool_name, target_of(q.info), live.title, where,
+                        since_text(now - q.asked_at), q.showing and win is self)))
+        rows.sort(key=lambda r: r.number)
+        self.sessions_pane.show_live(rows)
+        self.sessions_pane.show_inbox([row for _t, row in sorted(inbox, key=lambda pair: pair[0])])
+
+    def _window_of(self, live: LiveSession) -> "MainWindow | None":
+        return next((w for w in self.app_windows() if live in w.lives), None)
+
+    def _on_live_activated(self, live: Any) -> None:
+        win = self._window_of(live)
+        if win is None:
+            return
+        if win is not self:
+            win.showNormal()
+            win.raise_()
+            win.activateWindow()
+        win.show_live(live)
+
+    def answer_from_inbox(self, key: Any, live: Any) -> bool:
+        """An inbox row: its session comes into view (in the window that holds it, raised) and its dialog up — one
+        dialog at a time: one showing for another question goes back to the inbox unanswered."""
+        win = self._window_of(live)
+        if win is None:
+            return False
+        self._on_live_activated(live)
+        return win.questions.front(tuple(key))
+
+    def _on_live_action(self, action: str, live: Any) -> None:
+        win = self._window_of(live)
+        if win is None:
+            return
+        if action == "rename":
+            from PySide6.QtWidgets import QInputDialog
+
+            dlg = QInputDialog(win)
+            dlg.setWindowTitle(self.tr("Rename Session"))
+            dlg.setLabelText(self.tr("Name:"))
+            dlg.setTextValue(live.title)
+            dlg.textValueSelected.connect(live.rename)
+            self._rename_dialog = dlg
+            dlg.open()
+        elif action == "close":
+            asyncio.ensure_future(win.close_live(live))
+
+    async def close_live(self, live: LiveSession) -> bool:
+        """Close one session (its view goes; the others run on): a running turn asks "Stop the running turn?"
+        first; a background-host session is left running there. False when the person kept it."""
+        if live not in self.lives:
+            return False
+        if live.controller.busy:
+            self.show_live(live)
+            if not await self.stop_running_turn(live.folder or "", None, closing=True):
+                return False
+        await self._end_live(live)
+        if live not in self.lives:
+            return True
+        if len(self.lives) == 1:  # the window always shows a session: an empty one on the same folder
+            self._new_live().folder = live.folder
+        self.lives.remove(live)
+        self.pages.removeWidget(live.page)
+        self.panels.removeWidget(live.diff_panel)
+        if live is self.live:
+            self.show_live(self.lives[-1])
+        live.page.deleteLater()
+        live.diff_panel.deleteLater()
+        live.deleteLater()
+        self._sessions_changed()
+        return True
+
+    async def _drop(self, live: LiveSession) -> None:
+        """Close a session that never started (out of view; its empty transcript goes)."""
+        if live is self.live or not live.unstarted:
+            return
+        await self._end_live(live)
+        if live in self.lives and live is not self.live:
+            self.lives.remove(live)
+            self.pages.removeWidget(live.page)
+            self.panels.removeWidget(live.diff_panel)
+            live.page.deleteLater()
+            live.diff_panel.deleteLater()
+            live.deleteLater()
+            self._sessions_changed()
+
+    def new_window(self) -> "MainWindow":
+        """File ▸ New Window: another window on the same host (its sessions and inbox are this app's too), on this
+        window's folder."""
+        win = MainWindow(client_factory=self.client_factory, settings=self.qsettings,
+                         session_kwargs=self.session_kwargs, executor=self.executor_override,
+                         executor_path=self.executor_path_override, demo=self.demo,
+                         client=self.lives[0].controller.client if self.lives else None)
+        win.show()
+        self._new_windows = getattr(self, "_new_windows", []) + [win]
+        if self.folder:
+            win.open_folder_soon(self.folder)
+        return win
+
+    def show_live(self, live: LiveSession) -> None:
+        """Bring ``live`` into view: its page and panel, its status, usage, mode and model; its questions may open
+        (the others' wait in the inbox). Nothing of the session left is stopped."""
+        if live not in self.lives:
+            return
+        self.find_bar.close_bar()
+        left, self.live = self.live, live
+        if left is not live and left.unstarted:  # a new session left before its first prompt: it goes
+            self.drop_task = asyncio.ensure_future(self._drop(left)) if _loop_running() else None
+        self.pages.setCurrentWidget(live.page)
+        self.panels.setCurrentWidget(live.diff_panel)
+        self.find_bar.conversation = live.conversation
+        c = live.controller
+        self._set_status_view(c.status, c.status_detail)
+        self._on_usage(c.tokens, c.cost)
+        self.stop_action.setEnabled(c.busy)
+        session = c.session
+        if session is not None:
+            mode = session.permission_mode or self.permission_mode
+            self.permission_mode = mode
+            self._select_mode(mode)
+            self.show_model(session.model or "", enabled=True)
+        self.questions.rescope()
+        self._sessions_changed()
+        self._refresh_sessions(self._session_id())
+        self._update_title()
+
+    def _wire(self) -> None:
+        self._wire_live(self.live)
         self.prompt.submitted.connect(self.send)
         self.mode_combo.currentIndexChanged.connect(self._on_mode_changed)
-        self.diff_panel.recorder = self._record_entry  # a revert or redo, in the transcript (a worker thread)
-        self.conversation.card_selected.connect(self.diff_panel.select_tool)
-        self.conversation.banner_action.connect(self._on_banner_action)
-        self._wire_rewind()  # checkpoint markers, "Rewind…", "Undo restore"
-        self.diff_panel.change_selected.connect(lambda tid: self.conversation.select_card(tid, scroll=True))
         self.sessions_pane.session_activated.connect(self._on_session_activated)
+        self.sessions_pane.live_activated.connect(self._on_live_activated)
+        self.sessions_pane.live_action.connect(self._on_live_action)
+        self.sessions_pane.question_activated.connect(self.answer_from_inbox)
+        self.questions.changed.connect(lambda _n: self._sessions_changed())
+        self._sidebar_timer = QTimer(self)  # the Running list and the inbox, redrawn once per burst of changes
+        self._sidebar_timer.setSingleShot(True)
+        self._sidebar_timer.setInterval(0)
+        self._sidebar_timer.timeout.connect(self._render_sidebar)
+        self._clock = QTimer(self)  # "Working · 12 s": the times move on
+        self._clock.setInterval(1000)
+        self._clock.timeout.connect(self._render_sidebar)
+        self._clock.start()
         self.find_bar.closed.connect(self.prompt.setFocus)
         self._sessions_timer = QTimer(self)
         self._sessions_timer.setSingleShot(True)
@@ -412,21 +661,25 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
 
     def closeEvent(self, event) -> None:  # noqa: N802
         self.save_state()
-        if self.controller.session is not None and _loop_running():
+        open_lives = [live for live in self.lives if live.controller.session is not None]
+        if open_lives and _loop_running():
             # SessionEnd (prompt_input_exit) first, on the loop that still runs; then close for real
             event.ignore()
             if self._close_task is None:
-                leaving = in_background(self.controller.session)
+                leaving = any(in_background(live.controller.session) for live in open_lives)
                 self.status.showMessage(self.tr("Leaving the session running in the background host…") if leaving
                                         else self.tr("Closing the session…"))
                 self._close_task = asyncio.ensure_future(self._end_then_close())
             return
-        if in_background(self.controller.session):
-            pass  # no loop left: the connection ends with this process, the session runs on in the host
-        elif self.controller.busy:
-            self.controller.stop()
-        elif self.controller.session is not None and not self.demo:
-            discard_if_empty(self.controller.session.state.transcript_path)  # no loop left to ask the host
+        for live in self.lives:
+            c = live.controller
+            if in_background(c.session):
+                pass  # no loop left: the connection ends with this process, the session runs on in the host
+            elif c.busy:
+                c.stop()
+            elif c.session is not None and not self.demo:
+                discard_if_empty(c.session.state.transcript_path)  # no loop left to ask the host
+        MainWindow.windows.discard(self)
         super().closeEvent(event)
 
     # ----- sending -----------------------------------------------------------------------------
@@ -481,34 +734,38 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         }.get(status, self.tr("thinking"))
 
     # ----- controller signals: the changes panel (the conversation has rendered the event) -------
-    def _on_tool_finished(self, e: Any) -> None:
-        if e.name == "Bash":  # a host the sandbox's proxy refused: a banner offers to allow it (network_view)
+    def _on_tool_finished(self, e: Any, live: LiveSession) -> None:
+        if e.name == "Bash" and live is self.live:  # a host the proxy refused: a banner offers to allow it
             from desktop_agent.ui.window.network_view import check_refusals
 
             check_refusals(self)
-        change = self.diff_panel.on_tool_finished(e.tool_use_id, e.name, e.is_error, e.data,
-                                                  self.controller.turn_index, e.content)
+        change = live.diff_panel.on_tool_finished(e.tool_use_id, e.name, e.is_error, e.data,
+                                                  live.controller.turn_index, e.content)
         if change is not None:
-            self.diff_panel.select_tool(e.tool_use_id, expand=False)
+            live.diff_panel.select_tool(e.tool_use_id, expand=False)
 
-    def _on_permission_requested(self, request: Any) -> None:
-        if self.diff_panel.on_permission_requested(request, self.controller.turn_index) is not None:
-            self.diff_panel.select_tool(request.tool_use_id, expand=False)
-            self.conversation.select_card(request.tool_use_id)
+    def _on_permission_requested(self, request: Any, live: LiveSession) -> None:
+        if live.diff_panel.on_permission_requested(request, live.controller.turn_index) is not None:
+            live.diff_panel.select_tool(request.tool_use_id, expand=False)
+            live.conversation.select_card(request.tool_use_id)
 
-    def _on_permission_resolved(self, event: Any) -> None:
-        self.diff_panel.on_permission_resolved(event.tool_use_id, event.reply.behavior == "allow",
+    def _on_permission_resolved(self, event: Any, live: LiveSession) -> None:
+        live.diff_panel.on_permission_resolved(event.tool_use_id, event.reply.behavior == "allow",
                                                bool(event.reply.updated_input))
         for update in event.reply.updated_permissions:  # the person picked a mode switch in the dialog: show it
-            if update.type == "setMode" and update.mode and update.mode != "bypassPermissions" \
-                    and update.destination == "session":
+            if live is self.live and update.type == "setMode" and update.mode \
+                    and update.mode != "bypassPermissions" and update.destination == "session":
                 self.permission_mode = update.mode
                 self._select_mode(update.mode)
 
     def _on_usage(self, tokens: int, cost: float) -> None:
         self.usage_label.setText(self.tr("{0} tokens · ${1:.2f}").format(token_text(tokens), cost))
 
-    def _on_busy(self, busy: bool) -> None:
+    def _on_busy(self, busy: bool, live: LiveSession) -> None:
+        if live is not self.live:
+            if not busy:
+                self._refresh_sessions(current=self._session_id())
+            return
         self.stop_action.setEnabled(busy)
         if not busy:
             model = self.controller.session.model if self.controller.session is not None else ""
@@ -532,10 +789,10 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
     def close_find(self) -> None:
         self.find_bar.close_bar()
 
-    def _record_entry(self, entry: dict[str, Any]) -> None:
-        if self.controller.session is None:
+    def _record_entry(self, entry: dict[str, Any], live: LiveSession | None = None) -> None:
+        session = (live or self.live).controller.session
+        if session is None:
             raise RuntimeError("no session to record the revert in")
-        session = self.controller.session
         if isinstance(session, ProtocolSession):
             session.request_threadsafe(RecordRequest(entry=entry))
         else:

@@ -35,24 +35,27 @@ class RewindMixin:
     if TYPE_CHECKING:
         def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task: ...
 
-    def _wire_rewind(self) -> None:
-        self.rewind_prompts: dict[str, Any] = {}  # user message id → its user block (the marker goes under it)
-        self.controller.turn_finished.connect(lambda _e: self._turn_marker_soon())
-        self.controller.user_prompt.connect(lambda _p: self.conversation.remove_banner(RESTORE_BANNER))
-        self.conversation.rewind_requested.connect(self.rewind_to_soon)
+    def _wire_rewind_live(self, live: Any) -> None:
+        """One live session's markers (under its own conversation's prompts) and its "Rewind to here"."""
+        if not hasattr(self, "rewind_prompts"):
+            self.rewind_prompts: dict[str, Any] = {}  # user message id → its user block (the marker goes under it)
+        live.controller.turn_finished.connect(lambda _e: self._turn_marker_soon(live))
+        live.controller.user_prompt.connect(lambda _p: live.conversation.remove_banner(RESTORE_BANNER))
+        live.conversation.rewind_requested.connect(self.rewind_to_soon)
 
     def _rewindable(self) -> Rewindable | None:
         session = self.controller.session
         return Rewindable(session) if session is not None and session.state.alive else None
 
     # ----- markers
-    def _turn_marker_soon(self) -> None:
-        session = self._rewindable()
-        if session is None:
+    def _turn_marker_soon(self, live: Any) -> None:
+        raw = live.controller.session
+        if raw is None or not raw.state.alive:
             return
-        asyncio.ensure_future(self._show_marker(session, self.conversation.last_user_block))
+        asyncio.ensure_future(self._show_marker(Rewindable(raw), live.conversation.last_user_block,
+                                                live.conversation))
 
-    async def _show_marker(self, session: Rewindable, block: Any) -> None:
+    async def _show_marker(self, session: Rewindable, block: Any, conversation: Any) -> None:
         try:
             marker = await session.checkpoint_marker()  # the last prompt's: the turn that just ended
         except Exception as exc:  # a failing store (or an executor without checkpoints) costs the marker only
@@ -62,8 +65,8 @@ class RewindMixin:
             return
         mid = str(marker["messageId"])
         self.rewind_prompts[mid] = block
-        self.conversation.add_checkpoint_marker(mid, marker["files"], marker["insertions"], marker["deletions"],
-                                                under=block)
+        conversation.add_checkpoint_marker(mid, marker["files"], marker["insertions"], marker["deletions"],
+                                           under=block)
 
     # ----- rewinding
     def rewind_to_soon(self, message_id: str) -> asyncio.Task[Any] | None:

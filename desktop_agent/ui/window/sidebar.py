@@ -1,14 +1,68 @@
-"""The sessions pane: the folder's earlier sessions, newest first, the current one marked (``●``); activating
-one resumes it (``session_activated``). The rows come from ``presenters.session_rows`` over
-``EngineClient.list_sessions``.
+"""The sessions pane, top to bottom (issue 24):
+
+- **Inbox** (``inbox``, shown while a question waits): every pending question of every session of this app's
+  windows, oldest first — the tool and its key argument, the session, its folder or worktree, the time waiting;
+  activating one brings its session into view and its dialog up (``question_activated``).
+- **Running** (``live_list``): the sessions open in the windows, each with its state and the time in it (``Working``,
+  ``Needs you (n)``, ``Done``, ``Failed``, ``Stopped``) and its folder; the one in view is marked ``●``; activating
+  one shows it (``live_activated``); its context menu: Rename…, Close session (``live_action``).
+- **Earlier** (``list``): the folder's earlier sessions, newest first, the current one marked (``●``); activating
+  one resumes it (``session_activated``). The rows come from ``presenters.session_rows`` over
+  ``EngineClient.list_sessions``.
+- A filter line over both session lists (title, folder).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal
-from PySide6.QtWidgets import QFrame, QLabel, QListView, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QCoreApplication, QPoint, Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QFrame, QLabel, QLineEdit, QListView, QListWidget, QListWidgetItem, QMenu, QVBoxLayout, QWidget,
+)
 
 from desktop_agent.ui.window.presenters import SessionRow
+
+
+@dataclass(frozen=True)
+class LiveRow:
+    """One row of the Running list: ``ref`` is what activating it hands back (the window's live session)."""
+
+    ref: Any
+    title: str
+    label: str  # "Working · 12 s"
+    where: str  # the folder (or worktree), ~-shortened; "another window" appended when it is not this window's
+    current: bool
+    number: int
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """One pending question of the inbox."""
+
+    key: tuple[str, str]
+    ref: Any  # the live session it belongs to
+    tool: str
+    target: str  # the command, the file, the key argument
+    session: str
+    where: str
+    waiting: str
+    showing: bool
+
+
+def _list(name: str, accessible: str) -> QListWidget:
+    widget = QListWidget()
+    widget.setObjectName(name)
+    widget.setAccessibleName(accessible)
+    widget.setFrameShape(QFrame.Shape.NoFrame)
+    widget.setTextElideMode(Qt.TextElideMode.ElideRight)
+    # a narrow pane (900 px windows) wraps a long title instead of scrolling the list sideways
+    widget.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    widget.setResizeMode(QListView.ResizeMode.Adjust)
+    widget.setWordWrap(True)
+    return widget
 
 translate = QCoreApplication.translate
 
@@ -17,28 +71,113 @@ class SessionsPane(QWidget):
     """Title and list (``list`` is the ``QListWidget``, object name ``sessionList``)."""
 
     session_activated = Signal(str)
+    live_activated = Signal(object)  # a LiveRow's ref
+    live_action = Signal(str, object)  # "rename" | "close", a LiveRow's ref
+    question_activated = Signal(object, object)  # an InboxRow's key, its ref
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("sessionPane")
-        self.list = QListWidget()
-        self.list.setObjectName("sessionList")
-        self.list.setAccessibleName(translate("MainWindow", "Sessions in this folder"))
-        self.list.setFrameShape(QFrame.Shape.NoFrame)
-        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
-        # a narrow pane (900 px windows) wraps a long title instead of scrolling the list sideways
-        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.list.setResizeMode(QListView.ResizeMode.Adjust)
-        self.list.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        self.title = QLabel(translate("MainWindow", "Sessions"))
-        self.title.setObjectName("paneTitle")
-        self.title.setContentsMargins(16, 8, 8, 8)
-        layout.addWidget(self.title)
+
+        def heading(text: str, name: str) -> QLabel:
+            label = QLabel(text)
+            label.setObjectName(name)
+            label.setContentsMargins(16, 8, 8, 4)
+            layout.addWidget(label)
+            return label
+
+        self.filter = QLineEdit()
+        self.filter.setObjectName("sessionFilter")
+        self.filter.setPlaceholderText(translate("MainWindow", "Filter sessions"))
+        self.filter.setAccessibleName(translate("MainWindow", "Filter sessions"))
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(lambda _t: self._apply_filter())
+        self.inbox_title = heading(translate("MainWindow", "Inbox"), "inboxTitle")
+        self.inbox = _list("inboxList", translate("MainWindow", "Questions waiting for you"))
+        self.inbox.setMaximumHeight(220)
+        layout.addWidget(self.inbox)
+        self.live_title = heading(translate("MainWindow", "Running"), "liveTitle")
+        self.live_list = _list("liveSessions", translate("MainWindow", "Open sessions"))
+        self.live_list.setMaximumHeight(260)
+        self.live_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.live_list.customContextMenuRequested.connect(self._live_menu)
+        layout.addWidget(self.live_list)
+        self.title = heading(translate("MainWindow", "Sessions"), "paneTitle")
+        self.list = _list("sessionList", translate("MainWindow", "Sessions in this folder"))
         layout.addWidget(self.list, 1)
+        layout.insertWidget(0, self.filter)
+        self.filter.setContentsMargins(8, 8, 8, 0)
         self.list.itemActivated.connect(self._activated)
+        self.live_list.itemActivated.connect(
+            lambda item: self.live_activated.emit(item.data(Qt.ItemDataRole.UserRole)))
+        self.live_list.itemClicked.connect(
+            lambda item: self.live_activated.emit(item.data(Qt.ItemDataRole.UserRole)))
+        self.inbox.itemActivated.connect(self._question)
+        self.inbox.itemClicked.connect(self._question)
+        self.live_rows: list[LiveRow] = []
+        self.inbox_rows: list[InboxRow] = []
+        self.show_inbox([])
+        self.show_live([])
+
+    # ----- the inbox and the running sessions ------------------------------------------------------
+    def show_inbox(self, rows: list[InboxRow]) -> None:
+        self.inbox_rows = rows
+        self.inbox.clear()
+        for row in rows:
+            item = QListWidgetItem(f"{'▶ ' if row.showing else ''}{row.tool}: {row.target[:60]}\n"
+                                   f"{row.session[:40]} · {row.where} · {row.waiting}")
+            item.setData(Qt.ItemDataRole.UserRole, row.key)
+            item.setToolTip(f"{row.tool}: {row.target}\n{row.session}\n{row.where}")
+            self.inbox.addItem(item)
+        self.inbox_title.setText(translate("MainWindow", "Inbox ({0})").format(len(rows)))
+        self.inbox_title.setVisible(bool(rows))
+        self.inbox.setVisible(bool(rows))
+
+    def show_live(self, rows: list[LiveRow]) -> None:
+        self.live_rows = rows
+        self.live_list.clear()
+        for row in rows:
+            item = QListWidgetItem(f"{'● ' if row.current else ''}{row.title[:48]}\n{row.label}\n{row.where}")
+            item.setData(Qt.ItemDataRole.UserRole, row.ref)
+            item.setToolTip(f"{row.title}\n{row.label}\n{row.where}")
+            if row.current:
+                font = QFont(item.font())
+                font.setBold(True)
+                item.setFont(font)
+            self.live_list.addItem(item)
+            if row.current:
+                self.live_list.setCurrentItem(item)
+        self.live_title.setVisible(len(rows) > 1)
+        self.live_list.setVisible(len(rows) > 1)
+        self._apply_filter()
+
+    def _question(self, item: QListWidgetItem) -> None:
+        key = item.data(Qt.ItemDataRole.UserRole)
+        row = next((r for r in self.inbox_rows if r.key == tuple(key)), None) if key else None
+        if row is not None:
+            self.question_activated.emit(row.key, row.ref)
+
+    def _live_menu(self, pos: QPoint) -> None:
+        item = self.live_list.itemAt(pos)
+        if item is None:
+            return
+        ref = item.data(Qt.ItemDataRole.UserRole)
+        menu = QMenu(self)
+        menu.addAction(translate("MainWindow", "Rename…"), lambda: self.live_action.emit("rename", ref))
+        menu.addAction(translate("MainWindow", "Close Session"), lambda: self.live_action.emit("close", ref))
+        self._menu = menu
+        menu.popup(self.live_list.viewport().mapToGlobal(pos))
+
+    def _apply_filter(self) -> None:
+        needle = self.filter.text().strip().lower()
+        for widget in (self.live_list, self.list):
+            for i in range(widget.count()):
+                item = widget.item(i)
+                item.setHidden(bool(needle) and needle not in item.text().lower()
+                               and needle not in (item.toolTip() or "").lower())
 
     def clear(self) -> None:
         self.list.clear()
@@ -66,6 +205,7 @@ class SessionsPane(QWidget):
             self.list.addItem(item)
             if row.current:
                 self.list.setCurrentItem(item)
+        self._apply_filter()
 
     def _activated(self, item: QListWidgetItem) -> None:
         sid = item.data(Qt.ItemDataRole.UserRole)

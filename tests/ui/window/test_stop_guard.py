@@ -1,8 +1,9 @@
-"""Starting or switching sessions never kills a running turn silently (issue 21 item 5): Ctrl+N, another session
-from the sidebar, another folder — while a turn runs, the window asks "Stop the running turn?" first. Cancel (the
-default; Enter, Space and Escape land on it) leaves the turn running to its end in the same session; Stop stops it
-the way Stop does, then the new session opens; the old transcript is valid and, opened again from the sidebar, shows
-no red error (the interrupted Bash call reads "stopped", not its first output line as a failure).
+"""Nothing kills a running turn silently (issue 21 item 5), and since many sessions run side by side (issue 24)
+nothing but the person stops one: Ctrl+N, another session from the sidebar, another folder open a new session beside
+the running one, which runs on to its end. Closing a session whose turn runs (the Running list's Close Session)
+asks "Stop the running turn?" first. Cancel (the default; Enter, Space and Escape land on it) leaves the turn running
+to its end; Stop stops it the way Stop does, then the session closes; its transcript is valid and, opened again from
+the sidebar, shows no red error (the interrupted Bash call reads "stopped", not its first output line as a failure).
 
 The real window, engine, Bash and transcript, against the fake Anthropic server.
 """
@@ -42,7 +43,7 @@ def _results(entries):
 
 
 @pytest.mark.needs_sandbox
-def test_ctrl_n_while_running_asks_and_cancel_keeps_the_turn(qtbot, qloop, fake, make_window, workdir):
+def test_closing_a_running_session_asks_and_cancel_keeps_the_turn(qtbot, qloop, fake, make_window, workdir):
     marker = workdir / "finished.txt"
     fake.script([_bash(f"echo first line; sleep 1.5; echo ok > {marker}"), reply(text("All done."))])
     win = make_window(permission_mode="bypassPermissions")
@@ -52,31 +53,27 @@ def test_ctrl_n_while_running_asks_and_cancel_keeps_the_turn(qtbot, qloop, fake,
         session = win.controller.session
         await wait_for(lambda: win.conversation.cards.get("toolu_bash"), what="Bash card")
         await wait_for(lambda: win.controller.status == "tool", what="running the tool")
-        qtbot.keyClick(win.prompt, Qt.Key.Key_N, CTRL)
+        live = win.live
+        closing = asyncio.ensure_future(win.close_live(live))
         dlg = await _question(win)
         assert isinstance(dlg, StopTurnDialog) and dlg.isModal()
         assert dlg.windowTitle() == "Stop the running turn?"
         body = dlg.message.text()
-        assert "Run the slow script" in body and "running Bash" in body and "a new session starts" in body
+        assert "Run the slow script" in body and "running Bash" in body and "the session closes" in body
         assert dlg.cancel_button.isDefault() and not dlg.stop_button.isDefault()
         assert QApplication.focusWidget() is dlg.cancel_button or dlg.focusWidget() is dlg.cancel_button
-        opening = win.open_task
-        assert win.new_session() is None and win.open_task is opening  # a second Ctrl+N asks nothing more
-        win._on_session_activated("another-id")
-        await asyncio.sleep(0.05)
-        assert win.open_task is opening and win.stop_question is dlg
         assert [w for w in QApplication.topLevelWidgets() if isinstance(w, StopTurnDialog) and w.isVisible()] == [dlg]
         for key in (Qt.Key.Key_Return, Qt.Key.Key_Space):  # a stray key lands on Cancel, never on Stop
             qtbot.keyClick(dlg.focusWidget() or dlg, key)
-            await asyncio.sleep(0.05)
+            assert not await asyncio.wait_for(closing, 5)  # kept
             assert not dlg.isVisible() and win.stop_question is None
-            assert win.controller.busy and win.controller.session is session
+            assert win.controller.busy and win.controller.session is session and win.lives == [live]
             win.activateWindow()  # offscreen, closing a dialog activates no window (a window manager would)
             await wait_for(win.isActiveWindow, what="the window active again")
-            qtbot.keyClick(win.prompt, Qt.Key.Key_N, CTRL)
+            closing = asyncio.ensure_future(win.close_live(live))
             dlg = await _question(win)
         qtbot.keyClick(dlg, Qt.Key.Key_Escape)  # Escape: keep running
-        await asyncio.sleep(0.05)
+        assert not await asyncio.wait_for(closing, 5)
         assert not dlg.isVisible() and win.controller.busy
         await asyncio.wait_for(task, 15)
         await asyncio.sleep(0.05)
@@ -90,8 +87,7 @@ def test_ctrl_n_while_running_asks_and_cancel_keeps_the_turn(qtbot, qloop, fake,
     fake.assert_done()
 
 
-def test_ctrl_n_stop_opens_a_new_session_and_the_old_one_shows_no_red_error(qtbot, qloop, fake, make_window,
-                                                                            workdir):
+def test_stop_closes_the_session_and_reopened_it_shows_no_red_error(qtbot, qloop, fake, make_window, workdir):
     fake.script([_bash("echo first line; echo second; sleep 8")])
     win = make_window(permission_mode="bypassPermissions")
     live_states = []
@@ -102,14 +98,14 @@ def test_ctrl_n_stop_opens_a_new_session_and_the_old_one_shows_no_red_error(qtbo
         card = await wait_for(lambda: win.conversation.cards.get("toolu_bash"), what="Bash card")
         await wait_for(lambda: "first line" in "\n".join(card.tail), what="first output line")
         win.controller.agent_event.connect(lambda e: live_states.append(card.state))
-        qtbot.keyClick(win.prompt, Qt.Key.Key_N, CTRL)
+        closing = asyncio.ensure_future(win.close_live(win.live))
         dlg = await _question(win)
         qtbot.mouseClick(dlg.stop_button, Qt.MouseButton.LeftButton)
-        assert await asyncio.wait_for(win.open_task, 15)
+        assert await asyncio.wait_for(closing, 15)
         assert task.done()
-        assert win.controller.session is not old and win.controller.session.session_id != old.session_id
+        assert win.controller.session is None and len(win.lives) == 1  # an empty view on the folder is left
         assert not win.controller.busy and win.controller.status == "idle"
-        assert win.conversation.cards == {}  # the new session's empty conversation
+        assert win.conversation.cards == {}
         return old.session_id
 
     old_id = qloop.run_until_complete(scenario())
@@ -135,7 +131,10 @@ def test_ctrl_n_stop_opens_a_new_session_and_the_old_one_shows_no_red_error(qtbo
     fake.assert_done()
 
 
-def test_switching_session_from_the_sidebar_asks_too(qtbot, qloop, fake, make_window, workdir):
+def test_switching_or_opening_while_a_turn_runs_asks_nothing_and_stops_nothing(qtbot, qloop, fake, make_window,
+                                                                                workdir, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
     fake.script([reply(text("One.")), _bash("sleep 1.5", id="toolu_slow"), reply(text("Two."))])
     win = make_window(permission_mode="bypassPermissions")
 
@@ -143,25 +142,26 @@ def test_switching_session_from_the_sidebar_asks_too(qtbot, qloop, fake, make_wi
         first = await open_and_send(qtbot, win, workdir, "First session")
         await asyncio.wait_for(first, 10)
         first_id = win.controller.session.session_id
-        assert await win.open_folder(str(workdir))  # idle: a new session without a question
+        assert await win.open_folder(str(workdir))  # a new session beside the first
         task = await open_and_send(qtbot, win, workdir, "Second session")
-        second = win.controller.session
+        second = win.live
         await wait_for(lambda: win.controller.status == "tool", what="running the tool")
-        win._on_session_activated(first_id)
-        dlg = await _question(win)
-        assert "the other session opens" in dlg.message.text() and "Second session" in dlg.message.text()
-        qtbot.mouseClick(dlg.cancel_button, Qt.MouseButton.LeftButton)
-        assert not await asyncio.wait_for(win.open_task, 5)
-        assert win.controller.session is second and win.controller.busy
+        win._on_session_activated(first_id)  # the first is open: shown at once, no question
+        assert win.stop_question is None and win.controller.session.session_id == first_id
+        assert second.controller.busy
+        qtbot.keyClick(win.prompt, Qt.Key.Key_N, CTRL)  # Ctrl+N: the first has run, so a third opens
+        await asyncio.wait_for(win.open_task, 15)
+        assert win.stop_question is None and len(win.lives) == 3 and second.controller.busy
+        assert await win.open_folder(str(other))  # the third had not started: it is replaced by this folder's
+        assert len(win.lives) == 3 and win.folder == str(other) and second.controller.busy
         await asyncio.wait_for(task, 10)
+        assert second.controller.status == "idle" and "Two." in second.conversation.text_content()
 
     qloop.run_until_complete(scenario())
     fake.assert_done()
 
 
 def test_the_question_closes_when_the_turn_ends_by_itself(qtbot, qloop, fake, make_window, workdir, tmp_path):
-    other = tmp_path / "other"
-    other.mkdir()
     fake.script([_bash("sleep 0.8"), reply(text("Done."))])
     win = make_window(permission_mode="bypassPermissions")
 
@@ -169,16 +169,16 @@ def test_the_question_closes_when_the_turn_ends_by_itself(qtbot, qloop, fake, ma
         task = await open_and_send(qtbot, win, workdir, "Short job")
         old = win.controller.session
         await wait_for(lambda: win.controller.status == "tool", what="running the tool")
-        opening = win.open_folder_soon(str(other))
+        closing = asyncio.ensure_future(win.close_live(win.live))
         dlg = await _question(win)
-        assert "other opens" in dlg.message.text()
+        assert "the session closes" in dlg.message.text()
         await asyncio.wait_for(task, 10)  # the turn finishes while the question is open
-        assert await asyncio.wait_for(opening, 15)  # the question is moot: it closes, the folder opens
+        assert await asyncio.wait_for(closing, 15)  # the question is moot: it closes, and so does the session
         assert not dlg.isVisible() and win.stop_question is None
         return old
 
     old = qloop.run_until_complete(scenario())
-    assert win.folder == str(other) and win.controller.session is not old
+    assert win.controller.session is not old and len(win.lives) == 1
     assert "Interrupted" not in "\n".join(str(getattr(i, "text", "")) for i in win.conversation.presenter.items)
     fake.assert_done()
 
@@ -196,7 +196,7 @@ def test_a_permission_question_waits_behind_the_stop_question(qtbot, qloop, fake
         task = await open_and_send(qtbot, win, workdir, "Look around")
         old = win.controller.session
         await wait_for(lambda: win.controller.status == "streaming", what="the reply streaming")
-        qtbot.keyClick(win.prompt, Qt.Key.Key_N, CTRL)
+        closing = asyncio.ensure_future(win.close_live(win.live))
         stop_dlg = await _question(win)
         assert "writing its reply" in stop_dlg.message.text()
         await wait_for(lambda: len(win.controller.questions) == 2, 15, "the Bash question queued behind it")
@@ -209,10 +209,10 @@ def test_a_permission_question_waits_behind_the_stop_question(qtbot, qloop, fake
             assert dlg.request.tool_use_id == "toolu_ask" and not dlg.waiting_label.isVisible()
             qtbot.mouseClick(dlg.deny_button, Qt.MouseButton.LeftButton)
             await asyncio.wait_for(task, 10)
-            assert win.controller.session is old and not await asyncio.wait_for(win.open_task, 5)
+            assert win.controller.session is old and not await asyncio.wait_for(closing, 5)
         else:
             qtbot.mouseClick(stop_dlg.stop_button, Qt.MouseButton.LeftButton)
-            assert await asyncio.wait_for(win.open_task, 15)
+            assert await asyncio.wait_for(closing, 15)
             assert task.done() and win.controller.session is not old
             await asyncio.sleep(0.4)  # nothing else opens
             assert win.controller.current_dialog is None and len(win.controller.questions) == 0
@@ -226,7 +226,7 @@ def test_a_permission_question_waits_behind_the_stop_question(qtbot, qloop, fake
     fake.assert_done()
 
 
-def test_new_session_right_after_stop_asks_nothing(qtbot, qloop, fake, make_window, workdir):
+def test_closing_right_after_stop_asks_nothing(qtbot, qloop, fake, make_window, workdir):
     fake.script([_bash("sleep 8")])
     win = make_window(permission_mode="bypassPermissions")
 
@@ -235,10 +235,10 @@ def test_new_session_right_after_stop_asks_nothing(qtbot, qloop, fake, make_wind
         old = win.controller.session
         await wait_for(lambda: win.controller.status == "tool", what="running the tool")
         win.stop()  # the person stopped it; the turn is winding down
-        opening = win.open_folder_soon(str(workdir))
+        closing = asyncio.ensure_future(win.close_live(win.live))
         await asyncio.sleep(0)
         assert win.stop_question is None
-        assert await asyncio.wait_for(opening, 15)
+        assert await asyncio.wait_for(closing, 15)
         assert task.done() and win.controller.session is not old
 
     qloop.run_until_complete(scenario())
