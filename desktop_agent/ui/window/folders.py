@@ -409,7 +409,7 @@ class FoldersMixin:
         self.diff_panel.log = prepared.changes
         if self.isVisible():
             await asyncio.sleep(0.005)  # the conversation paints before the panel lays its document out
-        self.diff_panel.render(slices=RESUME_SLICE)
+        self.diff_panel.render_log(slices=RESUME_SLICE)
         self._history_stats = (prepared.tokens, prepared.cost, prepared.turns)
         self.controller.set_usage_base(prepared.tokens, prepared.cost, prepared.turns)
 

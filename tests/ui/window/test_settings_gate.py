@@ -40,7 +40,7 @@ def test_invalid_project_settings_block_the_folder_until_fixed(qtbot, qloop, mak
         banner = win.conversation.banners.get(BLOCKED_KEY)
         assert banner is not None and banner.kind == "error"
         assert str(settings) in banner.text_plain and "line 3, column 26" in banner.text_plain
-        assert "trailing comma" in banner.text_plain and [a for a, _ in banner.actions] == [RETRY_ACTION]
+        assert "trailing comma" in banner.text_plain and [a for a, _ in banner.links] == [RETRY_ACTION]
         assert win.controller.session is None and win.folder is None
         assert fake.requests == [] and _transcripts() == []
         # Try again with the file still broken: still closed
