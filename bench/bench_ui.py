@@ -479,24 +479,24 @@ def bench_panel_render(n_turns: int = 60, per_turn: int = 5, runs: int = 3) -> l
         panel.cwd = "/work"
         panel.resize(460, 760)
         panel.show()
-        panel.render = lambda slices=0: None  # type: ignore[method-assign]  # fed first, rendered below
+        panel.render_log = lambda slices=0: None  # type: ignore[method-assign]  # fed first, rendered below
         for i, (path, patch) in enumerate(changes):
             panel.on_tool_finished(f"t{r}_{i}", "Edit", False, {"filePath": path, "structuredPatch": patch},
                                    turn=i // per_turn + 1)
-        del panel.render
+        del panel.render_log
         app.processEvents()
         t0 = time.perf_counter()
-        panel.render()
+        panel.render_log()
         app.processEvents()
         cold.append(time.perf_counter() - t0)
         assert f"module_{10_000 + len(changes) - 1}.py" in panel.view.toPlainText()
         t0 = time.perf_counter()
-        panel.render()  # the next change of a live session: the log again, its diffs memoised
+        panel.render_log()  # the next change of a live session: the log again, its diffs memoised
         app.processEvents()
         warm.append(time.perf_counter() - t0)
         for c in panel.changes[:-8]:  # a resumed session: the newest 8 open, the rest folded
             c.collapsed = True
-        panel.render(slices=4)
+        panel.render_log(slices=4)
         last, worst = time.perf_counter(), 0.0
         deadline = last + 30
         while time.perf_counter() < deadline:

@@ -113,12 +113,21 @@ def theme_colors(name: str) -> dict[str, str]:
     QSS styles widgets, not the HTML inside a ``QTextBrowser``; the diff view and highlighted
     code need the same colours as inline styles. Keys: ``added_bg``, ``added_fg``,
     ``removed_bg``, ``removed_fg``, ``hunk_fg``, ``accent``, ``pygments_style`` and so on
-    (see ``resources/themes/colors.json``).
+    (see ``resources/themes/colors.json``); its ``palette`` table is ``theme_palette``.
     """
     if name not in THEMES:
         raise ValueError(f"unknown theme {name!r}; themes are {THEMES}")
     data = json.loads(resource_path("themes", "colors.json").read_text("utf-8"))
-    return dict(data[name])
+    return {key: value for key, value in data[name].items() if isinstance(value, str)}
+
+
+def theme_palette(name: str) -> dict[str, str]:
+    """The ``QPalette`` colours of a theme, for forcing it when the system palette differs: role names in snake
+    case (``window``, ``window_text``, ``base``, …) to colours (the ``palette`` table of ``colors.json``)."""
+    if name not in THEMES:
+        raise ValueError(f"unknown theme {name!r}; themes are {THEMES}")
+    data = json.loads(resource_path("themes", "colors.json").read_text("utf-8"))
+    return {str(key): str(value) for key, value in data[name].get("palette", {}).items()}
 
 
 def translation_path(language: str) -> Path | None:

@@ -469,6 +469,8 @@ class PlainSpacesCopy:
     def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 - Qt naming
         # Qt's own object, edited: a QMimeData made in Python and handed to the clipboard is freed
         # twice at exit (a segfault seen here with PySide6 6.12).
+        # A mixin of QTextEdit and QPlainTextEdit subclasses (no common base has the method): the view class after
+        # it in the MRO has it.
         data = super().createMimeDataFromSelection()  # type: ignore[misc]
         data.setText(data.text().replace("\u00a0", " "))
         return data

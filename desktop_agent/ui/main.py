@@ -16,7 +16,7 @@ import asyncio
 import os
 import sys
 import time
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 _T0 = time.perf_counter()
 
@@ -74,8 +74,8 @@ def resolve_language(prefs: dict[str, Any], env: dict[str, str] | None = None) -
     """The UI language: ``DESKTOP_AGENT_UI_LANGUAGE``, else Settings' choice, else the system locale
     (None). ``en``/``en_*`` mean English (no translator); ``system`` and the legacy default ``en`` in
     settings.json follow the system."""
-    env = os.environ if env is None else env
-    value = (env.get("DESKTOP_AGENT_UI_LANGUAGE") or "").strip()
+    variables: Mapping[str, str] = os.environ if env is None else env
+    value = (variables.get("DESKTOP_AGENT_UI_LANGUAGE") or "").strip()
     if not value:
         saved = str(prefs.get("ui_language") or "system").strip()
         value = "" if saved in ("", "en", "system") else saved
@@ -85,12 +85,18 @@ def resolve_language(prefs: dict[str, Any], env: dict[str, str] | None = None) -
 
 
 def make_app(argv: list[str] | None = None) -> QApplication:
-    app = QApplication.instance() or QApplication(argv or [sys.argv[0]])
+    existing = QApplication.instance()
+    if existing is None:
+        app = QApplication(argv or [sys.argv[0]])
+    elif isinstance(existing, QApplication):
+        app = existing
+    else:  # a QCoreApplication (no widgets) was made first: there can be only one application object
+        raise RuntimeError(f"the window needs a QApplication; this process already has a {type(existing).__name__}")
     app.setApplicationName("Desktop Agent")
     app.setOrganizationName("desktop-agent")
     app.setApplicationDisplayName("Desktop Agent")
     app.setDesktopFileName("io.github.desktop_agent.DesktopAgent")
-    return app  # type: ignore[return-value]
+    return app
 
 
 def make_loop(app: QApplication) -> Any:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from PySide6.QtCore import QT_TRANSLATE_NOOP, QCoreApplication
 
-# Labels are marked for lupdate with QT_TRANSLATE_NOOP and translated where shown (mode_label()).
+# Labels are marked for lupdate with QT_TRANSLATE_NOOP and translated where shown (mode_label()). The marker
+# returns its text unchanged, typed ``object``: str() gives it back its type.
 MODES: list[tuple[str, str]] = [
-    ("default", QT_TRANSLATE_NOOP("Modes", "Default")),
-    ("acceptEdits", QT_TRANSLATE_NOOP("Modes", "Accept edits")),
-    ("plan", QT_TRANSLATE_NOOP("Modes", "Plan")),
-    ("bypassPermissions", QT_TRANSLATE_NOOP("Modes", "Bypass")),
-    ("dontAsk", QT_TRANSLATE_NOOP("Modes", "Don't ask — deny anything not allowed")),
+    ("default", str(QT_TRANSLATE_NOOP("Modes", "Default"))),
+    ("acceptEdits", str(QT_TRANSLATE_NOOP("Modes", "Accept edits"))),
+    ("plan", str(QT_TRANSLATE_NOOP("Modes", "Plan"))),
+    ("bypassPermissions", str(QT_TRANSLATE_NOOP("Modes", "Bypass"))),
+    ("dontAsk", str(QT_TRANSLATE_NOOP("Modes", "Don't ask — deny anything not allowed"))),
 ]
 
 

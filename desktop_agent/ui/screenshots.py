@@ -15,10 +15,25 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import TYPE_CHECKING, Any, AsyncIterator, TypeVar
 
 from desktop_agent.ui.screenshots_kit import isolate_home, populate_streaming, settle, until
 
+if TYPE_CHECKING:
+    from desktop_agent.client.base import Ack, HandleState
+    from desktop_agent.core.events import AgentEvent
+    from desktop_agent.core.permission import PermissionReply
+    from desktop_agent.protocol import WireModel
+
 W, H = 1280, 800
+_T = TypeVar("_T")
+
+
+def _shown(value: _T | None, what: str) -> _T:
+    """``value``, which the state being shot has (a dialog, its diff view); a missing one stops the run."""
+    if value is None:
+        raise RuntimeError(f"screenshots: {what} is not there")
+    return value
 
 
 def _composite(win, dialog):
@@ -90,11 +105,14 @@ async def _tour(win, decisions: list[str]) -> None:
 async def _shoot(outdir: str, theme: str) -> list[str]:
     from PySide6.QtWidgets import QApplication
 
+    from desktop_agent.ui.dialogs.bypass import BypassDialog
     from desktop_agent.ui.style import apply_theme
     from desktop_agent.ui.window.demo import prepare_demo_project
     from desktop_agent.ui.window.main_window import MainWindow, start_tour_window
 
     app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        raise RuntimeError("screenshots: main() makes the QApplication first")
     apply_theme(app, theme)
     saved: list[str] = []
 
@@ -127,9 +145,10 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     tour.send(tour.prompt.toPlainText())
     await until(lambda: tour.controller.current_dialog is not None and tour.controller.current_dialog.isVisible())
     await settle(300)
-    save(_composite(tour, tour.controller.current_dialog), "03-permission")
-    await until(tour.controller.current_dialog.is_ready)  # the dialog's safety delay
-    tour.controller.current_dialog.allow_button.click()
+    asked = _shown(tour.controller.current_dialog, "the permission dialog")
+    save(_composite(tour, asked), "03-permission")
+    await until(asked.is_ready)  # the dialog's safety delay
+    asked.allow_button.click()
     await until(lambda: not tour.controller.busy)
     await settle(100)
 
@@ -158,8 +177,11 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     populate_streaming(bp, folder)
     bp.request_mode(BYPASS)
     await settle(300)
-    save(_composite(bp, bp.bypass_box), "08-bypass-confirm")
-    bp.bypass_box.yes_button.click()
+    box = bp.bypass_box
+    if not isinstance(box, BypassDialog):
+        raise RuntimeError("screenshots: the Bypass question is not shown")
+    save(_composite(bp, box), "08-bypass-confirm")
+    box.yes_button.click()
     bp._update_title()
     await settle(200)
     img = bp.grab().toImage()
@@ -203,7 +225,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
                           f"    ctx.log('step {i}')\n    return ctx.run({i}, retry=True)\n")
     dlg = ask("steps.py", old, new)
     dlg.open()
-    view = dlg.diff_view
+    view = _shown(dlg.diff_view, "the dialog's diff view")
     view.go_to(1)
     view.toggle()
     view.go_to(3)
@@ -221,8 +243,9 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
         new = new.replace(f"VALUE_{i} = {i}\n", f"VALUE_{i} = {i} * 2  # doubled\nCHECK_{i} = True\n")
     dlg = ask("values.py", old, new)
     dlg.open()
-    dlg.diff_view.finish_loading()
-    dlg.diff_view.go_to(6)
+    view = _shown(dlg.diff_view, "the dialog's diff view")
+    view.finish_loading()
+    view.go_to(6)
     await settle(900)
     save(_composite(first, dlg), "07-navigator")
     dlg.close_silently()
@@ -242,15 +265,53 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
 
 
 class _ShotSession:
-    """Stands in for a session with three MCP servers (the view shows what ``mcp_status()`` says)."""
+    """Stands in for a session of our host with three MCP servers (a ``SessionHandle``: the Servers view shows its
+    ``state.mcp_servers``); it runs no turn and answers no request."""
 
-    mcp = None
+    def __init__(self, cwd: str, servers: list[dict[str, Any]]):
+        from desktop_agent.client.base import HandleState
 
-    def __init__(self, servers: list[dict]):
-        self.servers = servers
+        self._state = HandleState(cwd=cwd, manages_mcp=True, mcp_servers=servers)
 
-    def mcp_status(self) -> list[dict]:
-        return self.servers
+    @property
+    def session_id(self) -> str:
+        return "screenshot"
+
+    @property
+    def model(self) -> str:
+        return "claude-sonnet-4-5"
+
+    @property
+    def permission_mode(self) -> str:
+        return "default"
+
+    @property
+    def state(self) -> HandleState:
+        return self._state
+
+    def submit(self, prompt: str | list[dict[str, Any]]) -> AsyncIterator[AgentEvent]:
+        raise NotImplementedError("the screenshots' stand-in session runs no turn")
+
+    def interrupt(self) -> None:
+        pass
+
+    def set_permission_mode(self, mode: str) -> Ack:
+        raise NotImplementedError("the screenshots' stand-in session keeps its mode")
+
+    def set_model(self, model: str | None) -> Ack:
+        raise NotImplementedError("the screenshots' stand-in session keeps its model")
+
+    def answer(self, request_id: str, reply: PermissionReply) -> bool:
+        return False  # nothing is pending
+
+    async def request(self, request: WireModel) -> dict[str, Any]:
+        raise NotImplementedError("the screenshots' stand-in session answers no request")
+
+    async def restart(self) -> None:
+        pass
+
+    async def end(self, reason: str | None = "other", *, discard_if_empty: bool = False) -> bool:
+        return True
 
 
 async def _shoot_ecosystem(folder: str, save) -> None:
@@ -263,7 +324,7 @@ async def _shoot_ecosystem(folder: str, save) -> None:
     populate_streaming(win, folder)
     err = ("McpError: Connection closed\nTraceback (most recent call last):\n  File \"server.py\", line 41, in main\n"
            "ConnectionRefusedError: [Errno 111] Connection refused: postgres://localhost:5432")
-    win.controller.session = _ShotSession([
+    win.controller.session = _ShotSession(folder, [
         {"name": "github", "status": "connected", "transport": "stdio", "source": "~/.claude.json",
          "tools": ["create_issue", "get_pull_request", "list_commits", "search_code", "add_comment"],
          "error": None, "restarts": 0},

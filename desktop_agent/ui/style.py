@@ -31,9 +31,9 @@ def apply_theme(app: QApplication, theme: str = "system") -> None:
         try:
             from PySide6.QtGui import QColor
 
-            from desktop_agent.resources import theme_colors
+            from desktop_agent.resources import theme_palette
 
-            pal_colors = theme_colors(name).get("palette", {})
+            pal_colors = theme_palette(name)
             pal = QPalette()
             roles = {"window": QPalette.ColorRole.Window, "window_text": QPalette.ColorRole.WindowText,
                      "base": QPalette.ColorRole.Base, "alternate_base": QPalette.ColorRole.AlternateBase,

@@ -265,7 +265,7 @@ def test_kill_executor_with_dialog_open_then_restart(qtbot, qloop, fake, make_wi
         assert not dlg.isVisible() and win.controller.current_dialog is None
         banner = await wait_for(lambda: win.conversation.banners.get("error:executor"), what="executor banner")
         assert f"pid {pid}" in banner.text_plain and "signal 9 (SIGKILL)" in banner.text_plain
-        assert ("restart", "Restart session") in banner.actions
+        assert ("restart", "Restart session") in banner.links
         # the window stays responsive: the prompt takes text, the panel shows the change as not applied
         qtbot.keyClicks(win.prompt, "typing works")
         assert win.prompt.toPlainText() == "typing works"

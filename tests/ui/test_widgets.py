@@ -93,7 +93,7 @@ def test_markdown_streaming_matches_full_render(qtbot):
     streamed = view.current_text.toPlainText()
     full = MarkdownBlock(view.column)
     full.text = text
-    full.render()
+    full.render_text()
     assert streamed == full.toPlainText()
     assert "def f(x):" in streamed and "Closing code words." in streamed
     assert _stable_boundary("a\n\n```\nx\n\ny") == 3  # a break inside an open fence is not stable
@@ -117,9 +117,9 @@ def test_find_in_conversation(qtbot):
     view.add_user("first prompt")
     view.append_text("the needle is here")
     view.close_text()
-    hit = view.find("NEEDLE")
+    hit = view.find_item("NEEDLE")
     assert isinstance(hit, MarkdownBlock)
-    assert view.find("absent") is None
+    assert view.find_item("absent") is None
 
 
 def test_code_block_copy_button_copies_the_code_exactly(qtbot, qapp):

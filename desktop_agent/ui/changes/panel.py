@@ -21,7 +21,7 @@ refused with a sentence when the file is not as they expect (nothing written), a
 their transcript record (a ``change-revert`` line through the session's recorder, which also has the model
 told with the next prompt) on a worker thread (``util.threads.in_thread``): nothing of it on the Qt thread.
 After a resume ``apply_records`` marks the changes the transcript's records reverted, and the window renders the
-log in slices of turns (``render(slices=…)``: the same document, filled between other events). Selecting a change
+log in slices of turns (``render_log(slices=…)``: the same document, filled between other events). Selecting a change
 tells the conversation which card to show.
 """
 
@@ -121,7 +121,7 @@ class DiffPanel(QWidget):
         self.pages.addWidget(self.detail)
         root.addWidget(self.pages, 1)
         self._mono = mono_font()
-        self.render()
+        self.render_log()
 
     # ----- feeding (the change log) --------------------------------------------------------------
     @property
@@ -135,25 +135,25 @@ class DiffPanel(QWidget):
     def on_permission_requested(self, request: PermissionRequest, turn: int) -> Change | None:
         change = self.log.on_permission_requested(request, turn)
         if change is not None:
-            self.render()
+            self.render_log()
         return change
 
     def on_permission_resolved(self, tool_use_id: str, allowed: bool, user_modified: bool = False) -> None:
         if self.log.on_permission_resolved(tool_use_id, allowed, user_modified) is not None:
-            self.render()
+            self.render_log()
 
     def on_tool_finished(self, tool_use_id: str, name: str, is_error: bool, data: dict[str, Any] | None,
                          turn: int, content: Any = None) -> Change | None:
         change = self.log.on_tool_finished(tool_use_id, name, is_error, data, turn, content)
         if change is not None:
-            self.render()
+            self.render_log()
         return change
 
     def apply_records(self, entries: list[dict[str, Any]]) -> int:
         """A resumed transcript's reverts and redos (``change-revert`` lines), replayed onto the log."""
         n = self.log.apply_records(entries, self.cwd)
         if n:
-            self.render()
+            self.render_log()
         return n
 
     def clear(self) -> None:
@@ -161,7 +161,7 @@ class DiffPanel(QWidget):
         self._waiting.clear()
         self.selected_id = None
         self.show_list()
-        self.render()
+        self.render_log()
 
     # ----- selection ---------------------------------------------------------------------------
     def select_tool(self, tool_use_id: str, expand: bool = True) -> bool:
@@ -177,7 +177,7 @@ class DiffPanel(QWidget):
             return True
         if expand:
             change.collapsed = False
-        self.render()
+        self.render_log()
         self.view.scrollToAnchor(f"c{change.id}")
         return True
 
@@ -198,7 +198,7 @@ class DiffPanel(QWidget):
                 self.open_change(change)
             else:
                 change.collapsed = not change.collapsed
-                self.render()
+                self.render_log()
                 self.view.scrollToAnchor(f"c{change.id}")
             self.change_selected.emit(change.tool_use_id)
         elif verb == "show":
@@ -219,7 +219,7 @@ class DiffPanel(QWidget):
     def show_list(self) -> None:
         if self.pages.currentWidget() is not self.view:
             self.pages.setCurrentWidget(self.view)
-            self.render()
+            self.render_log()
             if self.selected_id is not None:
                 self.view.scrollToAnchor(f"c{self.selected_id}")
 
@@ -279,7 +279,7 @@ class DiffPanel(QWidget):
         self._refresh(change)
 
     def _refresh(self, change: Change) -> None:
-        self.render()
+        self.render_log()
         if self.showing_detail() is change:
             self.detail.set_title(self._detail_title(change), self._can_revert(change), self._can_redo(change))
 
@@ -361,7 +361,7 @@ class DiffPanel(QWidget):
         (self.change_reverted if action == "revert" else self.change_redone).emit(change.tool_use_id)
 
     # ----- rendering ---------------------------------------------------------------------------
-    def render(self, slices: int = 0) -> None:
+    def render_log(self, slices: int = 0) -> None:
         """The whole log into the view. ``slices``: the document is filled that many turns (a heading and its
         changes) at a time, one turn of the loop each — a resumed session's hundreds of changes never hold the
         Qt thread in one ``setHtml`` (~0.4 ms a change); the newest, at the top, come first. A later render
@@ -563,14 +563,14 @@ class DiffPanel(QWidget):
     def _on_diff_ready(self, key: Any) -> None:
         if key in self._waiting:
             self._waiting.discard(key)
-            self.render()
+            self.render_log()
 
     def changeEvent(self, event) -> None:  # noqa: N802 - re-render when the palette flips light/dark
         super().changeEvent(event)
         if event.type() == event.Type.PaletteChange and self._dark != is_dark(self):
             self._dark = is_dark(self)
             self.detail.view.set_dark(self._dark)
-            self.render()
+            self.render_log()
 
     def text_content(self) -> str:
         return self.view.toPlainText()

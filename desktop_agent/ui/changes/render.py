@@ -476,9 +476,9 @@ class HunkDiffView(PlainSpacesCopy, QPlainTextEdit):
                 for start, ttype, value in tokens:
                     if ttype in Token.Text:
                         continue
-                    fmt = _token_format(ttype, self._dark)
-                    if fmt is not None:
-                        add(pos + start, len(value), fmt)
+                    token_fmt = _token_format(ttype, self._dark)
+                    if token_fmt is not None:
+                        add(pos + start, len(value), token_fmt)
             except Exception:  # a lexer failing on a fragment: plain text
                 pass
         return ranges

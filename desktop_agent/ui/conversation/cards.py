@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import math
 import time
+from typing import Generic, TypeVar
 
 from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -26,6 +27,7 @@ from desktop_agent.ui.conversation.tool_fields import display_tool_name, exit_li
 from desktop_agent.ui.highlight import is_dark, mono_font
 
 HEADER_H = 32
+_Body = TypeVar("_Body", QPlainTextEdit, QTextBrowser)  # a card's expanded body: plain text, or fields and a result
 
 
 class UserBlock(QLabel):
@@ -66,8 +68,9 @@ class UserBlock(QLabel):
         super().paintEvent(event)
 
 
-class _Expandable(QWidget):
-    """Base for cards with a painted one-line header and a lazily created body."""
+class _Expandable(QWidget, Generic[_Body]):
+    """Base for cards with a painted one-line header and a lazily created body (``_make_body``, filled by
+    ``refresh_body``, ``_body_height`` high)."""
 
     clicked = Signal(object)
 
@@ -75,7 +78,7 @@ class _Expandable(QWidget):
         super().__init__(parent)
         self.column = column
         self.expanded = False
-        self.body: QPlainTextEdit | None = None
+        self.body: _Body | None = None
         self.selected = False
         self._hdr: QPixmap | None = None
         self._hdr_key: tuple | None = None
@@ -104,32 +107,15 @@ class _Expandable(QWidget):
         self.column.child_changed(self)
         self.update()
 
-    def _make_body(self) -> QPlainTextEdit:
-        body = QPlainTextEdit(self)
-        body.setReadOnly(True)
-        body.setFont(mono_font())
-        body.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        body.setFrameShape(QFrame.Shape.NoFrame)
-        body.setAccessibleName(self.tr("Details"))
-        return body
+    def _make_body(self) -> _Body:
+        raise NotImplementedError
 
     def refresh_body(self) -> None:
-        if self.body is None:
-            return
-        self._on_body_refresh()
-        self.body.setPlainText(self.body_text())
-        pal = self.body.palette()
-        if self.body_is_error():
-            pal.setColor(QPalette.ColorRole.Text, QColor(highlight.colors(is_dark(self)).error))
-        self.body.setPalette(pal)
-        self._place_body()
-        self.column.child_changed(self)
+        """Fill the body (if made) with what the card shows now."""
+        raise NotImplementedError
 
     def _body_height(self) -> int:
-        if self.body is None:
-            return 0
-        lines = min(self.body.blockCount(), 18)
-        return lines * QFontMetrics(self.body.font()).lineSpacing() + 16
+        raise NotImplementedError
 
     def _place_body(self) -> None:
         if self.body is not None and self.expanded:
@@ -228,7 +214,7 @@ class _Expandable(QWidget):
         super().focusOutEvent(e)
 
 
-class ToolCard(_Expandable):
+class ToolCard(_Expandable[QTextBrowser]):
     """One tool call: icon, name, key argument, state (spinner → ✓ summary / ✗ error / ⏳ waiting).
 
     It renders its ``ToolItem`` (the presenter's): ``sync()`` after the item changed. A running
@@ -309,7 +295,7 @@ class ToolCard(_Expandable):
 
     RESULT_LIMIT = 200_000  # characters of a result shown (the rest is counted)
 
-    def _make_body(self) -> QTextBrowser:  # type: ignore[override]
+    def _make_body(self) -> QTextBrowser:
         """The expanded body: the input as fields and the result, wrapped, scrolling inside the card."""
         body = QTextBrowser(self)
         body.setObjectName("toolBody")
@@ -493,7 +479,7 @@ class ToolCard(_Expandable):
         return w + 24
 
 
-class ThinkingCard(_Expandable):
+class ThinkingCard(_Expandable[QPlainTextEdit]):
     """The model's thinking, collapsed to "Thought for N s"; renders its ``ThinkingItem``."""
 
     def __init__(self, item: ThinkingItem, column: Column, parent: QWidget | None = None):
@@ -515,6 +501,34 @@ class ThinkingCard(_Expandable):
 
     def body_text(self) -> str:
         return self.text
+
+    def _make_body(self) -> QPlainTextEdit:
+        """The expanded body: the thinking as plain text, not wrapped."""
+        body = QPlainTextEdit(self)
+        body.setReadOnly(True)
+        body.setFont(mono_font())
+        body.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        body.setFrameShape(QFrame.Shape.NoFrame)
+        body.setAccessibleName(self.tr("Details"))
+        return body
+
+    def refresh_body(self) -> None:
+        if self.body is None:
+            return
+        self._on_body_refresh()
+        self.body.setPlainText(self.body_text())
+        pal = self.body.palette()
+        if self.body_is_error():
+            pal.setColor(QPalette.ColorRole.Text, QColor(highlight.colors(is_dark(self)).error))
+        self.body.setPalette(pal)
+        self._place_body()
+        self.column.child_changed(self)
+
+    def _body_height(self) -> int:
+        if self.body is None:
+            return 0
+        lines = min(self.body.blockCount(), 18)
+        return lines * QFontMetrics(self.body.font()).lineSpacing() + 16
 
     def paint_header(self, p: QPainter) -> None:
         self._paint_frame(p)
@@ -539,7 +553,7 @@ class Banner(QLabel):
         self.kind = kind
         self.key: str | None = None  # set by the view for a keyed banner
         self.text_plain = text
-        self.actions = list(actions or [])
+        self.links = list(actions or [])  # (href, label) of each link (QWidget.actions() is its QActions)
         self.setObjectName(f"banner_{kind}")
         self.setWordWrap(True)
         self.setTextFormat(Qt.TextFormat.RichText)
@@ -555,9 +569,9 @@ class Banner(QLabel):
         else:
             bg, fg, border = ("transparent", c.muted, c.border)
             icon = "ℹ"
-        links = "  ".join(f'<a href="{href}">{html.escape(label)}</a>' for href, label in (actions or []))
+        anchors = "  ".join(f'<a href="{href}">{html.escape(label)}</a>' for href, label in self.links)
         body = html.escape(text).replace("\n", "<br/>")
-        self.setText(f"<b>{icon}</b>&nbsp; {body}" + (f"<br/>{links}" if links else ""))
+        self.setText(f"<b>{icon}</b>&nbsp; {body}" + (f"<br/>{anchors}" if anchors else ""))
         self.setStyleSheet(
             f"QLabel#{self.objectName()} {{ background: {bg}; color: {fg}; border: 1px solid {border}; "
             f"border-radius: 6px; padding: 8px; }}"

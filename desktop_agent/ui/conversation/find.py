@@ -24,7 +24,7 @@ class ConversationFind(QScrollArea):
     def select_card(self, tool_use_id: str, scroll: bool = False) -> None:  # pragma: no cover - the view's
         raise NotImplementedError
 
-    def find(self, needle: str, start_after: QWidget | None = None) -> QWidget | None:
+    def find_item(self, needle: str, start_after: QWidget | None = None) -> QWidget | None:
         """Ctrl+F: the next item containing ``needle`` (case-insensitive); scrolls to it."""
         needle = needle.lower()
         items = self.column.items
@@ -45,7 +45,7 @@ class ConversationFind(QScrollArea):
                 self._stick = False
                 self.ensureVisible(0, self.column.top_of(w), 0, 48)
                 if isinstance(w, MarkdownBlock):
-                    w.find(needle)
+                    w.find_text(needle)
                 return w
         return None
 

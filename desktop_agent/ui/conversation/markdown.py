@@ -71,7 +71,11 @@ class _Segment(PlainSpacesCopy, QTextBrowser):
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setOpenExternalLinks(True)
         self.viewport().setAutoFillBackground(False)
-        self.source = ""  # the Markdown (prose) or code it shows
+        self.source_text = ""  # the Markdown (prose) or code it shows (QTextBrowser.source() is its URL)
+
+    def height_for(self, width: int) -> int:
+        """The height the segment needs at ``width`` pixels."""
+        raise NotImplementedError
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - sideways in a wide code block; else the conversation's
         delta = event.angleDelta()
@@ -98,17 +102,19 @@ class _Prose(_Segment):
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 - the pointer is on prose: no code block's Copy shows
         super().mouseMoveEvent(event)
-        for view in self.parent().findChildren(CodeView):
-            view.show_copy(False)
+        block = self.parentWidget()
+        if block is not None:
+            for view in block.findChildren(CodeView):
+                view.show_copy(False)
 
     def set_source(self, text: str) -> None:
-        if text == self.source:
+        if text == self.source_text:
             return
         doc = self.document()
-        if not text.startswith(self.source[:self._stable_len]) or len(text) < self._stable_len:
+        if not text.startswith(self.source_text[:self._stable_len]) or len(text) < self._stable_len:
             doc.clear()  # replaced, not appended: start over
             self._stable_len, self._stable_pos = 0, 0
-        self.source = text
+        self.source_text = text
         cut = text.rfind("\n\n")
         boundary = cut + 2 if cut > 0 else 0
         cursor = QTextCursor(doc)
@@ -159,9 +165,9 @@ class CodeView(_Segment):
 
     def set_code(self, code: str, lang: str) -> None:
         dark = is_dark(self)
-        if code == self.source and lang == self.lang and dark == self._dark:
+        if code == self.source_text and lang == self.lang and dark == self._dark:
             return
-        self.source, self.lang, self._dark = code, lang, dark
+        self.source_text, self.lang, self._dark = code, lang, dark
         c = highlight.colors(dark)
         pal = self.viewport().palette()
         pal.setColor(QPalette.ColorRole.Base, QColor(c.code_bg))
@@ -200,7 +206,7 @@ class CodeView(_Segment):
         return self._copy_button
 
     def _copy(self) -> None:
-        QApplication.clipboard().setText(self.source)
+        QApplication.clipboard().setText(self.source_text)
         self.copy_button.setText(self.tr("Copied"))
 
     def show_copy(self, on: bool) -> None:
@@ -241,7 +247,7 @@ class MarkdownBlock(QWidget):
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(40)
-        self._timer.timeout.connect(self.render)
+        self._timer.timeout.connect(self.render_text)
         self._rendered_len = -1
         self._width = 0
 
@@ -260,9 +266,9 @@ class MarkdownBlock(QWidget):
     def flush(self) -> None:
         if self._timer.isActive():
             self._timer.stop()
-        self.render()
+        self.render_text()
 
-    def render(self) -> None:
+    def render_text(self) -> None:
         """Render what changed: kept segments stay as they are; changed ones update, new ones are added."""
         if self._rendered_len == len(self.text):
             return
@@ -349,14 +355,14 @@ class MarkdownBlock(QWidget):
 
     @property
     def code_blocks(self) -> list[tuple[int, int, str]]:
-        return [(at, at + len(text), seg.source) for at, seg, text in self._offsets() if isinstance(seg, CodeView)]
+        return [(at, at + len(text), seg.source_text) for at, seg, text in self._offsets() if isinstance(seg, CodeView)]
 
     @property
     def copy_button(self) -> QToolButton:
         """The Copy button of the first code block (tests)."""
         return self.code_views()[0].copy_button
 
-    def find(self, needle: str) -> bool:
+    def find_text(self, needle: str) -> bool:
         """Select the first occurrence of ``needle`` (case-insensitive), as QTextEdit.find does."""
         for seg in self.segments:
             seg.moveCursor(QTextCursor.MoveOperation.Start)

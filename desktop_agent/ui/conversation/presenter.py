@@ -474,7 +474,7 @@ class ConversationPresenter:
             try:
                 next(steps)
             except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+                return done.value
 
     def replay_steps(self, ops: list[HistoryOp], limit: int = 60) -> Generator[None, None, BannerItem | None]:
         """``replay`` one operation per step (a caller on the Qt thread paints between steps); its value is

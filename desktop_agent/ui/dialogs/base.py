@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from PySide6.QtCore import QEvent, QObject, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
@@ -139,6 +139,7 @@ class AwaitableDialog(QDialog, Generic[T]):
         if self._future is None:
             self._future = asyncio.get_running_loop().create_future()
             if self._answered and not self._silent_close:
+                # answered: _answer holds the T given (T may itself allow None, so None cannot mark "no answer")
                 self._future.set_result(self._answer)  # type: ignore[arg-type]
             elif self._answered:
                 self._future.cancel()
@@ -231,14 +232,20 @@ class _InputWatch(QObject):
     """The event filter on the dialog and every widget in it (``SafetyDelay``)."""
 
     def __init__(self, dialog: "SafetyDelay"):
-        super().__init__(dialog)  # type: ignore[arg-type]
+        super().__init__(dialog)
         self.dialog = dialog
 
     def eventFilter(self, obj: QObject, e: QEvent) -> bool:  # noqa: N802
         return self.dialog._on_input(e)
 
 
-class SafetyDelay:
+if TYPE_CHECKING:
+    _DialogMixin = QDialog
+else:  # deriving it from QDialog too (a diamond over QDialog) crashed Shiboken in the dialog tests: a plain mixin
+    _DialogMixin = object
+
+
+class SafetyDelay(_DialogMixin):
     """The second line behind "never takes the focus": an approving dialog can answer only after it has
     been the **active window, visible, for ``delay_ms()`` in which it received no key and no click**.
 
@@ -252,8 +259,9 @@ class SafetyDelay:
       *before* this key or click (each restarts the wait itself) — and is what the buttons and the
       key handlers ask; ``is_ready()`` is the state now.
 
-    Mixed in before the dialog class (``class D(SafetyDelay, AwaitableDialog[T])``); ``_init_delay()``
-    in ``__init__``. A delay of 0 (the UI tests) is ready whenever it is visible."""
+    Mixed in before the dialog class (``class D(SafetyDelay, AwaitableDialog[T])``; typed as a ``QDialog``, which
+    it is only ever mixed into); ``_init_delay()`` in ``__init__``. A delay of 0 (the UI tests) is ready whenever
+    it is visible."""
 
     _TICK_MS = 30
     arm_count = 0  # how often the wait (re)started (tests)
@@ -264,7 +272,7 @@ class SafetyDelay:
         self._input_key: tuple[Any, ...] | None = None  # the input event being handled (its identity)
         self._input_ok = False  # ...and whether the dialog was ready just before it
         self._watch = _InputWatch(self)
-        self._tick = QTimer(self)  # type: ignore[arg-type]
+        self._tick = QTimer(self)
         self._tick.setInterval(self._TICK_MS)
         self._tick.timeout.connect(self._on_tick)
 
@@ -277,11 +285,11 @@ class SafetyDelay:
     # ----- the state ---------------------------------------------------------------------------
     def is_ready(self) -> bool:
         """True when the dialog is visible, active, and has had no key or click for the delay."""
-        if not self.isVisible():  # type: ignore[attr-defined]
+        if not self.isVisible():
             return False
         if self.delay_ms() <= 0:
             return True
-        return self.isActiveWindow() and time.monotonic() >= self._ready_at  # type: ignore[attr-defined]
+        return self.isActiveWindow() and time.monotonic() >= self._ready_at
 
     def input_ready(self) -> bool:
         """Whether the key or click being handled may answer: the dialog was ready just before it (for a
@@ -291,7 +299,7 @@ class SafetyDelay:
     def _restart(self) -> None:
         """(Re)start the wait; it runs only while the dialog is the active window."""
         self.arm_count += 1
-        active = self.isActiveWindow()  # type: ignore[attr-defined]
+        active = self.isActiveWindow()
         self._ready_at = time.monotonic() + self.delay_ms() / 1000 if active or self.delay_ms() <= 0 \
             else float("inf")
         if self.delay_ms() > 0:
@@ -329,7 +337,7 @@ class SafetyDelay:
 
     # ----- input -------------------------------------------------------------------------------
     def _watch_children(self) -> None:
-        for w in [self, *self.findChildren(QWidget)]:  # type: ignore[attr-defined]
+        for w in [self, *self.findChildren(QWidget)]:
             w.installEventFilter(self._watch)  # installing again moves it to the front: never twice
 
     def _on_input(self, e: QEvent) -> bool:
@@ -359,13 +367,13 @@ class SafetyDelay:
 
     # ----- Qt ----------------------------------------------------------------------------------
     def showEvent(self, event: Any) -> None:  # noqa: N802
-        super().showEvent(event)  # type: ignore[misc]
+        super().showEvent(event)
         self._watch_children()
         self._restart()
 
     def hideEvent(self, event: Any) -> None:  # noqa: N802
         self._reset()
-        super().hideEvent(event)  # type: ignore[misc]
+        super().hideEvent(event)
 
     def event(self, e: Any) -> bool:
         if e.type() == QEvent.Type.WindowActivate:
@@ -374,7 +382,7 @@ class SafetyDelay:
             self._restart()
         elif e.type() == QEvent.Type.WindowDeactivate:
             self._reset()
-        return super().event(e)  # type: ignore[misc]
+        return super().event(e)
 
 
 __all__ = ["AwaitableDialog", "GuardButton", "SafetyDelay", "SAFETY_DELAY_MS"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import html
 import json
 import os
-from typing import Any
+from typing import Any, Literal
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QKeySequence
@@ -401,7 +401,7 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         self.input_toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
 
     def _toggle_editor(self, on: bool) -> None:
-        if self.editor is None:
+        if self.editor is None or self._field is None:  # the editor is made only for a tool with a field
             return
         if on and not self._editor_filled:
             self._editor_filled = True
@@ -445,12 +445,12 @@ class PermissionDialog(SafetyDelay, AwaitableDialog[PermissionReply]):
         """Allow, with the user's edit and only the accepted hunks."""
         edited = self.edited_input()
         decisions = self.hunk_decisions()
-        if decisions is None or all(decisions):
+        if decisions is None or self.diff_view is None or all(decisions):  # decisions: there is a diff view
             return PermissionReply(behavior="allow", updated_input=edited, **extra)
         req = self.request
         base = edited or dict(req.input)
-        hunks = self.diff_view.hunks  # type: ignore[union-attr]
-        tool = "Edit" if req.tool_name == "Edit" else "Write"  # per_hunk: only these two
+        hunks = self.diff_view.hunks
+        tool: Literal["Edit", "Write"] = "Edit" if req.tool_name == "Edit" else "Write"  # per_hunk: only these two
         updated = accepted_hunks_input(tool, req.original_file, base, hunks, decisions)
         rejected = [hunk_old_range(h) for h, take in zip(hunks, decisions) if not take]
         return PermissionReply(behavior="allow", updated_input=updated, rejected_hunks=rejected,

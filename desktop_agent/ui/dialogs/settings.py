@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -31,6 +31,9 @@ from PySide6.QtWidgets import (
 from desktop_agent import config
 from desktop_agent.client.local import suggested_models
 from desktop_agent.ui.dialogs.base import AwaitableDialog
+
+if TYPE_CHECKING:  # imported where it is asked: it brings the permission dialog's modules
+    from desktop_agent.ui.dialogs.bypass import BypassDialog
 
 Provider = Literal["anthropic", "openai"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai")
@@ -118,7 +121,7 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
         idx = self.mode_combo.findData(self.settings.default_permission_mode)
         self.mode_combo.setCurrentIndex(max(0, idx))
         self._mode = self.model_mode()  # the last confirmed choice
-        self.bypass_box = None
+        self.bypass_box: BypassDialog | None = None
         self.mode_combo.currentIndexChanged.connect(self._on_mode_picked)
         form.addRow(self.tr("Default &permissions"), self.mode_combo)
         self.language_combo = QComboBox()
@@ -203,6 +206,8 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
     def _fit_height(self) -> None:
         """The height for this width: the wrapped key sentence's sizeHint is for a narrower label."""
         layout = self.layout()
+        if layout is None:
+            return
         width = self.width()
         self.resize(width, max(self.minimumSizeHint().height(), layout.totalHeightForWidth(width), self.height()
                                if self.isVisible() else 0))
@@ -266,7 +271,7 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
             from desktop_agent.ui.style import apply_theme
 
             app = QApplication.instance()
-            if app is not None:
+            if isinstance(app, QApplication):
                 apply_theme(app, self.settings.theme)  # at once
         self.saved.emit()
         self._resolve(self.settings, True)
@@ -275,8 +280,8 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
         self.claude_path_edit.setEnabled(self.executor_combo.currentData() == "claude")
 
     # ----- provider ---------------------------------------------------------------------------
-    def provider(self) -> str:
-        return str(self.provider_combo.currentData() or "anthropic")
+    def provider(self) -> Provider:
+        return "openai" if self.provider_combo.currentData() == "openai" else "anthropic"
 
     # ----- where the keys come from (looked up off the Qt thread) -------------------------------------
     def _look_up(self) -> None:
@@ -337,7 +342,7 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
         self.error_label.setVisible(False)
         self._show_provider(self.provider())
 
-    def _show_provider(self, provider: str) -> None:
+    def _show_provider(self, provider: Provider) -> None:
         """The key, base URL and model fields of ``provider``, with its placeholders and key sentence."""
         self._provider = provider
         self._show_key_facts()
@@ -353,8 +358,10 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
         self.model_combo.clear()
         self.model_combo.addItems(models)
         self.model_combo.setCurrentText(self._models[provider] or (models[0] if models else ""))
-        self.model_combo.lineEdit().setPlaceholderText(
-            self.tr("the server's model name, e.g. qwen2.5-coder:7b") if provider == "openai" else "")
+        line = self.model_combo.lineEdit()  # the combo is editable: it has one
+        if line is not None:
+            line.setPlaceholderText(
+                self.tr("the server's model name, e.g. qwen2.5-coder:7b") if provider == "openai" else "")
         self.model_combo.blockSignals(False)
 
     def _on_mode_picked(self, _index: int) -> None:

@@ -469,7 +469,7 @@ class FoldersMixin:
         live.diff_panel.log = prepared.changes
         if self.isVisible():
             await asyncio.sleep(0.005)  # the conversation paints before the panel lays its document out
-        live.diff_panel.render(slices=RESUME_SLICE)
+        live.diff_panel.render_log(slices=RESUME_SLICE)
         if live is self.live:
             self._history_stats = (prepared.tokens, prepared.cost, prepared.turns)
         live.controller.set_usage_base(prepared.tokens, prepared.cost, prepared.turns)

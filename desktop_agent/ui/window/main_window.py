@@ -694,7 +694,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             if self.wanted_folder and "setup" in self.conversation.banners:
                 self.conversation.add_banner(  # the set-up problem, said again (replacing itself)
                     self.conversation.banners["setup"].kind, self.conversation.banners["setup"].text_plain,
-                    self.conversation.banners["setup"].actions, key="setup")
+                    self.conversation.banners["setup"].links, key="setup")
                 return
             self.conversation.add_banner("error", self.tr("Open a folder first (File ▸ Open Folder…, Ctrl+O)."),
                                          key="setup")

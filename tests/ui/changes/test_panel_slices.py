@@ -1,4 +1,4 @@
-"""``DiffPanel.render(slices=N)`` (a resumed session's hundreds of changes): the document is filled N parts per turn
+"""``DiffPanel.render_log(slices=N)`` (a resumed session's hundreds of changes): the document is filled N parts per turn
 of the loop, each step short, and ends up exactly as one ``setHtml`` of everything makes it — the same HTML, the
 same text, the same pixels; a render meanwhile stops what is left of it."""
 
@@ -28,10 +28,10 @@ def _panel(qtbot, tmp_path, n: int) -> DiffPanel:
 
 def test_a_sliced_render_makes_the_same_document_as_one_set_html(qtbot, tmp_path):
     whole = _panel(qtbot, tmp_path, 90)
-    whole.render()
+    whole.render_log()
     sliced = _panel(qtbot, tmp_path, 90)
     t0 = time.perf_counter()
-    sliced.render(slices=10)
+    sliced.render_log(slices=10)
     first = time.perf_counter() - t0
     assert sliced.view.toPlainText() != whole.view.toPlainText()  # only the first slice so far
     qtbot.waitUntil(lambda: sliced.view.toPlainText() == whole.view.toPlainText(), timeout=5000)
@@ -42,9 +42,9 @@ def test_a_sliced_render_makes_the_same_document_as_one_set_html(qtbot, tmp_path
 
 def test_a_render_meanwhile_replaces_the_rest_of_a_sliced_one(qtbot, tmp_path):
     panel = _panel(qtbot, tmp_path, 60)
-    panel.render(slices=10)
+    panel.render_log(slices=10)
     panel.log.changes[:] = panel.log.changes[-3:]
-    panel.render()
+    panel.render_log()
     expected = panel.view.toHtml()
     qtbot.wait(200)  # the first render's pending slices ran (and did nothing)
     assert panel.view.toHtml() == expected and panel.view.toPlainText().count("a.py") == 3

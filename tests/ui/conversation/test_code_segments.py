@@ -31,7 +31,7 @@ def test_streaming_with_split_fences_matches_the_whole_render(qtbot):
     assert kinds == ["prose", "code", "prose", "code", "prose"]
     whole = MarkdownBlock(view.column)
     whole.text = TEXT
-    whole.render()
+    whole.render_text()
     assert streamed.toPlainText() == whole.toPlainText()
     assert [c for _, _, c in streamed.code_blocks] == ["def needle_in_code(x):\n    return x", "plain " + "wide " * 80]
     assert split_segments("```\nunclosed") == [("code", "unclosed", "")]
@@ -53,7 +53,7 @@ def test_find_marks_matches_in_code_and_prose(qtbot):
     assert sel.format.background().color().name() in ("#ffb454", "#b36b00")  # the current match, stronger
     view.highlight_matches("", [], -1)
     assert block.extraSelections() == []
-    assert block.find("NEEDLE")  # the first, in the code block
+    assert block.find_text("NEEDLE")  # the first, in the code block
     assert code.textCursor().selectedText().lower() == "needle"
 
 

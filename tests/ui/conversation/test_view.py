@@ -101,7 +101,7 @@ def test_banners_stay_in_step_with_the_presenter(view, qtbot):
     view.banner_action.connect(actions.append)
     feed(view, ev.ErrorEvent(message="Bad key", kind="auth"))
     banner = view.banners["error:auth"]
-    assert isinstance(banner, Banner) and banner.actions == [("retry", "Retry the last message"),
+    assert isinstance(banner, Banner) and banner.links == [("retry", "Retry the last message"),
                                                              ("settings", "Open settings")]
     banner.linkActivated.emit("settings")
     assert actions == ["settings"]

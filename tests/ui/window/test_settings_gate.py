@@ -40,7 +40,7 @@ def test_invalid_project_settings_block_the_folder_until_fixed(qtbot, qloop, mak
         banner = win.conversation.banners.get(BLOCKED_KEY)
         assert banner is not None and banner.kind == "error"
         assert str(settings) in banner.text_plain and "line 3, column 26" in banner.text_plain
-        assert "trailing comma" in banner.text_plain and [a for a, _ in banner.actions] == [RETRY_ACTION]
+        assert "trailing comma" in banner.text_plain and [a for a, _ in banner.links] == [RETRY_ACTION]
         assert win.controller.session is None and win.folder is None
         assert fake.requests == [] and _transcripts() == []
         # Try again with the file still broken: still closed
@@ -48,7 +48,9 @@ def test_invalid_project_settings_block_the_folder_until_fixed(qtbot, qloop, mak
         assert not await win.open_task
         assert win.controller.session is None
         win.send("rm victim.txt")  # typed meanwhile: the same error again, nothing sent
-        assert str(settings) in win.conversation.banners[BLOCKED_KEY].text_plain and fake.requests == []
+        again = win.conversation.banners[BLOCKED_KEY]
+        assert str(settings) in again.text_plain and fake.requests == []
+        assert again is not banner and [a for a, _ in again.links] == [RETRY_ACTION]  # with its Retry link
         settings.write_text(json.dumps({"permissions": {"deny": ["Bash(rm:*)"]}}))  # fixed
         win.conversation.banners[BLOCKED_KEY].linkActivated.emit(RETRY_ACTION)
         assert await win.open_task
