@@ -281,6 +281,7 @@ class FoldersMixin:
         listing = self._refresh_sessions(current=session.session_id)
         if listing is not None:
             await listing
+        live.worktree = await self._worktree_of(folder)
         if kind == "host":  # the host's other sessions (another folder, a worktree) come back beside this one
             self.attach_task = asyncio.ensure_future(self.attach_running())
         self._add_recent(folder)
@@ -427,15 +428,39 @@ class FoldersMixin:
             except Exception:
                 log.exception("could not list the sessions of %s", folder)
                 infos = []
+            from desktop_agent.session import names as session_names
+
+            try:
+                said = await in_thread(session_names.load)
+            except Exception:
+                log.exception("could not read the session names")
+                said = session_names.SessionNames()
+            self.session_names = said
+            for live in self.lives:
+                if live.session_id in said.names and not live.name:
+                    live.name = said.names[live.session_id]
+                    live.changed.emit()
             for info in infos:  # a resumed session's title: its first prompt
                 live = self._live_of(info.session_id)
                 if live is not None and not live.first_prompt and info.first_prompt:
                     live.resumed(info.first_prompt)
             if listing == self._sessions_listing and self.folder == folder:
-                self.sessions_pane.show_rows(session_rows(infos, current))
+                self.sessions_pane.show_rows(session_rows(infos, current, said.names, said.archived,
+                                                          self.sessions_pane.show_archived.isChecked()))
 
         self.sessions_task = asyncio.ensure_future(go())
         return self.sessions_task
+
+    async def _worktree_of(self, folder: str) -> Any:
+        """Our worktree (``session.worktrees.Worktree``) whose directory ``folder`` is, else None."""
+        from desktop_agent.client import review as client_review
+
+        try:
+            trees = await client_review.list_worktrees(folder)
+        except Exception:
+            return None
+        real = os.path.realpath(folder)
+        return next((w for w in trees if w.state == "active" and os.path.realpath(w.path) == real), None)
 
     def _on_session_activated(self, sid: str) -> None:
         live = self._live_of(sid)

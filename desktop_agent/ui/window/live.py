@@ -87,6 +87,7 @@ class LiveSession(QObject):
         self.state = NEW
         self.since = time.time()
         self.opening = False  # its session is being opened (``folders.open_folder``)
+        self.worktree: Any = None  # ``session.worktrees.Worktree`` when its folder is one of our worktrees
         self.page = QWidget()
         self.page.setObjectName("conversationPage")
         layout = QVBoxLayout(self.page)

@@ -121,6 +121,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self._close_task: asyncio.Task | None = None  # SessionEnd before the window closes
         self.attach_task: asyncio.Task | None = None  # the background host's other sessions coming back
         self.drop_task: asyncio.Task | None = None  # an unstarted session left for another, closing
+        self.delete_dialog: Any = None  # "Delete this session?" while it is open
+        self.rename_dialog: Any = None
+        self.restore_dialog: Any = None  # File ▸ Restore Worktree…
         self._build()
         self._wire()
         self._restore_state()
@@ -220,6 +223,8 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         file_menu.addAction(self.new_worktree_action)
         self.review_action = QAction(self.tr("&Review Worktree Changes…"), self, triggered=self.review_worktree)
         file_menu.addAction(self.review_action)
+        self.restore_worktree_action = QAction(self.tr("Restore &Worktree…"), self, triggered=self.restore_worktree)
+        file_menu.addAction(self.restore_worktree_action)
         file_menu.addSeparator()
         file_menu.addAction(QAction(self.tr("&Quit"), self, shortcut=QKeySequence.StandardKey.Quit,
                                     triggered=self.close))
@@ -451,17 +456,148 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         if win is None:
             return
         if action == "rename":
-            from PySide6.QtWidgets import QInputDialog
+            def renamed(name: str) -> None:
+                live.rename(name)
+                if live.session_id:
+                    asyncio.ensure_future(win.session_action("rename", live.session_id, name))
 
-            dlg = QInputDialog(win)
-            dlg.setWindowTitle(self.tr("Rename Session"))
-            dlg.setLabelText(self.tr("Name:"))
-            dlg.setTextValue(live.title)
-            dlg.textValueSelected.connect(live.rename)
-            self._rename_dialog = dlg
-            dlg.open()
+            self._ask_name(live.title, renamed)
         elif action == "close":
             asyncio.ensure_future(win.close_live(live))
+        elif action == "review" and live.worktree is not None:
+            asyncio.ensure_future(win._review(live.folder or ""))
+        elif action == "archive_worktree" and live.worktree is not None:
+            self.archive_task = asyncio.ensure_future(win.archive_worktree(live))
+
+    def _ask_name(self, current: str, done: Callable[[str], None]) -> None:
+        from PySide6.QtWidgets import QInputDialog
+
+        dlg = QInputDialog(self)
+        dlg.setObjectName("renameDialog")
+        dlg.setWindowTitle(self.tr("Rename Session"))
+        dlg.setLabelText(self.tr("Name:"))
+        dlg.setTextValue(current)
+        dlg.textValueSelected.connect(done)
+        self.rename_dialog = dlg
+        dlg.open()
+
+    async def session_action(self, action: str, sid: str, name: str | None = None) -> bool:
+        """The Earlier list's Rename… (``name`` given: no question), Archive, Unarchive and Delete… (a question
+        first; a session open here is closed first; its transcript moves to the data directory's trash)."""
+        from desktop_agent.session import names as session_names
+        from desktop_agent.util.threads import in_thread
+
+        if action == "rename" and name is None:
+            current = getattr(self, "session_names", None)
+            title = (current.names.get(sid) if current is not None else None) or ""
+            self._ask_name(title, lambda text: asyncio.ensure_future(self.session_action("rename", sid, text)))
+            return False
+        try:
+            if action == "rename":
+                await in_thread(lambda: session_names.rename(sid, name or ""))
+                live = self._live_of(sid)
+                if live is not None:
+                    live.rename(name or "")
+            elif action in ("archive", "unarchive"):
+                await in_thread(lambda: session_names.set_archived(sid, action == "archive"))
+            elif action == "delete":
+                if not await self._confirm_delete(sid):
+                    return False
+                live = self._live_of(sid)
+                if live is not None and not await self.close_live(live):
+                    return False
+                folder = self.folder or ""
+
+                def remove() -> str:
+                    from desktop_agent.session.store import find_session
+
+                    path = find_session(sid, folder)
+                    if path is None:
+                        raise FileNotFoundError(f"no transcript for session {sid}")
+                    return str(session_names.trash(path))
+
+                where = await in_thread(remove)
+                self.status.showMessage(self.tr("Session deleted (its transcript is in {0}).").format(home(where)),
+                                        8000)
+        except Exception as exc:
+            log.exception("session action %s failed", action)
+            self.status.showMessage(self.tr("Could not change the session: {0}").format(exc), 8000)
+            return False
+        self._refresh_sessions(self._session_id())
+        return True
+
+    async def _confirm_delete(self, sid: str) -> bool:
+        from desktop_agent.ui.dialogs.confirm import GuardedConfirm
+
+        dialog = GuardedConfirm(
+            name="deleteSession", title=self.tr("Delete this session?"),
+            message=self.tr("Its transcript moves to the trash folder of Desktop Agent's data directory; the files "
+                            "it changed stay as they are."),
+            no_text=self.tr("Cancel"), yes_text=self.tr("Delete"), parent=self)
+        self.delete_dialog = dialog
+        try:
+            return bool(await dialog.ask())
+        finally:
+            self.delete_dialog = None
+
+    async def archive_worktree(self, live: LiveSession) -> bool:
+        """Archive Worktree: the session closes (a running turn asks first), then the worktree is removed with its
+        branch and a snapshot kept — refused, and said, when it is dirty in a way the snapshot cannot keep, locked
+        or in use (``session.worktrees``)."""
+        from desktop_agent.client import review as client_review
+
+        tree = live.worktree
+        if tree is None or not await self.close_live(live):
+            return False
+        try:
+            done = await client_review.archive_worktree(tree.repo, tree.slug)
+        except Exception as exc:
+            self.conversation.add_banner("error", self.tr("The worktree was not archived: {0}").format(exc))
+            return False
+        for other in self.lives:  # an empty view left on the worktree's folder, which is gone: on the repository
+            if other.controller.session is None and other.folder == live.folder:
+                other.folder = tree.repo
+        self._refresh_sessions(self._session_id())
+        self.status.showMessage(self.tr("Worktree {0} archived: its branch and a snapshot are kept "
+                                        "(File ▸ Restore Worktree…).").format(done.branch), 8000)
+        return True
+
+    def restore_worktree(self) -> asyncio.Task | None:
+        """File ▸ Restore Worktree…: an archived worktree of this folder's repository back, and a session in it."""
+        if not self.folder:
+            return None
+        return asyncio.ensure_future(self._restore_worktree(self.folder))
+
+    async def _restore_worktree(self, folder: str) -> str | None:
+        from PySide6.QtWidgets import QInputDialog
+
+        from desktop_agent.client import review as client_review
+
+        archived = [w for w in await client_review.list_worktrees(folder) if w.state == "archived"]
+        if not archived:
+            self.conversation.add_banner("notice", self.tr("This repository has no archived worktree."))
+            return None
+        dlg = QInputDialog(self)
+        dlg.setObjectName("restoreWorktreeDialog")
+        dlg.setWindowTitle(self.tr("Restore Worktree"))
+        dlg.setLabelText(self.tr("Worktree:"))
+        dlg.setComboBoxItems([w.branch for w in archived])
+        picked: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        dlg.textValueSelected.connect(lambda text: picked.done() or picked.set_result(text))
+        dlg.rejected.connect(lambda: picked.done() or picked.set_result(None))
+        self.restore_dialog = dlg
+        dlg.open()
+        branch = await picked
+        tree = next((w for w in archived if w.branch == branch), None)
+        if tree is None:
+            return None
+        try:
+            back = await client_review.restore_worktree(tree.repo, tree.slug)
+        except Exception as exc:
+            self.conversation.add_banner("error", self.tr("The worktree was not restored: {0}").format(exc))
+            return None
+        await self.open_folder(back.path)
+        return back.path
 
     async def close_live(self, live: LiveSession) -> bool:
         """Close one session (its view goes; the others run on): a running turn asks "Stop the running turn?"
@@ -549,6 +685,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self.sessions_pane.session_activated.connect(self._on_session_activated)
         self.sessions_pane.live_activated.connect(self._on_live_activated)
         self.sessions_pane.live_action.connect(self._on_live_action)
+        self.sessions_pane.session_action.connect(lambda action, sid: asyncio.ensure_future(
+            self.session_action(action, sid)))
+        self.sessions_pane.show_archived.toggled.connect(lambda _on: self._refresh_sessions(self._session_id()))
         self.sessions_pane.question_activated.connect(self.answer_from_inbox)
         self.questions.changed.connect(lambda _n: self._sessions_changed())
         self._sidebar_timer = QTimer(self)  # the Running list and the inbox, redrawn once per burst of changes

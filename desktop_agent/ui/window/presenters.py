@@ -37,17 +37,22 @@ class SessionRow:
     when: str
     message_count: int
     current: bool
+    archived: bool = False
 
 
-def session_rows(infos: Iterable[Any], current: str | None) -> list[SessionRow]:
-    """Newest first; empty launches are left out (a session exists from its first prompt), the current one kept."""
-    kept = [i for i in infos if i.message_count > 0 or i.session_id == current]
+def session_rows(infos: Iterable[Any], current: str | None, names: dict[str, str] | None = None,
+                 archived: set[str] | None = None, show_archived: bool = False) -> list[SessionRow]:
+    """Newest first; empty launches are left out (a session exists from its first prompt), the current one kept;
+    a name given with Rename is the title; archived sessions only with ``show_archived`` (the current one always)."""
+    names, archived = names or {}, archived or set()
+    kept = [i for i in infos if (i.message_count > 0 or i.session_id == current)
+            and (show_archived or i.session_id not in archived or i.session_id == current)]
     rows = []
     for info in sorted(kept, key=lambda i: -i.mtime):
-        title = info.first_prompt.strip().splitlines()[0] if info.first_prompt and info.first_prompt.strip() \
-            else None
+        title = names.get(info.session_id) or (
+            info.first_prompt.strip().splitlines()[0] if info.first_prompt and info.first_prompt.strip() else None)
         rows.append(SessionRow(info.session_id, title, time.strftime("%d %b %H:%M", time.localtime(info.mtime)),
-                               info.message_count, info.session_id == current))
+                               info.message_count, info.session_id == current, info.session_id in archived))
     return rows
 
 

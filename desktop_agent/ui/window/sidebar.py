@@ -5,10 +5,12 @@
   activating one brings its session into view and its dialog up (``question_activated``).
 - **Running** (``live_list``): the sessions open in the windows, each with its state and the time in it (``Working``,
   ``Needs you (n)``, ``Done``, ``Failed``, ``Stopped``) and its folder; the one in view is marked ``●``; activating
-  one shows it (``live_activated``); its context menu: Rename…, Close session (``live_action``).
+  one shows it (``live_activated``); its context menu: Rename…, Close Session and, in a worktree, Review Changes…
+  and Archive Worktree (``live_action``).
 - **Earlier** (``list``): the folder's earlier sessions, newest first, the current one marked (``●``); activating
   one resumes it (``session_activated``). The rows come from ``presenters.session_rows`` over
-  ``EngineClient.list_sessions``.
+  ``EngineClient.list_sessions``; its context menu: Rename…, Archive / Unarchive, Delete… (``session_action``);
+  "Show archived" lists the archived ones too.
 - A filter line over both session lists (title, folder).
 """
 
@@ -20,7 +22,7 @@ from typing import Any
 from PySide6.QtCore import QCoreApplication, QPoint, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
-    QFrame, QLabel, QLineEdit, QListView, QListWidget, QListWidgetItem, QMenu, QVBoxLayout, QWidget,
+    QCheckBox, QFrame, QLabel, QLineEdit, QListView, QListWidget, QListWidgetItem, QMenu, QVBoxLayout, QWidget,
 )
 
 from desktop_agent.ui.window.presenters import SessionRow
@@ -72,7 +74,8 @@ class SessionsPane(QWidget):
 
     session_activated = Signal(str)
     live_activated = Signal(object)  # a LiveRow's ref
-    live_action = Signal(str, object)  # "rename" | "close", a LiveRow's ref
+    live_action = Signal(str, object)  # "rename" | "close" | "review" | "archive_worktree", a LiveRow's ref
+    session_action = Signal(str, str)  # "rename" | "archive" | "unarchive" | "delete", an earlier session's id
     question_activated = Signal(object, object)  # an InboxRow's key, its ref
 
     def __init__(self, parent: QWidget | None = None):
@@ -95,6 +98,8 @@ class SessionsPane(QWidget):
         self.filter.setAccessibleName(translate("MainWindow", "Filter sessions"))
         self.filter.setClearButtonEnabled(True)
         self.filter.textChanged.connect(lambda _t: self._apply_filter())
+        self.show_archived = QCheckBox(translate("MainWindow", "Show archived"))
+        self.show_archived.setObjectName("showArchived")
         self.inbox_title = heading(translate("MainWindow", "Inbox"), "inboxTitle")
         self.inbox = _list("inboxList", translate("MainWindow", "Questions waiting for you"))
         self.inbox.setMaximumHeight(220)
@@ -107,7 +112,11 @@ class SessionsPane(QWidget):
         layout.addWidget(self.live_list)
         self.title = heading(translate("MainWindow", "Sessions"), "paneTitle")
         self.list = _list("sessionList", translate("MainWindow", "Sessions in this folder"))
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._session_menu)
         layout.addWidget(self.list, 1)
+        self.show_archived.setContentsMargins(16, 4, 8, 8)
+        layout.addWidget(self.show_archived)
         layout.insertWidget(0, self.filter)
         self.filter.setContentsMargins(8, 8, 8, 0)
         self.list.itemActivated.connect(self._activated)
@@ -168,8 +177,30 @@ class SessionsPane(QWidget):
         menu = QMenu(self)
         menu.addAction(translate("MainWindow", "Rename…"), lambda: self.live_action.emit("rename", ref))
         menu.addAction(translate("MainWindow", "Close Session"), lambda: self.live_action.emit("close", ref))
+        if getattr(ref, "worktree", None):
+            menu.addSeparator()
+            menu.addAction(translate("MainWindow", "Review Changes…"), lambda: self.live_action.emit("review", ref))
+            menu.addAction(translate("MainWindow", "Archive Worktree"),
+                           lambda: self.live_action.emit("archive_worktree", ref))
         self._menu = menu
         menu.popup(self.live_list.viewport().mapToGlobal(pos))
+
+    def _session_menu(self, pos: QPoint) -> None:
+        item = self.list.itemAt(pos)
+        sid = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        if not sid:
+            return
+        sid = str(sid)
+        archived = bool(item.data(Qt.ItemDataRole.UserRole + 1))
+        menu = QMenu(self)
+        menu.addAction(translate("MainWindow", "Rename…"), lambda: self.session_action.emit("rename", sid))
+        if archived:
+            menu.addAction(translate("MainWindow", "Unarchive"), lambda: self.session_action.emit("unarchive", sid))
+        else:
+            menu.addAction(translate("MainWindow", "Archive"), lambda: self.session_action.emit("archive", sid))
+        menu.addAction(translate("MainWindow", "Delete…"), lambda: self.session_action.emit("delete", sid))
+        self._menu = menu
+        menu.popup(self.list.viewport().mapToGlobal(pos))
 
     def _apply_filter(self) -> None:
         needle = self.filter.text().strip().lower()
@@ -199,8 +230,10 @@ class SessionsPane(QWidget):
             self.list.addItem(hint)
         for row in rows:
             title = row.title if row.title is not None else translate("MainWindow", "(new session)")
-            item = QListWidgetItem(f"{'● ' if row.current else ''}{title[:48]}\n{row.when}")
+            when = row.when + (" · " + translate("MainWindow", "archived") if row.archived else "")
+            item = QListWidgetItem(f"{'● ' if row.current else ''}{title[:48]}\n{when}")
             item.setData(Qt.ItemDataRole.UserRole, row.session_id)
+            item.setData(Qt.ItemDataRole.UserRole + 1, row.archived)
             item.setToolTip(f"{title}\n{row.message_count} messages · {row.session_id}")
             self.list.addItem(item)
             if row.current:
