@@ -428,6 +428,11 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         rows.sort(key=lambda r: r.number)
         self.sessions_pane.show_live(rows)
         self.sessions_pane.show_inbox([row for _t, row in sorted(inbox, key=lambda pair: pair[0])])
+        ticking = len(rows) > 1 or bool(inbox)
+        if ticking and not self._clock.isActive():
+            self._clock.start()
+        elif not ticking:
+            self._clock.stop()
 
     def _window_of(self, live: LiveSession) -> "MainWindow | None":
         return next((w for w in self.app_windows() if live in w.lives), None)
@@ -696,8 +701,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self._sidebar_timer.timeout.connect(self._render_sidebar)
         self._clock = QTimer(self)  # "Working · 12 s": the times move on
         self._clock.setInterval(1000)
-        self._clock.timeout.connect(self._render_sidebar)
-        self._clock.start()
+        self._clock.timeout.connect(self._render_sidebar)  # runs only while the sidebar shows a time
         self.find_bar.closed.connect(self.prompt.setFocus)
         self._sessions_timer = QTimer(self)
         self._sessions_timer.setSingleShot(True)
