@@ -69,6 +69,9 @@ class SessionCheckpoints:
         self._notes_lock = threading.Lock()
         self.last_error: str | None = None
         self.order: list[str] = []  # the user message ids checkpointed in this session, in order
+        # where a restore is recorded (the session's ``record``: the transcript and the note of the next prompt);
+        # called on a worker thread
+        self.recorder: Any = None
 
     # ------------------------------------------------------------------ the store
 
@@ -103,7 +106,8 @@ class SessionCheckpoints:
         if not self.enabled:
             return
         await self._run(f"snapshot after {tool_name}",
-                        lambda: self.store().snapshot("tool", label=f"{tool_name} {tool_use_id}"))
+                        lambda: self.store().snapshot("tool", label=f"{tool_name} {tool_use_id}",
+                                                      tool_use_id=tool_use_id))
 
     # ------------------------------------------------------------------ restores
 
@@ -118,29 +122,63 @@ class SessionCheckpoints:
         return await in_thread(lambda: self.store().plan(self._target(message_id)))
 
     async def restore(self, message_id: str) -> RestoreResult:
-        result: RestoreResult = await in_thread(lambda: self.store().restore(self._target(message_id)))
-        self._note_restore(result, f"the state just before user message {message_id}")
+        result: RestoreResult = await in_thread(lambda: self._restore_recorded(
+            lambda store: store.restore(self._target(message_id)), "restored", message_id))
         return result
 
-    async def undo(self, restore_id: str) -> RestoreResult:
-        result: RestoreResult = await in_thread(lambda: self.store().undo(restore_id))
-        self._note_restore(result, "the state just before the previous restore (the user undid it)")
-        return result
+    async def undo(self, restore_id: str, *, strict: bool = False, told: bool = True) -> RestoreResult:
+        """Undo restore ``restore_id``; ``told``: recorded for the model (a change's Redo is told by its own
+        ``change-revert`` record instead)."""
+        def run(store: CheckpointStore) -> RestoreResult:
+            return store.undo(restore_id, strict=strict)
 
-    def _note_restore(self, result: RestoreResult, what: str) -> None:
+        if not told:
+            return await in_thread(lambda: run(self.store()))
+        return await in_thread(lambda: self._restore_recorded(run, "undone", None))
+
+    async def revert_change(self, tool_use_id: str, paths: list[str]) -> RestoreResult | None:
+        """The changes panel's Revert of one change through the restore (``CheckpointStore.revert_change``):
+        its paths (absolute or relative to the folder) back to before that call. None: no snapshot of that call
+        (checkpointing off, or a call from before the store knew it). Told by the panel's own record."""
+        if not self.enabled:
+            return None
+        rels = [self._rel(p) for p in paths]
+        if any(r is None for r in rels):
+            raise CheckpointError("That file is outside the session's folder")
+        return await in_thread(lambda: self.store().revert_change(tool_use_id, [str(r) for r in rels]))
+
+    def _rel(self, path: str) -> str | None:
+        full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
+        real_cwd = os.path.realpath(self.cwd)
+        for root in {self.cwd, real_cwd}:
+            rel = os.path.relpath(full, root)
+            if not rel.startswith("..") and rel != ".":
+                return rel.replace(os.sep, "/")
+        return None
+
+    def _restore_recorded(self, run: Any, outcome: str, message_id: str | None) -> RestoreResult:
+        """A restore (worker thread) and, once it wrote something, its record: the transcript's ``change-revert``
+        line (``action: restore``, ``session.changes``) through ``recorder``, so the model is told with the next
+        prompt, after a resume too; without a recorder the note waits in memory (``take_note``)."""
+        result: RestoreResult = run(self.store())
         if not result.files:
-            return
-        shown = [f.path for f in result.files[:50]]
-        more = f" and {len(result.files) - 50} more" if len(result.files) > 50 else ""
-        text = (f"The user restored files in the working directory to {what}: {', '.join(shown)}{more}. "
-                "Do not rely on what you remember of these files; read them again before you edit them.")
-        if result.conflicts:
-            text += f" Left as the user had them (they changed them since): {', '.join(result.conflicts[:50])}."
+            return result
+        record = restore_record(result, outcome, message_id, self.cwd)
+        recorder = self.recorder
+        if recorder is not None:
+            try:
+                recorder(record)
+                return result
+            except Exception as exc:  # the files are restored either way; the note still goes with the next prompt
+                log.warning("could not record the restore: %s", exc)
+        from desktop_agent.session.changes import describe
+
         with self._notes_lock:
-            self._notes.append(text)
+            self._notes.append(describe(record, self.cwd))
+        return result
 
     def take_note(self) -> str | None:
-        """The note of the restores made since the last prompt (the next user message starts with it), once."""
+        """The note of the restores no recorder took (the next user message starts with it), once."""
         with self._notes_lock:
             notes, self._notes = self._notes, []
         return "\n".join(notes) if notes else None
@@ -184,6 +222,17 @@ class SessionCheckpoints:
             files, ins, dels = store.diff_stats(c, nxt)
             out.append(TurnMarker(m, files, ins, dels))
         return out
+
+
+def restore_record(result: RestoreResult, outcome: str, message_id: str | None, cwd: str) -> dict[str, Any]:
+    """The transcript's record of a restore (``restored``: to just before ``message_id``) or of its undo
+    (``undone``): a ``change-revert`` line with ``action: restore`` (``session.changes.describe`` words it)."""
+    from desktop_agent.core.messages import change_record_entry
+
+    return change_record_entry("restore", outcome=outcome, toolUseId=result.restore_id, filePath=cwd,
+                               added=result.insertions, removed=result.deletions, restoreId=result.restore_id,
+                               messageId=message_id, files=[f.path for f in result.files],
+                               conflicts=list(result.conflicts), skippedLinks=result.skipped_links)
 
 
 def fork_before(transcript_path: str, cwd: str, message_id: str) -> str:
@@ -234,11 +283,13 @@ def result_view(result: RestoreResult) -> dict[str, Any]:
             "skippedLinks": result.skipped_links}
 
 
-__all__ = ["ENV_FLAG", "fork_before", "plan_view", "result_view", "NOT_ENABLED", "NO_CHECKPOINT", "SessionCheckpoints", "TurnMarker", "checkpointing_enabled"]
+__all__ = ["ENV_FLAG", "fork_before", "plan_view", "result_view", "NOT_ENABLED", "NO_CHECKPOINT", "SessionCheckpoints",
+           "TurnMarker", "checkpointing_enabled", "restore_record"]
 
 
 async def answer_window_rewind(session: Any, action: str, message_id: str | None, restore_id: str | None,
-                               files: bool, conversation: bool) -> dict[str, Any]:
+                               files: bool, conversation: bool, tool_use_id: str | None = None,
+                               paths: list[str] | None = None) -> dict[str, Any]:
     """The host's answer to ``desktop_agent_rewind`` (the window's Rewind over any transport): plain data only.
     Raises ``ValueError`` with the refusal (the host answers it as an error ``control_response``)."""
     from desktop_agent.util.threads import in_thread
@@ -273,4 +324,13 @@ async def answer_window_rewind(session: Any, action: str, message_id: str | None
         if not restore_id:
             raise ValueError("No restore to undo")
         return result_view(await checkpoints.undo(restore_id))
+    if action == "revert_change":  # the changes panel's Revert: {} when the store holds no snapshot of that call
+        if not tool_use_id or not paths:
+            raise ValueError("No change to revert")
+        reverted = await checkpoints.revert_change(tool_use_id, paths)
+        return {} if reverted is None else result_view(reverted)
+    if action == "redo_change":  # the panel's Redo: the revert's restore undone, refused if the file moved since
+        if not restore_id:
+            raise ValueError("No revert to redo")
+        return result_view(await checkpoints.undo(restore_id, strict=True, told=False))
     raise ValueError(f"Unknown rewind action: {action}")

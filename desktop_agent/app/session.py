@@ -219,6 +219,7 @@ class AgentSession:
             include=tuple(self.settings.checkpoint_include))
         if self.checkpoints.enabled:
             self.ctx.checkpoints = self.checkpoints
+            self.checkpoints.recorder = self.record  # a restore is a transcript fact, told after a resume too
 
         # 5. model
         self._prompt_args = (list(pc.working_dirs), system_prompt, append_system_prompt)

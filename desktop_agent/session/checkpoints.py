@@ -408,17 +408,32 @@ class CheckpointStore:
     # ------------------------------------------------------------------ snapshots
 
     def snapshot(self, kind: Kind = "manual", *, label: str = "", message_id: str | None = None,
-                 move_tip: bool = True) -> Snapshot:
+                 move_tip: bool = True, tool_use_id: str | None = None) -> Snapshot:
         """Snapshot the folder (see the module docstring); ``message_id`` also names it as that message's
-        checkpoint. A folder unchanged since the tip adds no tree or commit."""
+        checkpoint. A folder unchanged since the tip adds no tree or commit. ``tool_use_id`` (after a tool call
+        that changed the folder) names the new snapshot ``refs/da/tool/<id>``: its parent is the state just before
+        that call, so one change can be reverted on its own (``revert_change``)."""
         if message_id is not None and not _safe_ref_part(message_id):
             raise CheckpointError(f"not a usable message id: {message_id!r}")
         with self._locked():
             self._recover()
             snap = self._snapshot(kind, label, move_tip)
             if message_id is not None:
-                self.git.run("update-ref", f"refs/da/msg/{message_id}", snap.commit)
+                self._write_ref(f"refs/da/msg/{message_id}", snap.commit)
+            if tool_use_id is not None and snap.changed and _safe_ref_part(tool_use_id):
+                self._write_ref(f"refs/da/tool/{tool_use_id}", snap.commit)
             return snap
+
+    def change_commits(self, tool_use_id: str) -> tuple[str, str] | None:
+        """The snapshots just before and just after the tool call ``tool_use_id`` changed the folder, or None."""
+        if not _safe_ref_part(tool_use_id):
+            return None
+        with self._locked():
+            after = self._ref(f"refs/da/tool/{tool_use_id}")
+            if after is None:
+                return None
+            before = self.git.run("rev-parse", "-q", "--verify", f"{after}^1^{{commit}}", ok=(0, 1)).decode().strip()
+        return (before, after) if before else None
 
     def _snapshot(self, kind: str, label: str, move_tip: bool) -> Snapshot:
         """One snapshot (the lock held). Three git processes when files changed (``diff-files``, ``update-index``,
@@ -916,10 +931,17 @@ class CheckpointStore:
             raise CheckpointError(f"no such checkpoint: {target}")
         return commit
 
-    def _plan(self, target: str, current: str) -> RestorePlan:
-        base = self._ref(TIP) or current
+    def _plan(self, target: str, current: str, base: str | None = None, paths: list[str] | None = None,
+              strict: bool = False) -> RestorePlan:
+        """The three-way plan (see the module docstring). ``base`` (default: the tip) is what the agent left;
+        ``paths`` limits the restore to those paths (and what is under them); ``strict``: a path the person changed
+        since ``base`` is a conflict, never merged."""
+        base = base or self._ref(TIP) or current
         plan = RestorePlan(target=target, base=base, current=current)
         a_t = _diff_tree(self.git, base, target)
+        scope = _scope(paths)
+        if scope is not None:
+            a_t = {p: v for p, v in a_t.items() if scope(p)}
         a_w = _diff_tree(self.git, base, current)
         result: dict[str, tuple[str, str] | None] = {}
         merged: set[str] = set()
@@ -929,6 +951,8 @@ class CheckpointStore:
                 result[path] = t
             elif w == t:
                 continue
+            elif strict:
+                plan.conflicts.append(path)
             else:
                 blob = self._merge(path, a, w, t)
                 if blob is None:
@@ -970,16 +994,22 @@ class CheckpointStore:
                 action = "restore"
             ins, dels = counts.get(path, (0, 0))
             actions[path] = FilePlan(path, action, ins, dels)  # type: ignore[arg-type]
-        perms = plan._meta["perms"] = self._mode_changes(result, meta_a, meta_t, current)
+        conflicted = set(plan.conflicts)  # a conflict changes nothing in that path, its bits neither
+        perms = {p: v for p, v in self._mode_changes(result, meta_a, meta_t, current).items() if p not in conflicted}
+        dirs = self._dir_changes(meta_a, meta_t, meta_w, result)
+        links = self._link_changes(meta_t, result, target)
+        if scope is not None:  # only what the paths hold
+            perms = {p: v for p, v in perms.items() if scope(p)}
+            dirs = ([d for d in dirs[0] if scope(d)], [d for d in dirs[1] if scope(d)])
+            links = [g for g in links if all(scope(p) for p in g)]
+        plan._meta["perms"], plan._meta["dirs"], plan._meta["links"] = perms, dirs, links
         for path in perms:
             if path not in result:
                 actions.setdefault(path, FilePlan(path, "mode"))
-        dirs = plan._meta["dirs"] = self._dir_changes(meta_a, meta_t, meta_w, result)
         for d in dirs[0]:
             actions.setdefault(d, FilePlan(d, "mkdir"))
         for d in dirs[1]:
             actions.setdefault(d, FilePlan(d, "rmdir"))
-        plan._meta["links"] = self._link_changes(meta_t, result, target)
         for group in plan._meta["links"]:
             for p in group[1:]:
                 actions.setdefault(p, FilePlan(p, "link"))
@@ -1088,19 +1118,24 @@ class CheckpointStore:
                 out.append(list(group))
         return out
 
-    def restore(self, target: str) -> RestoreResult:
+    def restore(self, target: str, *, base: str | None = None, paths: list[str] | None = None,
+                strict: bool = False) -> RestoreResult:
         """Restore the folder to checkpoint ``target`` (a commit or ref of the store), three-way (see the module
-        docstring). A snapshot is taken just before; ``undo(result.restore_id)`` goes back to it."""
+        docstring; ``base``, ``paths`` and ``strict`` as ``_plan`` takes them). A snapshot is taken just before;
+        ``undo(result.restore_id)`` goes back to it."""
         t0 = time.perf_counter()
         with self._locked():
             self._recover()
             commit = self._resolve(target)
+            base_commit = self._resolve(base) if base is not None else None
             before = self._snapshot("restore-before", f"before restoring {commit[:12]}", move_tip=False)
-            plan = self._plan(commit, before.commit)
+            plan = self._plan(commit, before.commit, base_commit, paths, strict)
             rid = uuid_mod.uuid4().hex[:16]
-            self.git.run("update-ref", f"refs/da/restore/{rid}", before.commit)
+            self._write_ref(f"refs/da/restore/{rid}", before.commit)
             self._drop_probes()  # the restore ref keeps the snapshot before
             record = {"id": rid, "target": commit, "before": before.commit, "conflicts": plan.conflicts}
+            if paths is not None:
+                record["paths"] = list(paths)
             skipped = self._apply(plan, commit, before.commit, record)
             files = [f for f in plan.files if f.path not in skipped]
             record["files"] = [f.path for f in files]
@@ -1120,11 +1155,28 @@ class CheckpointStore:
         (self.root / "journal.json").unlink(missing_ok=True)
         return after.commit
 
-    def undo(self, restore_id: str) -> RestoreResult:
-        """Put the folder back as it was just before restore ``restore_id``."""
+    def undo(self, restore_id: str, *, strict: bool = False) -> RestoreResult:
+        """Put the folder back as it was just before restore ``restore_id``. A restore of some paths only (a
+        change's revert) is undone on those paths only, three-way over what that restore left (``strict``: a path
+        changed since is a conflict)."""
         if not _safe_ref_part(restore_id):
             raise CheckpointError(f"no such restore: {restore_id}")
-        return self.restore(f"refs/da/restore/{restore_id}")
+        record = next((r for r in reversed(self.restores()) if r.get("id") == restore_id), None)
+        paths = record.get("paths") if isinstance(record, dict) else None
+        if isinstance(paths, list) and isinstance(record, dict) and isinstance(record.get("after"), str):
+            return self.restore(f"refs/da/restore/{restore_id}", base=record["after"],
+                                paths=[str(p) for p in paths], strict=strict)
+        return self.restore(f"refs/da/restore/{restore_id}", strict=strict)
+
+    def revert_change(self, tool_use_id: str, paths: list[str]) -> RestoreResult | None:
+        """Revert what the tool call ``tool_use_id`` did to ``paths`` (relative, '/'-separated): those paths back to
+        the snapshot before the call, three-way over the snapshot after it (the person's later edits are kept, or
+        the path is a conflict and left as it is). None when the store holds no snapshot of that call."""
+        commits = self.change_commits(tool_use_id)
+        if commits is None:
+            return None
+        before, after = commits
+        return self.restore(before, base=after, paths=paths)
 
     def restores(self) -> list[dict[str, Any]]:
         try:
@@ -1388,6 +1440,15 @@ def _safe_commitish(value: str) -> bool:
     if all(c in "0123456789abcdef" for c in value) and 4 <= len(value) <= 64:
         return True
     return value.startswith("refs/da/") and all(_safe_ref_part(p) for p in value[len("refs/da/"):].split("/"))
+
+
+def _scope(paths: list[str] | None) -> Any:
+    """A test of whether a path is one of ``paths`` or under one of them (None: every path is)."""
+    if paths is None:
+        return None
+    exact = {p.strip("/") for p in paths}
+    prefixes = tuple(p + "/" for p in exact)
+    return lambda rel: rel in exact or rel.startswith(prefixes)
 
 
 def _glob_escape(rel: str) -> str:

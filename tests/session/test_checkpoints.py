@@ -404,3 +404,67 @@ def test_dry_runs_and_restores_leave_no_probe_refs(repo):
     assert f"refs/da/restore/{result.restore_id}" in refs
     store.undo(result.restore_id)
     assert (repo / "README.md").read_text() == "changed\n"
+
+
+# ---------------------------------------------------------------------------------------------- one change's revert
+
+def _agent_call(store: CheckpointStore, repo: Path, tool_use_id: str, command: str) -> None:
+    bash(repo, command)
+    store.snapshot("tool", label=f"Bash {tool_use_id}", tool_use_id=tool_use_id)
+
+
+def test_revert_change_touches_only_that_change_and_keeps_later_work(repo):
+    store = CheckpointStore.open(repo)
+    (repo / "long.txt").write_text("".join(f"line {i}\n" for i in range(1, 21)))
+    store.snapshot("turn", message_id="m1")
+    _agent_call(store, repo, "toolu_a", "sed -i 's/^line 3$/line three/' long.txt")
+    _agent_call(store, repo, "toolu_b", "echo later > README.md")
+    # the person edits the same file far from the change, and another file
+    text = (repo / "long.txt").read_text().replace("line 18\n", "line 18 (mine)\n")
+    (repo / "long.txt").write_text(text)
+    (repo / "docs" / "a.md").write_text("person\n")
+    result = store.revert_change("toolu_a", ["long.txt"])
+    assert result is not None and [f.path for f in result.files] == ["long.txt"] and not result.conflicts
+    want = "".join(f"line {i}\n" for i in range(1, 21)).replace("line 18\n", "line 18 (mine)\n")
+    assert (repo / "long.txt").read_text() == want, "the change undone, the person's edit kept"
+    assert (repo / "README.md").read_text() == "later\n", "the later call is not touched"
+    assert (repo / "docs" / "a.md").read_text() == "person\n"
+
+
+def test_revert_change_conflict_writes_nothing_and_a_created_file_is_deleted(repo):
+    store = CheckpointStore.open(repo)
+    store.snapshot("turn", message_id="m1")
+    _agent_call(store, repo, "toolu_edit", "sed -i 's/print(2)/print(22)/' src/app.py")
+    _agent_call(store, repo, "toolu_new", "printf 'made\\n' > made.txt && chmod 640 made.txt")
+    mine = (repo / "src" / "app.py").read_text().replace("print(22)", "print(222)")
+    (repo / "src" / "app.py").write_text(mine)
+    before = manifest(repo)
+    clash = store.revert_change("toolu_edit", ["src/app.py"])
+    assert clash is not None and clash.conflicts == ["src/app.py"] and not clash.files
+    assert manifest(repo) == before, "a conflict leaves the file as the person has it"
+    created = store.revert_change("toolu_new", ["made.txt"])
+    assert created is not None and [(f.path, f.action) for f in created.files] == [("made.txt", "delete")]
+    assert not (repo / "made.txt").exists()
+    assert store.revert_change("toolu_unknown", ["x"]) is None
+
+
+def test_a_change_revert_undone_is_byte_identical_and_strict(repo):
+    store = CheckpointStore.open(repo)
+    store.snapshot("turn", message_id="m1")
+    _agent_call(store, repo, "toolu_edit", "sed -i 's/print(3)/print(33)/' src/app.py && chmod 700 src/app.py")
+    after = manifest(repo)
+    result = store.revert_change("toolu_edit", ["src/app.py"])
+    assert result is not None and result.files
+    assert "print(33)" not in (repo / "src" / "app.py").read_text()
+    (repo / "README.md").write_text("edited after the revert\n")
+    store.undo(result.restore_id, strict=True)
+    want = dict(after, files=dict(after["files"]))
+    want["files"]["README.md"] = manifest(repo)["files"]["README.md"]
+    assert manifest(repo) == want, "the change is back byte for byte (mode too); other files untouched"
+    # strict: a redo refuses when the file moved since the revert
+    again = store.revert_change("toolu_edit", ["src/app.py"])
+    assert again is not None and again.files
+    (repo / "src" / "app.py").write_text("print('person')\n")
+    refused = store.undo(again.restore_id, strict=True)
+    assert refused.conflicts == ["src/app.py"] and not refused.files
+    assert (repo / "src" / "app.py").read_text() == "print('person')\n"
