@@ -139,12 +139,13 @@ class SessionCheckpoints:
     async def revert_change(self, tool_use_id: str, paths: list[str]) -> RestoreResult | None:
         """The changes panel's Revert of one change through the restore (``CheckpointStore.revert_change``):
         its paths (absolute or relative to the folder) back to before that call. None: no snapshot of that call
-        (checkpointing off, or a call from before the store knew it). Told by the panel's own record."""
+        (checkpointing off, a call from before the store knew it, a path outside the folder). Told by the panel's
+        own record."""
         if not self.enabled:
             return None
         rels = [self._rel(p) for p in paths]
-        if any(r is None for r in rels):
-            raise CheckpointError("That file is outside the session's folder")
+        if any(r is None for r in rels):  # outside the folder: the store does not hold it
+            return None
         return await in_thread(lambda: self.store().revert_change(tool_use_id, [str(r) for r in rels]))
 
     def _rel(self, path: str) -> str | None:
@@ -200,7 +201,7 @@ class SessionCheckpoints:
             return {"canRewind": False, "error": f"Could not restore the files: {exc}"}
         return {"canRewind": True, "filesChanged": [self._abs(f.path) for f in result.files],
                 "insertions": result.insertions, "deletions": result.deletions,
-                "skippedLinks": result.skipped_links}
+                "skippedLinks": result.skipped_links, "merged": [f.path for f in result.files if f.action == "merge"]}
 
     def _abs(self, rel: str) -> str:
         return os.path.join(self.cwd, *rel.split("/"))
@@ -280,7 +281,7 @@ def plan_view(plan: RestorePlan) -> dict[str, Any]:
 def result_view(result: RestoreResult) -> dict[str, Any]:
     return {"restoreId": result.restore_id, "files": [f.path for f in result.files],
             "conflicts": list(result.conflicts), "insertions": result.insertions, "deletions": result.deletions,
-            "skippedLinks": result.skipped_links}
+            "skippedLinks": result.skipped_links, "merged": [f.path for f in result.files if f.action == "merge"]}
 
 
 __all__ = ["ENV_FLAG", "fork_before", "plan_view", "result_view", "NOT_ENABLED", "NO_CHECKPOINT", "SessionCheckpoints",
@@ -304,6 +305,11 @@ async def answer_window_rewind(session: Any, action: str, message_id: str | None
             return {}
         m = markers[0]
         return {"messageId": m.message_id, "files": m.files, "insertions": m.insertions, "deletions": m.deletions}
+    if action == "revert_change":  # the changes panel's Revert: {} when the store holds no snapshot of that call
+        if not tool_use_id or not paths:
+            raise ValueError("No change to revert")
+        reverted = await checkpoints.revert_change(tool_use_id, paths)
+        return {} if reverted is None else result_view(reverted)
     if not checkpoints.enabled:
         raise ValueError("File checkpointing is not enabled")
     if action == "plan":
@@ -324,11 +330,6 @@ async def answer_window_rewind(session: Any, action: str, message_id: str | None
         if not restore_id:
             raise ValueError("No restore to undo")
         return result_view(await checkpoints.undo(restore_id))
-    if action == "revert_change":  # the changes panel's Revert: {} when the store holds no snapshot of that call
-        if not tool_use_id or not paths:
-            raise ValueError("No change to revert")
-        reverted = await checkpoints.revert_change(tool_use_id, paths)
-        return {} if reverted is None else result_view(reverted)
     if action == "redo_change":  # the panel's Redo: the revert's restore undone, refused if the file moved since
         if not restore_id:
             raise ValueError("No revert to redo")
