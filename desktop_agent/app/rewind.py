@@ -2,15 +2,21 @@
 message, answered the way the ``rewind_files`` control request (SPEC App. D.4) and the window's "Rewind…" need them.
 
 ``SessionCheckpoints(cwd, enabled=…)`` owns the project's ``CheckpointStore`` for one session (opened on first use,
-off the event loop). ``before_turn(message_id)`` snapshots the folder just before a user message is answered (named by
-the message's ``uuid``); ``after_tool(name, tool_use_id)`` snapshots after a tool that may have written (the engine's
-``ToolCheckpoints`` seam). Every store operation runs on a worker thread (``util.threads.in_thread``); a failure of
+off the event loop). ``before_turn(message_id, wait=False)`` starts the snapshot of the folder just before a user
+message is answered (named by the message's ``uuid``) beside the turn's first model request; ``before_tool`` (the
+engine, before any tool call runs), the turn's end and every restore wait for it (``settle``).
+``after_tool(name, tool_use_id)`` snapshots after a tool that may have written (the engine's ``ToolCheckpoints``
+seam), naming the snapshot by the call when it changed something: the changes panel's Revert of that one change
+(``revert_change``) restores its file to the snapshot before the call, three-way over the one after it. Every store operation runs on a worker thread (``util.threads.in_thread``); a failure of
 the store is logged and never fails the turn or the tool call.
 
 ``rewind_files(message_id, dry_run)`` is the ``RewindFilesResult`` object (``canRewind``, ``error``,
 ``filesChanged`` as absolute paths, ``insertions``, ``deletions``, ``skippedLinks`` on a real rewind); ``plan`` /
-``restore`` / ``undo`` are the window's dry run, restore and "Undo restore". After a restore the model is told with
-the next prompt (``take_note``): which files went back to which message, and that it must read them again.
+``restore`` / ``undo`` are the window's dry run, restore and "Undo restore". A restore (and its undo) is a fact of
+the session: ``recorder`` (the session's ``record``) writes it to the transcript as a ``change-revert`` line with
+``action: restore`` (``restore_record``), and the next prompt tells the model which files went back to which message
+and that it must read them again (``session.changes``) — after a ``--resume`` too. Without a recorder the note waits
+in memory (``take_note``).
 ``markers()`` gives, per user message, the files and +/- lines the turn it started changed (the conversation's
 checkpoint markers).
 
@@ -20,6 +26,7 @@ TypeScript SDK's ``enableFileCheckpointing``) or our setting ``file_checkpointin
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -72,6 +79,7 @@ class SessionCheckpoints:
         # where a restore is recorded (the session's ``record``: the transcript and the note of the next prompt);
         # called on a worker thread
         self.recorder: Any = None
+        self._pending: asyncio.Future[Any] | None = None  # the turn's first snapshot, while it runs
 
     # ------------------------------------------------------------------ the store
 
@@ -95,12 +103,31 @@ class SessionCheckpoints:
 
     # ------------------------------------------------------------------ snapshots (the seams)
 
-    async def before_turn(self, message_id: str) -> None:
+    async def before_turn(self, message_id: str, *, wait: bool = True) -> None:
+        """The snapshot just before the user message ``message_id`` is answered. ``wait=False`` starts it and
+        returns: it runs beside the turn's first model request, and ``before_tool`` / ``settle`` wait for it (a
+        tool must not change the folder before it, a restore needs its ref)."""
         if not self.enabled:
             return
         self.order.append(message_id)
-        await self._run("snapshot before the turn",
-                        lambda: self.store().snapshot("turn", label=message_id, message_id=message_id))
+        task = asyncio.ensure_future(self._run(
+            "snapshot before the turn", lambda: self.store().snapshot("turn", label=message_id,
+                                                                      message_id=message_id)))
+        self._pending = task
+        if wait:
+            await self.settle()
+
+    async def settle(self) -> None:
+        """Wait for a snapshot ``before_turn`` started (its failure is logged by ``_run``); at once when none is."""
+        task = self._pending
+        if task is not None:
+            # shielded: a cancelled turn still leaves the snapshot whole, and the next wait sees it done
+            await asyncio.shield(task)
+            if self._pending is task:
+                self._pending = None
+
+    async def before_tool(self) -> None:
+        await self.settle()
 
     async def after_tool(self, tool_name: str, tool_use_id: str) -> None:
         if not self.enabled:
@@ -119,9 +146,11 @@ class SessionCheckpoints:
 
     async def plan(self, message_id: str) -> RestorePlan:
         """The dry run of a restore to just before ``message_id`` (raises ``CheckpointError``)."""
+        await self.settle()
         return await in_thread(lambda: self.store().plan(self._target(message_id)))
 
     async def restore(self, message_id: str) -> RestoreResult:
+        await self.settle()
         result: RestoreResult = await in_thread(lambda: self._restore_recorded(
             lambda store: store.restore(self._target(message_id)), "restored", message_id))
         return result
@@ -129,6 +158,8 @@ class SessionCheckpoints:
     async def undo(self, restore_id: str, *, strict: bool = False, told: bool = True) -> RestoreResult:
         """Undo restore ``restore_id``; ``told``: recorded for the model (a change's Redo is told by its own
         ``change-revert`` record instead)."""
+        await self.settle()
+
         def run(store: CheckpointStore) -> RestoreResult:
             return store.undo(restore_id, strict=strict)
 
@@ -146,6 +177,7 @@ class SessionCheckpoints:
         rels = [self._rel(p) for p in paths]
         if any(r is None for r in rels):  # outside the folder: the store does not hold it
             return None
+        await self.settle()
         return await in_thread(lambda: self.store().revert_change(tool_use_id, [str(r) for r in rels]))
 
     def _rel(self, path: str) -> str | None:
@@ -296,6 +328,7 @@ async def answer_window_rewind(session: Any, action: str, message_id: str | None
     from desktop_agent.util.threads import in_thread
 
     checkpoints: SessionCheckpoints = session.checkpoints
+    await checkpoints.settle()  # a turn's first snapshot, still running beside its model request
     if action == "marker":
         mid = message_id or session.last_prompt_uuid
         if not checkpoints.enabled or not mid:

@@ -231,7 +231,10 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         except ValidationError as exc:
             return _error(tool_use_id, tool.name, input_validation_error(tool.name, exc), "schema", tool, t0)
 
-    # 5. call, then a checkpoint of the folder when the tool may have changed it (a failed call too)
+    # 5. call (once the turn's first checkpoint, taken beside the model request, is done), then a checkpoint of
+    # the folder when the tool may have changed it (a failed call too)
+    if ctx.checkpoints is not None:
+        await ctx.checkpoints.before_tool()
     token = set_current_call(CallInfo(tool_use_id, decision.user_modified, decision))
     try:
         result = await tool.call(parsed, ctx)
