@@ -105,11 +105,24 @@ def _clean_env(extra: dict[str, str]) -> dict[str, str]:
     return git_safety_env(env)
 
 
-def _config_args() -> list[str]:
+def _config_args(split: bool = False) -> list[str]:
     out: list[str] = []
     for key, value in _CONFIG:
         out += ["-c", f"{key}={value}"]
+    if split:  # the later -c wins
+        out += ["-c", "core.splitIndex=true"]
     return out
+
+
+def _stat_cache(index: str | None) -> bool:
+    """``index`` is the snapshots' stat cache (``index``) or a snapshot's copy of it (``index.tmp.*``): a split
+    index (``core.splitIndex``), so that updating a few entries of a 20,000-file index writes a small file beside the
+    shared one (``store.git/sharedindex.<sha>``) instead of the whole index, twice a snapshot. Every other index of
+    ours (a plan's, a merge's) is whole."""
+    if index is None:
+        return False
+    name = os.path.basename(index)
+    return name == "index" or name.startswith("index.tmp.")
 
 
 class _Git:
@@ -126,7 +139,7 @@ class _Git:
 
     def run(self, *args: str, index: str | None = None, input: bytes | None = None, ok: tuple[int, ...] = (0,),
             cwd: str | None = None) -> bytes:
-        proc = subprocess.run(["git", *_config_args(), *args], env=self.env(index), input=input,
+        proc = subprocess.run(["git", *_config_args(_stat_cache(index)), *args], env=self.env(index), input=input,
                               capture_output=True, cwd=cwd or self.work_tree or self.git_dir)
         if proc.returncode not in ok:
             raise CheckpointError(f"git {args[0]} failed ({proc.returncode}): "
@@ -134,7 +147,8 @@ class _Git:
         return proc.stdout
 
     def start(self, *args: str, index: str | None = None) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(["git", *_config_args(), *args], env=self.env(index), stdout=subprocess.PIPE,
+        return subprocess.Popen(["git", *_config_args(_stat_cache(index)), *args], env=self.env(index),
+                                stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=self.work_tree or self.git_dir)
 
     def finish(self, proc: subprocess.Popen[bytes], what: str, ok: tuple[int, ...] = (0,)) -> bytes:
@@ -436,6 +450,18 @@ class CheckpointStore:
         return (before, after) if before else None
 
     def _snapshot(self, kind: str, label: str, move_tip: bool) -> Snapshot:
+        """One snapshot (the lock held); a stat cache git cannot read (its shared index lost, a torn file) is
+        dropped and the snapshot made from nothing (every file hashed once more: slower, the same result)."""
+        try:
+            return self._snapshot_once(kind, label, move_tip)
+        except CheckpointError as exc:
+            if not os.path.exists(self.index_path):
+                raise
+            log.warning("checkpoint stat cache unusable, rebuilt: %s", exc)
+            os.unlink(self.index_path)
+            return self._snapshot_once(kind, label, move_tip)
+
+    def _snapshot_once(self, kind: str, label: str, move_tip: bool) -> Snapshot:
         """One snapshot (the lock held). Three git processes when files changed (``diff-files``, ``update-index``,
         ``write-tree``; ``check-ignore`` too when names appeared), one when nothing did; the commit, its tree and ``meta.json`` are written as
         loose objects and the ref as a file by us (we hold the lock; the store packs no refs)."""

@@ -230,10 +230,16 @@ def test_the_persons_git_is_byte_identical_after_100_turns(repo):
     assert not any(line.startswith("refs/da") for line in git(repo, "for-each-ref").splitlines())
 
 
-def test_index_reader_matches_git(repo):
+def test_index_reader_matches_git(repo, tmp_path):
     store = CheckpointStore.open(repo)
     store.snapshot("turn")
-    entries = read_index(store.index_path)
+    # the stat cache is a split index (its entries in store.git/sharedindex.*): read as one whole index
+    whole = str(tmp_path / "whole-index")
+    env = {**os.environ, "GIT_DIR": store.git_dir, "GIT_INDEX_FILE": whole, "GIT_WORK_TREE": str(repo)}
+    assert list(Path(store.git_dir).glob("sharedindex.*")), "the stat cache is split"
+    Path(whole).write_bytes(Path(store.index_path).read_bytes())
+    subprocess.run(["git", "update-index", "--no-split-index"], env=env, check=True, capture_output=True)
+    entries = read_index(whole)
     out = subprocess.run(["git", "ls-files", "-s", "-z"], env={**os.environ, "GIT_DIR": store.git_dir,
                          "GIT_INDEX_FILE": store.index_path, "GIT_WORK_TREE": str(repo)}, capture_output=True,
                          check=True).stdout.decode().split("\0")
