@@ -129,12 +129,16 @@ class SessionCheckpoints:
     async def before_tool(self) -> None:
         await self.settle()
 
-    async def after_tool(self, tool_name: str, tool_use_id: str) -> None:
+    async def after_tool(self, tool_name: str, tool_use_id: str, paths: list[str] | None = None) -> None:
+        """The snapshot after a call that may have changed the folder; ``paths``: the files it wrote, when it names
+        them (Write, Edit): only those are looked at (``CheckpointStore.snapshot(only=…)``)."""
         if not self.enabled:
             return
+        rels = [self._rel(p) for p in paths] if paths else None
+        only = [str(r) for r in rels] if rels and all(r is not None for r in rels) else None
         await self._run(f"snapshot after {tool_name}",
                         lambda: self.store().snapshot("tool", label=f"{tool_name} {tool_use_id}",
-                                                      tool_use_id=tool_use_id))
+                                                      tool_use_id=tool_use_id, only=only))
 
     # ------------------------------------------------------------------ restores
 

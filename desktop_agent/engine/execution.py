@@ -359,10 +359,19 @@ async def _checkpoint_after(tool: Any, parsed: Any, ctx: ToolUseContext, tool_us
             return
     except Exception:
         pass
+    paths = None
+    if tool.name in _NAMED_WRITES:  # the file it wrote is in its input: only that file is looked at
+        path = getattr(parsed, "file_path", None) or getattr(parsed, "notebook_path", None)
+        if isinstance(path, str) and path:
+            paths = [path if os.path.isabs(path) else os.path.join(ctx.cwd, path)]
     try:
-        await checkpoints.after_tool(tool.name, tool_use_id)
+        await checkpoints.after_tool(tool.name, tool_use_id, paths)
     except Exception:  # the seam logs its own failures; this is a last guard
         pass
+
+
+# built-in tools that write exactly the one file their input names (an MCP tool of the same name is not built in)
+_NAMED_WRITES = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
 
 def _append_text(content: Any, text: str) -> Any:

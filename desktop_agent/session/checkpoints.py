@@ -422,21 +422,30 @@ class CheckpointStore:
     # ------------------------------------------------------------------ snapshots
 
     def snapshot(self, kind: Kind = "manual", *, label: str = "", message_id: str | None = None,
-                 move_tip: bool = True, tool_use_id: str | None = None) -> Snapshot:
+                 move_tip: bool = True, tool_use_id: str | None = None, only: list[str] | None = None) -> Snapshot:
         """Snapshot the folder (see the module docstring); ``message_id`` also names it as that message's
         checkpoint. A folder unchanged since the tip adds no tree or commit. ``tool_use_id`` (after a tool call
         that changed the folder) names the new snapshot ``refs/da/tool/<id>``: its parent is the state just before
-        that call, so one change can be reverted on its own (``revert_change``)."""
+        that call, so one change can be reverted on its own (``revert_change``). ``only`` (relative paths): the
+        call wrote just these (Write, Edit): the snapshot is the last one with them brought up to date, without a
+        look at the rest of the folder (no ``diff-files``, no folder scan; what else changed is taken by the next
+        whole snapshot); a path that cannot be taken so (behind a link, an ignore file) means a whole snapshot."""
         if message_id is not None and not _safe_ref_part(message_id):
             raise CheckpointError(f"not a usable message id: {message_id!r}")
         with self._locked():
             self._recover()
-            snap = self._snapshot(kind, label, move_tip)
+            snap = self._snapshot(kind, label, move_tip, only)
             if message_id is not None:
                 self._write_ref(f"refs/da/msg/{message_id}", snap.commit)
             if tool_use_id is not None and snap.changed and _safe_ref_part(tool_use_id):
                 self._write_ref(f"refs/da/tool/{tool_use_id}", snap.commit)
             return snap
+
+    def _targetable(self, rel: str) -> bool:
+        """A path a snapshot of it alone can take: inside the folder through real folders only, not git's or ours,
+        not an ignore file (a changed one can change what is ignored anywhere)."""
+        return self._safe_path(rel) and os.path.basename(rel) != ".gitignore" \
+            and "/.git/" not in f"/{rel}/" and not rel.startswith(STAGING_PREFIX)
 
     def change_commits(self, tool_use_id: str) -> tuple[str, str] | None:
         """The snapshots just before and just after the tool call ``tool_use_id`` changed the folder, or None."""
@@ -449,9 +458,18 @@ class CheckpointStore:
             before = self.git.run("rev-parse", "-q", "--verify", f"{after}^1^{{commit}}", ok=(0, 1)).decode().strip()
         return (before, after) if before else None
 
-    def _snapshot(self, kind: str, label: str, move_tip: bool) -> Snapshot:
+    def _snapshot(self, kind: str, label: str, move_tip: bool, only: list[str] | None = None) -> Snapshot:
         """One snapshot (the lock held); a stat cache git cannot read (its shared index lost, a torn file) is
-        dropped and the snapshot made from nothing (every file hashed once more: slower, the same result)."""
+        dropped and the snapshot made from nothing (every file hashed once more: slower, the same result).
+        ``only``: the paths a call wrote (see ``snapshot``)."""
+        if only is not None:
+            if not only or not all(self._targetable(p) for p in only):
+                only = None
+            else:
+                try:
+                    return self._snapshot_once(kind, label, move_tip, only)
+                except CheckpointError as exc:  # the whole look then
+                    log.info("checkpoint of %s alone failed (%s): the whole folder instead", only, exc)
         try:
             return self._snapshot_once(kind, label, move_tip)
         except CheckpointError as exc:
@@ -461,7 +479,7 @@ class CheckpointStore:
             os.unlink(self.index_path)
             return self._snapshot_once(kind, label, move_tip)
 
-    def _snapshot_once(self, kind: str, label: str, move_tip: bool) -> Snapshot:
+    def _snapshot_once(self, kind: str, label: str, move_tip: bool, only: list[str] | None = None) -> Snapshot:
         """One snapshot (the lock held). Three git processes when files changed (``diff-files``, ``update-index``,
         ``write-tree``; ``check-ignore`` too when names appeared), one when nothing did; the commit, its tree and ``meta.json`` are written as
         loose objects and the ref as a file by us (we hold the lock; the store packs no refs)."""
@@ -477,41 +495,52 @@ class CheckpointStore:
         self._pending_dirs = None
         try:
             released = self._sync_excludes()
-            dirty_proc = None
-            if not fresh:
-                shutil.copy2(self.index_path, tmp_index)  # its mtime kept: git's racy-clean check depends on it
-                # tracked files' stat (git, lstat of every entry) beside the look at the folders (us, one lstat a
-                # folder; only those whose ctime moved are listed again)
-                dirty_proc = self.git.start("diff-files", "--name-only", "-z", index=tmp_index)
-            try:
-                new_files: list[str] | None = None
-                dc = None if fresh else self._load_dirs()
-                if dc is not None:
-                    new_files = self._scan_dirs(dc, tmp_index)
-                full = new_files is None
-                if full:  # no usable folder cache: a full walk (ours before git's: see _scan_dirs)
-                    dc = self._rebuild_dirs(tmp_index)
-                    new_files = [] if fresh else self._walk_untracked(tmp_index)
-            finally:
-                dirty = self.git.finish(dirty_proc, "diff-files", ok=(0, 1)) if dirty_proc is not None else b""
-            changed = {p for p in dirty.decode("utf-8", "surrogateescape").split("\0") if p}
-            if not full and any(p == ".gitignore" or p.endswith("/.gitignore") for p in changed):
-                # an ignore file changed: what is ignored may have changed anywhere
-                dc = self._rebuild_dirs(tmp_index)
-                new_files = self._walk_untracked(tmp_index)
-            assert dc is not None and new_files is not None
-            self._pending_dirs = dc
-            if fresh:
-                if tip is not None:
-                    self.git.run("read-tree", f"{tip}:w", index=tmp_index)
-                self.git.run("add", "-A", "--ignore-errors", "--", ".", index=tmp_index, ok=(0, 1))
-                listed = self.git.run("ls-files", "-z", index=tmp_index)
-                changed = {p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p}
+            targeted = only is not None and not fresh
+            if targeted:
+                # a call that names what it wrote (Write, Edit): only those paths are looked at; what else changed
+                # (the person's edits meanwhile) is seen by the next whole snapshot, their stat being unlike the cache's
+                assert only is not None
+                shutil.copy2(self.index_path, tmp_index)
+                ignored = self._ignored(only, tmp_index)
+                changed = {p for p in only if p not in ignored or self._included(p)} | set(released)
+                empty_dirs = sorted(d for d in prev_meta.get("emptyDirs") or []
+                                    if not any(p.startswith(d + "/") for p in changed))
             else:
-                changed |= set(new_files)
-                changed |= set(released)
-            empty_dirs = sorted(rel for rel, entry in dc["dirs"].items() if rel and not entry[3])
-            if self.include:  # ignored files the settings list: added by name
+                dirty_proc = None
+                if not fresh:
+                    shutil.copy2(self.index_path, tmp_index)  # its mtime kept: git's racy-clean check depends on it
+                    # tracked files' stat (git, lstat of every entry) beside the look at the folders (us, one lstat a
+                    # folder; only those whose ctime moved are listed again)
+                    dirty_proc = self.git.start("diff-files", "--name-only", "-z", index=tmp_index)
+                try:
+                    new_files: list[str] | None = None
+                    dc = None if fresh else self._load_dirs()
+                    if dc is not None:
+                        new_files = self._scan_dirs(dc, tmp_index)
+                    full = new_files is None
+                    if full:  # no usable folder cache: a full walk (ours before git's: see _scan_dirs)
+                        dc = self._rebuild_dirs(tmp_index)
+                        new_files = [] if fresh else self._walk_untracked(tmp_index)
+                finally:
+                    dirty = self.git.finish(dirty_proc, "diff-files", ok=(0, 1)) if dirty_proc is not None else b""
+                changed = {p for p in dirty.decode("utf-8", "surrogateescape").split("\0") if p}
+                if not full and any(p == ".gitignore" or p.endswith("/.gitignore") for p in changed):
+                    # an ignore file changed: what is ignored may have changed anywhere
+                    dc = self._rebuild_dirs(tmp_index)
+                    new_files = self._walk_untracked(tmp_index)
+                assert dc is not None and new_files is not None
+                self._pending_dirs = dc
+                if fresh:
+                    if tip is not None:
+                        self.git.run("read-tree", f"{tip}:w", index=tmp_index)
+                    self.git.run("add", "-A", "--ignore-errors", "--", ".", index=tmp_index, ok=(0, 1))
+                    listed = self.git.run("ls-files", "-z", index=tmp_index)
+                    changed = {p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p}
+                else:
+                    changed |= set(new_files)
+                    changed |= set(released)
+                empty_dirs = sorted(rel for rel, entry in dc["dirs"].items() if rel and not entry[3])
+            if self.include and not targeted:  # ignored files the settings list: added by name
                 specs = [f":(glob){p}" for p in self.include]
                 raw = self.git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *specs,
                                    index=tmp_index)
@@ -1004,9 +1033,15 @@ class CheckpointStore:
         meta_a, meta_t, meta_w = self._meta(base), self._meta(target), self._meta(current)
         plan._meta = {"target": meta_t, "base": meta_a, "current": meta_w}
         plan._entries = result
-        # the tree the folder would hold, for the counts
-        plan.result_tree = self._result_tree(current, result)
-        counts = _numstat(self.git, f"{current}:w", plan.result_tree)
+        # the +/- counts: the changed paths as they are now against what they would hold, as two small trees
+        # (building the whole result tree meant reading every entry of the folder into an index)
+        now = {p: (a_w[p][1] if p in a_w else a_t[p][0]) for p in result}
+        pair = self._pair_trees(now, result)
+        if pair is None:
+            plan.result_tree = self._result_tree(current, result)
+            counts = _numstat(self.git, f"{current}:w", plan.result_tree)
+        else:
+            counts = _numstat(self.git, *pair)
         actions: dict[str, FilePlan] = {}
         for path, entry in sorted(result.items()):
             w_has = path in a_w and a_w[path][1] is not None or (path not in a_w and a_t[path][0] is not None)
@@ -1073,6 +1108,35 @@ class CheckpointStore:
             return None
         sha = self.git.text("hash-object", "-w", "--stdin", input=proc.stdout)
         return (w[0], sha)
+
+    def _pair_trees(self, now: dict[str, tuple[str, str] | None],
+                    then: dict[str, tuple[str, str] | None]) -> tuple[str, str] | None:
+        """Two trees holding only the given paths (as loose tree objects of the store), or None when the paths do
+        not make a tree (a path both a file and a folder's prefix in one of them)."""
+        def build(entries: dict[str, tuple[str, str] | None]) -> str | None:
+            root: dict[str, Any] = {}
+            for path, entry in entries.items():
+                if entry is None:
+                    continue
+                node = root
+                parts = path.split("/")
+                for part in parts[:-1]:
+                    node = node.setdefault(part, {})
+                    if not isinstance(node, dict):
+                        return None
+                if parts[-1] in node:
+                    return None
+                node[parts[-1]] = entry
+
+            def write(node: dict[str, Any]) -> str:
+                items = [("40000", name, write(v)) if isinstance(v, dict) else (v[0].lstrip("0") or "0", name, v[1])
+                         for name, v in node.items()]
+                return self._write_object("tree", _tree_bytes(items))
+
+            return write(root)
+
+        a, b = build(now), build(then)
+        return None if a is None or b is None else (a, b)
 
     def _result_tree(self, current: str, result: dict[str, tuple[str, str] | None]) -> str:
         idx = os.path.join(str(self.root), f"index.plan.{os.getpid()}.{threading.get_ident()}")

@@ -474,3 +474,32 @@ def test_a_change_revert_undone_is_byte_identical_and_strict(repo):
     refused = store.undo(again.restore_id, strict=True)
     assert refused.conflicts == ["src/app.py"] and not refused.files
     assert (repo / "src" / "app.py").read_text() == "print('person')\n"
+
+
+def test_a_snapshot_of_the_written_file_alone(repo):
+    """After a Write or an Edit only the file it names is looked at: the snapshot holds that change, not the person's
+    edit made meanwhile (taken by the next whole snapshot), and an ignored or link-reached path means a whole look."""
+    (repo / ".gitignore").write_text("build/\n")
+    store = CheckpointStore.open(repo)
+    first = store.snapshot("turn", message_id="m1")
+    (repo / "src" / "app.py").write_text("agent\n")
+    (repo / "docs" / "a.md").write_text("the person, meanwhile\n")
+    (repo / "fresh").mkdir()
+    (repo / "fresh" / "new.txt").write_text("new\n")
+    one = store.snapshot("tool", tool_use_id="toolu_w", only=["src/app.py"])
+    assert one.changed
+    assert store.diff_stats(first.commit, one.commit)[0] == ["src/app.py"], "only the written file"
+    created = store.snapshot("tool", tool_use_id="toolu_n", only=["fresh/new.txt"])
+    assert store.diff_stats(one.commit, created.commit)[0] == ["fresh/new.txt"]
+    whole = store.snapshot("tool")
+    assert store.diff_stats(created.commit, whole.commit)[0] == ["docs/a.md"], "the next whole look takes the rest"
+    # the per-change revert of the written file is exactly that change
+    assert store.change_commits("toolu_w") == (first.commit, one.commit)
+    (repo / "build").mkdir()
+    (repo / "build" / "out.bin").write_text("ignored\n")
+    assert not store.snapshot("tool", only=["build/out.bin"]).changed, "an ignored file stays out"
+    os.symlink("src", repo / "via-link")
+    (repo / "src" / "util.py").write_text("through a link\n")
+    through = store.snapshot("tool", only=["via-link/util.py"])
+    assert store.diff_stats(whole.commit, through.commit)[0] == ["src/util.py", "via-link"], "a whole look instead"
+    store.undo(store.restore("refs/da/msg/m1").restore_id)
