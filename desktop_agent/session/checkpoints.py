@@ -12,8 +12,9 @@ already committed are not copied (read only: git never writes into an alternate)
 written: not their index, refs, config, hooks, stash or worktrees (every git command runs with ``GIT_DIR`` set to
 ours, ``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``, ``util.git_env`` overrides, ``core.hooksPath=/dev/null``).
 
-**A snapshot** copies our ``index`` (with its mtime: git's racy-clean check reads it) to a temporary
-``GIT_INDEX_FILE``; git lists which tracked files' stat changed (``diff-files``) while we look at the folders
+**A snapshot** copies our ``index`` (a split index, ``core.splitIndex``: its entries in ``store.git/sharedindex.*``, so
+a snapshot writes a small file rather than every entry; with its mtime: git's racy-clean check reads it) to a
+temporary ``GIT_INDEX_FILE``; git lists which tracked files' stat changed (``diff-files``) while we look at the folders
 through ``dirs.json``, our folder cache (each non-ignored folder's ctime, mtime, inode and names): one lstat a
 folder, and only a folder whose stat moved (or that was listed within ``DIR_RACY_NS`` of a look) is listed again;
 a name new in it is asked about with ``check-ignore`` (the folder's ``.gitignore`` files, the person's
@@ -31,6 +32,13 @@ stat cache reflects: a snapshot that changed nothing adds no tree. Every 40 new 
 (local objects only). Refs: ``refs/da/tip`` (the last state seen at a seam or left by a restore),
 ``refs/da/msg/<uuid>`` (the state just before that user message), ``refs/da/restore/<id>`` (the state just before a
 restore: what "Undo restore" goes back to), ``refs/da/probe/<sha>`` (a dry run's look at the folder).
+
+**After a Write or an Edit** (``snapshot(only=[path])``) only that file is looked at: the last snapshot with it brought
+up to date, named ``refs/da/tool/<tool_use_id>`` like every call's snapshot that changed something (its parent is the
+state just before the call); the person's edits meanwhile are taken by the next whole snapshot (their stat is unlike
+the cache's). **One change's revert** (``revert_change``, the changes panel's Revert) is a restore of that call's
+paths only, to the snapshot before it, three-way over the one after it; undoing it (the panel's Redo) is that
+restore undone on the same paths (``strict``: refused where the file moved since).
 
 **A restore** to commit T is three-way with base A = the tip (what the agent left) and ours W = a fresh snapshot of
 the folder now: a path the person did not touch since A takes T's version; a path only the person changed keeps
