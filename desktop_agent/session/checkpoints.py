@@ -28,8 +28,8 @@ unless ``include`` lists them (remembered in ``large.json`` so they are not hash
 ``w/`` (the folder) plus ``meta.json`` (what git trees cannot hold: empty folders, hard-link groups, permission bits
 other than git's two, the large files left out); the commit, that tree and ``meta.json`` are written as loose
 objects by us, the ref as a file (we hold the lock; no ref is ever packed). ``last.json`` names the snapshot our
-stat cache reflects: a snapshot that changed nothing adds no tree. Every 40 new commits the store is repacked
-(local objects only). Refs: ``refs/da/tip`` (the last state seen at a seam or left by a restore),
+stat cache reflects: a snapshot that changed nothing adds no tree. Every 40 new commits the store is repacked (by the
+snapshot before a prompt: off the turn's path; local objects only). Refs: ``refs/da/tip`` (the last state seen at a seam or left by a restore),
 ``refs/da/msg/<uuid>`` (the state just before that user message), ``refs/da/restore/<id>`` (the state just before a
 restore: what "Undo restore" goes back to), ``refs/da/probe/<sha>`` (a dry run's look at the folder).
 
@@ -493,6 +493,7 @@ class CheckpointStore:
         loose objects and the ref as a file by us (we hold the lock; the store packs no refs)."""
         t0 = time.perf_counter()
         started = time.time()
+        self._kind = kind
         tip = self._ref(TIP)
         # the snapshot our stat cache reflects (the tip, or a dry run's or a restore's since)
         last, last_top, prev_meta = self._last()
@@ -596,7 +597,9 @@ class CheckpointStore:
         if move_tip and tip != commit:
             self._write_ref(TIP, commit)
         unpacked = self._unpacked + (1 if changed else 0)
-        if unpacked >= PACK_EVERY:  # loose objects into one pack (local only: the person's objects stay theirs)
+        # loose objects into one pack (local only: the person's objects stay theirs), at the snapshot before a
+        # prompt (it runs beside the model request, off the turn's path) unless far too many wait
+        if unpacked >= PACK_EVERY and (self._kind == "turn" or unpacked >= 4 * PACK_EVERY):
             try:
                 self.git.run("repack", "-d", "-l", "-q")
                 unpacked = 0
@@ -610,6 +613,7 @@ class CheckpointStore:
         return Snapshot(commit, "", changed, (time.perf_counter() - t0) * 1000)
 
     _unpacked = 0
+    _kind = ""
     _pending_dirs: dict[str, Any] | None = None
     _dirs_edited = False
     _excludes_key = ""
