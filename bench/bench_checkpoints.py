@@ -158,15 +158,17 @@ def main() -> None:
             with open(f, "a") as fh:
                 fh.write("edited\n")
         store.snapshot("tool")
-        t = time.perf_counter()
+        c, t = _cpu(), time.perf_counter()
         r = store.restore("refs/da/msg/r1")
         restore_edited = time.perf_counter() - t
+        restore_cpu = _cpu() - c
         assert len(r.files) == 500, len(r.files)
         t = time.perf_counter()
         store.undo(r.restore_id)
         undo = time.perf_counter() - t
         print(f"restore: 500 created files removed {restore_created * 1000:.0f} ms, 500 edited files put back "
-              f"{restore_edited * 1000:.0f} ms, undo {undo * 1000:.0f} ms")
+              f"{restore_edited * 1000:.0f} ms (CPU {restore_cpu * 1000:.0f} ms), undo {undo * 1000:.0f} ms; "
+              f"load {os.getloadavg()[0]:.1f}")
 
         report([
             result("checkpoint snapshot p95 (20k files, 200 MB ignored)", [p95], unit="ms", scale=1000, target=150),
