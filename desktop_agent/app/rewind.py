@@ -2,15 +2,21 @@
 message, answered the way the ``rewind_files`` control request (SPEC App. D.4) and the window's "Rewind…" need them.
 
 ``SessionCheckpoints(cwd, enabled=…)`` owns the project's ``CheckpointStore`` for one session (opened on first use,
-off the event loop). ``before_turn(message_id)`` snapshots the folder just before a user message is answered (named by
-the message's ``uuid``); ``after_tool(name, tool_use_id)`` snapshots after a tool that may have written (the engine's
-``ToolCheckpoints`` seam). Every store operation runs on a worker thread (``util.threads.in_thread``); a failure of
+off the event loop). ``before_turn(message_id, wait=False)`` starts the snapshot of the folder just before a user
+message is answered (named by the message's ``uuid``) beside the turn's first model request; ``before_tool`` (the
+engine, before any tool call runs), the turn's end and every restore wait for it (``settle``).
+``after_tool(name, tool_use_id)`` snapshots after a tool that may have written (the engine's ``ToolCheckpoints``
+seam), naming the snapshot by the call when it changed something: the changes panel's Revert of that one change
+(``revert_change``) restores its file to the snapshot before the call, three-way over the one after it. Every store operation runs on a worker thread (``util.threads.in_thread``); a failure of
 the store is logged and never fails the turn or the tool call.
 
 ``rewind_files(message_id, dry_run)`` is the ``RewindFilesResult`` object (``canRewind``, ``error``,
 ``filesChanged`` as absolute paths, ``insertions``, ``deletions``, ``skippedLinks`` on a real rewind); ``plan`` /
-``restore`` / ``undo`` are the window's dry run, restore and "Undo restore". After a restore the model is told with
-the next prompt (``take_note``): which files went back to which message, and that it must read them again.
+``restore`` / ``undo`` are the window's dry run, restore and "Undo restore". A restore (and its undo) is a fact of
+the session: ``recorder`` (the session's ``record``) writes it to the transcript as a ``change-revert`` line with
+``action: restore`` (``restore_record``), and the next prompt tells the model which files went back to which message
+and that it must read them again (``session.changes``) — after a ``--resume`` too. Without a recorder the note waits
+in memory (``take_note``).
 ``markers()`` gives, per user message, the files and +/- lines the turn it started changed (the conversation's
 checkpoint markers).
 
@@ -20,6 +26,7 @@ TypeScript SDK's ``enableFileCheckpointing``) or our setting ``file_checkpointin
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -69,6 +76,10 @@ class SessionCheckpoints:
         self._notes_lock = threading.Lock()
         self.last_error: str | None = None
         self.order: list[str] = []  # the user message ids checkpointed in this session, in order
+        # where a restore is recorded (the session's ``record``: the transcript and the note of the next prompt);
+        # called on a worker thread
+        self.recorder: Any = None
+        self._pending: asyncio.Future[Any] | None = None  # the turn's first snapshot, while it runs
 
     # ------------------------------------------------------------------ the store
 
@@ -92,18 +103,42 @@ class SessionCheckpoints:
 
     # ------------------------------------------------------------------ snapshots (the seams)
 
-    async def before_turn(self, message_id: str) -> None:
+    async def before_turn(self, message_id: str, *, wait: bool = True) -> None:
+        """The snapshot just before the user message ``message_id`` is answered. ``wait=False`` starts it and
+        returns: it runs beside the turn's first model request, and ``before_tool`` / ``settle`` wait for it (a
+        tool must not change the folder before it, a restore needs its ref)."""
         if not self.enabled:
             return
         self.order.append(message_id)
-        await self._run("snapshot before the turn",
-                        lambda: self.store().snapshot("turn", label=message_id, message_id=message_id))
+        task = asyncio.ensure_future(self._run(
+            "snapshot before the turn", lambda: self.store().snapshot("turn", label=message_id,
+                                                                      message_id=message_id)))
+        self._pending = task
+        if wait:
+            await self.settle()
 
-    async def after_tool(self, tool_name: str, tool_use_id: str) -> None:
+    async def settle(self) -> None:
+        """Wait for a snapshot ``before_turn`` started (its failure is logged by ``_run``); at once when none is."""
+        task = self._pending
+        if task is not None:
+            # shielded: a cancelled turn still leaves the snapshot whole, and the next wait sees it done
+            await asyncio.shield(task)
+            if self._pending is task:
+                self._pending = None
+
+    async def before_tool(self) -> None:
+        await self.settle()
+
+    async def after_tool(self, tool_name: str, tool_use_id: str, paths: list[str] | None = None) -> None:
+        """The snapshot after a call that may have changed the folder; ``paths``: the files it wrote, when it names
+        them (Write, Edit): only those are looked at (``CheckpointStore.snapshot(only=…)``)."""
         if not self.enabled:
             return
+        rels = [self._rel(p) for p in paths] if paths else None
+        only = [str(r) for r in rels] if rels and all(r is not None for r in rels) else None
         await self._run(f"snapshot after {tool_name}",
-                        lambda: self.store().snapshot("tool", label=f"{tool_name} {tool_use_id}"))
+                        lambda: self.store().snapshot("tool", label=f"{tool_name} {tool_use_id}",
+                                                      tool_use_id=tool_use_id, only=only))
 
     # ------------------------------------------------------------------ restores
 
@@ -115,32 +150,72 @@ class SessionCheckpoints:
 
     async def plan(self, message_id: str) -> RestorePlan:
         """The dry run of a restore to just before ``message_id`` (raises ``CheckpointError``)."""
+        await self.settle()
         return await in_thread(lambda: self.store().plan(self._target(message_id)))
 
     async def restore(self, message_id: str) -> RestoreResult:
-        result: RestoreResult = await in_thread(lambda: self.store().restore(self._target(message_id)))
-        self._note_restore(result, f"the state just before user message {message_id}")
+        await self.settle()
+        result: RestoreResult = await in_thread(lambda: self._restore_recorded(
+            lambda store: store.restore(self._target(message_id)), "restored", message_id))
         return result
 
-    async def undo(self, restore_id: str) -> RestoreResult:
-        result: RestoreResult = await in_thread(lambda: self.store().undo(restore_id))
-        self._note_restore(result, "the state just before the previous restore (the user undid it)")
-        return result
+    async def undo(self, restore_id: str, *, strict: bool = False, told: bool = True) -> RestoreResult:
+        """Undo restore ``restore_id``; ``told``: recorded for the model (a change's Redo is told by its own
+        ``change-revert`` record instead)."""
+        await self.settle()
 
-    def _note_restore(self, result: RestoreResult, what: str) -> None:
+        def run(store: CheckpointStore) -> RestoreResult:
+            return store.undo(restore_id, strict=strict)
+
+        if not told:
+            return await in_thread(lambda: run(self.store()))
+        return await in_thread(lambda: self._restore_recorded(run, "undone", None))
+
+    async def revert_change(self, tool_use_id: str, paths: list[str]) -> RestoreResult | None:
+        """The changes panel's Revert of one change through the restore (``CheckpointStore.revert_change``):
+        its paths (absolute or relative to the folder) back to before that call. None: no snapshot of that call
+        (checkpointing off, a call from before the store knew it, a path outside the folder). Told by the panel's
+        own record."""
+        if not self.enabled:
+            return None
+        rels = [self._rel(p) for p in paths]
+        if any(r is None for r in rels):  # outside the folder: the store does not hold it
+            return None
+        await self.settle()
+        return await in_thread(lambda: self.store().revert_change(tool_use_id, [str(r) for r in rels]))
+
+    def _rel(self, path: str) -> str | None:
+        full = os.path.normpath(path if os.path.isabs(path) else os.path.join(self.cwd, path))
+        real_cwd = os.path.realpath(self.cwd)
+        for root in {self.cwd, real_cwd}:
+            rel = os.path.relpath(full, root)
+            if not rel.startswith("..") and rel != ".":
+                return rel.replace(os.sep, "/")
+        return None
+
+    def _restore_recorded(self, run: Any, outcome: str, message_id: str | None) -> RestoreResult:
+        """A restore (worker thread) and, once it wrote something, its record: the transcript's ``change-revert``
+        line (``action: restore``, ``session.changes``) through ``recorder``, so the model is told with the next
+        prompt, after a resume too; without a recorder the note waits in memory (``take_note``)."""
+        result: RestoreResult = run(self.store())
         if not result.files:
-            return
-        shown = [f.path for f in result.files[:50]]
-        more = f" and {len(result.files) - 50} more" if len(result.files) > 50 else ""
-        text = (f"The user restored files in the working directory to {what}: {', '.join(shown)}{more}. "
-                "Do not rely on what you remember of these files; read them again before you edit them.")
-        if result.conflicts:
-            text += f" Left as the user had them (they changed them since): {', '.join(result.conflicts[:50])}."
+            return result
+        record = restore_record(result, outcome, message_id, self.cwd)
+        recorder = self.recorder
+        if recorder is not None:
+            try:
+                recorder(record)
+                return result
+            except Exception as exc:  # the files are restored either way; the note still goes with the next prompt
+                log.warning("could not record the restore: %s", exc)
+        from desktop_agent.session.changes import describe
+
         with self._notes_lock:
-            self._notes.append(text)
+            self._notes.append(describe(record, self.cwd))
+        return result
 
     def take_note(self) -> str | None:
-        """The note of the restores made since the last prompt (the next user message starts with it), once."""
+        """The note of the restores no recorder took (the next user message starts with it), once."""
         with self._notes_lock:
             notes, self._notes = self._notes, []
         return "\n".join(notes) if notes else None
@@ -162,7 +237,7 @@ class SessionCheckpoints:
             return {"canRewind": False, "error": f"Could not restore the files: {exc}"}
         return {"canRewind": True, "filesChanged": [self._abs(f.path) for f in result.files],
                 "insertions": result.insertions, "deletions": result.deletions,
-                "skippedLinks": result.skipped_links}
+                "skippedLinks": result.skipped_links, "merged": [f.path for f in result.files if f.action == "merge"]}
 
     def _abs(self, rel: str) -> str:
         return os.path.join(self.cwd, *rel.split("/"))
@@ -184,6 +259,17 @@ class SessionCheckpoints:
             files, ins, dels = store.diff_stats(c, nxt)
             out.append(TurnMarker(m, files, ins, dels))
         return out
+
+
+def restore_record(result: RestoreResult, outcome: str, message_id: str | None, cwd: str) -> dict[str, Any]:
+    """The transcript's record of a restore (``restored``: to just before ``message_id``) or of its undo
+    (``undone``): a ``change-revert`` line with ``action: restore`` (``session.changes.describe`` words it)."""
+    from desktop_agent.core.messages import change_record_entry
+
+    return change_record_entry("restore", outcome=outcome, toolUseId=result.restore_id, filePath=cwd,
+                               added=result.insertions, removed=result.deletions, restoreId=result.restore_id,
+                               messageId=message_id, files=[f.path for f in result.files],
+                               conflicts=list(result.conflicts), skippedLinks=result.skipped_links)
 
 
 def fork_before(transcript_path: str, cwd: str, message_id: str) -> str:
@@ -231,19 +317,22 @@ def plan_view(plan: RestorePlan) -> dict[str, Any]:
 def result_view(result: RestoreResult) -> dict[str, Any]:
     return {"restoreId": result.restore_id, "files": [f.path for f in result.files],
             "conflicts": list(result.conflicts), "insertions": result.insertions, "deletions": result.deletions,
-            "skippedLinks": result.skipped_links}
+            "skippedLinks": result.skipped_links, "merged": [f.path for f in result.files if f.action == "merge"]}
 
 
-__all__ = ["ENV_FLAG", "fork_before", "plan_view", "result_view", "NOT_ENABLED", "NO_CHECKPOINT", "SessionCheckpoints", "TurnMarker", "checkpointing_enabled"]
+__all__ = ["ENV_FLAG", "fork_before", "plan_view", "result_view", "NOT_ENABLED", "NO_CHECKPOINT", "SessionCheckpoints",
+           "TurnMarker", "checkpointing_enabled", "restore_record"]
 
 
 async def answer_window_rewind(session: Any, action: str, message_id: str | None, restore_id: str | None,
-                               files: bool, conversation: bool) -> dict[str, Any]:
+                               files: bool, conversation: bool, tool_use_id: str | None = None,
+                               paths: list[str] | None = None) -> dict[str, Any]:
     """The host's answer to ``desktop_agent_rewind`` (the window's Rewind over any transport): plain data only.
     Raises ``ValueError`` with the refusal (the host answers it as an error ``control_response``)."""
     from desktop_agent.util.threads import in_thread
 
     checkpoints: SessionCheckpoints = session.checkpoints
+    await checkpoints.settle()  # a turn's first snapshot, still running beside its model request
     if action == "marker":
         mid = message_id or session.last_prompt_uuid
         if not checkpoints.enabled or not mid:
@@ -253,6 +342,11 @@ async def answer_window_rewind(session: Any, action: str, message_id: str | None
             return {}
         m = markers[0]
         return {"messageId": m.message_id, "files": m.files, "insertions": m.insertions, "deletions": m.deletions}
+    if action == "revert_change":  # the changes panel's Revert: {} when the store holds no snapshot of that call
+        if not tool_use_id or not paths:
+            raise ValueError("No change to revert")
+        reverted = await checkpoints.revert_change(tool_use_id, paths)
+        return {} if reverted is None else result_view(reverted)
     if not checkpoints.enabled:
         raise ValueError("File checkpointing is not enabled")
     if action == "plan":
@@ -273,4 +367,8 @@ async def answer_window_rewind(session: Any, action: str, message_id: str | None
         if not restore_id:
             raise ValueError("No restore to undo")
         return result_view(await checkpoints.undo(restore_id))
+    if action == "redo_change":  # the panel's Redo: the revert's restore undone, refused if the file moved since
+        if not restore_id:
+            raise ValueError("No revert to redo")
+        return result_view(await checkpoints.undo(restore_id, strict=True, told=False))
     raise ValueError(f"Unknown rewind action: {action}")

@@ -219,6 +219,7 @@ class AgentSession:
             include=tuple(self.settings.checkpoint_include))
         if self.checkpoints.enabled:
             self.ctx.checkpoints = self.checkpoints
+            self.checkpoints.recorder = self.record  # a restore is a transcript fact, told after a resume too
 
         # 5. model
         self._prompt_args = (list(pc.working_dirs), system_prompt, append_system_prompt)
@@ -441,8 +442,9 @@ class AgentSession:
                 entry_extra.pop("uuid", None)  # a host's id is kept only when it can name a checkpoint
             entry = user_entry(expansion.shown if expansion.shown is not None else prompt, **entry_extra)
             self.last_prompt_uuid = entry["uuid"]
-            # the folder as it is before this message is answered: what "Rewind to here" goes back to
-            await self.checkpoints.before_turn(entry["uuid"])
+            # the folder as it is before this message is answered: what "Rewind to here" goes back to; taken beside
+            # the first model request (the engine waits for it before any tool runs, and the turn's end for it)
+            await self.checkpoints.before_turn(entry["uuid"], wait=False)
             self.messages.append(entry)
             try:
                 self.record(entry)
@@ -460,6 +462,7 @@ class AgentSession:
             async for event in self._run_query(t0):
                 yield event
         finally:
+            await self.checkpoints.settle()  # the turn's first snapshot is whole before the next can start
             self._running = False
             self._turn_abort = None
             self._persist_permission_state()

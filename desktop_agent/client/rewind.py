@@ -33,3 +33,12 @@ class Rewindable:
 
     async def undo_restore(self, restore_id: str) -> dict[str, Any]:
         return await self.handle.request(RewindRequest(action="undo", restore_id=restore_id))
+
+    async def revert_change(self, tool_use_id: str, paths: list[str]) -> dict[str, Any]:
+        """The changes panel's Revert through the restore: the result (``restoreId``, ``files``, ``conflicts``,
+        ``skippedLinks``), or ``{}`` when the session's store holds no snapshot of that call."""
+        return await self.handle.request(RewindRequest(action="revert_change", tool_use_id=tool_use_id,
+                                                       paths=list(paths)))
+
+    async def redo_change(self, restore_id: str) -> dict[str, Any]:
+        return await self.handle.request(RewindRequest(action="redo_change", restore_id=restore_id))

@@ -105,7 +105,15 @@ class FileBackups(Protocol):
 
 class ToolCheckpoints(Protocol):
     """The session's checkpoints (``app.rewind.SessionCheckpoints``): a snapshot of the folder after a tool that may
-    have changed it (Bash, a write) ran. Never raises: a failure of the store is logged, the call's result stands."""
+    have changed it (Bash, a write) ran, and, before any tool runs, the wait for the turn's first snapshot. Never raises: a failure of the store is logged, the call's result stands."""
 
-    async def after_tool(self, tool_name: str, tool_use_id: str) -> None: ...
+    async def after_tool(self, tool_name: str, tool_use_id: str, paths: list[str] | None = None) -> None:
+        """``paths``: the files the call wrote when its input names them (Write, Edit, MultiEdit, NotebookEdit);
+        None: it may have changed anything (Bash)."""
+        ...
+
+    async def before_tool(self) -> None:
+        """Wait for the turn's snapshot before the user message (taken beside the first model request) to be done:
+        a tool that changes the folder must not run before it."""
+        ...
 

@@ -231,7 +231,10 @@ async def _run(block: dict[str, Any], ctx: ToolUseContext, tool_use_id: str, nam
         except ValidationError as exc:
             return _error(tool_use_id, tool.name, input_validation_error(tool.name, exc), "schema", tool, t0)
 
-    # 5. call, then a checkpoint of the folder when the tool may have changed it (a failed call too)
+    # 5. call (once the turn's first checkpoint, taken beside the model request, is done), then a checkpoint of
+    # the folder when the tool may have changed it (a failed call too)
+    if ctx.checkpoints is not None:
+        await ctx.checkpoints.before_tool()
     token = set_current_call(CallInfo(tool_use_id, decision.user_modified, decision))
     try:
         result = await tool.call(parsed, ctx)
@@ -356,10 +359,19 @@ async def _checkpoint_after(tool: Any, parsed: Any, ctx: ToolUseContext, tool_us
             return
     except Exception:
         pass
+    paths = None
+    if tool.name in _NAMED_WRITES:  # the file it wrote is in its input: only that file is looked at
+        path = getattr(parsed, "file_path", None) or getattr(parsed, "notebook_path", None)
+        if isinstance(path, str) and path:
+            paths = [path if os.path.isabs(path) else os.path.join(ctx.cwd, path)]
     try:
-        await checkpoints.after_tool(tool.name, tool_use_id)
+        await checkpoints.after_tool(tool.name, tool_use_id, paths)
     except Exception:  # the seam logs its own failures; this is a last guard
         pass
+
+
+# built-in tools that write exactly the one file their input names (an MCP tool of the same name is not built in)
+_NAMED_WRITES = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
 
 def _append_text(content: Any, text: str) -> Any:

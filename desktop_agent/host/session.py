@@ -573,7 +573,8 @@ class HostedSession:
                 from desktop_agent.app.rewind import answer_window_rewind
 
                 response = await answer_window_rewind(self.session, request.action, request.message_id,
-                                                      request.restore_id, request.files, request.conversation)
+                                                      request.restore_id, request.files, request.conversation,
+                                                      request.tool_use_id, request.paths)
             elif isinstance(request, McpServersRequest):
                 response = {"servers": list(self.session.mcp_status())}
             elif isinstance(request, McpRestartRequest):

@@ -467,14 +467,19 @@ class RewindRequest(WireModel):
     """Rewind in the window (``app.rewind``), for the attached session: ``marker`` — the checkpoint marker of
     ``message_id`` (or of the last prompt) ``{"messageId", "files", "insertions", "deletions"}`` or ``{}``;
     ``plan`` — the dry run; ``restore`` — the files and/or the conversation (a fork: ``forkSessionId``);
-    ``undo`` — undo the restore ``restore_id``. A refusal (checkpointing off, unknown message) is an error."""
+    ``undo`` — undo the restore ``restore_id``; ``revert_change`` — the changes panel's Revert of the call
+    ``tool_use_id`` on ``paths`` through the same restore (``{}`` when the store holds no snapshot of that call);
+    ``redo_change`` — its Redo (the revert ``restore_id`` undone, refused where the file changed since). A refusal
+    (checkpointing off, unknown message) is an error."""
 
     subtype: Literal["desktop_agent_rewind"] = "desktop_agent_rewind"
-    action: Literal["marker", "plan", "restore", "undo"]
+    action: Literal["marker", "plan", "restore", "undo", "revert_change", "redo_change"]
     message_id: str | None = None
     restore_id: str | None = None
     files: bool = True
     conversation: bool = False
+    tool_use_id: str | None = None
+    paths: list[str] | None = None
 
 
 class AllowHostRequest(WireModel):

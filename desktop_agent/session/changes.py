@@ -29,8 +29,9 @@ from typing import Any, Iterable
 from desktop_agent.core.messages import CHANGE_RECORD, CHANGE_RECORDS_TOLD
 from desktop_agent.util.diff import format_line_ranges
 
-ACTIONS = ("revert", "redo", "review")
-OUTCOMES = {"revert": ("restored", "deleted"), "redo": ("reapplied", "recreated"), "review": ("applied", "discarded")}
+ACTIONS = ("revert", "redo", "review", "restore")
+OUTCOMES = {"revert": ("restored", "deleted"), "redo": ("reapplied", "recreated"), "review": ("applied", "discarded"),
+            "restore": ("restored", "undone")}
 
 
 def _is_count(value: Any) -> bool:
@@ -140,10 +141,34 @@ def describe_review(record: dict[str, Any]) -> str:
     return ". ".join(out[:1]) + ". " + " ".join(out[1:])
 
 
+def _names(items: Any, limit: int = 50) -> str:
+    names = [_one_line(i) for i in items if isinstance(i, str)] if isinstance(items, list) else []
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def describe_restore(record: dict[str, Any]) -> str:
+    """A restore of checkpointed files (``rewind_files``, the window's Rewind) or its undo, as the model is told it."""
+    mid = record.get("messageId")
+    if record.get("outcome") == "undone":
+        what = "the state just before the previous restore (the user undid it)"
+    else:
+        what = f"the state just before user message {_one_line(str(mid))}" if isinstance(mid, str) and mid \
+            else "an earlier checkpoint"
+    text = (f"The user restored files in the working directory to {what}: {_names(record.get('files'))}. "
+            "Do not rely on what you remember of these files; read them again before you edit them.")
+    conflicts = _names(record.get("conflicts"))
+    if conflicts:
+        text += f" Left as the user had them (they changed them since): {conflicts}."
+    return text
+
+
 def describe(record: dict[str, Any], cwd: str | None = None) -> str:
     """One record as the model is told it."""
     if record.get("action") == "review":
         return describe_review(record)
+    if record.get("action") == "restore":
+        return describe_restore(record)
     # one line per record, whatever the path holds (a file name can contain a line break)
     path = _shown_path(str(record["filePath"]), cwd).replace("\r", "\\r").replace("\n", "\\n")
     tool = str(record.get("tool") or "change")
@@ -169,6 +194,15 @@ def describe(record: dict[str, Any], cwd: str | None = None) -> str:
 def change_note(records: list[dict[str, Any]], cwd: str | None = None) -> str:
     """The text of the note (the session wraps it in ``<system-reminder>``) that starts the next user message
     after reverts or redos."""
+    restores = [r for r in records if r.get("action") == "restore"]
+    records = [r for r in records if r.get("action") != "restore"]
+    told = "\n".join(describe_restore(r) for r in restores)
+    if not records:
+        return told
+    return _panel_note(records, cwd) + ("\n" + told if told else "")
+
+
+def _panel_note(records: list[dict[str, Any]], cwd: str | None) -> str:
     body = "\n".join(f"- {describe(r, cwd)}" for r in records)
     if all(r.get("action") == "review" for r in records):
         return (f"Since your last turn the user reviewed your worktree changes:\n{body}\n"

@@ -12,8 +12,9 @@ already committed are not copied (read only: git never writes into an alternate)
 written: not their index, refs, config, hooks, stash or worktrees (every git command runs with ``GIT_DIR`` set to
 ours, ``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``, ``util.git_env`` overrides, ``core.hooksPath=/dev/null``).
 
-**A snapshot** copies our ``index`` (with its mtime: git's racy-clean check reads it) to a temporary
-``GIT_INDEX_FILE``; git lists which tracked files' stat changed (``diff-files``) while we look at the folders
+**A snapshot** copies our ``index`` (a split index, ``core.splitIndex``: its entries in ``store.git/sharedindex.*``, so
+a snapshot writes a small file rather than every entry; with its mtime: git's racy-clean check reads it) to a
+temporary ``GIT_INDEX_FILE``; git lists which tracked files' stat changed (``diff-files``) while we look at the folders
 through ``dirs.json``, our folder cache (each non-ignored folder's ctime, mtime, inode and names): one lstat a
 folder, and only a folder whose stat moved (or that was listed within ``DIR_RACY_NS`` of a look) is listed again;
 a name new in it is asked about with ``check-ignore`` (the folder's ``.gitignore`` files, the person's
@@ -27,10 +28,17 @@ unless ``include`` lists them (remembered in ``large.json`` so they are not hash
 ``w/`` (the folder) plus ``meta.json`` (what git trees cannot hold: empty folders, hard-link groups, permission bits
 other than git's two, the large files left out); the commit, that tree and ``meta.json`` are written as loose
 objects by us, the ref as a file (we hold the lock; no ref is ever packed). ``last.json`` names the snapshot our
-stat cache reflects: a snapshot that changed nothing adds no tree. Every 40 new commits the store is repacked
-(local objects only). Refs: ``refs/da/tip`` (the last state seen at a seam or left by a restore),
+stat cache reflects: a snapshot that changed nothing adds no tree. Every 40 new commits the store is repacked (by the
+snapshot before a prompt: off the turn's path; local objects only). Refs: ``refs/da/tip`` (the last state seen at a seam or left by a restore),
 ``refs/da/msg/<uuid>`` (the state just before that user message), ``refs/da/restore/<id>`` (the state just before a
 restore: what "Undo restore" goes back to), ``refs/da/probe/<sha>`` (a dry run's look at the folder).
+
+**After a Write or an Edit** (``snapshot(only=[path])``) only that file is looked at: the last snapshot with it brought
+up to date, named ``refs/da/tool/<tool_use_id>`` like every call's snapshot that changed something (its parent is the
+state just before the call); the person's edits meanwhile are taken by the next whole snapshot (their stat is unlike
+the cache's). **One change's revert** (``revert_change``, the changes panel's Revert) is a restore of that call's
+paths only, to the snapshot before it, three-way over the one after it; undoing it (the panel's Redo) is that
+restore undone on the same paths (``strict``: refused where the file moved since).
 
 **A restore** to commit T is three-way with base A = the tip (what the agent left) and ours W = a fresh snapshot of
 the folder now: a path the person did not touch since A takes T's version; a path only the person changed keeps
@@ -105,11 +113,24 @@ def _clean_env(extra: dict[str, str]) -> dict[str, str]:
     return git_safety_env(env)
 
 
-def _config_args() -> list[str]:
+def _config_args(split: bool = False) -> list[str]:
     out: list[str] = []
     for key, value in _CONFIG:
         out += ["-c", f"{key}={value}"]
+    if split:  # the later -c wins
+        out += ["-c", "core.splitIndex=true"]
     return out
+
+
+def _stat_cache(index: str | None) -> bool:
+    """``index`` is the snapshots' stat cache (``index``) or a snapshot's copy of it (``index.tmp.*``): a split
+    index (``core.splitIndex``), so that updating a few entries of a 20,000-file index writes a small file beside the
+    shared one (``store.git/sharedindex.<sha>``) instead of the whole index, twice a snapshot. Every other index of
+    ours (a plan's, a merge's) is whole."""
+    if index is None:
+        return False
+    name = os.path.basename(index)
+    return name == "index" or name.startswith("index.tmp.")
 
 
 class _Git:
@@ -126,7 +147,7 @@ class _Git:
 
     def run(self, *args: str, index: str | None = None, input: bytes | None = None, ok: tuple[int, ...] = (0,),
             cwd: str | None = None) -> bytes:
-        proc = subprocess.run(["git", *_config_args(), *args], env=self.env(index), input=input,
+        proc = subprocess.run(["git", *_config_args(_stat_cache(index)), *args], env=self.env(index), input=input,
                               capture_output=True, cwd=cwd or self.work_tree or self.git_dir)
         if proc.returncode not in ok:
             raise CheckpointError(f"git {args[0]} failed ({proc.returncode}): "
@@ -134,7 +155,8 @@ class _Git:
         return proc.stdout
 
     def start(self, *args: str, index: str | None = None) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(["git", *_config_args(), *args], env=self.env(index), stdout=subprocess.PIPE,
+        return subprocess.Popen(["git", *_config_args(_stat_cache(index)), *args], env=self.env(index),
+                                stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=self.work_tree or self.git_dir)
 
     def finish(self, proc: subprocess.Popen[bytes], what: str, ok: tuple[int, ...] = (0,)) -> bytes:
@@ -408,24 +430,70 @@ class CheckpointStore:
     # ------------------------------------------------------------------ snapshots
 
     def snapshot(self, kind: Kind = "manual", *, label: str = "", message_id: str | None = None,
-                 move_tip: bool = True) -> Snapshot:
+                 move_tip: bool = True, tool_use_id: str | None = None, only: list[str] | None = None) -> Snapshot:
         """Snapshot the folder (see the module docstring); ``message_id`` also names it as that message's
-        checkpoint. A folder unchanged since the tip adds no tree or commit."""
+        checkpoint. A folder unchanged since the tip adds no tree or commit. ``tool_use_id`` (after a tool call
+        that changed the folder) names the new snapshot ``refs/da/tool/<id>``: its parent is the state just before
+        that call, so one change can be reverted on its own (``revert_change``). ``only`` (relative paths): the
+        call wrote just these (Write, Edit): the snapshot is the last one with them brought up to date, without a
+        look at the rest of the folder (no ``diff-files``, no folder scan; what else changed is taken by the next
+        whole snapshot); a path that cannot be taken so (behind a link, an ignore file) means a whole snapshot."""
         if message_id is not None and not _safe_ref_part(message_id):
             raise CheckpointError(f"not a usable message id: {message_id!r}")
         with self._locked():
             self._recover()
-            snap = self._snapshot(kind, label, move_tip)
+            snap = self._snapshot(kind, label, move_tip, only)
             if message_id is not None:
-                self.git.run("update-ref", f"refs/da/msg/{message_id}", snap.commit)
+                self._write_ref(f"refs/da/msg/{message_id}", snap.commit)
+            if tool_use_id is not None and snap.changed and _safe_ref_part(tool_use_id):
+                self._write_ref(f"refs/da/tool/{tool_use_id}", snap.commit)
             return snap
 
-    def _snapshot(self, kind: str, label: str, move_tip: bool) -> Snapshot:
+    def _targetable(self, rel: str) -> bool:
+        """A path a snapshot of it alone can take: inside the folder through real folders only, not git's or ours,
+        not an ignore file (a changed one can change what is ignored anywhere)."""
+        return self._safe_path(rel) and os.path.basename(rel) != ".gitignore" \
+            and "/.git/" not in f"/{rel}/" and not rel.startswith(STAGING_PREFIX)
+
+    def change_commits(self, tool_use_id: str) -> tuple[str, str] | None:
+        """The snapshots just before and just after the tool call ``tool_use_id`` changed the folder, or None."""
+        if not _safe_ref_part(tool_use_id):
+            return None
+        with self._locked():
+            after = self._ref(f"refs/da/tool/{tool_use_id}")
+            if after is None:
+                return None
+            before = self.git.run("rev-parse", "-q", "--verify", f"{after}^1^{{commit}}", ok=(0, 1)).decode().strip()
+        return (before, after) if before else None
+
+    def _snapshot(self, kind: str, label: str, move_tip: bool, only: list[str] | None = None) -> Snapshot:
+        """One snapshot (the lock held); a stat cache git cannot read (its shared index lost, a torn file) is
+        dropped and the snapshot made from nothing (every file hashed once more: slower, the same result).
+        ``only``: the paths a call wrote (see ``snapshot``)."""
+        if only is not None:
+            if not only or not all(self._targetable(p) for p in only):
+                only = None
+            else:
+                try:
+                    return self._snapshot_once(kind, label, move_tip, only)
+                except CheckpointError as exc:  # the whole look then
+                    log.info("checkpoint of %s alone failed (%s): the whole folder instead", only, exc)
+        try:
+            return self._snapshot_once(kind, label, move_tip)
+        except CheckpointError as exc:
+            if not os.path.exists(self.index_path):
+                raise
+            log.warning("checkpoint stat cache unusable, rebuilt: %s", exc)
+            os.unlink(self.index_path)
+            return self._snapshot_once(kind, label, move_tip)
+
+    def _snapshot_once(self, kind: str, label: str, move_tip: bool, only: list[str] | None = None) -> Snapshot:
         """One snapshot (the lock held). Three git processes when files changed (``diff-files``, ``update-index``,
         ``write-tree``; ``check-ignore`` too when names appeared), one when nothing did; the commit, its tree and ``meta.json`` are written as
         loose objects and the ref as a file by us (we hold the lock; the store packs no refs)."""
         t0 = time.perf_counter()
         started = time.time()
+        self._kind = kind
         tip = self._ref(TIP)
         # the snapshot our stat cache reflects (the tip, or a dry run's or a restore's since)
         last, last_top, prev_meta = self._last()
@@ -436,41 +504,52 @@ class CheckpointStore:
         self._pending_dirs = None
         try:
             released = self._sync_excludes()
-            dirty_proc = None
-            if not fresh:
-                shutil.copy2(self.index_path, tmp_index)  # its mtime kept: git's racy-clean check depends on it
-                # tracked files' stat (git, lstat of every entry) beside the look at the folders (us, one lstat a
-                # folder; only those whose ctime moved are listed again)
-                dirty_proc = self.git.start("diff-files", "--name-only", "-z", index=tmp_index)
-            try:
-                new_files: list[str] | None = None
-                dc = None if fresh else self._load_dirs()
-                if dc is not None:
-                    new_files = self._scan_dirs(dc, tmp_index)
-                full = new_files is None
-                if full:  # no usable folder cache: a full walk (ours before git's: see _scan_dirs)
-                    dc = self._rebuild_dirs(tmp_index)
-                    new_files = [] if fresh else self._walk_untracked(tmp_index)
-            finally:
-                dirty = self.git.finish(dirty_proc, "diff-files", ok=(0, 1)) if dirty_proc is not None else b""
-            changed = {p for p in dirty.decode("utf-8", "surrogateescape").split("\0") if p}
-            if not full and any(p == ".gitignore" or p.endswith("/.gitignore") for p in changed):
-                # an ignore file changed: what is ignored may have changed anywhere
-                dc = self._rebuild_dirs(tmp_index)
-                new_files = self._walk_untracked(tmp_index)
-            assert dc is not None and new_files is not None
-            self._pending_dirs = dc
-            if fresh:
-                if tip is not None:
-                    self.git.run("read-tree", f"{tip}:w", index=tmp_index)
-                self.git.run("add", "-A", "--ignore-errors", "--", ".", index=tmp_index, ok=(0, 1))
-                listed = self.git.run("ls-files", "-z", index=tmp_index)
-                changed = {p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p}
+            targeted = only is not None and not fresh
+            if targeted:
+                # a call that names what it wrote (Write, Edit): only those paths are looked at; what else changed
+                # (the person's edits meanwhile) is seen by the next whole snapshot, their stat being unlike the cache's
+                assert only is not None
+                shutil.copy2(self.index_path, tmp_index)
+                ignored = self._ignored(only, tmp_index)
+                changed = {p for p in only if p not in ignored or self._included(p)} | set(released)
+                empty_dirs = sorted(d for d in prev_meta.get("emptyDirs") or []
+                                    if not any(p.startswith(d + "/") for p in changed))
             else:
-                changed |= set(new_files)
-                changed |= set(released)
-            empty_dirs = sorted(rel for rel, entry in dc["dirs"].items() if rel and not entry[3])
-            if self.include:  # ignored files the settings list: added by name
+                dirty_proc = None
+                if not fresh:
+                    shutil.copy2(self.index_path, tmp_index)  # its mtime kept: git's racy-clean check depends on it
+                    # tracked files' stat (git, lstat of every entry) beside the look at the folders (us, one lstat a
+                    # folder; only those whose ctime moved are listed again)
+                    dirty_proc = self.git.start("diff-files", "--name-only", "-z", index=tmp_index)
+                try:
+                    new_files: list[str] | None = None
+                    dc = None if fresh else self._load_dirs()
+                    if dc is not None:
+                        new_files = self._scan_dirs(dc, tmp_index)
+                    full = new_files is None
+                    if full:  # no usable folder cache: a full walk (ours before git's: see _scan_dirs)
+                        dc = self._rebuild_dirs(tmp_index)
+                        new_files = [] if fresh else self._walk_untracked(tmp_index)
+                finally:
+                    dirty = self.git.finish(dirty_proc, "diff-files", ok=(0, 1)) if dirty_proc is not None else b""
+                changed = {p for p in dirty.decode("utf-8", "surrogateescape").split("\0") if p}
+                if not full and any(p == ".gitignore" or p.endswith("/.gitignore") for p in changed):
+                    # an ignore file changed: what is ignored may have changed anywhere
+                    dc = self._rebuild_dirs(tmp_index)
+                    new_files = self._walk_untracked(tmp_index)
+                assert dc is not None and new_files is not None
+                self._pending_dirs = dc
+                if fresh:
+                    if tip is not None:
+                        self.git.run("read-tree", f"{tip}:w", index=tmp_index)
+                    self.git.run("add", "-A", "--ignore-errors", "--", ".", index=tmp_index, ok=(0, 1))
+                    listed = self.git.run("ls-files", "-z", index=tmp_index)
+                    changed = {p for p in listed.decode("utf-8", "surrogateescape").split("\0") if p}
+                else:
+                    changed |= set(new_files)
+                    changed |= set(released)
+                empty_dirs = sorted(rel for rel, entry in dc["dirs"].items() if rel and not entry[3])
+            if self.include and not targeted:  # ignored files the settings list: added by name
                 specs = [f":(glob){p}" for p in self.include]
                 raw = self.git.run("ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--", *specs,
                                    index=tmp_index)
@@ -518,7 +597,9 @@ class CheckpointStore:
         if move_tip and tip != commit:
             self._write_ref(TIP, commit)
         unpacked = self._unpacked + (1 if changed else 0)
-        if unpacked >= PACK_EVERY:  # loose objects into one pack (local only: the person's objects stay theirs)
+        # loose objects into one pack (local only: the person's objects stay theirs), at the snapshot before a
+        # prompt (it runs beside the model request, off the turn's path) unless far too many wait
+        if unpacked >= PACK_EVERY and (self._kind == "turn" or unpacked >= 4 * PACK_EVERY):
             try:
                 self.git.run("repack", "-d", "-l", "-q")
                 unpacked = 0
@@ -532,6 +613,7 @@ class CheckpointStore:
         return Snapshot(commit, "", changed, (time.perf_counter() - t0) * 1000)
 
     _unpacked = 0
+    _kind = ""
     _pending_dirs: dict[str, Any] | None = None
     _dirs_edited = False
     _excludes_key = ""
@@ -916,10 +998,17 @@ class CheckpointStore:
             raise CheckpointError(f"no such checkpoint: {target}")
         return commit
 
-    def _plan(self, target: str, current: str) -> RestorePlan:
-        base = self._ref(TIP) or current
+    def _plan(self, target: str, current: str, base: str | None = None, paths: list[str] | None = None,
+              strict: bool = False) -> RestorePlan:
+        """The three-way plan (see the module docstring). ``base`` (default: the tip) is what the agent left;
+        ``paths`` limits the restore to those paths (and what is under them); ``strict``: a path the person changed
+        since ``base`` is a conflict, never merged."""
+        base = base or self._ref(TIP) or current
         plan = RestorePlan(target=target, base=base, current=current)
         a_t = _diff_tree(self.git, base, target)
+        scope = _scope(paths)
+        if scope is not None:
+            a_t = {p: v for p, v in a_t.items() if scope(p)}
         a_w = _diff_tree(self.git, base, current)
         result: dict[str, tuple[str, str] | None] = {}
         merged: set[str] = set()
@@ -929,6 +1018,8 @@ class CheckpointStore:
                 result[path] = t
             elif w == t:
                 continue
+            elif strict:
+                plan.conflicts.append(path)
             else:
                 blob = self._merge(path, a, w, t)
                 if blob is None:
@@ -954,9 +1045,15 @@ class CheckpointStore:
         meta_a, meta_t, meta_w = self._meta(base), self._meta(target), self._meta(current)
         plan._meta = {"target": meta_t, "base": meta_a, "current": meta_w}
         plan._entries = result
-        # the tree the folder would hold, for the counts
-        plan.result_tree = self._result_tree(current, result)
-        counts = _numstat(self.git, f"{current}:w", plan.result_tree)
+        # the +/- counts: the changed paths as they are now against what they would hold, as two small trees
+        # (building the whole result tree meant reading every entry of the folder into an index)
+        now = {p: (a_w[p][1] if p in a_w else a_t[p][0]) for p in result}
+        pair = self._pair_trees(now, result)
+        if pair is None:
+            plan.result_tree = self._result_tree(current, result)
+            counts = _numstat(self.git, f"{current}:w", plan.result_tree)
+        else:
+            counts = _numstat(self.git, *pair)
         actions: dict[str, FilePlan] = {}
         for path, entry in sorted(result.items()):
             w_has = path in a_w and a_w[path][1] is not None or (path not in a_w and a_t[path][0] is not None)
@@ -970,16 +1067,22 @@ class CheckpointStore:
                 action = "restore"
             ins, dels = counts.get(path, (0, 0))
             actions[path] = FilePlan(path, action, ins, dels)  # type: ignore[arg-type]
-        perms = plan._meta["perms"] = self._mode_changes(result, meta_a, meta_t, current)
+        conflicted = set(plan.conflicts)  # a conflict changes nothing in that path, its bits neither
+        perms = {p: v for p, v in self._mode_changes(result, meta_a, meta_t, current).items() if p not in conflicted}
+        dirs = self._dir_changes(meta_a, meta_t, meta_w, result)
+        links = self._link_changes(meta_t, result, target)
+        if scope is not None:  # only what the paths hold
+            perms = {p: v for p, v in perms.items() if scope(p)}
+            dirs = ([d for d in dirs[0] if scope(d)], [d for d in dirs[1] if scope(d)])
+            links = [g for g in links if all(scope(p) for p in g)]
+        plan._meta["perms"], plan._meta["dirs"], plan._meta["links"] = perms, dirs, links
         for path in perms:
             if path not in result:
                 actions.setdefault(path, FilePlan(path, "mode"))
-        dirs = plan._meta["dirs"] = self._dir_changes(meta_a, meta_t, meta_w, result)
         for d in dirs[0]:
             actions.setdefault(d, FilePlan(d, "mkdir"))
         for d in dirs[1]:
             actions.setdefault(d, FilePlan(d, "rmdir"))
-        plan._meta["links"] = self._link_changes(meta_t, result, target)
         for group in plan._meta["links"]:
             for p in group[1:]:
                 actions.setdefault(p, FilePlan(p, "link"))
@@ -1017,6 +1120,35 @@ class CheckpointStore:
             return None
         sha = self.git.text("hash-object", "-w", "--stdin", input=proc.stdout)
         return (w[0], sha)
+
+    def _pair_trees(self, now: dict[str, tuple[str, str] | None],
+                    then: dict[str, tuple[str, str] | None]) -> tuple[str, str] | None:
+        """Two trees holding only the given paths (as loose tree objects of the store), or None when the paths do
+        not make a tree (a path both a file and a folder's prefix in one of them)."""
+        def build(entries: dict[str, tuple[str, str] | None]) -> str | None:
+            root: dict[str, Any] = {}
+            for path, entry in entries.items():
+                if entry is None:
+                    continue
+                node = root
+                parts = path.split("/")
+                for part in parts[:-1]:
+                    node = node.setdefault(part, {})
+                    if not isinstance(node, dict):
+                        return None
+                if parts[-1] in node:
+                    return None
+                node[parts[-1]] = entry
+
+            def write(node: dict[str, Any]) -> str:
+                items = [("40000", name, write(v)) if isinstance(v, dict) else (v[0].lstrip("0") or "0", name, v[1])
+                         for name, v in node.items()]
+                return self._write_object("tree", _tree_bytes(items))
+
+            return write(root)
+
+        a, b = build(now), build(then)
+        return None if a is None or b is None else (a, b)
 
     def _result_tree(self, current: str, result: dict[str, tuple[str, str] | None]) -> str:
         idx = os.path.join(str(self.root), f"index.plan.{os.getpid()}.{threading.get_ident()}")
@@ -1088,19 +1220,24 @@ class CheckpointStore:
                 out.append(list(group))
         return out
 
-    def restore(self, target: str) -> RestoreResult:
+    def restore(self, target: str, *, base: str | None = None, paths: list[str] | None = None,
+                strict: bool = False) -> RestoreResult:
         """Restore the folder to checkpoint ``target`` (a commit or ref of the store), three-way (see the module
-        docstring). A snapshot is taken just before; ``undo(result.restore_id)`` goes back to it."""
+        docstring; ``base``, ``paths`` and ``strict`` as ``_plan`` takes them). A snapshot is taken just before;
+        ``undo(result.restore_id)`` goes back to it."""
         t0 = time.perf_counter()
         with self._locked():
             self._recover()
             commit = self._resolve(target)
+            base_commit = self._resolve(base) if base is not None else None
             before = self._snapshot("restore-before", f"before restoring {commit[:12]}", move_tip=False)
-            plan = self._plan(commit, before.commit)
+            plan = self._plan(commit, before.commit, base_commit, paths, strict)
             rid = uuid_mod.uuid4().hex[:16]
-            self.git.run("update-ref", f"refs/da/restore/{rid}", before.commit)
+            self._write_ref(f"refs/da/restore/{rid}", before.commit)
             self._drop_probes()  # the restore ref keeps the snapshot before
             record = {"id": rid, "target": commit, "before": before.commit, "conflicts": plan.conflicts}
+            if paths is not None:
+                record["paths"] = list(paths)
             skipped = self._apply(plan, commit, before.commit, record)
             files = [f for f in plan.files if f.path not in skipped]
             record["files"] = [f.path for f in files]
@@ -1120,11 +1257,28 @@ class CheckpointStore:
         (self.root / "journal.json").unlink(missing_ok=True)
         return after.commit
 
-    def undo(self, restore_id: str) -> RestoreResult:
-        """Put the folder back as it was just before restore ``restore_id``."""
+    def undo(self, restore_id: str, *, strict: bool = False) -> RestoreResult:
+        """Put the folder back as it was just before restore ``restore_id``. A restore of some paths only (a
+        change's revert) is undone on those paths only, three-way over what that restore left (``strict``: a path
+        changed since is a conflict)."""
         if not _safe_ref_part(restore_id):
             raise CheckpointError(f"no such restore: {restore_id}")
-        return self.restore(f"refs/da/restore/{restore_id}")
+        record = next((r for r in reversed(self.restores()) if r.get("id") == restore_id), None)
+        paths = record.get("paths") if isinstance(record, dict) else None
+        if isinstance(paths, list) and isinstance(record, dict) and isinstance(record.get("after"), str):
+            return self.restore(f"refs/da/restore/{restore_id}", base=record["after"],
+                                paths=[str(p) for p in paths], strict=strict)
+        return self.restore(f"refs/da/restore/{restore_id}", strict=strict)
+
+    def revert_change(self, tool_use_id: str, paths: list[str]) -> RestoreResult | None:
+        """Revert what the tool call ``tool_use_id`` did to ``paths`` (relative, '/'-separated): those paths back to
+        the snapshot before the call, three-way over the snapshot after it (the person's later edits are kept, or
+        the path is a conflict and left as it is). None when the store holds no snapshot of that call."""
+        commits = self.change_commits(tool_use_id)
+        if commits is None:
+            return None
+        before, after = commits
+        return self.restore(before, base=after, paths=paths)
 
     def restores(self) -> list[dict[str, Any]]:
         try:
@@ -1388,6 +1542,15 @@ def _safe_commitish(value: str) -> bool:
     if all(c in "0123456789abcdef" for c in value) and 4 <= len(value) <= 64:
         return True
     return value.startswith("refs/da/") and all(_safe_ref_part(p) for p in value[len("refs/da/"):].split("/"))
+
+
+def _scope(paths: list[str] | None) -> Any:
+    """A test of whether a path is one of ``paths`` or under one of them (None: every path is)."""
+    if paths is None:
+        return None
+    exact = {p.strip("/") for p in paths}
+    prefixes = tuple(p + "/" for p in exact)
+    return lambda rel: rel in exact or rel.startswith(prefixes)
 
 
 def _glob_escape(rel: str) -> str:

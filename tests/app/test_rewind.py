@@ -89,3 +89,46 @@ def test_fork_before_keeps_the_original(workdir):
         assert "not in this conversation" in str(exc)
     else:
         raise AssertionError("an unknown message must be refused")
+
+
+def test_the_turn_snapshot_runs_beside_the_first_request_and_tools_wait_for_it(workdir, monkeypatch):
+    """The snapshot before a prompt no longer delays the first model request; a write waits for it, so the
+    checkpoint is still the folder before the turn."""
+    import time
+
+    from desktop_agent.session.checkpoints import CheckpointStore
+
+    target = workdir / "late.txt"
+    events: list[tuple[str, float]] = []
+    real_snapshot = CheckpointStore.snapshot
+
+    def slow_snapshot(self, kind="manual", **kw):
+        if kind == "turn":
+            events.append(("turn snapshot started", time.monotonic()))
+            time.sleep(0.6)  # a big folder
+            try:
+                return real_snapshot(self, kind, **kw)
+            finally:
+                events.append(("turn snapshot done", time.monotonic()))
+        return real_snapshot(self, kind, **kw)
+
+    monkeypatch.setattr(CheckpointStore, "snapshot", slow_snapshot)
+
+    class Client(ScriptedModelClient):
+        async def stream(self, *a, **kw):  # type: ignore[override]
+            events.append(("request", time.monotonic()))
+            async for event in super().stream(*a, **kw):
+                yield event
+
+    client = Client([_write(target, "late\n", "toolu_late"), reply(text("done"))])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="acceptEdits", checkpoint_default=True)
+    asyncio.run(s.run("write late"))
+    at = dict(events)
+    first_request = next(t for name, t in events if name == "request")
+    assert first_request < at["turn snapshot done"], "the first request went out while the snapshot ran"
+    store = s.checkpoints.store()
+    before = store.checkpoint_for(s.last_prompt_uuid)
+    assert before is not None
+    files, _ins, _dels = store.diff_stats(before, store.tip())
+    assert files == ["late.txt"], "the checkpoint is the folder before the write"
+    assert s.checkpoints._pending is None

@@ -123,3 +123,60 @@ def test_rewind_files_without_checkpointing_says_so(fake, tmp_path):
     finally:
         assert d.close() == 0
     assert not (tmp_path / "h" / "data" / "desktop-agent" / "checkpoints").exists()
+
+
+def _send(d: Driver, mid: str, content: str) -> None:
+    d.send({"type": "user", "uuid": mid, "message": {"role": "user", "content": content}, "parent_tool_use_id": None,
+            "session_id": ""})
+
+
+def _note(body: dict[str, Any]) -> str:
+    """The text blocks of a request's last user message (the note of a restore starts it)."""
+    last = body["messages"][-1]
+    assert last["role"] == "user"
+    content = last["content"]
+    return content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content)
+
+
+def test_a_restore_is_told_to_the_model_live_and_after_a_resume(fake, tmp_path):
+    cwd = project(tmp_path / "proj")
+    a, b = cwd / "made-a.txt", cwd / "made-b.txt"
+    fake.script([reply(tool_use("Write", {"file_path": str(a), "content": "a\n"}, id="toolu_write_a")),
+                 reply(text("wrote a")), reply(text("noted")),
+                 reply(tool_use("Write", {"file_path": str(b), "content": "b\n"}, id="toolu_write_b")),
+                 reply(text("wrote b")), reply(text("noted after the resume"))])
+    env = dict(CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING="true")
+    m1, m2, m3, m4 = (str(uuid.uuid4()) for _ in range(4))
+    d = launch(fake, cwd, tmp_path, **env)
+    try:
+        _send(d, m1, "write a")
+        first = d.result()
+        assert first["subtype"] == "success" and a.exists()
+        sid = first["session_id"]
+        real = answer(d, {"subtype": "rewind_files", "user_message_id": m1, "dry_run": False})["response"]
+        assert real["canRewind"] is True and real["filesChanged"] == [str(a)] and not a.exists()
+        _send(d, m2, "go on")  # live: the next request starts with the note
+        assert d.result()["subtype"] == "success"
+        live = _note(fake.requests[2].body)
+        assert f"The user restored files in the working directory to the state just before user message {m1}: " \
+               "made-a.txt." in live
+        _send(d, m3, "write b")
+        assert d.result()["subtype"] == "success" and b.exists()
+        real = answer(d, {"subtype": "rewind_files", "user_message_id": m3, "dry_run": False})["response"]
+        assert real["canRewind"] is True and not b.exists()
+    finally:
+        assert d.close() == 0  # closed before any further message: only the transcript knows of the restore
+    assert len(fake.requests) == 5
+    d = Driver(["--permission-mode", "bypassPermissions", "--trust", "--resume", sid], cwd,
+               cli_env(fake, tmp_path / "h", **env))
+    try:
+        _send(d, m4, "after the resume")
+        assert d.result()["subtype"] == "success"
+    finally:
+        assert d.close() == 0
+    resumed = _note(fake.requests[5].body)
+    assert f"The user restored files in the working directory to the state just before user message {m3}: " \
+           "made-b.txt." in resumed
+    assert m1 not in resumed, "each restore is told once"
+    assert "after the resume" in resumed
+    fake.assert_done()

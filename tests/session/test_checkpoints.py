@@ -230,10 +230,16 @@ def test_the_persons_git_is_byte_identical_after_100_turns(repo):
     assert not any(line.startswith("refs/da") for line in git(repo, "for-each-ref").splitlines())
 
 
-def test_index_reader_matches_git(repo):
+def test_index_reader_matches_git(repo, tmp_path):
     store = CheckpointStore.open(repo)
     store.snapshot("turn")
-    entries = read_index(store.index_path)
+    # the stat cache is a split index (its entries in store.git/sharedindex.*): read as one whole index
+    whole = str(tmp_path / "whole-index")
+    env = {**os.environ, "GIT_DIR": store.git_dir, "GIT_INDEX_FILE": whole, "GIT_WORK_TREE": str(repo)}
+    assert list(Path(store.git_dir).glob("sharedindex.*")), "the stat cache is split"
+    Path(whole).write_bytes(Path(store.index_path).read_bytes())
+    subprocess.run(["git", "update-index", "--no-split-index"], env=env, check=True, capture_output=True)
+    entries = read_index(whole)
     out = subprocess.run(["git", "ls-files", "-s", "-z"], env={**os.environ, "GIT_DIR": store.git_dir,
                          "GIT_INDEX_FILE": store.index_path, "GIT_WORK_TREE": str(repo)}, capture_output=True,
                          check=True).stdout.decode().split("\0")
@@ -404,3 +410,96 @@ def test_dry_runs_and_restores_leave_no_probe_refs(repo):
     assert f"refs/da/restore/{result.restore_id}" in refs
     store.undo(result.restore_id)
     assert (repo / "README.md").read_text() == "changed\n"
+
+
+# ---------------------------------------------------------------------------------------------- one change's revert
+
+def _agent_call(store: CheckpointStore, repo: Path, tool_use_id: str, command: str) -> None:
+    bash(repo, command)
+    store.snapshot("tool", label=f"Bash {tool_use_id}", tool_use_id=tool_use_id)
+
+
+def test_revert_change_touches_only_that_change_and_keeps_later_work(repo):
+    store = CheckpointStore.open(repo)
+    (repo / "long.txt").write_text("".join(f"line {i}\n" for i in range(1, 21)))
+    store.snapshot("turn", message_id="m1")
+    _agent_call(store, repo, "toolu_a", "sed -i 's/^line 3$/line three/' long.txt")
+    _agent_call(store, repo, "toolu_b", "echo later > README.md")
+    # the person edits the same file far from the change, and another file
+    text = (repo / "long.txt").read_text().replace("line 18\n", "line 18 (mine)\n")
+    (repo / "long.txt").write_text(text)
+    (repo / "docs" / "a.md").write_text("person\n")
+    result = store.revert_change("toolu_a", ["long.txt"])
+    assert result is not None and [f.path for f in result.files] == ["long.txt"] and not result.conflicts
+    want = "".join(f"line {i}\n" for i in range(1, 21)).replace("line 18\n", "line 18 (mine)\n")
+    assert (repo / "long.txt").read_text() == want, "the change undone, the person's edit kept"
+    assert (repo / "README.md").read_text() == "later\n", "the later call is not touched"
+    assert (repo / "docs" / "a.md").read_text() == "person\n"
+
+
+def test_revert_change_conflict_writes_nothing_and_a_created_file_is_deleted(repo):
+    store = CheckpointStore.open(repo)
+    store.snapshot("turn", message_id="m1")
+    _agent_call(store, repo, "toolu_edit", "sed -i 's/print(2)/print(22)/' src/app.py")
+    _agent_call(store, repo, "toolu_new", "printf 'made\\n' > made.txt && chmod 640 made.txt")
+    mine = (repo / "src" / "app.py").read_text().replace("print(22)", "print(222)")
+    (repo / "src" / "app.py").write_text(mine)
+    before = manifest(repo)
+    clash = store.revert_change("toolu_edit", ["src/app.py"])
+    assert clash is not None and clash.conflicts == ["src/app.py"] and not clash.files
+    assert manifest(repo) == before, "a conflict leaves the file as the person has it"
+    created = store.revert_change("toolu_new", ["made.txt"])
+    assert created is not None and [(f.path, f.action) for f in created.files] == [("made.txt", "delete")]
+    assert not (repo / "made.txt").exists()
+    assert store.revert_change("toolu_unknown", ["x"]) is None
+
+
+def test_a_change_revert_undone_is_byte_identical_and_strict(repo):
+    store = CheckpointStore.open(repo)
+    store.snapshot("turn", message_id="m1")
+    _agent_call(store, repo, "toolu_edit", "sed -i 's/print(3)/print(33)/' src/app.py && chmod 700 src/app.py")
+    after = manifest(repo)
+    result = store.revert_change("toolu_edit", ["src/app.py"])
+    assert result is not None and result.files
+    assert "print(33)" not in (repo / "src" / "app.py").read_text()
+    (repo / "README.md").write_text("edited after the revert\n")
+    store.undo(result.restore_id, strict=True)
+    want = dict(after, files=dict(after["files"]))
+    want["files"]["README.md"] = manifest(repo)["files"]["README.md"]
+    assert manifest(repo) == want, "the change is back byte for byte (mode too); other files untouched"
+    # strict: a redo refuses when the file moved since the revert
+    again = store.revert_change("toolu_edit", ["src/app.py"])
+    assert again is not None and again.files
+    (repo / "src" / "app.py").write_text("print('person')\n")
+    refused = store.undo(again.restore_id, strict=True)
+    assert refused.conflicts == ["src/app.py"] and not refused.files
+    assert (repo / "src" / "app.py").read_text() == "print('person')\n"
+
+
+def test_a_snapshot_of_the_written_file_alone(repo):
+    """After a Write or an Edit only the file it names is looked at: the snapshot holds that change, not the person's
+    edit made meanwhile (taken by the next whole snapshot), and an ignored or link-reached path means a whole look."""
+    (repo / ".gitignore").write_text("build/\n")
+    store = CheckpointStore.open(repo)
+    first = store.snapshot("turn", message_id="m1")
+    (repo / "src" / "app.py").write_text("agent\n")
+    (repo / "docs" / "a.md").write_text("the person, meanwhile\n")
+    (repo / "fresh").mkdir()
+    (repo / "fresh" / "new.txt").write_text("new\n")
+    one = store.snapshot("tool", tool_use_id="toolu_w", only=["src/app.py"])
+    assert one.changed
+    assert store.diff_stats(first.commit, one.commit)[0] == ["src/app.py"], "only the written file"
+    created = store.snapshot("tool", tool_use_id="toolu_n", only=["fresh/new.txt"])
+    assert store.diff_stats(one.commit, created.commit)[0] == ["fresh/new.txt"]
+    whole = store.snapshot("tool")
+    assert store.diff_stats(created.commit, whole.commit)[0] == ["docs/a.md"], "the next whole look takes the rest"
+    # the per-change revert of the written file is exactly that change
+    assert store.change_commits("toolu_w") == (first.commit, one.commit)
+    (repo / "build").mkdir()
+    (repo / "build" / "out.bin").write_text("ignored\n")
+    assert not store.snapshot("tool", only=["build/out.bin"]).changed, "an ignored file stays out"
+    os.symlink("src", repo / "via-link")
+    (repo / "src" / "util.py").write_text("through a link\n")
+    through = store.snapshot("tool", only=["via-link/util.py"])
+    assert store.diff_stats(whole.commit, through.commit)[0] == ["src/util.py", "via-link"], "a whole look instead"
+    store.undo(store.restore("refs/da/msg/m1").restore_id)

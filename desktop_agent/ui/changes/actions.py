@@ -8,7 +8,9 @@ for an Edit whose result data holds no whole file, by diffing the original again
 then write the original back atomically (``fileio.write_bytes_atomic``: permission bits kept) in the
 file's encoding and line endings, or delete a file the change created), ``redo_file`` (re-apply a
 reverted change: only when the file's bytes still hash as the revert left them, writing back bytes that
-hash as the change had left them, rebuilt from the result data), and ``change_record`` (the
+hash as the change had left them, rebuilt from the result data) — these two only when the session's checkpoint
+store holds no snapshot of the call; otherwise the revert and the redo are the checkpoint restore's
+(``app.rewind``), and ``file_state`` / ``restored_change`` read what it did for the record — and ``change_record`` (the
 ``change-revert`` transcript line of either, ``session.changes``: never sent to the API; the session
 tells the model about it once, with the next prompt). ``open_in_editor`` goes through
 ``QDesktopServices.openUrl``.
@@ -271,6 +273,55 @@ def redo_file(plan: RevertPlan, record: dict[str, Any]) -> Undone:
         return Undone("reapplied", before, _sha(out), encoding, ending, int(record.get("mode") or 0))
 
 
+@dataclass(frozen=True)
+class FileState:
+    """A file's bytes' sha256, encoding, line ending and permission bits as a restore found or left it (None: no
+    file there)."""
+
+    sha: str
+    encoding: str
+    line_ending: str
+    mode: int
+
+
+def file_state(path: str) -> FileState | None:
+    """The file at ``path`` now (a worker thread), or None when there is none."""
+    try:
+        with open(path, "rb") as fh:
+            data, st = fh.read(), os.fstat(fh.fileno())
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    text, encoding = fileio.decode_bytes(data)
+    return FileState(_sha(data), encoding, fileio.detect_line_ending(text), stat.S_IMODE(st.st_mode) & 0o777)
+
+
+def restored_change(action: str, path: str, answer: dict[str, Any], before: FileState | None,
+                    after: FileState | None) -> Undone:
+    """What a revert or redo that went through the checkpoint restore did (the host's ``answer``: ``files``,
+    ``conflicts``, ``skippedLinks``, paths relative to the folder), or ``RevertRefused`` when it left the file as
+    it was: the person changed it since in a way that cannot be merged (a conflict), or a link is in the way."""
+    name = os.path.basename(path)
+    conflicts = [str(c) for c in answer.get("conflicts") or []]
+    if conflicts:
+        if action == "revert":
+            raise RevertRefused(_tr_changed().format(name))
+        raise RevertRefused(QCoreApplication.translate(
+            "ChangeActions", "{0} changed since the revert (by you or a later change); "
+                             "nothing was re-applied.").format(name))
+    if not answer.get("files") and int(answer.get("skippedLinks") or 0):
+        raise RevertRefused(QCoreApplication.translate(
+            "ChangeActions", "{0} is behind a link or is no longer a plain file; nothing was written.").format(name))
+    state = after or before
+    encoding = state.encoding if state else "utf-8"
+    ending = state.line_ending if state else "LF"
+    mode = state.mode if state else 0
+    if action == "revert":
+        outcome = "deleted" if after is None else "restored"
+    else:
+        outcome = "recreated" if before is None else "reapplied"
+    return Undone(outcome, before.sha if before else None, after.sha if after else None, encoding, ending, mode)
+
+
 def change_ranges(hunks: list[dict[str, Any]]) -> list[list[int]]:
     """The lines of each hunk in the file the change wrote (1-based, inclusive, as its header names them)."""
     out = []
@@ -289,5 +340,5 @@ def change_record(action: str, tool: str, tool_use_id: str, path: str, counts: t
                                lineEnding=done.line_ending, mode=done.mode)
 
 
-__all__ = ["RevertPlan", "RevertRefused", "Undone", "revert_blocker", "revert_plan", "revert_file", "redo_file",
+__all__ = ["FileState", "RevertPlan", "RevertRefused", "Undone", "file_state", "restored_change", "revert_blocker", "revert_plan", "revert_file", "redo_file",
            "change_record", "change_ranges", "unified_patch", "open_in_editor", "absolute_path", "REVERTIBLE_TOOLS"]

@@ -20,6 +20,10 @@ Redo (re-apply it) instead of Revert. Both have their own focus-safe confirmatio
 refused with a sentence when the file is not as they expect (nothing written), and run their file I/O and
 their transcript record (a ``change-revert`` line through the session's recorder, which also has the model
 told with the next prompt) on a worker thread (``util.threads.in_thread``): nothing of it on the Qt thread.
+When the session checkpoints, both go through its checkpoint restore (``reverter``, set by the window): the
+change's file back to the snapshot before the call, three-way against what the person edited since (kept, or a
+conflict and nothing written), a snapshot first — Redo is that restore undone; the panel's own write is only for
+a call the store holds no snapshot of.
 After a resume ``apply_records`` marks the changes the transcript's records reverted, and the window renders the
 log in slices of turns (``render_log(slices=…)``: the same document, filled between other events). Selecting a change
 tells the conversation which card to show.
@@ -32,7 +36,7 @@ import html
 import logging
 import os
 import time
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QTextCursor, QTextDocument, QTextOption
@@ -43,8 +47,8 @@ from PySide6.QtWidgets import (
 from desktop_agent.core.permission import PermissionRequest
 from desktop_agent.ui import highlight
 from desktop_agent.ui.changes.actions import (
-    RevertPlan, RevertRefused, Undone, absolute_path, change_record, open_in_editor, redo_file, revert_blocker,
-    revert_file, revert_plan, unified_patch,
+    RevertPlan, RevertRefused, Undone, absolute_path, change_record, file_state, open_in_editor, redo_file,
+    restored_change, revert_blocker, revert_file, revert_plan, unified_patch,
 )
 from desktop_agent.ui.changes.detail import ChangeDetail
 from desktop_agent.ui.changes.log import APPLIED, FAILED, PENDING, REJECTED, REVERTED, Change, ChangeLog
@@ -78,6 +82,10 @@ class DiffPanel(QWidget):
         # Where a revert or redo is recorded: called on a worker thread with the transcript entry (the window
         # sets it to its session's). None: it cannot be recorded, and the note says so.
         self.recorder: Callable[[dict[str, Any]], Any] | None = None
+        # The session's checkpoint restore (the window sets it): ``reverter(action, tool_use_id, path, restore_id)``
+        # reverts one change ("revert") or undoes such a revert ("redo"), answering the restore's result, or {} when
+        # the store holds no snapshot of that call (the panel then writes the file itself, as before checkpoints)
+        self.reverter: Callable[[str, str, str, str | None], Awaitable[dict[str, Any]]] | None = None
         self.revert_dialog: RevertDialog | None = None
         self._tasks: set[asyncio.Future] = set()
         self._dark: bool | None = None  # the palette last rendered
@@ -317,13 +325,47 @@ class DiffPanel(QWidget):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _restore(self, change: Change, plan: RevertPlan, action: str) -> tuple[Undone, str, bool] | None:
+        """The revert or redo through the session's checkpoint restore (three-way: the person's later edits are
+        kept, or it is refused with ``RevertRefused`` and nothing is written; a snapshot first, so a revert can be
+        redone byte for byte): what it did, its restore id and whether the person's later edits were merged. None when it does not apply (no restore, or no
+        snapshot of that call): the panel's own write then."""
+        reverter, undo = self.reverter, change.undo or {}
+        restore_id = undo.get("restoreId") if action == "redo" else None
+        if reverter is None or (action == "redo" and not isinstance(restore_id, str)):
+            return None
+        before = await in_thread(lambda: file_state(plan.path))
+        answer = await reverter(action, change.tool_use_id, plan.path, restore_id)
+        if not answer:
+            return None
+        after = await in_thread(lambda: file_state(plan.path))
+        return (restored_change(action, plan.path, answer, before, after), str(answer.get("restoreId") or ""),
+                bool(answer.get("merged")))
+
     async def _run(self, change: Change, plan: RevertPlan, action: str) -> None:
         """The file I/O and the record, on a worker thread; then the change's new state, here."""
         recorder, undo, counts, hunks = self.recorder, change.undo, change.counts, change.hunks
+        refused: RevertRefused | None = None
+        try:
+            restored = await self._restore(change, plan, action)
+        except RevertRefused as exc:
+            restored, refused = None, exc
+        except Exception as exc:  # the host refused or failed: said, nothing of the panel's own written
+            change.busy = False
+            failed = self.tr("Could not revert: {0}") if action == "revert" else self.tr("Could not re-apply: {0}")
+            self._set_note(change, failed.format(str(exc)))
+            return
 
         def work() -> tuple[Undone, dict[str, Any], bool]:
-            done = revert_file(plan) if action == "revert" else redo_file(plan, undo or {})
+            if refused is not None:
+                raise refused
+            if restored is not None:
+                done, restore_id, _merged = restored
+            else:
+                done, restore_id = (revert_file(plan) if action == "revert" else redo_file(plan, undo or {})), ""
             entry = change_record(action, change.tool, change.tool_use_id, plan.path, counts, hunks, done)
+            if restore_id and action == "revert":
+                entry["restoreId"] = restore_id  # its Redo undoes this restore (checkpoints)
             try:
                 if recorder is None:
                     raise RuntimeError("no session to record the change in")
@@ -350,9 +392,13 @@ class DiffPanel(QWidget):
             change.status, change.undo = REVERTED, entry
             note = self.tr("Deleted the file this change created.") if done.outcome == "deleted" else \
                 self.tr("Reverted: the file is as it was before this change.")
+            if restored is not None and restored[2]:
+                note = self.tr("Reverted this change; your later edits in the file were kept.")
         else:
             change.status, change.undo = APPLIED, None
             note = self.tr("Re-applied: the file holds this change again.")
+            if restored is not None and restored[2]:
+                note = self.tr("Re-applied this change; your later edits in the file were kept.")
         if recorded:
             note += " " + self.tr("The agent is told with your next message.")
         else:

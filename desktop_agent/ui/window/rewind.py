@@ -1,7 +1,8 @@
 """Rewind in the window: a checkpoint marker under each user message once its turn ends, "Rewind…" opening the dry
 run in ``RewindDialog`` (one dialog at a time, focus-safe), the restore of the files, the conversation (a fork of
 the session from just before that message, opened in its place; the original stays) or both, and the
-"Undo restore" banner that stays offered until the next turn. A mixin of ``MainWindow``; the session is reached
+"Undo restore" banner that stays offered until the next turn; the changes panel's per-change Revert and Redo go
+through the same restore (``_revert_change``: the panel's ``reverter``). A mixin of ``MainWindow``; the session is reached
 only through the client (``client.Rewindable``), every store operation off the Qt thread.
 """
 
@@ -28,6 +29,7 @@ RESTORE_BANNER = "restore"
 class RewindMixin:
     controller: AgentController
     conversation: ConversationView
+    diff_panel: Any
     folder: str | None
     rewind_dialog: Any = None
     rewind_task: asyncio.Task[Any] | None = None
@@ -36,12 +38,27 @@ class RewindMixin:
         def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task: ...
 
     def _wire_rewind_live(self, live: Any) -> None:
-        """One live session's markers (under its own conversation's prompts) and its "Rewind to here"."""
+        """One live session's markers (under its own conversation's prompts), its "Rewind to here", and its changes
+        panel's Revert/Redo through the same restore."""
         if not hasattr(self, "rewind_prompts"):
             self.rewind_prompts: dict[str, Any] = {}  # user message id → its user block (the marker goes under it)
         live.controller.turn_finished.connect(lambda _e: self._turn_marker_soon(live))
         live.controller.user_prompt.connect(lambda _p: live.conversation.remove_banner(RESTORE_BANNER))
         live.conversation.rewind_requested.connect(self.rewind_to_soon)
+        live.diff_panel.reverter = lambda action, tool_use_id, path, restore_id: self._revert_change(
+            action, tool_use_id, path, restore_id, live)
+
+    async def _revert_change(self, action: str, tool_use_id: str, path: str, restore_id: str | None,
+                             live: Any = None) -> dict[str, Any]:
+        """The changes panel's Revert ("revert") or Redo ("redo") through the session's checkpoint restore; {} when
+        there is no session to ask (the panel writes the file itself then)."""
+        raw = (live.controller if live is not None else self.controller).session
+        if raw is None or not raw.state.alive or getattr(raw, "claude", False):  # Claude Code keeps no checkpoints
+            return {}
+        session = Rewindable(raw)
+        if action == "revert":
+            return await session.revert_change(tool_use_id, [path])
+        return await session.redo_change(str(restore_id))
 
     def _rewindable(self) -> Rewindable | None:
         session = self.controller.session

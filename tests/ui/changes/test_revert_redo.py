@@ -121,6 +121,7 @@ def test_revert_close_resume_then_redo_and_the_model_is_told(qtbot, qloop, fake,
     records = [e for e in read_transcript(state["transcript"], full=True) if e.get("type") == "change-revert"]
     assert [(r["action"], r["outcome"]) for r in records] == [("revert", "restored"), ("redo", "reapplied")]
     assert records[0]["hashBefore"] == records[1]["hashAfter"] and records[0]["hashAfter"] == records[1]["hashBefore"]
+    assert records[0]["restoreId"], "the revert went through the checkpoint restore (issue 25); after the resume too"
     fake.assert_done()
 
 
@@ -162,4 +163,5 @@ def test_revert_and_redo_refuse_when_the_person_edited_the_file(qtbot, qloop, fa
     transcript = qloop.run_until_complete(scenario())
     records = [e for e in read_transcript(transcript, full=True) if e.get("type") == "change-revert"]
     assert [r["action"] for r in records] == ["revert"]  # refusals are not recorded
+    assert records[0]["restoreId"]  # through the checkpoint restore (issue 25)
     fake.assert_done()
