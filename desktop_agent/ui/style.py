@@ -8,12 +8,12 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 
 EXTRA_QSS = """
-QLabel#paneTitle { font-weight: 600; }
+QLabel#paneTitle, QLabel#liveTitle, QLabel#inboxTitle { font-weight: 600; }
 QPlainTextEdit#promptEdit { padding: 4px 8px; }
 QTextBrowser#changesView { border: none; background: palette(base); }
 QScrollArea#conversation, QWidget#conversationColumn { background: palette(base); border: none; }
-QListWidget#sessionList { background: palette(window); }
-QListWidget#sessionList::item { padding: 6px 8px; }
+QListWidget#sessionList, QListWidget#liveSessions, QListWidget#inboxList { background: palette(window); }
+QListWidget#sessionList::item, QListWidget#liveSessions::item, QListWidget#inboxList::item { padding: 6px 8px; }
 QToolBar#mainToolbar { spacing: 8px; padding: 4px 8px; border: none; }
 QLabel#errorText { color: #cf222e; }
 """

@@ -414,7 +414,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             for live in win.lives:
                 if live.controller.session is None and not live.opening and live is not win.live:
                     continue
-                where = home(live.folder or "")
+                where = self._where(live)
                 if win is not self:
                     where += " · " + self.tr("another window")
                 rows.append(LiveRow(live, live.title, live.label(now), where, live is self.live, live.number))
@@ -433,6 +433,13 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             self._clock.start()
         elif not ticking:
             self._clock.stop()
+
+    def _where(self, live: LiveSession) -> str:
+        """Where a session runs, short: "worktree <name>" or the folder's name (the whole path in the tooltip)."""
+        if live.worktree is not None:
+            return self.tr("worktree {0}").format(live.worktree.slug)
+        folder = live.folder or ""
+        return os.path.basename(folder.rstrip(os.sep)) or home(folder)
 
     def _window_of(self, live: LiveSession) -> "MainWindow | None":
         return next((w for w in self.app_windows() if live in w.lives), None)

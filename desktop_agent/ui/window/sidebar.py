@@ -136,8 +136,9 @@ class SessionsPane(QWidget):
         self.inbox_rows = rows
         self.inbox.clear()
         for row in rows:
-            item = QListWidgetItem(f"{'▶ ' if row.showing else ''}{row.tool}: {row.target[:60]}\n"
-                                   f"{row.session[:40]} · {row.where} · {row.waiting}")
+            target = row.target if len(row.target) <= 40 else "…" + row.target[-39:]
+            item = QListWidgetItem(f"{'▶ ' if row.showing else ''}{row.tool} {target}\n{row.session[:40]}\n"
+                                   f"{row.where} · {row.waiting}")
             item.setData(Qt.ItemDataRole.UserRole, row.key)
             item.setToolTip(f"{row.tool}: {row.target}\n{row.session}\n{row.where}")
             self.inbox.addItem(item)
