@@ -238,6 +238,7 @@ def bench_away(repeat: int) -> list[dict]:
                 wait(lambda: control_request("status"), 60)
                 for i in range(n):
                     sock = socket.socket(socket.AF_UNIX)
+                    sock.settimeout(30)  # a host that never asks fails the bench rather than hanging it
                     sock.connect(str(tmp / "run" / "desktop-agent" / "host.sock"))
                     f = sock.makefile("rwb")
                     f.write(json.dumps({"type": "control_request", "request_id": "o", "request": {

@@ -151,8 +151,11 @@ class PhoneSection(QWidget):
         if access is not None and hasattr(access, "on_devices_changed"):
             import shiboken6
 
-            # a device paired or revoked elsewhere (another process's page): the list follows
-            access.on_devices_changed = lambda: shiboken6.isValid(self) and self.access is access and self.refresh()
+            def changed() -> None:  # a device paired or revoked elsewhere (another process's page): the list follows
+                if shiboken6.isValid(self) and self.access is access:
+                    self.refresh()
+
+            access.on_devices_changed = changed
         self.refresh()
 
     def _on_switch(self, on: bool) -> None:
