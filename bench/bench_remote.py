@@ -9,6 +9,10 @@
 - **notification action**: from choosing Deny in dunst's menu (``dunstctl context``, on a private session bus under
   Xvfb) to the question resolved in the inbox — target ≤ 1 s; baseline: the ``dunstctl`` call alone.
 
+- **the background host's notification** (``host.away``): the same Deny, on a question of a session in a real
+  ``desktop-agent host`` process that no client is attached to, to the host's inbox empty (its ``--status``,
+  polled) — target ≤ 1 s; baseline: one ``--status`` request.
+
 ``--shots DIR`` also saves the page (question with a rejected hunk) and a screen with our notifications.
 """
 
@@ -195,12 +199,91 @@ def bench_notification(repeat: int, shots: Path | None) -> list[dict]:
     return [result("notify: Deny from dunst's menu resolves the question", act_s, target=1.0, baseline=ctl_s)]
 
 
+def bench_away(repeat: int) -> list[dict]:
+    """The background host (a real ``desktop-agent host --foreground`` process) notifying a question nobody is
+    attached to: from choosing Deny in dunst's menu to the host's inbox empty (its ``--status``, polled)."""
+    import json
+    import os
+    import re
+    import signal
+    import socket
+    import subprocess
+
+    from desktop_agent.host.daemon import control_request
+    from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
+    from tests.host.dunst_session import DunstSession
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-away-"))
+    (tmp / "run").mkdir(mode=0o700)
+    work = tmp / "work"
+    work.mkdir()
+    saved = {k: os.environ.get(k) for k in ("XDG_RUNTIME_DIR", "DESKTOP_AGENT_STATE_DIR")}
+    os.environ.update(XDG_RUNTIME_DIR=str(tmp / "run"), DESKTOP_AGENT_STATE_DIR=str(tmp / "state"))
+    act_s: list[float] = []
+    ctl_s: list[float] = []
+    n = repeat * 3
+    try:
+        with DunstSession(tmp) as desktop, FakeAnthropic() as fake:
+            fake.script([step for i in range(n) for step in (
+                reply(tool_use("Write", {"file_path": str(work / f"w{i}.txt"), "content": "x"}, id=f"toolu_{i}")),
+                reply(text("Not written.")))])
+            env = dict(os.environ, ANTHROPIC_API_KEY="sk-ant-bench", ANTHROPIC_BASE_URL=fake.base_url,
+                       DBUS_SESSION_BUS_ADDRESS=desktop.bus_address, DISPLAY=desktop.display,
+                       XDG_DATA_HOME=str(tmp / "data"), XDG_CONFIG_HOME=str(tmp / "config"),
+                       CLAUDE_CONFIG_DIR=str(tmp / "claude"),  # the sessions' transcripts and settings: not the user's
+                       PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+            host = subprocess.Popen([sys.executable, "-m", "desktop_agent", "host", "--foreground"], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait(lambda: control_request("status"), 60)
+                for i in range(n):
+                    sock = socket.socket(socket.AF_UNIX)
+                    sock.settimeout(30)  # a host that never asks fails the bench rather than hanging it
+                    sock.connect(str(tmp / "run" / "desktop-agent" / "host.sock"))
+                    f = sock.makefile("rwb")
+                    f.write(json.dumps({"type": "control_request", "request_id": "o", "request": {
+                        "subtype": "desktop_agent_open", "folder": str(work), "settings": {"trusted": True}}})
+                        .encode() + b"\n")
+                    f.flush()
+                    for line in f:  # the session is open: the prompt; the question reached this client: it goes
+                        if b'"request_id": "o"' in line:
+                            f.write(json.dumps({"type": "user", "message": {"role": "user",
+                                                                            "content": f"write {i}"}}).encode()
+                                    + b"\n")
+                            f.flush()
+                        if b'"can_use_tool"' in line:
+                            break
+                    sock.shutdown(socket.SHUT_RDWR)
+                    sock.close()
+                    wait(lambda: desktop.displayed() == 1)
+                    (nid,) = {int(m) for m in re.findall(r"\[(\d+),deny\]", desktop.menu())}
+                    t0 = time.perf_counter()
+                    desktop.invoke(nid, "deny")
+                    wait(lambda: not control_request("status")["pending"])
+                    act_s.append(time.perf_counter() - t0)
+                    t0 = time.perf_counter()
+                    control_request("status")
+                    ctl_s.append(time.perf_counter() - t0)
+                    wait(lambda: desktop.displayed() == 0)
+            finally:
+                host.send_signal(signal.SIGTERM)
+                host.wait(30)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return [result("away: Deny from the background host's notification resolves the question", act_s, target=1.0,
+                   baseline=ctl_s)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--shots", type=Path, default=None)
     args = parser.parse_args()
-    items = bench_page(args.repeat, args.shots) + bench_notification(args.repeat, args.shots)
+    items = bench_page(args.repeat, args.shots) + bench_notification(args.repeat, args.shots) + bench_away(args.repeat)
     report(items)
 
 

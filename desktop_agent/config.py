@@ -68,6 +68,9 @@ class AppSettings(BaseModel):
     # the window opens its sessions in the background host (``desktop-agent host``, started on demand), so that
     # they keep running when the window closes or crashes
     keep_sessions_running: bool = False
+    # Settings → "Answer from my phone": the phone page (host.remote) is served again at the next launch, once the
+    # window's first session has made its host (off by default; the switch saves it at once)
+    answer_from_phone: bool = False
 
     @classmethod
     def load(cls, path: Path | None = None) -> AppSettings:

@@ -151,6 +151,12 @@ class HostDaemon:
             self._lock.release()
             raise
         log.info("host %d listening on %s (control %s)", os.getpid(), self.paths.socket, self.paths.control)
+        start = getattr(self.service, "start", None)  # optional: what the service turns on once it listens
+        if start is not None:
+            try:
+                await start()
+            except Exception:
+                log.exception("the service's start failed")
 
     async def run(self) -> None:
         """Start, serve until stopped (``stop()``, SIGTERM, SIGINT), then stop gracefully."""

@@ -176,13 +176,34 @@ class Notifier:
             self._bus.disconnect()
             self._bus = None
 
-    async def remind(self) -> int:
-        """The window stopped being active: a notification for every pending question that has none yet (asked
-        while the window was active); how many were sent."""
-        waiting = [q for q in self.inbox.pending() if q.key not in self._by_key and q.key not in self._sending]
+    def wants(self, question: PendingQuestion) -> bool:
+        """Whether ``question`` should have a notification now: the window is not active (``host.away`` asks
+        instead whether any client is attached to its session)."""
+        try:
+            return not self.window_active()
+        except Exception:
+            return True
+
+    async def remind(self, session_id: str | None = None) -> int:
+        """The window stopped being active (or a session's last client went): a notification for every pending
+        question (of ``session_id``) that has none yet and ``wants`` one; how many were sent."""
+        waiting = [q for q in self.inbox.pending(session_id) if q.key not in self._by_key
+                   and q.key not in self._sending and self.wants(q)]
         for question in waiting:
             await self._notify(question)
         return len(waiting)
+
+    async def dismiss(self, session_id: str) -> int:
+        """Close the notifications of ``session_id``'s questions (a window took them back); they stay pending."""
+        gone = [sent for key, sent in list(self._by_key.items()) if key[0] == session_id]
+        for sent in gone:
+            self._by_key.pop(sent.question.key, None)
+            self._by_id.pop(sent.notification_id, None)
+            await self._close(sent.notification_id)
+        for key in list(self._sending):
+            if key[0] == session_id:
+                self._ended.add(key)
+        return len(gone)
 
     def sent_for(self, session_id: str, request_id: str) -> Sent | None:
         return self._by_key.get((session_id, request_id))
@@ -191,11 +212,7 @@ class Notifier:
     def _on_event(self, event: InboxEvent) -> None:
         key = event.question.key
         if event.kind == "asked":
-            try:
-                active = self.window_active()
-            except Exception:
-                active = False
-            if not active:
+            if self.wants(event.question):
                 self._spawn(self._notify(event.question))
             return
         sent = self._by_key.pop(key, None)

@@ -19,6 +19,8 @@ in its own process: ``client.transports.MemoryTransport``). Only the ``Connectio
   (``host.controls``) and ours (``protocol.control``'s ``desktop_agent_*``: open, attach, list sessions, list
   pending questions, history, record, retry now, end); any other subtype gets ``Unsupported control request: …``.
 - ``serve_connection(host, reader, writer, peer=…)``: one socket client (the background host's entry point).
+- ``client_listeners``: told each time a session's attached clients change (``host.away`` notifies the questions
+  of a session nobody is attached to).
 
 Every wire mapping is ``protocol``'s (``protocol.permission`` for the question and its reply).
 """
@@ -107,6 +109,8 @@ class Host:
         self.sessions: dict[str, HostedSession] = {}
         self.engine_factory: EngineFactory = engine_factory or build_session
         self._clients = 0
+        # told when a session's attached clients change (a client attached or went): ``host.away``
+        self.client_listeners: list[Callable[[HostedSession], None]] = []
 
     # ----- sessions
     def add(self, hosted: HostedSession) -> HostedSession:
@@ -176,7 +180,9 @@ class Host:
                     task.add_done_callback(tasks.discard)
         finally:
             if client.session is not None:
-                client.session.detach(client)
+                hosted = client.session
+                hosted.detach(client)
+                self._clients_changed(hosted)
             connection.close()
 
     def dispatch(self, client: Client, message: WireModel | Malformed) -> asyncio.Task[Any] | None:
@@ -247,10 +253,20 @@ class Host:
 
     def _attach(self, client: Client, hosted: HostedSession, agent_events: bool, request_id: str) -> None:
         if client.session is not None and client.session is not hosted:
-            client.session.detach(client)
+            left = client.session
+            left.detach(client)
+            self._clients_changed(left)
         hosted.attach(client, agent_events=agent_events)
         client.line(ControlResponse.success(request_id, hosted.info().to_wire()))
         hosted.resend_pending(client)
+        self._clients_changed(hosted)
+
+    def _clients_changed(self, hosted: HostedSession) -> None:
+        for listener in list(self.client_listeners):
+            try:
+                listener(hosted)
+            except Exception:
+                log.exception("a client listener failed")
 
 
 def _warm() -> None:

@@ -3,7 +3,8 @@
 ``serve`` is ``host.server.serve_connection`` for each socket client; ``status`` lists the sessions and the pending
 questions for ``desktop-agent host --status``; ``shutdown`` ends every session cleanly for ``--stop`` and SIGTERM:
 a running turn is interrupted first (an unanswered call gets its synthetic result and the transcript stays valid),
-then each session ends (SessionEnd hooks with reason ``other``) and its store closes.
+then each session ends (SessionEnd hooks with reason ``other``) and its store closes. ``start`` (once the daemon
+listens) turns on the host's own desktop notifications for questions nobody is attached to (``host.away``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ class EngineHostService:
 
     def __init__(self, host: Host | None = None):
         self.host = host or Host()
+        self.away: Any = None  # host.away.AwayNotifier, when a session bus answers
+
+    async def start(self) -> None:
+        from desktop_agent.host.away import start_away_notifier
+
+        self.away = await start_away_notifier(self.host)
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, peer: str) -> None:
         await serve_connection(self.host, reader, writer, peer=peer)
@@ -56,6 +63,12 @@ class EngineHostService:
         return {"sessions": sessions, "pending": pending}
 
     async def shutdown(self) -> None:
+        if self.away is not None:
+            away, self.away = self.away, None
+            try:
+                await away.stop()
+            except Exception:
+                log.exception("stopping the notifications failed")
         hosted_all = list(self.host.sessions.values())
         for hosted in hosted_all:
             if hosted.busy:

@@ -138,6 +138,22 @@ class DunstSession:
                 time.sleep(0.02)
         raise RuntimeError("dunst never ran its context menu")
 
+    def menu(self) -> str:
+        """dunst's context menu of every displayed notification, nothing chosen: one ``#Action (summary) [id,action]``
+        line per action."""
+        menu, want = self.dir / "menu.txt", self.dir / "want"
+        menu.unlink(missing_ok=True)
+        want.write_text("")
+        for _ in range(20):
+            self.ctl("context")
+            deadline = time.monotonic() + 0.5
+            while time.monotonic() < deadline:
+                if menu.exists():
+                    time.sleep(0.05)  # the script has answered: dunst is done with its menu
+                    return menu.read_text()
+                time.sleep(0.02)
+        raise RuntimeError("dunst never ran its context menu")
+
     def screenshot(self, path: Path) -> None:
         subprocess.run(["import", "-window", "root", str(path)], env=self.env, check=True, timeout=20,
                        capture_output=True)

@@ -47,39 +47,99 @@ def new_device_id() -> str:
 
 
 class DeviceStore:
+    """The paired devices of one ``devices.json``. Another process may change the file (a second window's page,
+    the background host's): ``refresh()`` (off the loop: it stats and reads) takes its changes — a device paired
+    there is known here, one revoked there is gone here — and every write merges with the file first, so neither
+    side's pairing or revoke is lost. A device revoked here is never brought back by a merge."""
+
     def __init__(self, path: Path, *, load: bool = True) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._devices: dict[str, Device] = {}
+        self._removed: set[str] = set()  # revoked here: a merge never brings them back
+        self._seen: tuple[int, int, int, int] | None = None  # the file's (dev, ino, size, mtime_ns) last read/written
         if load:
             self.load()
 
-    def load(self) -> None:
+    def _signature(self) -> tuple[int, int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def _read(self) -> dict[str, Device] | None:
+        """The file's devices; None when it cannot be read as a whole (missing: empty)."""
         try:
             data = json.loads(self.path.read_text())
-        except (FileNotFoundError, ValueError):
-            return
-        for item in data.get("devices", []):
+        except FileNotFoundError:
+            return {}
+        except (ValueError, OSError):
+            return None
+        out: dict[str, Device] = {}
+        for item in data.get("devices", []) if isinstance(data, dict) else []:
             try:
-                self._devices[item["id"]] = Device(item["id"], str(item["name"]), base64.b64decode(item["key"]),
-                                                   float(item["paired_at"]), float(item["last_used"]))
+                out[item["id"]] = Device(item["id"], str(item["name"]), base64.b64decode(item["key"]),
+                                         float(item["paired_at"]), float(item["last_used"]))
             except (KeyError, ValueError, TypeError):
                 continue
+        return out
+
+    def _merge(self, on_disk: dict[str, Device]) -> None:
+        """The file's set of devices (without the ones revoked here), keeping our later ``last_used``."""
+        merged: dict[str, Device] = {}
+        for device_id, device in on_disk.items():
+            if device_id in self._removed:
+                continue
+            mine = self._devices.get(device_id)
+            if mine is not None and mine.key == device.key:
+                device.last_used = max(device.last_used, mine.last_used)
+            merged[device_id] = device
+        self._devices = merged
+
+    def load(self) -> None:
+        with self._lock:
+            signature = self._signature()
+            on_disk = self._read()
+            if on_disk is None:
+                return
+            self._merge(on_disk)
+            self._seen = signature
+
+    def refresh(self) -> bool:
+        """Take the file's changes made by another process; True when the set of devices changed."""
+        with self._lock:
+            before = set(self._devices)
+            self._sync()
+            return set(self._devices) != before
+
+    def _sync(self) -> None:
+        signature = self._signature()
+        if signature == self._seen:
+            return
+        on_disk = self._read()
+        if on_disk is None:  # half-written by another process: read it next time
+            return
+        self._merge(on_disk)
+        self._seen = signature
 
     def save(self) -> None:
         with self._lock:
-            self._save()
+            self._sync()  # changed elsewhere since we read it: merged first
+            self._write()
 
-    def _save(self) -> None:
+    def _write(self) -> None:
         items = [dict(asdict(d), key=base64.b64encode(d.key).decode()) for d in list(self._devices.values())]
         write_secret(self.path, json.dumps({"devices": items}, indent=1).encode())
+        self._seen = self._signature()
 
     def add(self, name: str, key: bytes) -> Device:
         now = time.time()
         with self._lock:
+            self._sync()
             device = Device(new_device_id(), name[:60] or "Phone", key, now, now)
             self._devices[device.id] = device
-            self._save()
+            self._write()
         return device
 
     def get(self, device_id: object) -> Device | None:
@@ -87,6 +147,7 @@ class DeviceStore:
 
     def forget(self, device_id: str) -> bool:
         """Revoked in memory at once (every later request refused); ``save()`` writes it."""
+        self._removed.add(device_id)
         return self._devices.pop(device_id, None) is not None
 
     def revoke(self, device_id: str) -> bool:

@@ -19,6 +19,11 @@ Off by default; the host starts it when Settings → "Answer from my phone" is o
   unknown device, or an input hash that is not the pending one's is refused; else
   ``Inbox.answer(..., input_sha256=…, source="phone:<device id>")`` — the first answer from anywhere wins.
 
+- **The port** is kept in the state directory (``server.json``) and taken again at the next start when it is free
+  (a phone's stored key belongs to the page's origin, scheme + host + port); when it is taken, any free port.
+- **Devices changed by another process** (``devices.json``): read again before each answer and each events
+  socket's proof, and checked each ``DEVICES_POLL_S``: a device revoked elsewhere has its sockets closed here.
+
 Nothing logs a key, a code, a MAC or a nonce (aiohttp's access log is off; our log lines name devices by id).
 """
 
@@ -45,7 +50,7 @@ from desktop_agent.core.permission import PermissionReply
 from desktop_agent.host.inbox import Inbox, InboxEvent
 from desktop_agent.host.remote.devices import Device, DeviceStore, PairingOffers
 from desktop_agent.host.remote.identity import (
-    Exchange, Identity, answer_message, b64u, events_message, exchange, load_identity, mac_ok, unb64u,
+    Exchange, Identity, answer_message, b64u, events_message, exchange, load_identity, mac_ok, unb64u, write_secret,
 )
 from desktop_agent.host.remote.view import USER_DENIED, BadDecision, question_view, reply_for
 
@@ -54,6 +59,8 @@ log = logging.getLogger(__name__)
 MAX_SKEW = 60.0  # seconds an answer's time may differ from ours
 PAIR_CONFIRM_TIMEOUT = 120.0
 MAX_BODY = 64 * 1024
+DEVICES_POLL_S = 1.0
+PORT_FILE = "server.json"
 STATIC = {"app.js": "application/javascript", "style.css": "text/css"}  # and code.css, made from Pygments
 
 
@@ -112,6 +119,8 @@ class RemoteServer:
         self._static_dir = resources.files("desktop_agent.host.remote") / "page"
         self._css = _pygments_css()
         self.on_devices_changed: Callable[[], None] = lambda: None
+        self._remember_port = port == 0  # an explicit port is the caller's; any port: ours, kept for next time
+        self._watch: asyncio.Task[None] | None = None
 
     # -- life ---------------------------------------------------------------------------------------------------
     @property
@@ -165,15 +174,60 @@ class RemoteServer:
         app.router.add_get("/api/events", self._events)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context, reuse_address=True)
-        await site.start()
-        sockets = getattr(site._server, "sockets", None) or []
-        if self.port == 0 and sockets:
-            self.port = int(sockets[0].getsockname()[1])
+        remembered = await asyncio.to_thread(self._saved_port) if self._remember_port else None
+        site = None
+        if remembered:
+            site = web.TCPSite(self._runner, self.host, remembered, ssl_context=ssl_context, reuse_address=True)
+            try:
+                await site.start()
+                self.port = remembered
+            except OSError as exc:  # taken by another program: any free port (the phone pairs again)
+                log.info("the phone page's port %d is taken (%s): another one", remembered, exc.strerror)
+                site = None
+        if site is None:
+            site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ssl_context, reuse_address=True)
+            await site.start()
+            sockets = getattr(site._server, "sockets", None) or []
+            if self.port == 0 and sockets:
+                self.port = int(sockets[0].getsockname()[1])
+        if self._remember_port and self.port != remembered:
+            await asyncio.to_thread(self._save_port)
         self._unsubscribe = self.inbox.subscribe(self._on_event)
+        self._watch = asyncio.ensure_future(self._watch_devices())
         log.info("phone page serving on %s", self.base_url())
 
+    def _saved_port(self) -> int | None:
+        try:
+            port = json.loads((self.state_dir / PORT_FILE).read_text()).get("port")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return port if isinstance(port, int) and 1024 <= port <= 65535 else None
+
+    def _save_port(self) -> None:
+        write_secret(self.state_dir / PORT_FILE, json.dumps({"port": self.port}).encode())
+
+    async def _watch_devices(self) -> None:
+        while True:
+            await asyncio.sleep(DEVICES_POLL_S)
+            try:
+                await self._refresh_devices()
+            except Exception:
+                log.exception("reading the paired devices failed")
+
+    async def _refresh_devices(self) -> None:
+        """Take another process's changes to ``devices.json``; close the sockets of the devices gone."""
+        if not await asyncio.to_thread(self.devices.refresh):
+            return
+        for device_id in [d for d in self._sockets if self.devices.get(d) is None]:
+            self._nonces.pop(device_id, None)
+            await self._close_sockets(device_id, 4001, "revoked")
+            log.info("device %s revoked elsewhere", device_id)
+        self.on_devices_changed()
+
     async def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -355,6 +409,7 @@ class RemoteServer:
             msg = await asyncio.wait_for(ws.receive(), 10)
             if msg.type == WSMsgType.TEXT:
                 data = json.loads(msg.data)
+                await self._refresh_devices()  # paired or revoked by another process a moment ago
                 candidate = self.devices.get(data.get("device"))
                 if candidate is not None and mac_ok(candidate.key, events_message(candidate.id, challenge,
                                                                                   str(data.get("nonce", ""))),
@@ -415,6 +470,7 @@ class RemoteServer:
         if not all(isinstance(data.get(k), str) for k in names):
             return web.json_response({"error": "bad answer"}, status=400)
         fields: dict[str, str] = {k: str(data[k]) for k in names}
+        await self._refresh_devices()  # revoked by another process a moment ago: refused
         device = self.devices.get(fields["device"])
         if device is None:
             log.warning("answer refused: unknown or revoked device")

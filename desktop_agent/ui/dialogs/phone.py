@@ -76,6 +76,28 @@ class PairingConfirmDialog(GuardedConfirm):
         self.code = code
 
 
+def phone_switch_saved() -> bool:
+    """Settings' "Answer from my phone", as last switched (off when the settings cannot be read). Disk: call it on a
+    worker thread."""
+    try:
+        from desktop_agent.config import AppSettings
+
+        return bool(AppSettings.load().answer_from_phone)
+    except Exception:
+        return False
+
+
+def save_phone_switch(on: bool) -> None:
+    """Remember the switch at once (it acts at once, not on Save): the page starts again at the next launch.
+    Disk: call it on a worker thread."""
+    from desktop_agent.config import AppSettings
+
+    settings = AppSettings.load()
+    if settings.answer_from_phone != on:
+        settings.answer_from_phone = on
+        settings.save()
+
+
 def confirm_pairing(parent: QWidget | None) -> Callable[[PairingPromptLike], Awaitable[bool]]:
     """The server's ``confirm`` callback: the dialog, opened without taking the focus, awaited."""
     async def confirm(prompt: PairingPromptLike) -> bool:
@@ -126,6 +148,14 @@ class PhoneSection(QWidget):
 
     def set_access(self, access: RemoteAccess | None) -> None:
         self.access = access
+        if access is not None and hasattr(access, "on_devices_changed"):
+            import shiboken6
+
+            def changed() -> None:  # a device paired or revoked elsewhere (another process's page): the list follows
+                if shiboken6.isValid(self) and self.access is access:
+                    self.refresh()
+
+            access.on_devices_changed = changed
         self.refresh()
 
     def _on_switch(self, on: bool) -> None:

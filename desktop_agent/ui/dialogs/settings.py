@@ -260,6 +260,7 @@ class SettingsDialog(AwaitableDialog[config.AppSettings | None]):
             self.settings.executor = executor
             self.settings.claude_path = claude_path or None
             self.settings.keep_sessions_running = self.keep_running_check.isChecked()
+            self.settings.answer_from_phone = self.phone.switch.isChecked()  # as the switch saved it already
             self.settings.save()
         except OSError as exc:
             self.error_label.setText(self.tr("Could not save the settings: {0}").format(exc))

@@ -800,6 +800,10 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             self.controller.desktop_notifier = notifier
             if notifier is not None and not self.isActiveWindow():
                 await notifier.remind()  # a question asked while the notifier was starting
+            from desktop_agent.ui.dialogs.phone import phone_switch_saved
+
+            if await asyncio.to_thread(phone_switch_saved):  # "Answer from my phone" was left on: served again
+                await self._phone_switched(None, True)
 
         self._notifications_task = asyncio.ensure_future(run())
 
@@ -969,13 +973,18 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
 
     async def _phone_switched(self, section: Any, on: bool) -> None:
         """Settings → "Answer from my phone": the host's phone page (``client.HostClient.phone``, HTTPS on the LAN,
-        pairing confirmed here in a focus-safe dialog) started or stopped. Off by default, and again at each start."""
+        pairing confirmed here in a focus-safe dialog) started or stopped, and the switch saved: off by default; left
+        on, it starts again with the first session of the next launch (``section``: None then)."""
+        from desktop_agent.ui.dialogs.phone import save_phone_switch
+
         server = getattr(self, "phone_server", None)
         if not on:
             self.phone_server = None
-            section.set_access(None)
+            if section is not None:
+                section.set_access(None)
             if server is not None:
                 await server.stop()
+            await asyncio.to_thread(save_phone_switch, False)
             return
         start = getattr(self.controller.client, "phone", None)
         if server is not None or start is None:
@@ -988,10 +997,13 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         try:
             self.phone_server = await start(str(dirs.state_dir() / "remote"), confirm_pairing(self))
         except Exception as exc:
-            section.switch.setChecked(False)
+            if section is not None:
+                section.switch.setChecked(False)
             self.status.showMessage(self.tr("The phone page could not start: {0}").format(exc), 8000)
             return
-        section.set_access(self.phone_server)
+        if section is not None:
+            section.set_access(self.phone_server)
+        await asyncio.to_thread(save_phone_switch, True)
 
     def _on_settings_saved(self) -> None:
         self.status.showMessage(self.tr("Settings saved."), 3000)

@@ -37,7 +37,9 @@ class LoopThread:
         self.thread.join(5)
 
 
-def phone_browser(spki_b64: str, profile: Path, width: int = 390, height: int = 844) -> Any:
+def phone_browser(spki_b64: str, profile: Path, width: int = 390, height: int = 844, *,
+                  address: str = "127.0.0.1") -> Any:
+    """``address``: the one host the browser may reach (the server's; every other name fails to resolve)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -47,7 +49,7 @@ def phone_browser(spki_b64: str, profile: Path, width: int = 390, height: int = 
                 "--disable-extensions", "--disable-background-networking", "--disable-sync",
                 "--disable-component-update", "--disable-default-apps", "--metrics-recording-only",
                 f"--user-data-dir={profile}", f"--ignore-certificate-errors-spki-list={spki_b64}",
-                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--lang=en-US"):
+                f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {address}", "--lang=en-US"):
         options.add_argument(arg)
     options.add_experimental_option("mobileEmulation", {
         "deviceMetrics": {"width": width, "height": height, "pixelRatio": 2.0, "touch": True},

@@ -52,3 +52,42 @@ def test_the_switch_starts_and_stops_the_phone_page(qtbot, qloop, make_window, w
 
     qloop.run_until_complete(scenario())
     dlg.close()
+
+
+def test_the_switch_is_saved_and_the_page_comes_back_at_the_next_launch_on_the_same_origin(
+        qtbot, qloop, make_window, workdir, keep_app_running):
+    from desktop_agent.config import AppSettings
+    from tests.ui.flow import wait_for
+
+    assert AppSettings.load().answer_from_phone is False  # off by default
+    first = make_window()
+    assert qloop.run_until_complete(first.open_folder(workdir))
+    assert getattr(first, "phone_server", None) is None  # not started unless asked
+    dlg = first.show_settings()
+
+    async def switch_on() -> str:
+        dlg.phone.switch.setChecked(True)
+        server = await wait_for(lambda: getattr(first, "phone_server", None), 15, "the phone page")
+        await wait_for(lambda: AppSettings.load().answer_from_phone, 5, "the switch saved")
+        origin = server.origin
+        await server.stop()  # the first window's process ends: its page with it
+        first.phone_server = None
+        return origin
+
+    origin = qloop.run_until_complete(switch_on())
+    dlg.close()
+
+    second = make_window()  # the next launch: the page is served again once its first session has a host
+
+    async def relaunch() -> None:
+        assert await second.open_folder(workdir)
+        server = await wait_for(lambda: getattr(second, "phone_server", None), 15, "the page served again")
+        assert server.origin == origin  # the same port: a paired phone's key (bound to the origin) still works
+        settings = second.show_settings()
+        assert settings.phone.switch.isChecked() and settings.phone.access is server
+        settings.phone.switch.setChecked(False)
+        await wait_for(lambda: getattr(second, "phone_server", None) is None, 10, "the page to stop")
+        await wait_for(lambda: AppSettings.load().answer_from_phone is False, 5, "the switch saved off")
+        settings.close()
+
+    qloop.run_until_complete(relaunch())
