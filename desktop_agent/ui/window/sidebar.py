@@ -22,7 +22,7 @@ from typing import Any
 from PySide6.QtCore import QCoreApplication, QPoint, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
-    QCheckBox, QFrame, QLabel, QLineEdit, QListView, QListWidget, QListWidgetItem, QMenu, QVBoxLayout, QWidget,
+    QCheckBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QListView, QListWidget, QListWidgetItem, QMenu, QVBoxLayout, QWidget,
 )
 
 from desktop_agent.ui.window.presenters import SessionRow
@@ -52,6 +52,12 @@ class InboxRow:
     where: str
     waiting: str
     showing: bool
+
+
+def _fit(widget: QListWidget, cap: int) -> None:
+    """A list as tall as its rows (at most ``cap`` px; it scrolls beyond), so the lists below keep their room."""
+    rows = sum(widget.sizeHintForRow(i) for i in range(widget.count()))
+    widget.setFixedHeight(min(cap, rows + 2 * widget.frameWidth() + 4))
 
 
 def _list(name: str, accessible: str) -> QListWidget:
@@ -102,11 +108,9 @@ class SessionsPane(QWidget):
         self.show_archived.setObjectName("showArchived")
         self.inbox_title = heading(translate("MainWindow", "Inbox"), "inboxTitle")
         self.inbox = _list("inboxList", translate("MainWindow", "Questions waiting for you"))
-        self.inbox.setMaximumHeight(220)
         layout.addWidget(self.inbox)
         self.live_title = heading(translate("MainWindow", "Running"), "liveTitle")
         self.live_list = _list("liveSessions", translate("MainWindow", "Open sessions"))
-        self.live_list.setMaximumHeight(260)
         self.live_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.live_list.customContextMenuRequested.connect(self._live_menu)
         layout.addWidget(self.live_list)
@@ -115,8 +119,10 @@ class SessionsPane(QWidget):
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._session_menu)
         layout.addWidget(self.list, 1)
-        self.show_archived.setContentsMargins(16, 4, 8, 8)
-        layout.addWidget(self.show_archived)
+        archived_row = QHBoxLayout()
+        archived_row.setContentsMargins(12, 4, 8, 8)
+        archived_row.addWidget(self.show_archived)
+        layout.addLayout(archived_row)
         layout.insertWidget(0, self.filter)
         self.filter.setContentsMargins(8, 8, 8, 0)
         self.list.itemActivated.connect(self._activated)
@@ -142,6 +148,7 @@ class SessionsPane(QWidget):
             item.setData(Qt.ItemDataRole.UserRole, row.key)
             item.setToolTip(f"{row.tool}: {row.target}\n{row.session}\n{row.where}")
             self.inbox.addItem(item)
+        _fit(self.inbox, 260)
         self.inbox_title.setText(translate("MainWindow", "Inbox ({0})").format(len(rows)))
         self.inbox_title.setVisible(bool(rows))
         self.inbox.setVisible(bool(rows))
@@ -160,6 +167,7 @@ class SessionsPane(QWidget):
             self.live_list.addItem(item)
             if row.current:
                 self.live_list.setCurrentItem(item)
+        _fit(self.live_list, 330)
         self.live_title.setVisible(len(rows) > 1)
         self.live_list.setVisible(len(rows) > 1)
         self._apply_filter()
