@@ -465,6 +465,7 @@ class EgressProxy:
         self._log_fh: Any = None
         self._closed = False
         self._live: set[socket.socket] = set()  # sockets a splice thread works on (shut down by close)
+        self._pumps: set[threading.Thread] = set()  # the splice threads running (joined by close)
 
     # -------------------------------------------------------------- lifecycle
     @property
@@ -533,8 +534,14 @@ class EgressProxy:
                         t.cancel()
                 loop.call_soon_threadsafe(stop)
                 thread.join(5)
+            for t in list(self._pumps):  # woken by the shutdowns above
+                t.join(2)
             if ns is not None:
-                ns.close()
+                ns.close()  # the last descriptors of the namespace: it goes (no helper is left: it exited at start)
+            try:
+                atexit.unregister(self.close)  # and the exit hook no longer holds the proxy
+            except Exception:  # pragma: no cover
+                pass
             if self._log_fh is not None:
                 try:
                     self._log_fh.close()
@@ -662,13 +669,16 @@ class EgressProxy:
                 try:
                     _splice_copy(src, dst, rec, up)
                 finally:
+                    self._pumps.discard(threading.current_thread())
                     try:
                         loop.call_soon_threadsafe(finish)
                     except RuntimeError:  # the loop is closed
                         pass
 
             self._live.update((src, dst))
-            threading.Thread(target=work, name="egress-pump", daemon=True).start()
+            pump = threading.Thread(target=work, name="egress-pump", daemon=True)
+            self._pumps.add(pump)
+            pump.start()
             try:
                 await asyncio.shield(done)
             except asyncio.CancelledError:
