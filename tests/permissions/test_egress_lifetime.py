@@ -1,8 +1,9 @@
 """The egress proxy lives as long as its session (issue 27; ``BubblewrapSandbox.close`` from ``AgentSession.aclose``):
 a session with ``allowedDomains`` runs a real sandboxed Bash call through the proxy (a local HTTP server reached as
-``localhost:PORT``); when the session ends, the proxy's thread and its splice threads are gone, its listening
-socket (made inside the session's network namespace) is closed, and no process on the machine — no helper, no
-relay, no shell left behind, not this one — still holds that network namespace (``/proc/*/ns/net`` and
+``localhost:PORT``); when the session ends, the proxy's thread is gone, its helper (the relay living in the
+namespace) has exited and been reaped, its listening socket (made inside the session's network namespace) is
+closed, and no process on the machine — no helper, no shell left behind, not this one — still holds that network
+namespace (``/proc/*/ns/net`` and
 ``/proc/*/fd``). The same through the real CLI (``python -m desktop_agent -p`` against the fake Anthropic server):
 after it exits, nothing holds the namespace its command ran in, and its per-process directories (the stub
 directory the sandbox's ``/etc/resolv.conf`` comes from, the shells' TMPDIR) are removed."""
@@ -117,6 +118,8 @@ def test_ending_a_session_closes_its_proxy_and_its_namespace(workdir, server, mo
     assert listener is not None and listener.fileno() >= 0
     held = holders(ns)
     assert any(h.startswith(f"{os.getpid()} fd") for h in held), held  # the proxy holds it while the session lives
+    helper = proxy.ns.proc.pid if proxy.ns is not None and proxy.ns.proc is not None else None
+    assert helper is not None and f"{helper} ns" in held, held  # the helper (the relay) lives in it
     assert _field(out, "RESOLV").endswith("/resolv.conf"), out
 
     asyncio.run(s.end("other"))
@@ -128,6 +131,7 @@ def test_ending_a_session_closes_its_proxy_and_its_namespace(workdir, server, mo
     while holders(ns) and time.monotonic() < deadline:  # a process exiting may still be listed for a moment
         time.sleep(0.05)
     assert not holders(ns), f"the session's network namespace is still held: {holders(ns)}"
+    assert not os.path.exists(f"/proc/{helper}"), "the helper was not reaped"
     asyncio.run(s.aclose())  # a second close is a no-op
     assert sandbox.egress is None
 
