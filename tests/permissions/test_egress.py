@@ -124,6 +124,7 @@ def server():
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield srv.server_address[1]
     srv.shutdown()
+    srv.server_close()
 
 
 @pytest.fixture
@@ -174,7 +175,8 @@ def test_http_forward_chunked_body_and_log(proxy, server):
     out = inside(proxy, RAW.format(data=req))
     assert "hit /up 11" in out, out
     assert _Hits.seen[-1].startswith(f"POST /up host=ok.test:{server} body=b'hello world'")
-    lines = [json.loads(x) for x in open(proxy.log_path)]
+    with open(proxy.log_path) as fh:
+        lines = [json.loads(x) for x in fh]
     rec = lines[-1]
     assert rec["host"] == "ok.test" and rec["decision"] == "allow" and rec["proto"] == "http" and rec["session"] == "s1"
     assert rec["up"] > len(req) - 60 and rec["down"] > 0 and rec["rule"] == "allowedDomains: ok.test"
@@ -257,9 +259,15 @@ def blob_server():
                 return
             threading.Thread(target=one, args=(c,), daemon=True).start()
 
-    threading.Thread(target=serve, daemon=True).start()
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
     yield srv.getsockname()[1]
+    try:
+        srv.shutdown(socket.SHUT_RDWR)  # wakes the accept
+    except OSError:
+        pass
     srv.close()
+    t.join(5)
 
 
 DOWNLOAD = """
