@@ -488,8 +488,8 @@ def make_namespace(bwrap: str, port: int = PROXY_PORT, timeout: float = 10.0) ->
         # exec'd into a new user namespace loses its capabilities, so it could not bring lo up, and a namespace
         # bubblewrap made cannot be entered again by nsenter (setns(CLONE_NEWNET): EPERM; measured as uid 65534)
         argv = [_helper_python(), "-I", "-S", "-c", HELPER, str(theirs.fileno()), str(port)]
-        proc = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(argv, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, cwd="/",
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # cwd: it pins no folder
         theirs.close()
         ours.settimeout(timeout)
         fds = array.array("i")
@@ -894,6 +894,8 @@ class EgressProxy:
                 msg = b""
             if not msg:
                 self._relay_dead = True
+                if ns.proc is not None:
+                    ns.proc.poll()  # reaped if it is gone
                 try:
                     asyncio.get_running_loop().remove_reader(ns.chan.fileno())
                 except (OSError, ValueError, RuntimeError):

@@ -190,3 +190,39 @@ def _is_helper_of(pid: str, proj: Path) -> bool:
         return os.readlink(f"/proc/{pid}/cwd") == str(proj)
     except OSError:
         return False
+
+
+def test_the_host_closes_the_proxy_of_a_session_it_ends_and_of_every_session_at_its_close(tmp_path, server,
+                                                                                       monkeypatch):
+    """The window's sessions live in the host: ``end_session`` (a tab closed) and ``Host.close`` (the daemon
+    stops) end each session's helper."""
+    from desktop_agent.host.server import Host
+
+    monkeypatch.setenv("DESKTOP_AGENT_SANDBOX", "on")
+    settings = json.dumps({"sandbox": {"network": {"allowedDomains": [f"localhost:{server}"]}}})
+
+    async def scenario() -> None:
+        host = Host()
+        helpers = []
+        sessions = []
+        for name in ("one", "two"):
+            folder = tmp_path / name
+            folder.mkdir()
+            hosted = await host.open_session(str(folder), engine_kwargs={
+                "client": ScriptedModelClient([]), "settings_arg": settings, "permission_mode": "bypassPermissions"})
+            ctx = hosted.session.ctx
+            assert isinstance(ctx.sandbox, BubblewrapSandbox)
+            plan = await asyncio.to_thread(ctx.sandbox.plan_launch, ["/bin/sh", "-c", "true"], str(folder),
+                                           dict(os.environ), ctx, command="true")  # what a Bash call does first
+            plan.release()
+            proxy = ctx.sandbox.egress
+            assert proxy is not None and proxy.ns is not None and proxy.ns.proc is not None
+            helpers.append(proxy.ns.proc.pid)
+            sessions.append(hosted)
+        assert all(os.path.exists(f"/proc/{pid}") for pid in helpers)
+        await host.end_session(sessions[0].session_id, "other")
+        assert not os.path.exists(f"/proc/{helpers[0]}") and os.path.exists(f"/proc/{helpers[1]}")
+        await host.close()
+        assert not os.path.exists(f"/proc/{helpers[1]}")
+
+    asyncio.run(scenario())
