@@ -283,14 +283,14 @@ def test_the_helper_moves_the_bytes_and_a_dead_helper_falls_back_here(proxy, blo
     """Bytes are moved by the helper's relay (never by a copy in this process) and counted in the log; when the
     helper dies, the next connections are copied here, byte for byte."""
     local: list[int] = []
-    real = egress.splice_copy
+    real = egress.copy_fds
 
     def counted(sfd: int, dfd: int) -> int:
         n = real(sfd, dfd)
         local.append(n)
         return n
 
-    monkeypatch.setattr(egress, "splice_copy", counted)
+    monkeypatch.setattr(egress, "copy_fds", counted)
     want = f"{len(BLOB)} {__import__('hashlib').sha256(BLOB).hexdigest()}"
     url = f"http://ok.test:{blob_server}/blob"
     # plain forward (ok.test via HTTP_PROXY) and a CONNECT tunnel (the same name through http.client's set_tunnel)
