@@ -18,9 +18,10 @@ process and its GIL) and reports the count. ``close`` (the session's end) closes
 the helper exits and the namespace goes. Each sandboxed shell starts as ``nsenter --user=...
 --net=... --preserve-credentials -- bwrap --unshare-all --share-net ...``: bubblewrap's own user, PID, IPC, UTS,
 mount namespaces as before, and the session's network namespace instead of the host's. Added start-up: about
-1.5 ms (bench/bench_egress.py), plus about 25 ms once per session (the helper's start). A 100 MB loopback
-download through the proxy costs what any relay that terminates TCP costs here (a C one, ``socat``, included): the
-second TCP hop, 1.2-1.6x the direct one on a loaded 2-core machine; bench/bench_egress.py measures each hop. The
+1-4 ms (bench/bench_egress.py), plus 20-35 ms once per session (the helper's start). A 100 MB loopback download
+through the proxy costs the second TCP hop any relay that terminates TCP pays (a C one, ``socat``, included):
+1.1-1.2x the direct one on a loaded 2-core machine (``socat`` alone: 1.25-1.5x); from a server paced at
+1 Gbit/s, 1.00-1.03x. bench/bench_egress.py measures each hop. The
 session's shells share that namespace: a server one command starts on loopback is
 there for the next (the host's loopback is not: ``localhost`` requests go through the proxy, see below).
 
