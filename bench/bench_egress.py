@@ -4,11 +4,17 @@
    sharing the host's network and fetching ``127.0.0.1`` directly (the baseline: the old ``allowedDomains``
    behaviour), against the same curl in the session's network namespace through the proxy — plain HTTP
    forwarding and a CONNECT tunnel (``curl -p``); and, as the floor any relay has on loopback, the direct download
-   through a host-side ``socat`` relay (C, 1 MB buffer). Interleaved, median of ``--runs``. Target: ratio ≤ 1.05
-   (to direct; and the tunnel against socat).
-2. The start-up of a sandboxed ``true`` (``plan_launch`` + the run) with the proxy on (``allowedDomains``
+   through a host-side ``socat`` relay (C, 1 MB buffer; when installed). Interleaved, median of ``--runs``. Target:
+   ratio ≤ 1.05 (to direct; and the tunnel against socat). Each hop is also shown on its own: the proxy's relay
+   with its listener on the host (no namespace, no nsenter), against a direct download outside bubblewrap.
+2. The same tunnel while a Python thread keeps the session's process busy (as the window and the model stream
+   do): the bytes are moved by the namespace helper, out of that process, so its GIL does not slow them.
+3. The same download from a server paced at 1 Gbit/s (a fast real link): what the proxy costs when the network,
+   not the loopback copy, sets the pace.
+4. The start-up of a sandboxed ``true`` (``plan_launch`` + the run) with the proxy on (``allowedDomains``
    non-empty: ``nsenter`` into the session's namespace, the proxy variables) against the same with no network,
-   interleaved. Target: ≤ +10 ms.
+   interleaved. Target: ≤ +10 ms. And, printed, the proxy's one-time start (the first sandboxed command of a
+   session pays it: the helper makes the namespace).
 
     .venv/bin/python bench/bench_egress.py [--runs 15] [--mb 100]
 """
@@ -32,14 +38,16 @@ from bench._common import report, result  # noqa: E402
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.permissions import sandbox  # noqa: E402
 from desktop_agent.permissions.context import PermissionContext  # noqa: E402
-from desktop_agent.permissions.egress import EgressProxy, EgressRules, proxy_env  # noqa: E402
+from desktop_agent.permissions.egress import (EgressProxy, EgressRules, Namespace, make_namespace,  # noqa: E402
+                                              proxy_env)
 from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox  # noqa: E402
 from desktop_agent.permissions.sandbox_policy import base_flags  # noqa: E402
 from desktop_agent.permissions.settings import SettingsSource  # noqa: E402
 from desktop_agent.tools.bash.process import shell_path  # noqa: E402
 
 
-def file_server(path: str) -> int:
+def file_server(path: str, rate: float = 0.0) -> int:
+    """A one-file HTTP server on loopback; ``rate`` > 0: paced to that many bytes a second (1 MB sends)."""
     size = os.path.getsize(path)
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -56,7 +64,15 @@ def file_server(path: str) -> int:
                 data += chunk
             conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n".encode())
             with open(path, "rb") as fh:
-                conn.sendfile(fh)
+                if rate <= 0:
+                    conn.sendfile(fh)
+                    return
+                t0, sent, step = time.perf_counter(), 0, 1 << 20
+                while sent < size:
+                    ahead = t0 + sent / rate - time.perf_counter()
+                    if ahead > 0:
+                        time.sleep(ahead)
+                    sent += conn.sendfile(fh, sent, min(step, size - sent))
 
     def serve() -> None:
         while True:
@@ -65,6 +81,14 @@ def file_server(path: str) -> int:
 
     threading.Thread(target=serve, daemon=True).start()
     return srv.getsockname()[1]
+
+
+def server_process(path: str, rate: float = 0.0) -> tuple[subprocess.Popen[str], int]:
+    """``file_server`` in a process of its own (its GIL is not the proxy's): the process and its port."""
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", path, str(rate)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, int(proc.stdout.readline())
 
 
 def free_port() -> int:
@@ -84,21 +108,67 @@ def run(argv: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def _host_side(proxy_bwrap: str) -> tuple[EgressProxy, int]:
+    """A proxy whose listener is on the host (its helper still relays): the proxy's own hop, no namespace."""
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(64)
+    lst.setblocking(False)
+
+    def host_ns(bwrap: str) -> Namespace:
+        ns = make_namespace(bwrap, port=free_port())
+        ns.listener.close()
+        ns.listener = lst
+        return ns
+
+    p = EgressProxy(EgressRules.from_lists(["big.test"]), hosts={"big.test": "127.0.0.1"}, bwrap=proxy_bwrap)
+    p.make_ns = host_ns
+    p.start()
+    return p, lst.getsockname()[1]
+
+
+class Busy:
+    """A Python thread that keeps the GIL busy (as the window's thread and the model stream do)."""
+
+    def __enter__(self) -> Busy:
+        self.stop = False
+
+        def spin() -> None:
+            x = 0
+            while not self.stop:
+                for i in range(10_000):
+                    x += i
+        self.t = threading.Thread(target=spin, daemon=True)
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop = True
+        self.t.join()
+
+
 def download(runs: int, mb: int) -> list[dict]:
     bwrap = sandbox.probe().bwrap or "bwrap"
     tmp = tempfile.mkdtemp(prefix="bench-egress-")
     big = os.path.join(tmp, "big.bin")
     with open(big, "wb") as fh:
         fh.write(os.urandom(1 << 20) * mb)
-    port = file_server(big)
+    server, port = server_process(big)
     proxy = EgressProxy(EgressRules.from_lists(["big.test"]), hosts={"big.test": "127.0.0.1"}, bwrap=bwrap)
     proxy.start()
+    hproxy, hport = _host_side(bwrap)
     box = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--share-net", "--cap-drop",
            "ALL", "--die-with-parent", "--"]
     curl = ["curl", "-s", "-f", "-o", "/dev/null"]
     direct = [bwrap, *box, *curl, f"http://127.0.0.1:{port}/big"]
     forward = [*proxy.launch_prefix(), bwrap, *box, *curl, f"http://big.test:{port}/big"]
     tunnel = [*proxy.launch_prefix(), bwrap, *box, *curl, "-p", f"http://big.test:{port}/big"]
+    host_direct = [*curl, f"http://127.0.0.1:{port}/big"]
+    host_tunnel = [*curl, "-p", "-x", f"http://127.0.0.1:{hport}", f"http://big.test:{port}/big"]
     env = dict(os.environ)
     penv = proxy_env(env)
     relay = None
@@ -107,35 +177,88 @@ def download(runs: int, mb: int) -> list[dict]:
         relay = subprocess.Popen(["socat", "-b", str(1 << 20), f"TCP-LISTEN:{rport},fork,reuseaddr,bind=127.0.0.1",
                                   f"TCP:127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.3)
-    via_socat = [bwrap, *box, *curl, f"http://127.0.0.1:{rport}/big"] if relay else None
-    for argv, e in ((direct, env), (forward, penv), (tunnel, penv)):  # warm-up
-        run(argv, e)
-    d, f, t, c = [], [], [], []
+    via_socat = [*curl, f"http://127.0.0.1:{rport}/big"] if relay else None
+    for argv, e in ((direct, env), (forward, penv), (tunnel, penv), (host_direct, env), (host_tunnel, env)):
+        run(argv, e)  # warm-up
+    d, f, t, c, hd, ht = [], [], [], [], [], []
     for _ in range(runs):
         d.append(run(direct, env))
         f.append(run(forward, penv))
         t.append(run(tunnel, penv))
+        hd.append(run(host_direct, env))
+        ht.append(run(host_tunnel, env))
         if via_socat:
             c.append(run(via_socat, env))
+    # the same, with a busy Python thread here; and, for comparison, a proxy that copies in this process (its
+    # relay switched off: the fallback when the helper is gone, and how the proxy moved bytes before)
+    inproc = EgressProxy(EgressRules.from_lists(["big.test"]), hosts={"big.test": "127.0.0.1"}, bwrap=bwrap)
+    inproc.start()
+    inproc._relay_dead = True
+    in_tunnel = [*inproc.launch_prefix(), bwrap, *box, *curl, "-p", f"http://big.test:{port}/big"]
+    bd, bt, bi = [], [], []
+    with Busy():
+        for _ in range(max(3, runs // 2)):
+            bd.append(run(direct, env))
+            bt.append(run(tunnel, penv))
+            bi.append(run(in_tunnel, penv))
+    inproc.close()
+    # a paced server: a 1 Gbit/s link
+    rate = 125e6
+    slow_server, slow = server_process(big, rate=rate)
+    sd, st = [], []
+    slow_direct = [bwrap, *box, *curl, f"http://127.0.0.1:{slow}/big"]
+    slow_tunnel = [*proxy.launch_prefix(), bwrap, *box, *curl, "-p", f"http://big.test:{slow}/big"]
+    for _ in range(max(3, runs // 2)):
+        sd.append(run(slow_direct, env))
+        st.append(run(slow_tunnel, penv))
     proxy.close()
+    hproxy.close()
+    for proc in (server, slow_server):
+        proc.kill()
+        proc.wait()
     if relay is not None:
         relay.kill()
         relay.wait()
     os.unlink(big)
     items = []
+    print(f"hops ({mb} MB, median of {runs}): outside bubblewrap, direct {_median(hd) * 1000:.1f} ms; through the "
+          f"proxy's relay alone (listener on the host) {_median(ht) * 1000:.1f} ms, ratio "
+          f"{_median(ht) / _median(hd):.3f}" + (f"; through socat {_median(c) * 1000:.1f} ms, ratio "
+                                                  f"{_median(c) / _median(hd):.3f}" if c else "; socat not installed"))
     if c:
-        print(f"{mb} MB download through a socat relay (the floor of any relay here): "
-              f"{statistics.median(c) * 1000:.1f} ms, ratio {statistics.median(c) / statistics.median(d):.3f}")
-        items.append(result(f"egress proxy: {mb} MB local download, CONNECT tunnel (ratio to a socat relay)", t,
-                            unit="s", target=1.05, kind="ratio", baseline=c))
+        items.append(result(f"egress proxy: {mb} MB local download, the proxy's hop alone (ratio to a socat relay)",
+                            ht, unit="s", target=1.05, kind="ratio", baseline=c))
     for name, samples in (("HTTP forward", f), ("CONNECT tunnel", t)):
-        ratio = statistics.median(samples) / statistics.median(d)
-        print(f"{mb} MB download, {name}: direct {statistics.median(d) * 1000:.1f} ms "
-              f"({mb / statistics.median(d):.0f} MB/s), through the proxy {statistics.median(samples) * 1000:.1f} ms "
-              f"({mb / statistics.median(samples):.0f} MB/s), ratio {ratio:.3f} (median of {runs})")
+        ratio = _median(samples) / _median(d)
+        print(f"{mb} MB download, {name}: direct {_median(d) * 1000:.1f} ms ({mb / _median(d):.0f} MB/s), through "
+              f"the proxy {_median(samples) * 1000:.1f} ms ({mb / _median(samples):.0f} MB/s), ratio {ratio:.3f} "
+              f"(median of {runs})")
         items.append(result(f"egress proxy: {mb} MB local download, {name} (ratio to direct)", samples,
                             unit="s", target=1.05, kind="ratio", baseline=d))
+    print(f"{mb} MB download with a busy Python thread in the session's process: direct {_median(bd) * 1000:.1f} ms, "
+          f"tunnel {_median(bt) * 1000:.1f} ms, ratio {_median(bt) / _median(bd):.3f}; copied in the session's "
+          f"process instead of the helper: {_median(bi) * 1000:.1f} ms, ratio {_median(bi) / _median(bd):.3f}")
+    items.append(result(f"egress proxy: {mb} MB local download, CONNECT tunnel, session process busy (ratio to "
+                        "direct)", bt, unit="s", target=1.05, kind="ratio", baseline=bd))
+    print(f"{mb} MB download from a server paced at 1 Gbit/s: direct {_median(sd) * 1000:.1f} ms, tunnel "
+          f"{_median(st) * 1000:.1f} ms, ratio {_median(st) / _median(sd):.3f}")
+    items.append(result(f"egress proxy: {mb} MB download at 1 Gbit/s, CONNECT tunnel (ratio to direct)", st,
+                        unit="s", target=1.05, kind="ratio", baseline=sd))
     return items
+
+
+def proxy_start(runs: int) -> None:
+    """The proxy's one-time start (namespace helper, thread), printed: the first sandboxed command pays it."""
+    bwrap = sandbox.probe().bwrap or "bwrap"
+    times = []
+    for _ in range(runs):
+        p = EgressProxy(EgressRules.from_lists(["x.test"]), bwrap=bwrap)
+        t0 = time.perf_counter()
+        p.start()
+        times.append(time.perf_counter() - t0)
+        p.close()
+    print(f"the proxy's one-time start (once per session, on its first sandboxed command): median "
+          f"{_median(times) * 1000:.1f} ms (min {min(times) * 1000:.1f}, of {runs})")
 
 
 def startup(runs: int) -> dict:
@@ -188,13 +311,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--mb", type=int, default=100)
+    ap.add_argument("--serve", nargs=2, metavar=("FILE", "RATE"), help=argparse.SUPPRESS)  # server_process
     args = ap.parse_args()
+    if args.serve:
+        print(file_server(args.serve[0], float(args.serve[1])), flush=True)
+        threading.Event().wait()
     if not sandbox.probe().ok:
         print(f"sandbox not available: {sandbox.probe().detail}")
         return
     assert base_flags(True)[-1] == "--share-net"
     items = download(args.runs, args.mb)
     items.append(startup(max(args.runs, 30)))
+    proxy_start(max(args.runs, 10))
     report(items)
 
 

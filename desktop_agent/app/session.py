@@ -597,11 +597,18 @@ class AgentSession:
         self.store.close()
 
     async def aclose(self) -> None:
-        """``close()`` plus background shells and the model client's connections."""
+        """``close()`` plus background shells, the sandbox's egress proxy and network namespace (in a worker
+        thread: it joins the proxy's thread) and the model client's connections. Safe to call twice."""
         try:
             await kill_background_shells(self.ctx)
         except Exception:  # pragma: no cover - best effort at shutdown
             pass
+        close_sandbox = getattr(self.ctx.sandbox, "close", None)
+        if callable(close_sandbox):
+            try:
+                await asyncio.to_thread(close_sandbox)
+            except Exception:  # pragma: no cover - best effort at shutdown
+                pass
         self.close()
         if self.mcp is not None:
             try:

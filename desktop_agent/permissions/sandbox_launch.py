@@ -134,7 +134,9 @@ def _finish_plan(policy: SandboxPolicy, argv: list[str], cwd: str, env: dict[str
 class BubblewrapSandbox:
     """The ``CommandSandbox`` of a session: every shell of the Bash tool starts through ``plan_launch``. It owns the
     session's egress proxy (``permissions.egress.EgressProxy``), started on the first shell that needs it, and
-    the hosts the person allowed for the session (``allow_host_for_session``)."""
+    the hosts the person allowed for the session (``allow_host_for_session``). ``close`` (the session's
+    ``AgentSession.aclose``, in a worker thread: CLI exit, a window's session end, the host's session close) stops
+    the proxy and lets the namespace go; it is idempotent, and a later shell would start a new proxy."""
 
     def __init__(self) -> None:
         self.egress: EgressProxy | None = None
@@ -182,6 +184,8 @@ class BubblewrapSandbox:
             self.session_hosts.append(host)
 
     def close(self) -> None:
+        """Stop the session's proxy (joins its threads, closes the namespace's last descriptors). Blocking: call
+        it off the UI thread. Safe to call twice or from several threads."""
         with self._lock:
             if self.egress is not None:
                 self.egress.close()

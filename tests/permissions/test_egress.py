@@ -124,6 +124,7 @@ def server():
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield srv.server_address[1]
     srv.shutdown()
+    srv.server_close()
 
 
 @pytest.fixture
@@ -174,7 +175,8 @@ def test_http_forward_chunked_body_and_log(proxy, server):
     out = inside(proxy, RAW.format(data=req))
     assert "hit /up 11" in out, out
     assert _Hits.seen[-1].startswith(f"POST /up host=ok.test:{server} body=b'hello world'")
-    lines = [json.loads(x) for x in open(proxy.log_path)]
+    with open(proxy.log_path) as fh:
+        lines = [json.loads(x) for x in fh]
     rec = lines[-1]
     assert rec["host"] == "ok.test" and rec["decision"] == "allow" and rec["proto"] == "http" and rec["session"] == "s1"
     assert rec["up"] > len(req) - 60 and rec["down"] > 0 and rec["rule"] == "allowedDomains: ok.test"
@@ -227,3 +229,84 @@ def test_a_failing_namespace_fails_closed(tmp_path):
         p.start()
     with pytest.raises(OSError):
         p.launch_prefix()
+
+
+BLOB = bytes(range(256)) * 4096 * 8  # 8 MiB
+
+
+@pytest.fixture(scope="module")
+def blob_server():
+    """GET anything: 8 MiB of known bytes (Content-Length), then close."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+
+    def one(c: socket.socket) -> None:
+        with c:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = c.recv(4096)
+                if not chunk:
+                    return
+                data += chunk
+            c.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {len(BLOB)}\r\nConnection: close\r\n\r\n".encode() + BLOB)
+
+    def serve() -> None:
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=one, args=(c,), daemon=True).start()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    yield srv.getsockname()[1]
+    try:
+        srv.shutdown(socket.SHUT_RDWR)  # wakes the accept
+    except OSError:
+        pass
+    srv.close()
+    t.join(5)
+
+
+DOWNLOAD = """
+import hashlib, urllib.request
+for url in {urls!r}:
+    data = urllib.request.urlopen(url, timeout=20).read()
+    print(len(data), hashlib.sha256(data).hexdigest())
+"""
+
+
+@pytest.mark.needs_sandbox
+def test_the_helper_moves_the_bytes_and_a_dead_helper_falls_back_here(proxy, blob_server, monkeypatch):
+    """Bytes are moved by the helper's relay (never by a copy in this process) and counted in the log; when the
+    helper dies, the next connections are copied here, byte for byte."""
+    local: list[int] = []
+    real = egress.copy_fds
+
+    def counted(sfd: int, dfd: int) -> int:
+        n = real(sfd, dfd)
+        local.append(n)
+        return n
+
+    monkeypatch.setattr(egress, "copy_fds", counted)
+    want = f"{len(BLOB)} {__import__('hashlib').sha256(BLOB).hexdigest()}"
+    url = f"http://ok.test:{blob_server}/blob"
+    # plain forward (ok.test via HTTP_PROXY) and a CONNECT tunnel (the same name through http.client's set_tunnel)
+    tunnel = ("import hashlib, http.client\nc = http.client.HTTPConnection('127.0.0.1', 3128, timeout=20)\n"
+              f"c.set_tunnel('ok.test', {blob_server})\nc.request('GET', '/blob')\nd = c.getresponse().read()\n"
+              "print(len(d), hashlib.sha256(d).hexdigest())")
+    out = inside(proxy, DOWNLOAD.format(urls=[url]) + tunnel)
+    assert out.count(want) == 2, out
+    assert local == [], "a connection was copied in the session's process"
+    recs = [r for r in proxy.records if r.host == "ok.test" and r.port == blob_server]
+    assert [r.proto for r in recs] == ["http", "connect"] and all(r.down >= len(BLOB) for r in recs), recs
+    assert proxy.ns is not None and proxy.ns.proc is not None
+    proxy.ns.proc.kill()
+    proxy.ns.proc.wait()
+    out = inside(proxy, DOWNLOAD.format(urls=[url]) + tunnel)
+    assert out.count(want) == 2, out
+    assert proxy._relay_dead and sum(local) >= 2 * len(BLOB), local
+    recs = [r for r in proxy.records if r.host == "ok.test" and r.port == blob_server]
+    assert len(recs) == 4 and all(r.down >= len(BLOB) for r in recs), recs
