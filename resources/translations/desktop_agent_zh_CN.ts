@@ -105,6 +105,10 @@
         <source>What this change wrote to {0} cannot be rebuilt from the transcript; nothing was re-applied.</source>
         <translation>无法从会话记录重建此更改写入 {0} 的内容；未重新应用任何内容。</translation>
     </message>
+    <message>
+        <source>{0} is behind a link or is no longer a plain file; nothing was written.</source>
+        <translation>{0} 位于链接之后或已不是普通文件；未写入任何内容。</translation>
+    </message>
 </context>
 <context>
     <name>ChangeDetail</name>
@@ -349,8 +353,16 @@
         <translation>已撤销：文件已恢复为此更改之前的状态。</translation>
     </message>
     <message>
+        <source>Reverted this change; your later edits in the file were kept.</source>
+        <translation>已撤销此更改；你之后在该文件中的编辑已保留。</translation>
+    </message>
+    <message>
         <source>Re-applied: the file holds this change again.</source>
         <translation>已重新应用：文件再次包含此更改。</translation>
+    </message>
+    <message>
+        <source>Re-applied this change; your later edits in the file were kept.</source>
+        <translation>已重新应用此更改；你之后在该文件中的编辑已保留。</translation>
     </message>
     <message>
         <source>The agent is told with your next message.</source>
@@ -538,8 +550,68 @@
         <translation>停止代理</translation>
     </message>
     <message>
+        <source>Filter sessions</source>
+        <translation>筛选会话</translation>
+    </message>
+    <message>
+        <source>Show archived</source>
+        <translation>显示已归档</translation>
+    </message>
+    <message>
+        <source>Inbox</source>
+        <translation>收件箱</translation>
+    </message>
+    <message>
+        <source>Questions waiting for you</source>
+        <translation>等待你回答的问题</translation>
+    </message>
+    <message>
+        <source>Running</source>
+        <translation>运行中</translation>
+    </message>
+    <message>
+        <source>Open sessions</source>
+        <translation>已打开的会话</translation>
+    </message>
+    <message>
         <source>Sessions in this folder</source>
         <translation>此文件夹中的会话</translation>
+    </message>
+    <message>
+        <source>Inbox ({0})</source>
+        <translation>收件箱（{0}）</translation>
+    </message>
+    <message>
+        <source>Rename…</source>
+        <translation>重命名…</translation>
+    </message>
+    <message>
+        <source>Close Session</source>
+        <translation>关闭会话</translation>
+    </message>
+    <message>
+        <source>Review Changes…</source>
+        <translation>审阅更改…</translation>
+    </message>
+    <message>
+        <source>Archive Worktree</source>
+        <translation>归档工作树</translation>
+    </message>
+    <message>
+        <source>Unarchive</source>
+        <translation>取消归档</translation>
+    </message>
+    <message>
+        <source>Archive</source>
+        <translation>归档</translation>
+    </message>
+    <message>
+        <source>Delete…</source>
+        <translation>删除…</translation>
+    </message>
+    <message>
+        <source>archived</source>
+        <translation>已归档</translation>
     </message>
     <message>
         <source>Sessions</source>
@@ -588,6 +660,14 @@
     <message>
         <source>&amp;New Session</source>
         <translation>新建会话(&amp;N)</translation>
+    </message>
+    <message>
+        <source>New &amp;Window</source>
+        <translation>新建窗口(&amp;W)</translation>
+    </message>
+    <message>
+        <source>Restore &amp;Worktree…</source>
+        <translation>恢复工作树(&amp;W)…</translation>
     </message>
     <message>
         <source>&amp;Quit</source>
@@ -658,6 +738,70 @@
         <translation>关于 Desktop Agent(&amp;A)</translation>
     </message>
     <message>
+        <source>another window</source>
+        <translation>另一个窗口</translation>
+    </message>
+    <message>
+        <source>worktree {0}</source>
+        <translation>工作树 {0}</translation>
+    </message>
+    <message>
+        <source>Rename Session</source>
+        <translation>重命名会话</translation>
+    </message>
+    <message>
+        <source>Name:</source>
+        <translation>名称：</translation>
+    </message>
+    <message>
+        <source>Session deleted (its transcript is in {0}).</source>
+        <translation>会话已删除（其记录位于 {0}）。</translation>
+    </message>
+    <message>
+        <source>Could not change the session: {0}</source>
+        <translation>无法更改会话：{0}</translation>
+    </message>
+    <message>
+        <source>Delete this session?</source>
+        <translation>删除此会话？</translation>
+    </message>
+    <message>
+        <source>Its transcript moves to the trash folder of Desktop Agent&apos;s data directory; the files it changed stay as they are.</source>
+        <translation>其记录将移到 Desktop Agent 数据目录的回收站文件夹；它更改过的文件保持不变。</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>The worktree was not archived: {0}</source>
+        <translation>工作树未归档：{0}</translation>
+    </message>
+    <message>
+        <source>Worktree {0} archived: its branch and a snapshot are kept (File ▸ Restore Worktree…).</source>
+        <translation>工作树 {0} 已归档：其分支和快照已保留（文件 ▸ 恢复工作树…）。</translation>
+    </message>
+    <message>
+        <source>This repository has no archived worktree.</source>
+        <translation>此仓库没有已归档的工作树。</translation>
+    </message>
+    <message>
+        <source>Restore Worktree</source>
+        <translation>恢复工作树</translation>
+    </message>
+    <message>
+        <source>Worktree:</source>
+        <translation>工作树：</translation>
+    </message>
+    <message>
+        <source>The worktree was not restored: {0}</source>
+        <translation>工作树未恢复：{0}</translation>
+    </message>
+    <message>
         <source>(no recent folders)</source>
         <translation>（没有最近的文件夹）</translation>
     </message>
@@ -708,6 +852,10 @@
     <message>
         <source>Opening {0}…</source>
         <translation>正在打开 {0}…</translation>
+    </message>
+    <message>
+        <source>the session closes</source>
+        <translation>会话将关闭</translation>
     </message>
     <message>
         <source>the other session opens</source>
@@ -834,6 +982,46 @@ in this folder</source>
     <message>
         <source>No API key is set up, so the agent cannot talk to a model. {0} opens as soon as a key is saved.</source>
         <translation>尚未设置 API 密钥，代理无法与模型通信。保存密钥后将立即打开 {0}。</translation>
+    </message>
+    <message>
+        <source>Needs you ({0})</source>
+        <translation>需要你（{0}）</translation>
+    </message>
+    <message>
+        <source>New</source>
+        <translation>新建</translation>
+    </message>
+    <message>
+        <source>Working</source>
+        <translation>工作中</translation>
+    </message>
+    <message>
+        <source>Done</source>
+        <translation>已完成</translation>
+    </message>
+    <message>
+        <source>Failed</source>
+        <translation>失败</translation>
+    </message>
+    <message>
+        <source>Stopped</source>
+        <translation>已停止</translation>
+    </message>
+    <message>
+        <source>now</source>
+        <translation>刚刚</translation>
+    </message>
+    <message>
+        <source>{0} s</source>
+        <translation>{0} 秒</translation>
+    </message>
+    <message>
+        <source>{0} min</source>
+        <translation>{0} 分钟</translation>
+    </message>
+    <message>
+        <source>{0} h</source>
+        <translation>{0} 小时</translation>
     </message>
     <message>
         <source>(new session)</source>
@@ -2115,6 +2303,10 @@ in this folder</source>
         <translation>思考</translation>
     </message>
     <message>
+        <source>Details</source>
+        <translation>详情</translation>
+    </message>
+    <message>
         <source>Thinking…</source>
         <translation>思考中…</translation>
     </message>
@@ -2163,13 +2355,6 @@ in this folder</source>
     <message>
         <source>you</source>
         <translation>您</translation>
-    </message>
-</context>
-<context>
-    <name>_Expandable</name>
-    <message>
-        <source>Details</source>
-        <translation>详情</translation>
     </message>
 </context>
 </TS>
