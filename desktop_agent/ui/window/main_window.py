@@ -397,6 +397,16 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
 
         return [w for w in list(MainWindow.windows) if shiboken6.isValid(w)]
 
+    _questions_seen = 0
+
+    def _questions_changed(self, count: int) -> None:
+        """A question queued for a session out of view opens no dialog: while the window is not active, the taskbar
+        says so (the host's notifier sends the desktop notification)."""
+        if count > self._questions_seen and not self.isActiveWindow() and self.questions.current_key is None:
+            QApplication.alert(self, 0)
+        self._questions_seen = count
+        self._sessions_changed()
+
     def _sessions_changed(self) -> None:
         """A session's state, title or questions changed: every window of the app redraws its sidebar (soon)."""
         for win in self.app_windows():
@@ -701,7 +711,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             self.session_action(action, sid)))
         self.sessions_pane.show_archived.toggled.connect(lambda _on: self._refresh_sessions(self._session_id()))
         self.sessions_pane.question_activated.connect(self.answer_from_inbox)
-        self.questions.changed.connect(lambda _n: self._sessions_changed())
+        self.questions.changed.connect(self._questions_changed)
         self._sidebar_timer = QTimer(self)  # the Running list and the inbox, redrawn once per burst of changes
         self._sidebar_timer.setSingleShot(True)
         self._sidebar_timer.setInterval(0)
