@@ -47,6 +47,36 @@ class LocalStore:
         there is no such session or it cannot be read."""
         return await in_thread(lambda: store_history(folder, session_id))
 
+    async def session_names(self) -> Any:
+        """The names given to sessions and which are archived (``session.names.SessionNames``)."""
+        from desktop_agent.session import names
+
+        return await in_thread(names.load)
+
+    async def rename_session(self, session_id: str, name: str) -> None:
+        from desktop_agent.session import names
+
+        await in_thread(lambda: names.rename(session_id, name))
+
+    async def archive_session(self, session_id: str, archived: bool) -> None:
+        from desktop_agent.session import names
+
+        await in_thread(lambda: names.set_archived(session_id, archived))
+
+    async def delete_session(self, folder: str | os.PathLike[str], session_id: str) -> str:
+        """Delete a session: its transcript moved to the data directory's trash (``session.names.trash``); returns
+        where it is now. ``FileNotFoundError`` when this store has no transcript of it."""
+        from desktop_agent.session import names
+        from desktop_agent.session.store import find_session
+
+        def work() -> str:
+            path = find_session(session_id, os.fspath(folder))
+            if path is None:
+                raise FileNotFoundError(f"no transcript for session {session_id}")
+            return str(names.trash(path))
+
+        return await in_thread(work)
+
     async def needs_trust(self, folder: str | os.PathLike[str]) -> bool:
         """The folder's settings grant rules, run hooks or start servers and it is not trusted yet."""
         from desktop_agent.permissions import trust

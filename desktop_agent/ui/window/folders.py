@@ -428,13 +428,13 @@ class FoldersMixin:
             except Exception:
                 log.exception("could not list the sessions of %s", folder)
                 infos = []
-            from desktop_agent.session import names as session_names
-
             try:
-                said = await in_thread(session_names.load)
+                said = await client.session_names()
             except Exception:
                 log.exception("could not read the session names")
-                said = session_names.SessionNames()
+                said = None
+            if said is None:
+                return
             self.session_names = said
             for live in self.lives:
                 if live.session_id in said.names and not live.name:

@@ -506,9 +506,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
     async def session_action(self, action: str, sid: str, name: str | None = None) -> bool:
         """The Earlier list's Rename… (``name`` given: no question), Archive, Unarchive and Delete… (a question
         first; a session open here is closed first; its transcript moves to the data directory's trash)."""
-        from desktop_agent.session import names as session_names
-        from desktop_agent.util.threads import in_thread
-
+        client = self.controller.client
         if action == "rename" and name is None:
             current = getattr(self, "session_names", None)
             title = (current.names.get(sid) if current is not None else None) or ""
@@ -516,29 +514,19 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             return False
         try:
             if action == "rename":
-                await in_thread(lambda: session_names.rename(sid, name or ""))
+                await client.rename_session(sid, name or "")
                 live = self._live_of(sid)
                 if live is not None:
                     live.rename(name or "")
             elif action in ("archive", "unarchive"):
-                await in_thread(lambda: session_names.set_archived(sid, action == "archive"))
+                await client.archive_session(sid, action == "archive")
             elif action == "delete":
                 if not await self._confirm_delete(sid):
                     return False
                 live = self._live_of(sid)
                 if live is not None and not await self.close_live(live):
                     return False
-                folder = self.folder or ""
-
-                def remove() -> str:
-                    from desktop_agent.session.store import find_session
-
-                    path = find_session(sid, folder)
-                    if path is None:
-                        raise FileNotFoundError(f"no transcript for session {sid}")
-                    return str(session_names.trash(path))
-
-                where = await in_thread(remove)
+                where = await client.delete_session(self.folder or "", sid)
                 self.status.showMessage(self.tr("Session deleted (its transcript is in {0}).").format(home(where)),
                                         8000)
         except Exception as exc:
