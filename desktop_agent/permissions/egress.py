@@ -878,9 +878,9 @@ class EgressProxy:
                         fut.set_result(0)
                 return
             cid, _, n = msg.partition(b" ")
-            fut = self._relay_waits.get(int(cid))
-            if fut is not None and not fut.done():
-                fut.set_result(int(n or 0))
+            waiting = self._relay_waits.get(int(cid))
+            if waiting is not None and not waiting.done():
+                waiting.set_result(int(n or 0))
 
     async def _tunnel(self, conn: _Conn, upstream: socket.socket, rec: EgressRecord) -> None:
         if conn.buf:
