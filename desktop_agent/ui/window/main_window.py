@@ -1011,12 +1011,13 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             self._saved_default_mode = default
             self._apply_mode(default)
         model = (dlg.settings.model or "") if dlg is not None else ""
-        if model and model != self._saved_model and self.controller.busy:  # idle: the new session below takes it
-            self._saved_model = model
-            self.controller.set_model(model)  # the running session's next request (an executor: set_model)
+        started = self.controller.busy or not self.live.unstarted
+        if model and model != self._saved_model and started and self.controller.session is not None:
+            self._saved_model = model  # a session that has run keeps running: its next request takes the model
+            self.controller.set_model(model)  # (an executor: set_model)
             self.show_model(model, enabled=True)
         folder = self.folder or self.wanted_folder
-        if folder and not self.controller.busy and not self.demo:
+        if folder and not started and not self.demo:  # a session not started yet (or none) opens with the settings
             self.open_folder_soon(folder)  # e.g. first run: the folder from the command line, now with a key
         elif not folder:
             self.conversation.remove_banner("setup")
