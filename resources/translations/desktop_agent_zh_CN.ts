@@ -714,6 +714,10 @@
         <translation>停止(&amp;S)</translation>
     </message>
     <message>
+        <source>Next &amp;Waiting Question</source>
+        <translation>下一个等待的问题(&amp;W)</translation>
+    </message>
+    <message>
         <source>&amp;Cycle Permission Mode</source>
         <translation>切换权限模式(&amp;C)</translation>
     </message>
@@ -1186,6 +1190,10 @@ in this folder</source>
     <message>
         <source>Cycle permission mode</source>
         <translation>切换权限模式</translation>
+    </message>
+    <message>
+        <source>Next waiting question (inbox)</source>
+        <translation>下一个等待的问题（收件箱）</translation>
     </message>
     <message>
         <source>MCP servers</source>

@@ -268,6 +268,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self.stop_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.stop_action.setEnabled(False)
         session_menu.addAction(self.stop_action)
+        self.next_question_action = QAction(self.tr("Next &Waiting Question"), self, shortcut=QKeySequence("Ctrl+I"),
+                                            triggered=self.next_question)
+        session_menu.addAction(self.next_question_action)
         self.cycle_mode_action = QAction(self.tr("&Cycle Permission Mode"), self,
                                          shortcut=QKeySequence("Ctrl+Shift+M"), triggered=self.cycle_mode)
         session_menu.addAction(self.cycle_mode_action)
@@ -472,6 +475,17 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             return False
         self._on_live_activated(live)
         return win.questions.front(tuple(key))
+
+    def next_question(self) -> bool:
+        """Session ▸ Next Waiting Question (Ctrl+I): the inbox's oldest question, its session in view, its dialog up
+        (the keyboard's way to the inbox)."""
+        if QApplication.activeModalWidget() is not None:
+            return False  # a dialog is up: it is answered first
+        rows = self.sessions_pane.inbox_rows
+        if not rows:
+            self._render_sidebar()
+            rows = self.sessions_pane.inbox_rows
+        return bool(rows) and self.answer_from_inbox(rows[0].key, rows[0].ref)
 
     def _on_live_action(self, action: str, live: Any) -> None:
         win = self._window_of(live)
@@ -1034,6 +1048,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
                 ("Esc", self.tr("Stop the agent / Deny in the dialog")), ("Ctrl+O", self.tr("Open folder")),
                 ("Ctrl+N", self.tr("New session")), ("Ctrl+,", self.tr("Settings")),
                 ("Ctrl+Shift+M", self.tr("Cycle permission mode")), ("Ctrl+F", self.tr("Find in conversation")),
+                ("Ctrl+I", self.tr("Next waiting question (inbox)")),
                 ("Ctrl+Shift+E", self.tr("MCP servers")),
                 ("Ctrl+L", self.tr("Focus the prompt"))]
         box.setText("<table>" + "".join(f"<tr><td><b>{k}</b>&nbsp;&nbsp;</td><td>{v}</td></tr>" for k, v in rows)
