@@ -17,10 +17,11 @@ in its own process: ``client.transports.MemoryTransport``). Only the ``Connectio
   ``control_response`` and changes nothing (App. D.2). A client that attaches later gets every pending question.
 - Control requests: ``initialize``, ``interrupt``, ``set_permission_mode``, ``set_model``, the App. D.5 requests
   (``host.controls``) and ours (``protocol.control``'s ``desktop_agent_*``: open, attach, list sessions, list
-  pending questions, history, record, retry now, end); any other subtype gets ``Unsupported control request: …``.
+  pending questions, history, record, retry now, end, and ``desktop_agent_client_active``: whether the client's
+  window is active, told to ``client_listeners``); any other subtype gets ``Unsupported control request: …``.
 - ``serve_connection(host, reader, writer, peer=…)``: one socket client (the background host's entry point).
-- ``client_listeners``: told each time a session's attached clients change (``host.away`` notifies the questions
-  of a session nobody is attached to).
+- ``client_listeners``: told each time a session's attached clients change, or one of them becomes active or
+  inactive (``host.away`` notifies the questions of a session nobody active is attached to).
 
 Every wire mapping is ``protocol``'s (``protocol.permission`` for the question and its reply).
 """
@@ -42,7 +43,7 @@ from desktop_agent.host.session import (
 )
 from desktop_agent.protocol import WireModel
 from desktop_agent.protocol.control import (
-    AttachSessionRequest, ControlCancelRequest, ControlRequest, ControlResponse, ListPendingRequest,
+    AttachSessionRequest, ClientActiveRequest, ControlCancelRequest, ControlRequest, ControlResponse, ListPendingRequest,
     ListSessionsRequest, OpenSessionRequest, PendingInfo, SessionSettings,
 )
 from desktop_agent.protocol.stream_json import UnknownLine, UserLine
@@ -240,6 +241,13 @@ class Host:
             if isinstance(request, ListPendingRequest):
                 client.line(ControlResponse.success(request_id, {
                     "questions": [q.to_wire() for q in self.pending_info(request.session_id)]}))
+                return
+            if isinstance(request, ClientActiveRequest):
+                changed = client.active != request.active
+                client.active = request.active
+                client.line(ControlResponse.success(request_id, {}))
+                if changed and client.session is not None:
+                    self._clients_changed(client.session)
                 return
         except Exception as exc:
             from desktop_agent.host.controls import error_text

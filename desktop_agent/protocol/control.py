@@ -505,9 +505,29 @@ class McpRestartRequest(WireModel):
     serverName: str
 
 
+class ClientActiveRequest(WireModel):
+    """The window this connection belongs to became active (``true``) or stopped being active (another app has the
+    focus): the background host notifies the questions of a session whose attached clients are all inactive
+    (``host.away``), and closes those notifications when one becomes active. A client that never sends it counts
+    as active. Response ``{}``."""
+
+    subtype: Literal["desktop_agent_client_active"] = "desktop_agent_client_active"
+    active: bool
+
+
+class ReviewRequest(WireModel):
+    """Host → client: Review was chosen on the host's notification of the question ``request_id`` of
+    ``session_id`` (a session this connection is attached to): the window raises itself on that question's
+    dialog. Response ``{}``; an error when the client cannot show it (the host then starts a window)."""
+
+    subtype: Literal["desktop_agent_review"] = "desktop_agent_review"
+    session_id: str
+    request_id: str
+
+
 OurRequest = Union[OpenSessionRequest, AttachSessionRequest, ListSessionsRequest, ListPendingRequest, HistoryRequest,
                    RecordRequest, RetryNowRequest, EndSessionRequest, McpServersRequest, McpRestartRequest, RewindRequest,
-                   AllowHostRequest]
+                   AllowHostRequest, ClientActiveRequest, ReviewRequest]
 _OUR_REQUESTS: dict[str, type[WireModel]] = {
     "desktop_agent_open": OpenSessionRequest, "desktop_agent_attach": AttachSessionRequest,
     "desktop_agent_sessions": ListSessionsRequest, "desktop_agent_pending": ListPendingRequest,
@@ -515,6 +535,7 @@ _OUR_REQUESTS: dict[str, type[WireModel]] = {
     "desktop_agent_retry_now": RetryNowRequest, "desktop_agent_end": EndSessionRequest,
     "desktop_agent_mcp_servers": McpServersRequest, "desktop_agent_mcp_restart": McpRestartRequest,
     "desktop_agent_rewind": RewindRequest, "desktop_agent_allow_host": AllowHostRequest,
+    "desktop_agent_client_active": ClientActiveRequest, "desktop_agent_review": ReviewRequest,
 }
 
 

@@ -163,3 +163,57 @@ def test_deny_from_the_host_notification_denies_a_write_asked_after_the_window_w
     fake.assert_done()
     until(lambda: desktop.displayed() == 0, 5, "the answered question's notification to close")
     assert [s["session_id"] for s in control_request("status")["sessions"]] == [sid]  # the session runs on
+
+
+def test_a_window_attached_but_inactive_is_notified_and_review_raises_it_instead_of_a_new_window(
+        away_host, desktop, workdir):
+    """The window says it is inactive (``desktop_agent_client_active``): its session's question is notified while
+    it stays attached; active again, the notification closes. Review sends the attached window
+    ``desktop_agent_review`` (no window process started); a window that refuses it gets a new window started."""
+    host_env, fake, windows = away_host
+    fake.script([reply(tool_use("Bash", {"command": "printf x > x.txt"}, id="toolu_i1")), reply(text("Fine."))])
+    _start(host_env)
+    wire, sid = open_session(host_env, workdir, "run it")
+    question = wire.question()
+    time.sleep(0.5)
+    assert desktop.displayed() == 0  # active by default: it asks, nothing is sent
+
+    wire.response_to(wire.request({"subtype": "desktop_agent_client_active", "active": False}))
+    until(lambda: desktop.displayed() == 1, 5, "the notification for the inactive window")
+    assert control_request("status")["clients"] == 1  # still attached
+    wire.response_to(wire.request({"subtype": "desktop_agent_client_active", "active": True}))
+    until(lambda: desktop.displayed() == 0, 5, "the notification to close when the window is active")
+    wire.response_to(wire.request({"subtype": "desktop_agent_client_active", "active": False}))
+    until(lambda: desktop.displayed() == 1, 5, "the notification again")
+    ((nid, offered),) = actions(desktop.menu()).items()
+    assert {"review", "deny", "allow-once"} <= offered
+
+    desktop.invoke(nid, "review")
+    review = wire.until(lambda m: m.get("type") == "control_request"
+                        and m["request"].get("subtype") == "desktop_agent_review", "desktop_agent_review")
+    assert review["request"] == {"subtype": "desktop_agent_review", "session_id": sid,
+                                 "request_id": question["request_id"]}
+    wire.send({"type": "control_response", "response": {"subtype": "success", "request_id": review["request_id"],
+                                                        "response": {}}})
+    time.sleep(1.0)
+    assert not windows.exists()  # the attached window took it: no second window process
+    assert [q["request_id"] for q in pending()] == [question["request_id"]]  # Review answers nothing
+    assert desktop.displayed() == 1  # still inactive: the notification stays
+
+    desktop.invoke(nid, "review")  # a window that cannot show it (an older one): a window is started after all
+    review = wire.until(lambda m: m.get("type") == "control_request"
+                        and m["request"].get("subtype") == "desktop_agent_review", "desktop_agent_review")
+    wire.send({"type": "control_response", "response": {"subtype": "error", "request_id": review["request_id"],
+                                                        "error": "This window cannot show that question"}})
+    argv = until(lambda: windows.exists() and windows.read_text().splitlines(), 10, "the window to be started")
+    assert json.loads(argv[0]) == [str(workdir), "--resume", sid]
+
+    desktop.invoke(nid, "deny")  # answered from the notification: the attached window's ask is withdrawn
+    cancel = wire.until(lambda m: m.get("type") == "control_cancel_request", "control_cancel_request")
+    assert cancel["request_id"] == question["request_id"]
+    until(lambda: not pending(), 5, "the question to be denied")
+    until(lambda: desktop.displayed() == 0, 5, "the answered question's notification to close")
+    until(lambda: len(fake.requests) == 2, 10, "the model's next request")
+    assert not (workdir / "x.txt").exists()
+    fake.assert_done()
+    wire.close()

@@ -4,15 +4,19 @@ With the setting on (and no ``--executor`` given; never for the tour) the window
 host, ``desktop-agent host``, started on demand (``client.host_link``): opening a folder where the host already
 runs a session attaches to it — its transcript is shown and every pending question is asked again — instead of
 starting another; closing the window (or losing it: kill -9) leaves the session running, and the window says so
-in a desktop notification. Everything here is awaited on the Qt loop; the socket and the host's start run on
-worker threads (``client.host_link``).
+in a desktop notification. While the window is open but not active, the host notifies its sessions' questions
+itself (``host.away``): ``tell_active`` tells the host each time the window's activation changes, and
+``review_in_window`` is the host's Review of such a notification — this window raised on that question's dialog
+(never a second window process). Everything here is awaited on the Qt loop; the socket and the host's start run
+on worker threads (``client.host_link``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-from typing import Any
+from typing import Any, Iterable
 
 from PySide6.QtCore import QCoreApplication
 
@@ -68,3 +72,28 @@ def in_background(session: Any) -> bool:
 def left_running_text(title: str) -> str:
     return translate("MainWindow", "Your session in {0} keeps running in the background host. Open the folder again "
                                    "to see it; desktop-agent host --status lists what runs.").format(title)
+
+
+def tell_active(lives: Iterable[Any], active: bool) -> None:
+    """Each background-host session of a window (``lives``) told whether the window is active
+    (``ProtocolSession.set_client_active``; in order, on the Qt loop)."""
+    try:
+        loop = asyncio.get_event_loop()
+    except RuntimeError:
+        return
+    for live in lives:
+        session = live.controller.session
+        if in_background(session) and hasattr(session, "set_client_active"):
+            loop.create_task(session.set_client_active(active))
+
+
+def review_in_window(window: Any, live: Any, request_id: str) -> bool:
+    """The host's Review of ``live``'s question ``request_id``: the window holding ``live`` comes forward with that
+    question's dialog (``answer_from_inbox``, focus-safe as every dialog). False when no window shows it."""
+    holder = window._window_of(live)
+    if holder is None or not live.session_id:
+        return False
+    holder.showNormal()
+    holder.raise_()
+    holder.activateWindow()
+    return bool(window.answer_from_inbox((live.session_id, request_id), live))
