@@ -217,3 +217,59 @@ def test_a_window_attached_but_inactive_is_notified_and_review_raises_it_instead
     assert not (workdir / "x.txt").exists()
     fake.assert_done()
     wire.close()
+
+
+def test_the_client_library_tells_activity_again_after_a_reconnect_and_takes_review(away_host, desktop, workdir):
+    """``BackgroundClient``'s session (the window's): ``set_client_active(False)`` notifies; after ``restart()`` (a
+    new connection, which the host counts as active) it is told again, so the notification stays; Review reaches
+    ``SessionOptions.on_review`` with the question's ids; Deny there denies it."""
+    import asyncio
+
+    from desktop_agent.client.base import SessionOptions
+    from desktop_agent.client.host_link import BackgroundClient
+    from desktop_agent.core.events import PermissionRequested
+
+    host_env, fake, windows = away_host
+    fake.script([reply(tool_use("Bash", {"command": "printf y > y.txt"}, id="toolu_c1")), reply(text("No."))])
+    _start(host_env)
+    reviews: list[tuple[str, str]] = []
+
+    async def scenario() -> None:
+        options = SessionOptions(trusted=True, on_review=lambda sid, rid: reviews.append((sid, rid)) or True)
+        session = await BackgroundClient().open(workdir, options)
+        events: asyncio.Queue = asyncio.Queue()
+
+        async def turn() -> None:
+            async for event in session.submit("run it"):
+                events.put_nowait(event)
+
+        running = asyncio.ensure_future(turn())
+        while not isinstance(event := await asyncio.wait_for(events.get(), 20), PermissionRequested):
+            pass
+        rid = event.request.request_id
+        await asyncio.sleep(0.5)
+        assert desktop.displayed() == 0
+        await session.set_client_active(False)
+        await wait(lambda: desktop.displayed() == 1, "the notification")
+        await session.restart()
+        await asyncio.sleep(1.0)
+        assert desktop.displayed() == 1  # told again on the new connection: still away
+        ((nid, offered),) = actions(await asyncio.to_thread(desktop.menu)).items()
+        await asyncio.to_thread(desktop.invoke, nid, "review")
+        await wait(lambda: reviews, "Review to reach the session")
+        assert reviews == [(session.session_id, rid)]
+        await asyncio.to_thread(desktop.invoke, nid, "deny")
+        await wait(lambda: not pending(), "the answer")
+        await wait(lambda: desktop.displayed() == 0, "the notification to close")
+        running.cancel()
+        await session.detach()
+
+    async def wait(check, what: str) -> None:
+        deadline = time.monotonic() + 10
+        while not await asyncio.to_thread(check):
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            await asyncio.sleep(0.05)
+
+    asyncio.run(scenario())
+    assert not windows.exists()  # the session's client took Review
+    assert not (workdir / "y.txt").exists()
