@@ -287,3 +287,66 @@ def test_an_inactive_window_gets_the_host_notification_and_review_raises_it_on_t
     fake.assert_done()
     for live in win.lives:
         qloop.run_until_complete(live.controller.detach_session())
+
+
+def test_the_phone_page_runs_in_the_background_host_and_its_pairing_is_confirmed_in_the_window(
+        qtbot, qloop, fake, host_env: HostEnv, tmp_path, workdir, monkeypatch, keep_app_running):
+    """Issue 26: with the sessions in the background host, Settings → "Answer from my phone" starts the page in the
+    host process (``BackgroundClient.phone``); a phone (real HTTPS and ECDH, in Python) pairing with the window's
+    QR code gets the window's own focus-safe pairing dialog showing the phone's code; Pair pairs it, the devices
+    list shows it, Revoke forgets it, and the switch off stops the page in the host."""
+    import socket
+    from types import SimpleNamespace
+
+    from desktop_agent.client.phone import BackgroundPhone
+    from desktop_agent.ui.dialogs.phone import PairingConfirmDialog
+    from tests.host.remote.phone import Phone
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+    config = tmp_path / "home-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (config / "desktop-agent").mkdir(parents=True)
+    (config / "desktop-agent" / "settings.json").write_text(json.dumps({"keep_sessions_running": True}))
+    win = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(win)
+    win._notify = lambda title, message: None  # type: ignore[method-assign]
+    win.show()
+
+    async def scenario() -> None:
+        assert await win.open_folder(str(workdir))
+        assert win.controller.session.state.executor == "host"
+        dlg = win.show_settings()
+        dlg.phone.switch.setChecked(True)
+        page = await wait_for(lambda: getattr(win, "phone_server", None), 20, "the phone page")
+        assert isinstance(page, BackgroundPhone) and dlg.phone.access is page
+        dlg.phone.show_pairing()
+        assert dlg.phone.qr.isVisibleTo(dlg) and not dlg.phone.qr.pixmap().isNull()
+        where = SimpleNamespace(host=page.host, port=page.port, ident=SimpleNamespace(cert_pem=page.cert_pem))
+        async with Phone(where, name="Pixel 8") as phone:  # type: ignore[arg-type]
+            pairing = asyncio.ensure_future(phone.pair(page.pairing_url()))
+            confirm = await wait_for(lambda: next((d for d in win.findChildren(PairingConfirmDialog)
+                                                   if d.isVisible()), None), 10, "the window's pairing dialog")
+            await wait_for(lambda: phone.verification, 5, "the phone's code")
+            assert confirm.code.text() == phone.verification  # the same code on both sides
+            await asyncio.sleep(0.6)  # the guarded dialog takes no click before it is ready
+            qtbot.mouseClick(confirm.yes_button, Qt.MouseButton.LeftButton)
+            device = await asyncio.wait_for(pairing, 10)
+            await wait_for(lambda: device in dlg.phone.revoke_buttons, 10, "the device in Settings")
+            qtbot.mouseClick(dlg.phone.revoke_buttons[device], Qt.MouseButton.LeftButton)
+            await wait_for(lambda: not dlg.phone.revoke_buttons and page.list_devices() == [], 10, "the revoke")
+        dlg.phone.switch.setChecked(False)
+        await wait_for(lambda: getattr(win, "phone_server", None) is None, 10, "the page to stop")
+
+        def refused() -> bool:
+            try:
+                socket.create_connection((page.host, page.port), timeout=2).close()
+            except OSError:
+                return True
+            return False
+
+        await wait_for(refused, 5, "the host's page to close its port")
+        dlg.close()
+
+    qloop.run_until_complete(scenario())
+    qloop.run_until_complete(win.controller.detach_session())
