@@ -125,7 +125,12 @@ class BackgroundPhone:
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(lambda t: (self._tasks.discard(t), t.cancelled() or t.exception()))
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed offer after the window went is not an "unretrieved" error
 
     def _request(self, request: PhoneRequest) -> Awaitable[dict[str, Any]]:
         message = ControlRequest(request=request)
