@@ -85,6 +85,8 @@ class SessionOptions:
     idle_notification: bool = False  # in process: idle_prompt Notification hooks after a quiet minute
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
     on_exit: Callable[[str], None] | None = None  # the engine's process ended between turns (its description)
+    # our host's Review (its notification, issue 26): (session_id, request_id) → whether the window shows it
+    on_review: Callable[[str, str], bool] | None = None
 
 
 @dataclass(frozen=True)

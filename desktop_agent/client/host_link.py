@@ -9,14 +9,16 @@ never spoken to. ``host_status()`` / ``stop_host()`` are ``--status`` / ``--stop
 
 ``BackgroundClient`` is the ``EngineClient`` of the window's sessions in the background host: ``open(folder)`` a new
 session or ``attach(session_id)`` to one the host runs (every pending question is asked again), each connection —
-a restart's too — through ``connect_host``.
+a restart's too — through ``connect_host``. ``phone(state_dir, confirm)`` turns on the phone page the host serves
+(``client.phone.BackgroundPhone``); ``notifications()`` is None: the host notifies its questions itself
+(``host.away``, told whether the window is active).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 from desktop_agent.client.base import ClientError, ExecutorKind, SessionOptions
 from desktop_agent.client.local import LocalStore
@@ -133,6 +135,20 @@ class BackgroundClient(LocalStore):
                                   connect=self._transport)
         await session.start(attach=True)
         return session
+
+    async def notifications(self, **_kw: Any) -> None:
+        """None: the background host sends its own notifications (``host.away``)."""
+        return None
+
+    async def phone(self, state_dir: str, confirm: Callable[[Any], Awaitable[bool]]) -> Any:
+        """The phone page in the background host, on (``client.phone.BackgroundPhone``: ``stop()`` turns it off);
+        its pairings confirmed by ``confirm`` here."""
+        from desktop_agent.client.phone import BackgroundPhone
+        from desktop_agent.client.transports import UnixTransport
+
+        reader, writer = await connect_host(True, paths=self.paths, command=self.command)
+        return await BackgroundPhone.start(UnixTransport(reader, writer, os.fspath(self.paths.socket)), state_dir,
+                                           confirm)
 
 
 __all__ = ["BackgroundClient", "HostUnavailable", "connect_host", "ensure_host", "host_status", "stop_host"]

@@ -9,7 +9,11 @@ Code's pipe — the session asks for the lossless ``agent_event`` lines (``deskt
 A ``can_use_tool`` request is the host's question: it is asked of the front end's ``PermissionPrompter``
 (``SessionOptions.prompter``; without one, ``answer(request_id, reply)`` answers it) and the reply goes back as the
 ``control_response`` (``protocol.permission``). The host's ``control_cancel_request`` — an interrupt, another
-client answered first, the executor withdrew it — cancels that ask (the dialog closes). When the other side ends,
+client answered first, the executor withdrew it — cancels that ask (the dialog closes). With our host,
+``set_client_active(active)`` tells it whether the window is active (told again after a reconnect: the background
+host notifies the questions of a session whose windows are all inactive), and the host's ``desktop_agent_review``
+(Review on its notification) is ``SessionOptions.on_review(session_id, request_id)`` — the window raises itself on
+that question. When the other side ends,
 the running turn gets an ``ErrorEvent`` naming it and its exit status and a ``TurnFinished``; ``restart()`` reaches
 the session again (a new executor with ``--resume``, or the host's session reattached or resumed).
 """
@@ -36,10 +40,10 @@ from desktop_agent.core.permission import PERMISSION_MODES, PermissionReply, Per
 from desktop_agent.host.connections import Malformed
 from desktop_agent.protocol import WireModel, stream_json
 from desktop_agent.protocol.control import (
-    AttachSessionRequest, CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse,
+    AttachSessionRequest, CanUseToolRequest, ClientActiveRequest, ControlCancelRequest, ControlRequest, ControlResponse,
     EndSessionRequest, HistoryRequest, HookCallbackRequest, InitializeRequest, InterruptRequest, McpReconnectRequest,
-    McpRestartRequest, McpServersRequest, OpenSessionRequest, RecordRequest, RetryNowRequest, SessionInfo, SessionSettings,
-    SetModelRequest, SetPermissionModeRequest,
+    McpRestartRequest, McpServersRequest, OpenSessionRequest, RecordRequest, RetryNowRequest, ReviewRequest, SessionInfo,
+    SessionSettings, SetModelRequest, SetPermissionModeRequest,
 )
 from desktop_agent.protocol.permission import reply_to_wire, request_from_wire
 from desktop_agent.protocol.stream_json import AgentEventLine, ResultLine, UserLine
@@ -101,6 +105,7 @@ class ProtocolSession:
         self.returncode: int | None = None
         self.exit_message = ""
         self.on_exit: Callable[[str], None] | None = options.on_exit
+        self.client_active: bool | None = None  # what the host was last told (None: nothing; the host says active)
         self._alive = False
         self._closing = False
         self._started_once = False
@@ -190,6 +195,8 @@ class ProtocolSession:
                 self._session_id, self._cwd = info.session_id, info.cwd
                 self._model, self._mode = info.model or self._model, info.permissionMode or self._mode
                 self._transcript, self._manages_mcp = info.transcript_path, info.manages_mcp
+                if self.client_active is False:  # a new connection (a reconnect) counts as active until told
+                    await self._tell_active(False)
                 if self._manages_mcp:
                     await self._refresh_mcp()
             else:
@@ -321,6 +328,21 @@ class ProtocolSession:
             raise ClientError("the session is not started")
         return asyncio.run_coroutine_threadsafe(self.request(request), loop).result(timeout)
 
+    async def set_client_active(self, active: bool) -> None:
+        """Tell our host whether this session's window is active (``desktop_agent_client_active``); an executor
+        child is told nothing."""
+        if self.client_active is active:
+            return
+        self.client_active = active
+        if self.speaks == "host" and self._alive:
+            await self._tell_active(active)
+
+    async def _tell_active(self, active: bool) -> None:
+        try:
+            await asyncio.wait_for(self._control(ClientActiveRequest(active=active)), 10)
+        except (ClientError, asyncio.TimeoutError, ConnectionError) as exc:
+            log.info("the host was not told the window is %s: %s", "active" if active else "inactive", exc)
+
     async def _refresh_mcp(self) -> None:
         try:
             response = await asyncio.wait_for(self._control(McpServersRequest()), 30)
@@ -407,6 +429,17 @@ class ProtocolSession:
                 return  # sent again (we attached again): it is being asked already
             ask = self._pending_ask(message.request_id, request_from_wire(message.request_id, request, self._cwd))
             ask.task = asyncio.ensure_future(self._ask(message.request_id, ask, request))
+            return
+        if isinstance(request, ReviewRequest) and self.speaks == "host":
+            review = self.options.on_review
+            try:
+                shown = review is not None and bool(review(request.session_id, request.request_id))
+            except Exception:
+                log.exception("Review of %s failed", request.request_id)
+                shown = False
+            with contextlib.suppress(ExecutorDied):
+                self._send(ControlResponse.success(message.request_id, {}) if shown else
+                           ControlResponse.failure(message.request_id, "This window cannot show that question"))
             return
         if isinstance(request, HookCallbackRequest):
             try:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from desktop_agent.protocol import ProtocolError, WireModel, stream_json
 from desktop_agent.protocol.control import (
-    CanUseToolRequest, ControlCancelRequest, ControlRequest, ControlResponse, ErrorBody, HookCallbackRequest,
+    CanUseToolRequest, ConfirmPairingRequest, ControlCancelRequest, ControlRequest, ControlResponse, ErrorBody,
+    HookCallbackRequest, PhoneDevicesRequest, ReviewRequest,
 )
 
 if TYPE_CHECKING:
@@ -177,7 +178,8 @@ def memory_pair(peer: str = "window") -> tuple[MemoryEnd, MemoryEnd]:
 
 
 class ControlChannel:
-    """The host's own control requests to one client that must be answered by that client (``hook_callback``),
+    """The host's own control requests to one client that must be answered by that client (``hook_callback``,
+    ``desktop_agent_review``, the phone page's pairing confirmation and devices),
     and their responses (``control_cancel_request`` when the wait is aborted; a duplicate or unknown response is
     ignored)."""
 
@@ -188,7 +190,8 @@ class ControlChannel:
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.closed = False
 
-    async def request(self, request: CanUseToolRequest | HookCallbackRequest,
+    async def request(self, request: CanUseToolRequest | HookCallbackRequest | ReviewRequest | ConfirmPairingRequest
+                      | PhoneDevicesRequest,
                       request_id: str | None = None) -> dict[str, Any]:
         """Send a control_request and await its response body; cancelled → ``control_cancel_request``."""
         if self.closed:

@@ -195,14 +195,14 @@ class Notifier:
 
     async def dismiss(self, session_id: str) -> int:
         """Close the notifications of ``session_id``'s questions (a window took them back); they stay pending."""
+        # what is on the wire now, before any await: a notification sent after this (a later remind) stays
+        self._ended.update(key for key in self._sending if key[0] == session_id)
         gone = [sent for key, sent in list(self._by_key.items()) if key[0] == session_id]
         for sent in gone:
             self._by_key.pop(sent.question.key, None)
             self._by_id.pop(sent.notification_id, None)
+        for sent in gone:
             await self._close(sent.notification_id)
-        for key in list(self._sending):
-            if key[0] == session_id:
-                self._ended.add(key)
         return len(gone)
 
     def sent_for(self, session_id: str, request_id: str) -> Sent | None:

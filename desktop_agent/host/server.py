@@ -17,10 +17,12 @@ in its own process: ``client.transports.MemoryTransport``). Only the ``Connectio
   ``control_response`` and changes nothing (App. D.2). A client that attaches later gets every pending question.
 - Control requests: ``initialize``, ``interrupt``, ``set_permission_mode``, ``set_model``, the App. D.5 requests
   (``host.controls``) and ours (``protocol.control``'s ``desktop_agent_*``: open, attach, list sessions, list
-  pending questions, history, record, retry now, end); any other subtype gets ``Unsupported control request: …``.
+  pending questions, history, record, retry now, end, and ``desktop_agent_client_active``: whether the client's
+  window is active, told to ``client_listeners``; ``desktop_agent_phone``: the phone page, ``host.remote.relay``);
+  any other subtype gets ``Unsupported control request: …``.
 - ``serve_connection(host, reader, writer, peer=…)``: one socket client (the background host's entry point).
-- ``client_listeners``: told each time a session's attached clients change (``host.away`` notifies the questions
-  of a session nobody is attached to).
+- ``client_listeners``: told each time a session's attached clients change, or one of them becomes active or
+  inactive (``host.away`` notifies the questions of a session nobody active is attached to).
 
 Every wire mapping is ``protocol``'s (``protocol.permission`` for the question and its reply).
 """
@@ -42,8 +44,8 @@ from desktop_agent.host.session import (
 )
 from desktop_agent.protocol import WireModel
 from desktop_agent.protocol.control import (
-    AttachSessionRequest, ControlCancelRequest, ControlRequest, ControlResponse, ListPendingRequest,
-    ListSessionsRequest, OpenSessionRequest, PendingInfo, SessionSettings,
+    AttachSessionRequest, ClientActiveRequest, ControlCancelRequest, ControlRequest, ControlResponse, ListPendingRequest,
+    ListSessionsRequest, OpenSessionRequest, PendingInfo, PhoneRequest, SessionSettings,
 )
 from desktop_agent.protocol.stream_json import UnknownLine, UserLine
 
@@ -111,6 +113,7 @@ class Host:
         self._clients = 0
         # told when a session's attached clients change (a client attached or went): ``host.away``
         self.client_listeners: list[Callable[[HostedSession], None]] = []
+        self.phone: Any = None  # host.remote.relay.PhoneRelay: the phone page, once a window turned it on
 
     # ----- sessions
     def add(self, hosted: HostedSession) -> HostedSession:
@@ -149,6 +152,9 @@ class Host:
         return False
 
     async def close(self) -> None:
+        if self.phone is not None:
+            with contextlib.suppress(Exception):
+                await self.phone.stop()
         for session_id in list(self.sessions):
             with contextlib.suppress(Exception):
                 await self.end_session(session_id, None)
@@ -240,6 +246,20 @@ class Host:
             if isinstance(request, ListPendingRequest):
                 client.line(ControlResponse.success(request_id, {
                     "questions": [q.to_wire() for q in self.pending_info(request.session_id)]}))
+                return
+            if isinstance(request, PhoneRequest):
+                if self.phone is None:
+                    from desktop_agent.host.remote.relay import PhoneRelay
+
+                    self.phone = PhoneRelay(self.inbox)
+                client.line(ControlResponse.success(request_id, await self.phone.answer(client, request)))
+                return
+            if isinstance(request, ClientActiveRequest):
+                changed = client.active != request.active
+                client.active = request.active
+                client.line(ControlResponse.success(request_id, {}))
+                if changed and client.session is not None:
+                    self._clients_changed(client.session)
                 return
         except Exception as exc:
             from desktop_agent.host.controls import error_text

@@ -63,6 +63,11 @@ class EngineHostService:
         return {"sessions": sessions, "pending": pending}
 
     async def shutdown(self) -> None:
+        if self.host.phone is not None:
+            try:
+                await self.host.phone.stop()
+            except Exception:
+                log.exception("stopping the phone page failed")
         if self.away is not None:
             away, self.away = self.away, None
             try:

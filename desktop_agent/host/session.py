@@ -84,7 +84,8 @@ class SessionOwner(Protocol):
 
 @dataclass(eq=False)
 class Client:
-    """One attached connection: its session, whether it gets ``agent_event`` lines, its hook-callback channel."""
+    """One attached connection: its session, whether it gets ``agent_event`` lines, whether its window is active,
+    its channel for the host's own requests (hook callbacks, Review)."""
 
     connection: Connection
     name: str
@@ -92,6 +93,7 @@ class Client:
     warn: Callable[[str], None] = log.info
     session: HostedSession | None = None
     agent_events: bool = False
+    active: bool = True  # its window is the active one (``desktop_agent_client_active``; never told: active)
     channel: ControlChannel = field(init=False)
 
     def __post_init__(self) -> None:

@@ -505,9 +505,74 @@ class McpRestartRequest(WireModel):
     serverName: str
 
 
+class ClientActiveRequest(WireModel):
+    """The window this connection belongs to became active (``true``) or stopped being active (another app has the
+    focus): the background host notifies the questions of a session whose attached clients are all inactive
+    (``host.away``), and closes those notifications when one becomes active. A client that never sends it counts
+    as active. Response ``{}``."""
+
+    subtype: Literal["desktop_agent_client_active"] = "desktop_agent_client_active"
+    active: bool
+
+
+class ReviewRequest(WireModel):
+    """Host → client: Review was chosen on the host's notification of the question ``request_id`` of
+    ``session_id`` (a session this connection is attached to): the window raises itself on that question's
+    dialog. Response ``{}``; an error when the client cannot show it (the host then starts a window)."""
+
+    subtype: Literal["desktop_agent_review"] = "desktop_agent_review"
+    session_id: str
+    request_id: str
+
+
+class PhoneRequest(WireModel):
+    """The background host's phone page (``host.remote.relay``; Settings → "Answer from my phone"): ``on`` — start
+    it (once per host; ``state_dir``: its certificate, port and devices) and count this connection as a window that
+    confirms pairings; response ``PhoneInfo``; ``off`` — stop it, ``{}``; ``offer`` — ``code`` is the single-use
+    pairing code of the QR this window shows now, ``{}``; ``revoke`` — forget ``device_id`` and close its
+    connections, ``{"revoked": bool, "devices": [...]}``."""
+
+    subtype: Literal["desktop_agent_phone"] = "desktop_agent_phone"
+    action: Literal["on", "off", "offer", "revoke"]
+    state_dir: str | None = None
+    code: str | None = None
+    device_id: str | None = None
+
+
+class PhoneInfo(WireModel):
+    """Where the phone page serves: its base URL, address and port, its certificate (PEM) and the certificate's
+    fingerprint (the QR carries it), and the paired devices (no key: name, id, when paired and last used)."""
+
+    url: str
+    host: str
+    port: int
+    fingerprint: str
+    cert_pem: str
+    devices: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ConfirmPairingRequest(WireModel):
+    """Host → a window that turned the phone page on: confirm pairing ``device_name`` (the window's focus-safe
+    dialog with ``verification``, the code the phone shows too, and the phone's ``address``); response
+    ``{"accepted": bool}``."""
+
+    subtype: Literal["desktop_agent_confirm_pairing"] = "desktop_agent_confirm_pairing"
+    device_name: str
+    verification: str
+    address: str = ""
+
+
+class PhoneDevicesRequest(WireModel):
+    """Host → those windows: the paired devices changed (a device paired, revoked elsewhere); response ``{}``."""
+
+    subtype: Literal["desktop_agent_phone_devices"] = "desktop_agent_phone_devices"
+    devices: list[dict[str, Any]] = Field(default_factory=list)
+
+
 OurRequest = Union[OpenSessionRequest, AttachSessionRequest, ListSessionsRequest, ListPendingRequest, HistoryRequest,
                    RecordRequest, RetryNowRequest, EndSessionRequest, McpServersRequest, McpRestartRequest, RewindRequest,
-                   AllowHostRequest]
+                   AllowHostRequest, ClientActiveRequest, ReviewRequest, PhoneRequest, ConfirmPairingRequest,
+                   PhoneDevicesRequest]
 _OUR_REQUESTS: dict[str, type[WireModel]] = {
     "desktop_agent_open": OpenSessionRequest, "desktop_agent_attach": AttachSessionRequest,
     "desktop_agent_sessions": ListSessionsRequest, "desktop_agent_pending": ListPendingRequest,
@@ -515,6 +580,9 @@ _OUR_REQUESTS: dict[str, type[WireModel]] = {
     "desktop_agent_retry_now": RetryNowRequest, "desktop_agent_end": EndSessionRequest,
     "desktop_agent_mcp_servers": McpServersRequest, "desktop_agent_mcp_restart": McpRestartRequest,
     "desktop_agent_rewind": RewindRequest, "desktop_agent_allow_host": AllowHostRequest,
+    "desktop_agent_client_active": ClientActiveRequest, "desktop_agent_review": ReviewRequest,
+    "desktop_agent_phone": PhoneRequest, "desktop_agent_confirm_pairing": ConfirmPairingRequest,
+    "desktop_agent_phone_devices": PhoneDevicesRequest,
 }
 
 

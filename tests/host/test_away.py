@@ -163,3 +163,113 @@ def test_deny_from_the_host_notification_denies_a_write_asked_after_the_window_w
     fake.assert_done()
     until(lambda: desktop.displayed() == 0, 5, "the answered question's notification to close")
     assert [s["session_id"] for s in control_request("status")["sessions"]] == [sid]  # the session runs on
+
+
+def test_a_window_attached_but_inactive_is_notified_and_review_raises_it_instead_of_a_new_window(
+        away_host, desktop, workdir):
+    """The window says it is inactive (``desktop_agent_client_active``): its session's question is notified while
+    it stays attached; active again, the notification closes. Review sends the attached window
+    ``desktop_agent_review`` (no window process started); a window that refuses it gets a new window started."""
+    host_env, fake, windows = away_host
+    fake.script([reply(tool_use("Bash", {"command": "printf x > x.txt"}, id="toolu_i1")), reply(text("Fine."))])
+    _start(host_env)
+    wire, sid = open_session(host_env, workdir, "run it")
+    question = wire.question()
+    time.sleep(0.5)
+    assert desktop.displayed() == 0  # active by default: it asks, nothing is sent
+
+    wire.response_to(wire.request({"subtype": "desktop_agent_client_active", "active": False}))
+    until(lambda: desktop.displayed() == 1, 5, "the notification for the inactive window")
+    assert control_request("status")["clients"] == 1  # still attached
+    wire.response_to(wire.request({"subtype": "desktop_agent_client_active", "active": True}))
+    until(lambda: desktop.displayed() == 0, 5, "the notification to close when the window is active")
+    wire.response_to(wire.request({"subtype": "desktop_agent_client_active", "active": False}))
+    until(lambda: desktop.displayed() == 1, 5, "the notification again")
+    ((nid, offered),) = actions(desktop.menu()).items()
+    assert {"review", "deny", "allow-once"} <= offered
+
+    desktop.invoke(nid, "review")
+    review = wire.until(lambda m: m.get("type") == "control_request"
+                        and m["request"].get("subtype") == "desktop_agent_review", "desktop_agent_review")
+    assert review["request"] == {"subtype": "desktop_agent_review", "session_id": sid,
+                                 "request_id": question["request_id"]}
+    wire.send({"type": "control_response", "response": {"subtype": "success", "request_id": review["request_id"],
+                                                        "response": {}}})
+    time.sleep(1.0)
+    assert not windows.exists()  # the attached window took it: no second window process
+    assert [q["request_id"] for q in pending()] == [question["request_id"]]  # Review answers nothing
+    assert desktop.displayed() == 1  # still inactive: the notification stays
+
+    desktop.invoke(nid, "review")  # a window that cannot show it (an older one): a window is started after all
+    review = wire.until(lambda m: m.get("type") == "control_request"
+                        and m["request"].get("subtype") == "desktop_agent_review", "desktop_agent_review")
+    wire.send({"type": "control_response", "response": {"subtype": "error", "request_id": review["request_id"],
+                                                        "error": "This window cannot show that question"}})
+    argv = until(lambda: windows.exists() and windows.read_text().splitlines(), 10, "the window to be started")
+    assert json.loads(argv[0]) == [str(workdir), "--resume", sid]
+
+    desktop.invoke(nid, "deny")  # answered from the notification: the attached window's ask is withdrawn
+    cancel = wire.until(lambda m: m.get("type") == "control_cancel_request", "control_cancel_request")
+    assert cancel["request_id"] == question["request_id"]
+    until(lambda: not pending(), 5, "the question to be denied")
+    until(lambda: desktop.displayed() == 0, 5, "the answered question's notification to close")
+    until(lambda: len(fake.requests) == 2, 10, "the model's next request")
+    assert not (workdir / "x.txt").exists()
+    fake.assert_done()
+    wire.close()
+
+
+def test_the_client_library_tells_activity_again_after_a_reconnect_and_takes_review(away_host, desktop, workdir):
+    """``BackgroundClient``'s session (the window's): ``set_client_active(False)`` notifies; after ``restart()`` (a
+    new connection, which the host counts as active) it is told again, so the notification stays; Review reaches
+    ``SessionOptions.on_review`` with the question's ids; Deny there denies it."""
+    import asyncio
+
+    from desktop_agent.client.base import SessionOptions
+    from desktop_agent.client.host_link import BackgroundClient
+    from desktop_agent.core.events import PermissionRequested
+
+    host_env, fake, windows = away_host
+    fake.script([reply(tool_use("Bash", {"command": "printf y > y.txt"}, id="toolu_c1")), reply(text("No."))])
+    _start(host_env)
+    reviews: list[tuple[str, str]] = []
+
+    async def scenario() -> None:
+        options = SessionOptions(trusted=True, on_review=lambda sid, rid: reviews.append((sid, rid)) or True)
+        session = await BackgroundClient().open(workdir, options)
+        events: asyncio.Queue = asyncio.Queue()
+
+        async def turn() -> None:
+            async for event in session.submit("run it"):
+                events.put_nowait(event)
+
+        running = asyncio.ensure_future(turn())
+        while not isinstance(event := await asyncio.wait_for(events.get(), 20), PermissionRequested):
+            pass
+        rid = event.request.request_id
+        await asyncio.sleep(0.5)
+        assert desktop.displayed() == 0
+        await session.set_client_active(False)
+        await wait(lambda: desktop.displayed() == 1, "the notification")
+        await session.restart()
+        await asyncio.sleep(1.0)
+        assert desktop.displayed() == 1  # told again on the new connection: still away
+        ((nid, offered),) = actions(await asyncio.to_thread(desktop.menu)).items()
+        await asyncio.to_thread(desktop.invoke, nid, "review")
+        await wait(lambda: reviews, "Review to reach the session")
+        assert reviews == [(session.session_id, rid)]
+        await asyncio.to_thread(desktop.invoke, nid, "deny")
+        await wait(lambda: not pending(), "the answer")
+        await wait(lambda: desktop.displayed() == 0, "the notification to close")
+        running.cancel()
+        await session.detach()
+
+    async def wait(check, what: str) -> None:
+        deadline = time.monotonic() + 10
+        while not await asyncio.to_thread(check):
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            await asyncio.sleep(0.05)
+
+    asyncio.run(scenario())
+    assert not windows.exists()  # the session's client took Review
+    assert not (workdir / "y.txt").exists()

@@ -4,9 +4,11 @@ says so; a new window on the folder attaches, asks the question again, and answe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
+import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from desktop_agent.host.daemon import control_request
@@ -182,3 +184,169 @@ def test_three_sessions_in_the_background_host_come_back_when_the_window_reopens
     fake.assert_done()
     for live in second.lives:
         qloop.run_until_complete(live.controller.detach_session())
+
+
+@pytest.fixture(scope="module")
+def desktop(tmp_path_factory: pytest.TempPathFactory):
+    from tests.host.dunst_session import DunstSession, missing
+
+    if missing():
+        pytest.skip(f"needs {' '.join(missing())}")
+    with DunstSession(tmp_path_factory.mktemp("dunst")) as session:
+        yield session
+
+
+def test_an_inactive_window_gets_the_host_notification_and_review_raises_it_on_the_question(
+        qtbot, qloop, fake, host_env: HostEnv, tmp_path, workdir, monkeypatch, keep_app_running, desktop):
+    """Issue 26: the window stays open on two background-host sessions, the one that asks out of view (its question
+    waits in the window's inbox), and another window has the focus: the host (a real process on a real session
+    bus with dunst) notifies the question; Review, chosen in dunst's menu, raises this window with that session in
+    view and its question's dialog up — no second window process — and the notification closes as the window
+    becomes active; the dialog's Allow completes the edit."""
+    import re
+    import shlex
+    import sys
+    import time
+
+    from PySide6.QtWidgets import QWidget
+
+    from desktop_agent.ui.window.background import is_active
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", desktop.bus_address)  # the host started on demand inherits it
+    windows = tmp_path / "windows.jsonl"
+    monkeypatch.setenv("DESKTOP_AGENT_WINDOW_COMMAND", shlex.join([
+        sys.executable, "-c", "import json, sys; open(sys.argv[1], 'a').write(json.dumps(sys.argv[2:]) + '\\n')",
+        str(windows)]))
+    config = tmp_path / "home-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (config / "desktop-agent").mkdir(parents=True)
+    (config / "desktop-agent" / "settings.json").write_text(json.dumps({"keep_sessions_running": True}))
+    desktop.ctl("close-all")
+    app_ts = workdir / "app.ts"
+    other_folder = tmp_path / "other"
+    other_folder.mkdir()
+    fake.script_for("edit:", [READ(app_ts), edit(app_ts, BEFORE, AFTER), reply(text("Done."))])
+    fake.script_for("hello:", [reply(text("Hello."))])
+    win = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(win)
+    win._notify = lambda title, message: None  # type: ignore[method-assign]
+    win.show()
+    win.activateWindow()
+    other = QWidget()  # "another application": a window that takes the focus from ours
+    qtbot.addWidget(other)
+    other.resize(200, 100)
+
+    async def scenario() -> float:
+        await wait_for(win.isActiveWindow, 10, "the window to be active")
+        await open_and_send(qtbot, win, workdir, "edit: change value to 2")
+        asking = win.live
+        assert asking.controller.session.state.executor == "host"
+        sid = asking.controller.session.session_id
+        dlg = await wait_dialog(win, 30)
+        assert dlg.request.tool_name == "Edit"
+        key = (sid, dlg.request.request_id)
+        await open_and_send(qtbot, win, other_folder, "hello: there")  # another session comes into view
+        await wait_for(lambda: not win.lives[1].controller.busy, 30, "the other session's turn")
+        await wait_for(lambda: win.questions.current_key is None, 10, "the dialog back in the inbox")
+        assert win.live is not asking and win.sessions_pane.inbox.count() == 1
+        await asyncio.sleep(0.5)
+        assert desktop.displayed() == 0  # the window is active: it has the question, the host sends nothing
+
+        other.show()
+        other.activateWindow()
+        await wait_for(lambda: not is_active(win), 10, "the window to lose the focus")
+        await wait_for(lambda: desktop.displayed() == 1, 10, "the host's notification for the inactive window")
+        assert control_request("status")["clients"] == 2  # both sessions still attached
+        menu = await asyncio.to_thread(desktop.menu)
+        ((nid, action),) = {(int(n), a) for n, a in re.findall(r"\[(\d+),(review)\]", menu)}
+        assert f"({workdir.name} \u2014 Edit)" in menu and "always" not in menu.lower()
+        assert "allow-once" not in menu  # an edit's patch is never answered from a notification
+
+        chosen = time.monotonic()
+        await asyncio.to_thread(desktop.invoke, nid, action)
+        shown = await wait_dialog(win, 10)
+        await wait_for(lambda: is_active(win), 10, "Review to raise the window")
+        raised = time.monotonic() - chosen
+        assert win.live is asking and win.questions.current_key == key and shown.request.request_id == key[1]
+        await wait_for(lambda: desktop.displayed() == 0, 10, "the notification to close (the window is active)")
+        await asyncio.sleep(1.0)
+        assert not windows.exists()  # the window that was there took it: no second window process
+        assert [q["request_id"] for q in control_request("status")["pending"]] == [key[1]]
+
+        qtbot.mouseClick(shown.allow_button, Qt.MouseButton.LeftButton)
+        await wait_for(lambda: app_ts.read_text() == AFTER, 20, "the edit")
+        await wait_for(lambda: not control_request("status")["pending"], 20, "the question to be answered")
+        await wait_for(lambda: not any(s["busy"] for s in control_request("status")["sessions"]), 20, "done")
+        return raised
+
+    raised = qloop.run_until_complete(scenario())
+    print(f"Review → the window active on the question: {raised * 1000:.0f} ms")
+    assert raised <= 1.0, raised
+    fake.assert_done()
+    for live in win.lives:
+        qloop.run_until_complete(live.controller.detach_session())
+
+
+def test_the_phone_page_runs_in_the_background_host_and_its_pairing_is_confirmed_in_the_window(
+        qtbot, qloop, fake, host_env: HostEnv, tmp_path, workdir, monkeypatch, keep_app_running):
+    """Issue 26: with the sessions in the background host, Settings → "Answer from my phone" starts the page in the
+    host process (``BackgroundClient.phone``); a phone (real HTTPS and ECDH, in Python) pairing with the window's
+    QR code gets the window's own focus-safe pairing dialog showing the phone's code; Pair pairs it, the devices
+    list shows it, Revoke forgets it, and the switch off stops the page in the host."""
+    import socket
+    from types import SimpleNamespace
+
+    from desktop_agent.client.phone import BackgroundPhone
+    from desktop_agent.ui.dialogs.phone import PairingConfirmDialog
+    from tests.host.remote.phone import Phone
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+    config = tmp_path / "home-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (config / "desktop-agent").mkdir(parents=True)
+    (config / "desktop-agent" / "settings.json").write_text(json.dumps({"keep_sessions_running": True}))
+    win = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(win)
+    win._notify = lambda title, message: None  # type: ignore[method-assign]
+    win.show()
+
+    async def scenario() -> None:
+        assert await win.open_folder(str(workdir))
+        assert win.controller.session.state.executor == "host"
+        dlg = win.show_settings()
+        dlg.phone.switch.setChecked(True)
+        page = await wait_for(lambda: getattr(win, "phone_server", None), 20, "the phone page")
+        assert isinstance(page, BackgroundPhone) and dlg.phone.access is page
+        dlg.phone.show_pairing()
+        assert dlg.phone.qr.isVisibleTo(dlg) and not dlg.phone.qr.pixmap().isNull()
+        where = SimpleNamespace(host=page.host, port=page.port, ident=SimpleNamespace(cert_pem=page.cert_pem))
+        async with Phone(where, name="Pixel 8") as phone:  # type: ignore[arg-type]
+            pairing = asyncio.ensure_future(phone.pair(page.pairing_url()))
+            confirm = await wait_for(lambda: next((d for d in win.findChildren(PairingConfirmDialog)
+                                                   if d.isVisible()), None), 10, "the window's pairing dialog")
+            await wait_for(lambda: phone.verification, 5, "the phone's code")
+            assert confirm.code.text() == phone.verification  # the same code on both sides
+            await asyncio.sleep(0.6)  # the guarded dialog takes no click before it is ready
+            qtbot.mouseClick(confirm.yes_button, Qt.MouseButton.LeftButton)
+            device = await asyncio.wait_for(pairing, 10)
+            await wait_for(lambda: device in dlg.phone.revoke_buttons, 10, "the device in Settings")
+            qtbot.mouseClick(dlg.phone.revoke_buttons[device], Qt.MouseButton.LeftButton)
+            await wait_for(lambda: not dlg.phone.revoke_buttons and page.list_devices() == [], 10, "the revoke")
+        dlg.phone.switch.setChecked(False)
+        await wait_for(lambda: getattr(win, "phone_server", None) is None, 10, "the page to stop")
+
+        def refused() -> bool:
+            try:
+                socket.create_connection((page.host, page.port), timeout=2).close()
+            except OSError:
+                return True
+            return False
+
+        await wait_for(refused, 5, "the host's page to close its port")
+        dlg.close()
+
+    qloop.run_until_complete(scenario())
+    qloop.run_until_complete(win.controller.detach_session())

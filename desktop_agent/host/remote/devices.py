@@ -187,8 +187,12 @@ class PairingOffers:
         self._failures: list[float] = []
         self._locked_until = 0.0
 
-    def offer(self) -> str:
-        code = secrets.token_urlsafe(24)
+    def offer(self, code: str | None = None) -> str:
+        """A new single-use code (the last one is void); ``code``: the one a window made for the QR it shows (the
+        background host's page: ``host.remote.relay``) — at least 32 characters."""
+        if code is not None and (not isinstance(code, str) or len(code) < 32):
+            raise ValueError("a pairing code has at least 32 characters")
+        code = code or secrets.token_urlsafe(24)
         self._offer = Offer(code, self.clock() + self.ttl)
         return code
 

@@ -96,6 +96,24 @@ def lan_address() -> str:
             return "127.0.0.1"
 
 
+def qr_png(url: str) -> bytes:
+    """The QR of ``url`` as PNG bytes (pure Python, a few ms), whole pixels a module, about 300 px wide."""
+    import io
+
+    import segno
+
+    out = io.BytesIO()
+    qr = segno.make(url, error="m")
+    modules = qr.symbol_size(scale=1, border=2)[0]
+    qr.save(out, kind="png", scale=max(3, 300 // modules), border=2)
+    return out.getvalue()
+
+
+def pairing_url(base_url: str, code: str, fingerprint: str) -> str:
+    """The QR's URL: the page, the single-use code and the certificate's fingerprint in the fragment."""
+    return f"{base_url}#pair={code}&fp={quote(fingerprint)}"
+
+
 class RemoteServer:
     """``await start()`` serves on ``host:port`` (port 0: any free one); ``await stop()``."""
 
@@ -243,8 +261,7 @@ class RemoteServer:
     # -- the desktop's API (Settings) ---------------------------------------------------------------------------
     def pairing_url(self) -> str:
         """A new single-use pairing URL (5 minutes): the code and the certificate's fingerprint in the fragment."""
-        code = self.offers.offer()
-        return f"{self.base_url()}#pair={code}&fp={quote(self.ident.fingerprint)}"
+        return pairing_url(self.base_url(), self.offers.offer(), self.ident.fingerprint)
 
     def pairing_qr_svg(self, url: str) -> str:
         import segno
@@ -252,16 +269,7 @@ class RemoteServer:
         return str(segno.make(url, error="m").svg_inline(scale=6, border=2))
 
     def pairing_qr_png(self, url: str) -> bytes:
-        """The QR of ``url`` as PNG bytes (pure Python, a few ms), whole pixels a module, about 300 px wide."""
-        import io
-
-        import segno
-
-        out = io.BytesIO()
-        qr = segno.make(url, error="m")
-        modules = qr.symbol_size(scale=1, border=2)[0]
-        qr.save(out, kind="png", scale=max(3, 300 // modules), border=2)
-        return out.getvalue()
+        return qr_png(url)
 
     def list_devices(self) -> list[dict[str, object]]:
         return self.devices.list()
@@ -519,4 +527,4 @@ class RemoteServer:
         return web.json_response({"outcome": "ok"})
 
 
-__all__ = ["PairingPrompt", "RemoteServer", "lan_address"]
+__all__ = ["PairingPrompt", "RemoteServer", "lan_address", "pairing_url", "qr_png"]

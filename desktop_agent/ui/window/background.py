@@ -4,17 +4,24 @@ With the setting on (and no ``--executor`` given; never for the tour) the window
 host, ``desktop-agent host``, started on demand (``client.host_link``): opening a folder where the host already
 runs a session attaches to it — its transcript is shown and every pending question is asked again — instead of
 starting another; closing the window (or losing it: kill -9) leaves the session running, and the window says so
-in a desktop notification. Everything here is awaited on the Qt loop; the socket and the host's start run on
-worker threads (``client.host_link``).
+in a desktop notification. While the window is open but not active, the host notifies its sessions' questions
+itself (``host.away``): ``watch_activation`` tells the host each time the window — itself or one of its dialogs —
+gains or loses the focus (``is_active``: a permission dialog having the focus is the window being active), and
+``review_in_window`` is the host's Review of such a notification — this window raised on that question's dialog
+(never a second window process). Everything here is awaited on the Qt loop; the socket and the host's start run
+on worker threads (``client.host_link``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-from typing import Any
+from typing import Any, Iterable
 
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QCoreApplication, QObject
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate
@@ -68,3 +75,62 @@ def in_background(session: Any) -> bool:
 def left_running_text(title: str) -> str:
     return translate("MainWindow", "Your session in {0} keeps running in the background host. Open the folder again "
                                    "to see it; desktop-agent host --status lists what runs.").format(title)
+
+
+def is_active(window: QWidget) -> bool:
+    """``window`` or one of its own windows (a dialog) has the focus (``isActiveWindow`` is False while its
+    permission dialog has it)."""
+    active: QWidget | None = QApplication.activeWindow()
+    while active is not None:
+        if active is window:
+            return True
+        active = active.parentWidget()
+    return False
+
+
+class ActivationWatch(QObject):
+    """The app's focus window changed: the window's background-host sessions are told whether it is active (a
+    child of the window: it goes with it, and its connection with it)."""
+
+    def __init__(self, window: Any) -> None:
+        super().__init__(window)
+        self.window = window
+        app = QGuiApplication.instance()
+        if isinstance(app, QGuiApplication):
+            app.focusWindowChanged.connect(self.changed)
+
+    def changed(self, _focus: object = None) -> None:
+        tell_active(getattr(self.window, "lives", ()), is_active(self.window))
+
+
+def watch_activation(window: Any, live: Any) -> None:
+    """``live`` (a session just opened or attached in ``window``) told whether the window is active, and the
+    window's activation watched from now on (once per window)."""
+    if getattr(window, "_activation_watch", None) is None:
+        window._activation_watch = ActivationWatch(window)
+    tell_active([live], is_active(window))
+
+
+def tell_active(lives: Iterable[Any], active: bool) -> None:
+    """Each background-host session of a window (``lives``) told whether the window is active
+    (``ProtocolSession.set_client_active``; in order, on the Qt loop)."""
+    try:
+        loop = asyncio.get_event_loop()
+    except RuntimeError:
+        return
+    for live in lives:
+        session = live.controller.session
+        if in_background(session) and hasattr(session, "set_client_active"):
+            loop.create_task(session.set_client_active(active))
+
+
+def review_in_window(window: Any, live: Any, request_id: str) -> bool:
+    """The host's Review of ``live``'s question ``request_id``: the window holding ``live`` comes forward with that
+    question's dialog (``answer_from_inbox``, focus-safe as every dialog). False when no window shows it."""
+    holder = window._window_of(live)
+    if holder is None or not live.session_id:
+        return False
+    holder.showNormal()
+    holder.raise_()
+    holder.activateWindow()
+    return bool(window.answer_from_inbox((live.session_id, request_id), live))

@@ -76,6 +76,8 @@ class AgentController(QObject):
         self.current_dialog: PermissionDialog | None = None  # the permission dialog showing now
         self.notifier: Callable[[str, str], None] | None = None
         self.desktop_notifier: Any = None  # host.notify.Notifier when a notification daemon is there
+        # the background host's Review (its notification): request_id → whether the window shows that question
+        self.reviewer: Callable[[str], bool] | None = None
         self._task: asyncio.Task | None = None
         # the window's questions, one dialog at a time: shared by the window's sessions (``ui.window.live``)
         self.questions = questions if questions is not None else PromptQueue(self)
@@ -103,6 +105,7 @@ class AgentController(QObject):
         tour and tests) go to the in-process engine only (an object cannot cross to a child process)."""
         known = set(SessionOptions.__dataclass_fields__) - {"prompter", "engine_kwargs"}
         options = SessionOptions(prompter=self, idle_notification=True, on_exit=self._executor_exited,
+                                 on_review=self._review_requested,
                                  **{k: v for k, v in kwargs.items() if k in known})
         if executor == "inprocess":
             options.engine_kwargs = {k: v for k, v in kwargs.items() if k not in known}
@@ -165,6 +168,11 @@ class AgentController(QObject):
         task = self._task
         if task is not None and not task.done():
             await asyncio.wait({task}, timeout=5.0)
+
+    def _review_requested(self, session_id: str, request_id: str) -> bool:
+        """The host's notification's Review of one of this session's questions (``reviewer``: the window)."""
+        reviewer = self.reviewer
+        return reviewer is not None and session_id == self._session_id() and bool(reviewer(request_id))
 
     def _executor_exited(self, message: str) -> None:
         """The executor died between turns (during a turn the handle's ErrorEvent says so)."""
@@ -399,6 +407,8 @@ class AgentController(QObject):
         notifier = self.desktop_notifier
         if notifier is not None and getattr(notifier, "has_actions", False):
             return  # the host's notifier sends its own, with Review / Deny (/ Allow once)
+        if getattr(getattr(self.session, "state", None), "executor", None) == "host":
+            return  # the background host notifies it itself (``host.away``: this window told it it is inactive)
         if self.notifier is not None:
             target = request.file_path or request.input.get("file_path") or request.input.get("command") or ""
             self.notifier(self.tr("Desktop Agent is waiting for approval"),

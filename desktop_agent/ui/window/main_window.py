@@ -31,7 +31,7 @@ from desktop_agent.ui import icons
 from desktop_agent.ui.changes.panel import DiffPanel
 from desktop_agent.ui.conversation.view import ConversationView
 from desktop_agent.ui.highlight import colors, is_dark
-from desktop_agent.ui.window.background import in_background
+from desktop_agent.ui.window.background import in_background, review_in_window, watch_activation
 from desktop_agent.ui.window.banners import APP, BannersMixin
 from desktop_agent.ui.window.controller import IDLE, AgentController
 from desktop_agent.ui.window.demo import TOUR_PROMPTS, prepare_demo_project
@@ -380,7 +380,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         c.usage_changed.connect(shown(self._on_usage))
         c.busy_changed.connect(lambda busy: self._on_busy(busy, live))
         c.notifier = self._notify
+        c.reviewer = lambda request_id: review_in_window(self, live, request_id)  # the background host's Review
         c.session_changed.connect(lambda _s: self._start_desktop_notifications())
+        c.session_changed.connect(lambda _s: watch_activation(self, live))  # the host notifies while inactive
         c.session_changed.connect(lambda _s: self.questions.rescope())
         c.turn_finished.connect(shown(lambda _e: self.refresh_servers()))  # MCP states after each turn
         c.tool_finished.connect(shown(lambda e: str(e.name).startswith("mcp__") and self.refresh_servers()))
