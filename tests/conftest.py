@@ -144,6 +144,31 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+# Test files whose tests share one session-scoped fixture: under pytest-xdist they form one unit of work, so that
+# fixture runs on one worker only (``security_runs`` runs every selected case of the catalogue through the CLI).
+SHARED_WORK_UNITS = {
+    "tests/security/test_adversarial.py": "tests/security/test_adversarial.py",
+    "tests/security/test_canary_controls.py": "tests/security/test_adversarial.py",
+}
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``-n N`` (README's command): whole test files go to a worker (``--dist loadfile``, also for the default
+    ``load``), so a module-scoped fixture — a batch of CLI runs, a fake server, a git template — runs once, and
+    the files of ``SHARED_WORK_UNITS`` go together. Largest units first (xdist's ``loadscopereorder``)."""
+    if config.getvalue("dist") not in ("load", "loadfile"):
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SHARED_WORK_UNITS.get(path, path)
+
+    return SharedFileScheduling(config, log)
+
+
 def pytest_asyncio_loop_factories(config, item):
     # Only UI tests need Qt's loop; engine tests run on the plain asyncio loop.
     if "tests/ui" in str(getattr(item, "path", "")).replace(os.sep, "/"):
