@@ -80,6 +80,9 @@ def pytest_configure(config):
             compileall.compile_dir(str(_ROOT / package), quiet=2)
         except OSError:  # a read-only checkout: the children compile for themselves, as before
             pass
+    # and pytest's own rewritten test modules (``__pycache__/*-pytest-*.pyc``), which it reads whatever this says but
+    # writes only when it is off: otherwise every run (and each xdist worker) parses and rewrites ~250 files again
+    sys.dont_write_bytecode = False
     config.addinivalue_line("markers", "needs_sandbox: the test needs the real bubblewrap sandbox (skipped with the "
                                        f"probe's reason where it cannot start, failed when {REQUIRE_SANDBOX_ENV}=1)")
 
