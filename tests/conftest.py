@@ -8,7 +8,10 @@ fails with that reason, so CI always exercises the sandbox.
 """
 
 import asyncio
+import compileall
 import os
+import sys
+from pathlib import Path
 
 # Imported now, on the main thread, while nothing else runs: imported lazily by its pytest plugin later, its
 # modules go through pytest's assertion rewriting (``ast.parse``) while a window's worker thread may be importing
@@ -64,7 +67,22 @@ def _sandbox_required() -> bool:
     return os.environ.get(REQUIRE_SANDBOX_ENV, "").strip() == "1"
 
 
+_ROOT = Path(__file__).resolve().parents[1]
+
+
 def pytest_configure(config):
+    # Bytecode for every module the run's child processes import (``python -m desktop_agent`` and the fake servers:
+    # hundreds of them). Under ``PYTHONDONTWRITEBYTECODE=1`` no process writes any, so each child compiled the
+    # whole package again (~0.2 s of CPU per CLI run, a quarter of it); compiled once here, every child reads it.
+    # Written beside the sources (``__pycache__/`` is git-ignored); up-to-date files are skipped at once.
+    for package in ("desktop_agent", "tests"):
+        try:
+            compileall.compile_dir(str(_ROOT / package), quiet=2)
+        except OSError:  # a read-only checkout: the children compile for themselves, as before
+            pass
+    # and pytest's own rewritten test modules (``__pycache__/*-pytest-*.pyc``), which it reads whatever this says but
+    # writes only when it is off: otherwise every run (and each xdist worker) parses and rewrites ~250 files again
+    sys.dont_write_bytecode = False
     config.addinivalue_line("markers", "needs_sandbox: the test needs the real bubblewrap sandbox (skipped with the "
                                        f"probe's reason where it cannot start, failed when {REQUIRE_SANDBOX_ENV}=1)")
 
@@ -129,6 +147,31 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+# Test files whose tests share one session-scoped fixture: under pytest-xdist they form one unit of work, so that
+# fixture runs on one worker only (``security_runs`` runs every selected case of the catalogue through the CLI).
+SHARED_WORK_UNITS = {
+    "tests/security/test_adversarial.py": "tests/security/test_adversarial.py",
+    "tests/security/test_canary_controls.py": "tests/security/test_adversarial.py",
+}
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``-n N`` (README's command): whole test files go to a worker (``--dist loadfile``, also for the default
+    ``load``), so a module-scoped fixture — a batch of CLI runs, a fake server, a git template — runs once, and
+    the files of ``SHARED_WORK_UNITS`` go together. Largest units first (xdist's ``loadscopereorder``)."""
+    if config.getvalue("dist") not in ("load", "loadfile"):
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SHARED_WORK_UNITS.get(path, path)
+
+    return SharedFileScheduling(config, log)
+
+
 def pytest_asyncio_loop_factories(config, item):
     # Only UI tests need Qt's loop; engine tests run on the plain asyncio loop.
     if "tests/ui" in str(getattr(item, "path", "")).replace(os.sep, "/"):
@@ -167,6 +210,16 @@ def _shared_cache_dir(tmp_path_factory) -> str:
     if not _SHARED_CACHE:
         _SHARED_CACHE.append(str(tmp_path_factory.mktemp("shared-cache")))
     return _SHARED_CACHE[0]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_cache_for_the_session(tmp_path_factory):
+    """The shared cache dir in the environment for the whole session, so that the children a module- or
+    session-scoped fixture starts (before any test's ``_isolated_home``), each with a home of its own, load
+    bashlex's tables instead of building them again (``shell.bashlex_tables``)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DESKTOP_AGENT_CACHE_DIR", _shared_cache_dir(tmp_path_factory))
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -96,8 +98,19 @@ def _transcript(path: str) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text("utf-8").splitlines() if line.strip()]
 
 
-def test_a_question_outlives_a_killed_client_and_answering_it_completes_the_turn(engine_host, workdir):
+@pytest.fixture
+def short_workdir():
+    """A folder whose ``out.txt`` path stays under the 80 characters ``--status`` shows whole (``host.service``),
+    wherever pytest's temp dir is (a worker's ``popen-gwN/`` makes ``workdir`` longer than that)."""
+    d = Path(tempfile.mkdtemp(prefix="da-q-"))
+    (d / "app.ts").write_text("export const value = 1")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_question_outlives_a_killed_client_and_answering_it_completes_the_turn(engine_host, short_workdir):
     host_env, fake = engine_host
+    workdir = short_workdir
     fake.script([reply(tool_use("Write", {"file_path": str(workdir / "out.txt"), "content": "kept\n"},
                                 id="toolu_w1")),
                  reply(text("Wrote it."))])

@@ -221,6 +221,8 @@ def group_runs(cases: list[dict[str, Any]]) -> list[Run]:
 def cli_env(home: Path, fake: FakeAnthropic, extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ANTHROPIC_", "CLAUDE_", "DESKTOP_AGENT_", "GIT_", "XDG_"))}
+    if os.environ.get("DESKTOP_AGENT_CACHE_DIR"):  # the session's bashlex tables (tests/conftest.py), not rebuilt per run
+        env["DESKTOP_AGENT_CACHE_DIR"] = os.environ["DESKTOP_AGENT_CACHE_DIR"]
     env.update(HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), XDG_DATA_HOME=str(home / "data"),
                XDG_CONFIG_HOME=str(home / "cfg"), XDG_STATE_HOME=str(home / "state"),
                DESKTOP_AGENT_MANAGED_SETTINGS_DIR=str(home / "managed"), PYTHONPATH=str(ROOT),
