@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication
 
 from desktop_agent.client import Rewindable
-
-if TYPE_CHECKING:
-    from desktop_agent.ui.conversation.view import ConversationView
-    from desktop_agent.ui.window.controller import AgentController
+from desktop_agent.ui.window.host_protocol import WindowHost
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate
@@ -26,16 +23,9 @@ UNDO_PREFIX = "undo-restore:"
 RESTORE_BANNER = "restore"
 
 
-class RewindMixin:
-    controller: AgentController
-    conversation: ConversationView
-    diff_panel: Any
-    folder: str | None
+class RewindMixin(WindowHost):
     rewind_dialog: Any = None
     rewind_task: asyncio.Task[Any] | None = None
-
-    if TYPE_CHECKING:
-        def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task: ...
 
     def _wire_rewind_live(self, live: Any) -> None:
         """One live session's markers (under its own conversation's prompts), its "Rewind to here", and its changes
@@ -111,7 +101,7 @@ class RewindMixin:
             return None
         block = self.rewind_prompts.get(message_id)
         prompt = str(getattr(block, "prompt", "") or "")
-        dialog = self.rewind_dialog = RewindDialog(plan, prompt, parent=self)  # type: ignore[arg-type]
+        dialog = self.rewind_dialog = RewindDialog(plan, prompt, parent=self)
         try:
             choice = await dialog.ask()
         finally:
