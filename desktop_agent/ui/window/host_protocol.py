@@ -1,9 +1,13 @@
 """What the window's parts use of the window: ``WindowHost`` lists the members of ``MainWindow`` that its mixins
-(``FoldersMixin``, ``BannersMixin``, ``RewindMixin``, ``ToolbarMixin``, ``WorktreeActionsMixin``) read or call on
+(``FoldersMixin``, ``BannersMixin``, ``RewindMixin``, ``ToolbarMixin``, ``WorktreeActionsMixin``) read, set or call on
 their shared ``self`` — the session in view and its parts, the window's widgets and state, and the methods one part
-calls of another. ``WindowBase`` is the base each mixin names: for the type checker a ``QMainWindow`` with those
-members (so ``self`` is a widget, a signal's owner and a ``WindowHost`` at once, checked in one place instead of
-stubs in every mixin); at run time ``object``, so the classes and their order are as they were.
+calls of another — in one place instead of ``TYPE_CHECKING`` stubs in every mixin. Each mixin names ``WindowHost``
+as its base: for the type checker a ``QMainWindow`` with those members (so ``self`` is a widget, a signals' owner
+and the window at once, and ``MainWindow``'s own definitions are checked against the same declarations); at run
+time ``object``, so the classes and ``MainWindow``'s bases are as they were.
+
+A plain class, not a ``typing.Protocol``: mypy takes a protocol's attribute declared without a value as abstract,
+and a mixin's ``self.x = ...`` then defines a new ``x`` of its own instead of being checked against the declaration.
 
 Nothing here runs: the module holds types only, and imports no mixin (the mixins import it).
 """

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication
 
 from desktop_agent.client import Rewindable
 from desktop_agent.ui.window.host_protocol import WindowHost
+
+if TYPE_CHECKING:
+    from desktop_agent.ui.window.live import LiveSession
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate
@@ -27,7 +30,7 @@ class RewindMixin(WindowHost):
     rewind_dialog: Any = None
     rewind_task: asyncio.Task[Any] | None = None
 
-    def _wire_rewind_live(self, live: Any) -> None:
+    def _wire_rewind_live(self, live: LiveSession) -> None:
         """One live session's markers (under its own conversation's prompts), its "Rewind to here", and its changes
         panel's Revert/Redo through the same restore."""
         if not hasattr(self, "rewind_prompts"):
@@ -39,7 +42,7 @@ class RewindMixin(WindowHost):
             action, tool_use_id, path, restore_id, live)
 
     async def _revert_change(self, action: str, tool_use_id: str, path: str, restore_id: str | None,
-                             live: Any = None) -> dict[str, Any]:
+                             live: LiveSession | None = None) -> dict[str, Any]:
         """The changes panel's Revert ("revert") or Redo ("redo") through the session's checkpoint restore; {} when
         there is no session to ask (the panel writes the file itself then)."""
         raw = (live.controller if live is not None else self.controller).session
@@ -55,7 +58,7 @@ class RewindMixin(WindowHost):
         return Rewindable(session) if session is not None and session.state.alive else None
 
     # ----- markers
-    def _turn_marker_soon(self, live: Any) -> None:
+    def _turn_marker_soon(self, live: LiveSession) -> None:
         raw = live.controller.session
         if raw is None or not raw.state.alive:
             return
