@@ -459,7 +459,7 @@ class FoldersMixin(WindowHost):
         except Exception:
             log.exception("could not ask the background host for its sessions")
             return []
-        shown = {live.session_id for win in self.app_windows() for live in win.lives}  # type: ignore[attr-defined]
+        shown = {live.session_id for win in self.app_windows() for live in win.lives}
         attached = []
         for info in (status or {}).get("sessions") or []:
             sid, cwd = str(info.get("session_id") or ""), str(info.get("cwd") or "")

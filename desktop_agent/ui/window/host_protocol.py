@@ -15,6 +15,7 @@ Nothing here runs: the module holds types only, and imports no mixin (the mixins
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -92,6 +93,8 @@ if TYPE_CHECKING:
         attach_task: asyncio.Task[Any] | None
 
         # ``MainWindow``'s methods
+        @staticmethod
+        def app_windows() -> Sequence[WindowHost]: ...  # this app's windows that are still there
         def _new_live(self, controller: AgentController | None = None) -> LiveSession: ...
         def show_live(self, live: LiveSession) -> None: ...
         def save_state(self) -> None: ...
