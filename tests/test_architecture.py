@@ -130,9 +130,9 @@ def test_no_module_level_import_cycle():
     ``Protocol`` written in the lower module instead of importing upward, or merging two modules that are one;
     types that refer to each other (``ToolUseContext`` and the seams whose methods take it) live in one module.
 
-    No exceptions. The window's mixins share one ``self`` through ``TYPE_CHECKING`` stubs of each other's
-    methods, not through imports, so that coupling (issue 23: the window made of child objects) is not an
-    import cycle and this check does not see it.
+    No exceptions. The window's mixins share one ``self`` declared once in ``ui.window.host_protocol`` (the
+    members of the window they use, as types only), not through imports of each other, so that coupling (issue 23:
+    the window made of child objects) is not an import cycle and this check does not see it.
     """
     graph = import_graph(ROOT, "desktop_agent")
     found = import_cycles(graph)

@@ -11,9 +11,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QStatusBar, QSystemTrayIcon
+from PySide6.QtWidgets import QSystemTrayIcon
 
-from desktop_agent.ui.conversation.view import ConversationView
 from desktop_agent.ui.highlight import colors, is_dark
 from desktop_agent.ui.mode_labels import bypass_badge_text, dont_ask_badge_text
 from desktop_agent.ui.modes import BYPASS, DONT_ASK
@@ -21,47 +20,20 @@ from desktop_agent.ui.window.presenters import (
     ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, failed_servers, home, is_setup_error,
     status_dot,
 )
+from desktop_agent.ui.window.host_protocol import WindowHost
 from desktop_agent.ui.window.settings_gate import RETRY_ACTION
 from desktop_agent.protocol.control import McpRestartRequest
 
 if TYPE_CHECKING:
-    from PySide6.QtWidgets import QLabel
-
     from desktop_agent.client import SessionHandle
-    from desktop_agent.ui.window.controller import AgentController
-    from desktop_agent.ui.window.prompt import PromptEdit
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate
 APP = "Desktop Agent"
 
 
-class BannersMixin:
+class BannersMixin(WindowHost):
     """Status bar, title, welcome, banners and the MCP Servers view (``MainWindow`` provides the host)."""
-
-    controller: AgentController
-    conversation: ConversationView
-    status: QStatusBar
-    status_label: QLabel
-    prompt: PromptEdit
-    tray: QSystemTrayIcon | None
-    servers_view: Any
-    folder: str | None
-    wanted_folder: str | None
-    permission_mode: str
-    demo: bool
-    _restarting: set[str]
-
-    if TYPE_CHECKING:
-        def send(self, text: str) -> None: ...
-        def stop(self) -> None: ...
-        def show_settings(self, first_run: bool = False) -> Any: ...
-        def start_tour(self) -> None: ...
-        def undo_restore_soon(self, restore_id: str) -> Any: ...
-        def restart_session(self) -> asyncio.Task[None] | None: ...
-        def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task: ...
-        def setWindowTitle(self, title: str) -> None: ...  # noqa: N802 - QWidget's
-        def windowIcon(self) -> Any: ...  # noqa: N802 - QWidget's
 
     def _session_failed(self, folder: str, exc: Exception) -> None:
         name = type(exc).__name__

@@ -246,7 +246,10 @@ class AgentController(QObject):
         self._set_status(THINKING)
         finished = False
         try:
-            async for event in self.session.submit(prompt):
+            session = self.session
+            if session is None:  # closed before the turn's task ran: shown as an engine failure would be
+                raise RuntimeError("the session closed before the turn started")
+            async for event in session.submit(prompt):
                 self.handle_event(event)
                 if isinstance(event, ev.TurnFinished):
                     finished = True

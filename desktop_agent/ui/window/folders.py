@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QCoreApplication, Signal
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QFileDialog
 
 from desktop_agent.client import EXECUTOR_KINDS, ExecutorKind, SessionHandle
@@ -29,6 +29,7 @@ from desktop_agent.ui.conversation.presenter import HistoryOp, history_ops
 from desktop_agent.ui.dialogs.stop_turn import StopTurnDialog
 from desktop_agent.ui.highlight import lexer_for_filename
 from desktop_agent.ui.modes import BYPASS, default_mode_setting, settled_mode
+from desktop_agent.ui.window.host_protocol import WindowHost
 from desktop_agent.ui.window.background import in_background, keep_sessions_running, left_running_text, running_session
 from desktop_agent.ui.window.presenters import STOPPING, home, session_rows
 from desktop_agent.ui.window.settings_gate import settings_gate, show_problems
@@ -36,73 +37,18 @@ from desktop_agent.util.threads import in_thread
 from desktop_agent.protocol.control import HistoryRequest
 
 if TYPE_CHECKING:
-    from PySide6.QtCore import QSettings
-
     from desktop_agent.ui.window.live import LiveSession
-    from PySide6.QtWidgets import QStatusBar
-
-    from desktop_agent.ui.changes.panel import DiffPanel
-    from desktop_agent.ui.conversation.view import ConversationView
-    from desktop_agent.ui.dialogs.trust import TrustDialog
-    from desktop_agent.ui.window.controller import AgentController
-    from desktop_agent.ui.window.prompt import PromptEdit
-    from desktop_agent.ui.window.sidebar import SessionsPane
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate
 
 
-class FoldersMixin:
+class FoldersMixin(WindowHost):
     """Opening folders and sessions (``MainWindow`` provides the host attributes)."""
 
-    controller: AgentController
-    conversation: ConversationView
-    diff_panel: DiffPanel
-    sessions_pane: SessionsPane
-    prompt: PromptEdit
-    status: QStatusBar
-    qsettings: QSettings
-    folder: str | None
-    wanted_folder: str | None
-    open_task: asyncio.Task[bool] | None
-    drop_task: asyncio.Task[None] | None
-    restart_task: asyncio.Task[None] | None
-    trust_box: TrustDialog | None
-    stop_question: StopTurnDialog | None  # "Stop the running turn?" while it is open
-    folder_dialog: QFileDialog
-    permission_mode: str
-    session_kwargs: dict[str, Any]
-    client_factory: Any
-    demo: bool
-    executor_override: str | None
-    executor_path_override: str | None
-    _had_session: bool
-    _history_stats: tuple[int, float, int] | None
+    folder_dialog: QFileDialog  # the last Open Folder dialog
     _sessions_listing: int
     sessions_task: asyncio.Task[None] | None
-    folder_opened: Signal
-    history_shown: Signal
-
-    live: LiveSession
-    lives: list[LiveSession]
-
-    if TYPE_CHECKING:
-        def show_live(self, live: LiveSession) -> None: ...
-        def _new_live(self, controller: AgentController | None = None) -> LiveSession: ...
-        def request_mode(self, mode: str) -> None: ...
-        def show_model(self, name: str, enabled: bool = True) -> None: ...
-        def _select_mode(self, mode: str) -> None: ...
-        def _session_failed(self, folder: str, exc: Exception) -> None: ...
-        def _show_empty(self) -> None: ...
-        def _add_recent(self, folder: str) -> None: ...
-        def _update_title(self, waiting: bool | None = None) -> None: ...
-        def save_state(self) -> None: ...
-        def stop_turn(self) -> None: ...
-        def doing_text(self) -> str: ...
-        def last_folder(self) -> str | None: ...
-        def isVisible(self) -> bool: ...  # noqa: N802 - QWidget's
-        def _notify(self, title: str, message: str) -> None: ...
-        def close(self) -> bool: ...
 
     async def _end_then_close(self) -> None:
         try:
@@ -314,7 +260,7 @@ class FoldersMixin:
         else:
             then = translate("MainWindow", "a new session starts")
         dialog = StopTurnDialog(self.sessions_pane.current_title() or controller.last_prompt,
-                                home(self.folder or folder), self.doing_text(), then, self)  # type: ignore[arg-type]
+                                home(self.folder or folder), self.doing_text(), then, self)
         key = (str(getattr(session, "session_id", "") or ""), "stop-turn")
         question = asyncio.ensure_future(controller.questions.ask(key, lambda: dialog))
         self.stop_question = dialog
@@ -441,9 +387,9 @@ class FoldersMixin:
                     live.name = said.names[live.session_id]
                     live.changed.emit()
             for info in infos:  # a resumed session's title: its first prompt
-                live = self._live_of(info.session_id)
-                if live is not None and not live.first_prompt and info.first_prompt:
-                    live.resumed(info.first_prompt)
+                resumed = self._live_of(info.session_id)
+                if resumed is not None and not resumed.first_prompt and info.first_prompt:
+                    resumed.resumed(info.first_prompt)
             if listing == self._sessions_listing and self.folder == folder:
                 self.sessions_pane.show_rows(session_rows(infos, current, said.names, said.archived,
                                                           self.sessions_pane.show_archived.isChecked()))
@@ -513,7 +459,7 @@ class FoldersMixin:
         except Exception:
             log.exception("could not ask the background host for its sessions")
             return []
-        shown = {live.session_id for win in self.app_windows() for live in win.lives}  # type: ignore[attr-defined]
+        shown = {live.session_id for win in self.app_windows() for live in win.lives}
         attached = []
         for info in (status or {}).get("sessions") or []:
             sid, cwd = str(info.get("session_id") or ""), str(info.get("cwd") or "")

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QPalette
 from PySide6.QtWidgets import (
-    QApplication, QLabel, QMainWindow, QMessageBox, QSplitter, QStackedWidget, QStatusBar, QSystemTrayIcon,
+    QApplication, QLabel, QMainWindow, QMessageBox, QSplitter, QStackedWidget, QStatusBar,
     QVBoxLayout, QWidget,
 )
 
@@ -56,6 +56,13 @@ log = logging.getLogger(__name__)
 
 ORG = "desktop-agent"
 GIL_SWITCH_S = 0.001  # the interpreter's thread switch interval while a window is open (``sys.setswitchinterval``)
+
+
+def _triggers(action: QAction, slot: Callable[[], object]) -> QAction:
+    """``action`` with ``slot`` connected to its ``triggered`` (the ``triggered=`` keyword, spelled so the type checker
+    sees it)."""
+    action.triggered.connect(slot)
+    return action
 
 
 def _loop_running() -> bool:
@@ -101,26 +108,26 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self.panels = QStackedWidget()  # one changes panel per live session
         self.panels.setObjectName("changesPanels")
         self.live = self._new_live(self._first_controller)
-        self.open_task: asyncio.Task | None = None
-        self.restart_task: asyncio.Task | None = None  # "Restart session" (an executor process)
-        self.trust_box: QMessageBox | None = None
-        self.stop_question: Any = None  # "Stop the running turn?" while it is open (folders.stop_running_turn)
+        self.open_task = None  # the members the window's parts use are typed in ``host_protocol.WindowHost``
+        self.restart_task = None  # "Restart session" (an executor process)
+        self.trust_box = None
+        self.stop_question = None  # "Stop the running turn?" while it is open (folders.stop_running_turn)
         self.settings_dialog: Any = None
-        self.tray: QSystemTrayIcon | None = None
+        self.tray = None
         self._model_name = ""
         self.permission_mode = "default"  # the mode in force (bypass only after its confirmation)
-        self.bypass_box: QMessageBox | None = None
+        self.bypass_box = None
         self._saved_default_mode: str | None = None
         self._saved_model = ""  # the Settings model when Settings opened
-        self.wanted_folder: str | None = None  # the folder asked for whose session could not open yet
-        self._history_stats: tuple[int, float, int] | None = None
-        self.servers_view: Any = None  # the MCP Servers view, built when first shown
+        self.wanted_folder = None  # the folder asked for whose session could not open yet
+        self._history_stats = None
+        self.servers_view = None  # the MCP Servers view, built when first shown
         self.network_view: Any = None  # the Network view (ui/window/network_view.py), built when first shown
-        self._restarting: set[str] = set()  # MCP servers whose restart is under way
+        self._restarting = set()  # MCP servers whose restart is under way
         self._had_session = False  # a later new session starts in Settings' default mode
         self._close_task: asyncio.Task | None = None  # SessionEnd before the window closes
-        self.attach_task: asyncio.Task | None = None  # the background host's other sessions coming back
-        self.drop_task: asyncio.Task | None = None  # an unstarted session left for another, closing
+        self.attach_task = None  # the background host's other sessions coming back
+        self.drop_task = None  # an unstarted session left for another, closing
         self.delete_dialog: Any = None  # "Delete this session?" while it is open
         self.rename_dialog: Any = None
         self.restore_dialog: Any = None  # File ▸ Restore Worktree…
@@ -208,37 +215,38 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
     def _build_menus(self) -> None:
         mb = self.menuBar()
         file_menu = mb.addMenu(self.tr("&File"))
-        self.open_action = QAction(self.tr("&Open Folder…"), self, shortcut=QKeySequence.StandardKey.Open,
-                                   triggered=self.choose_folder)
+        self.open_action = _triggers(QAction(self.tr("&Open Folder…"), self,
+                                             shortcut=QKeySequence(QKeySequence.StandardKey.Open)), self.choose_folder)
         file_menu.addAction(self.open_action)
         self.recent_menu = file_menu.addMenu(self.tr("Open &Recent"))
-        self.new_action = QAction(self.tr("&New Session"), self, shortcut=QKeySequence.StandardKey.New,
-                                  triggered=self.new_session)
+        self.new_action = _triggers(QAction(self.tr("&New Session"), self,
+                                            shortcut=QKeySequence(QKeySequence.StandardKey.New)), self.new_session)
         file_menu.addAction(self.new_action)
-        self.new_window_action = QAction(self.tr("New &Window"), self, shortcut=QKeySequence("Ctrl+Shift+W"),
-                                         triggered=self.new_window)
+        self.new_window_action = _triggers(QAction(self.tr("New &Window"), self, shortcut=QKeySequence("Ctrl+Shift+W")),
+                                           self.new_window)
         file_menu.addAction(self.new_window_action)
-        self.new_worktree_action = QAction(self.tr("New Session in &Worktree…"), self,
-                                           triggered=self.new_worktree_session)
+        self.new_worktree_action = _triggers(QAction(self.tr("New Session in &Worktree…"), self),
+                                             self.new_worktree_session)
         file_menu.addAction(self.new_worktree_action)
-        self.review_action = QAction(self.tr("&Review Worktree Changes…"), self, triggered=self.review_worktree)
+        self.review_action = _triggers(QAction(self.tr("&Review Worktree Changes…"), self), self.review_worktree)
         file_menu.addAction(self.review_action)
-        self.restore_worktree_action = QAction(self.tr("Restore &Worktree…"), self, triggered=self.restore_worktree)
+        self.restore_worktree_action = _triggers(QAction(self.tr("Restore &Worktree…"), self),
+                                                 self.restore_worktree)
         file_menu.addAction(self.restore_worktree_action)
         file_menu.addSeparator()
-        file_menu.addAction(QAction(self.tr("&Quit"), self, shortcut=QKeySequence.StandardKey.Quit,
-                                    triggered=self.close))
+        file_menu.addAction(_triggers(QAction(self.tr("&Quit"), self,
+                                              shortcut=QKeySequence(QKeySequence.StandardKey.Quit)), self.close))
 
         edit_menu = mb.addMenu(self.tr("&Edit"))
-        self.find_action = QAction(self.tr("&Find in Conversation…"), self, shortcut=QKeySequence.StandardKey.Find,
-                                   triggered=self.show_find)
+        self.find_action = _triggers(QAction(self.tr("&Find in Conversation…"), self,
+                                             shortcut=QKeySequence(QKeySequence.StandardKey.Find)), self.show_find)
         edit_menu.addAction(self.find_action)
-        self.focus_prompt_action = QAction(self.tr("Focus &Prompt"), self, shortcut=QKeySequence("Ctrl+L"),
-                                           triggered=lambda: self.prompt.setFocus())
+        self.focus_prompt_action = _triggers(QAction(self.tr("Focus &Prompt"), self, shortcut=QKeySequence("Ctrl+L")),
+                                             lambda: self.prompt.setFocus())
         edit_menu.addAction(self.focus_prompt_action)
         edit_menu.addSeparator()
-        self.settings_action = QAction(self.tr("&Settings…"), self, shortcut=QKeySequence("Ctrl+,"),
-                                       triggered=lambda: self.show_settings(False))
+        self.settings_action = _triggers(QAction(self.tr("&Settings…"), self, shortcut=QKeySequence("Ctrl+,")),
+                                         lambda: self.show_settings(False))
         self.settings_action.setMenuRole(QAction.MenuRole.PreferencesRole)
         edit_menu.addAction(self.settings_action)
 
@@ -252,27 +260,27 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self.toggle_changes.toggled.connect(self.panels.setVisible)
         view_menu.addAction(self.toggle_changes)
         view_menu.addSeparator()
-        self.servers_action = QAction(self.tr("MCP &Servers…"), self, shortcut=QKeySequence("Ctrl+Shift+E"),
-                                      triggered=self.show_servers)
+        self.servers_action = _triggers(QAction(self.tr("MCP &Servers…"), self,
+                                                shortcut=QKeySequence("Ctrl+Shift+E")), self.show_servers)
         view_menu.addAction(self.servers_action)
-        self.network_action = QAction(self.tr("&Network…"), self, shortcut=QKeySequence("Ctrl+Shift+N"),
-                                      triggered=self.show_network)
+        self.network_action = _triggers(QAction(self.tr("&Network…"), self, shortcut=QKeySequence("Ctrl+Shift+N")),
+                                        self.show_network)
         view_menu.addAction(self.network_action)
 
         session_menu = mb.addMenu(self.tr("&Session"))
-        self.send_action = QAction(self.tr("Se&nd"), self, triggered=lambda: self.send(self.prompt.toPlainText()))
+        self.send_action = _triggers(QAction(self.tr("Se&nd"), self), lambda: self.send(self.prompt.toPlainText()))
         self.send_action.setShortcut(QKeySequence("Ctrl+Return"))
         session_menu.addAction(self.send_action)
-        self.stop_action = QAction(self.tr("&Stop"), self, shortcut=QKeySequence(Qt.Key.Key_Escape),
-                                   triggered=self.stop)
+        self.stop_action = _triggers(QAction(self.tr("&Stop"), self, shortcut=QKeySequence(Qt.Key.Key_Escape)),
+                                     self.stop)
         self.stop_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.stop_action.setEnabled(False)
         session_menu.addAction(self.stop_action)
-        self.next_question_action = QAction(self.tr("Next &Waiting Question"), self, shortcut=QKeySequence("Ctrl+I"),
-                                            triggered=self.next_question)
+        self.next_question_action = _triggers(QAction(self.tr("Next &Waiting Question"), self,
+                                                      shortcut=QKeySequence("Ctrl+I")), self.next_question)
         session_menu.addAction(self.next_question_action)
-        self.cycle_mode_action = QAction(self.tr("&Cycle Permission Mode"), self,
-                                         shortcut=QKeySequence("Ctrl+Shift+M"), triggered=self.cycle_mode)
+        self.cycle_mode_action = _triggers(QAction(self.tr("&Cycle Permission Mode"), self,
+                                                   shortcut=QKeySequence("Ctrl+Shift+M")), self.cycle_mode)
         session_menu.addAction(self.cycle_mode_action)
         mode_menu = session_menu.addMenu(self.tr("Permission &Mode"))
         self.mode_group = QActionGroup(self)
@@ -284,9 +292,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             mode_menu.addAction(act)
 
         help_menu = mb.addMenu(self.tr("&Help"))
-        help_menu.addAction(QAction(self.tr("Take the Offline &Tour"), self, triggered=self.start_tour))
-        help_menu.addAction(QAction(self.tr("&Keyboard Shortcuts"), self, triggered=self.show_shortcuts))
-        help_menu.addAction(QAction(self.tr("&About Desktop Agent"), self, triggered=self.show_about))
+        help_menu.addAction(_triggers(QAction(self.tr("Take the Offline &Tour"), self), self.start_tour))
+        help_menu.addAction(_triggers(QAction(self.tr("&Keyboard Shortcuts"), self), self.show_shortcuts))
+        help_menu.addAction(_triggers(QAction(self.tr("&About Desktop Agent"), self), self.show_about))
         self.stop_button.setDefaultAction(self.stop_action)
         self.stop_action.setText(self.tr("Stop  Esc"))
 
@@ -385,7 +393,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         c.session_changed.connect(lambda _s: watch_activation(self, live))  # the host notifies while inactive
         c.session_changed.connect(lambda _s: self.questions.rescope())
         c.turn_finished.connect(shown(lambda _e: self.refresh_servers()))  # MCP states after each turn
-        c.tool_finished.connect(shown(lambda e: str(e.name).startswith("mcp__") and self.refresh_servers()))
+        c.tool_finished.connect(shown(lambda e: self.refresh_servers() if str(e.name).startswith("mcp__") else None))
         c.session_changed.connect(shown(lambda _s: self.refresh_servers()))
         panel.recorder = lambda entry: self._record_entry(entry, live)  # a revert or redo, in the transcript
         conversation.card_selected.connect(panel.select_tool)
@@ -507,7 +515,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         elif action == "archive_worktree" and live.worktree is not None:
             self.archive_task = asyncio.ensure_future(win.archive_worktree(live))
 
-    def _ask_name(self, current: str, done: Callable[[str], None]) -> None:
+    def _ask_name(self, current: str, done: Callable[[str], object]) -> None:
         from PySide6.QtWidgets import QInputDialog
 
         dlg = QInputDialog(self)
@@ -609,8 +617,13 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         dlg.setLabelText(self.tr("Worktree:"))
         dlg.setComboBoxItems([w.branch for w in archived])
         picked: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        dlg.textValueSelected.connect(lambda text: picked.done() or picked.set_result(text))
-        dlg.rejected.connect(lambda: picked.done() or picked.set_result(None))
+
+        def settle(value: str | None) -> None:
+            if not picked.done():
+                picked.set_result(value)
+
+        dlg.textValueSelected.connect(settle)
+        dlg.rejected.connect(lambda: settle(None))
         self.restore_dialog = dlg
         dlg.open()
         branch = await picked

@@ -134,7 +134,7 @@ class MessageQueue(QWidget):
 
     changed = Signal()  # a message was queued, edited, removed or sent
 
-    def __init__(self, controller: Any, send: Callable[[str], None], parent: QWidget | None = None):
+    def __init__(self, controller: Any, send: Callable[[str], object], parent: QWidget | None = None):
         super().__init__(parent)
         self.controller = controller
         self._send = send

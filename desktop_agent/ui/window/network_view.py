@@ -35,11 +35,12 @@ translate = QCoreApplication.translate
 
 
 def _size(n: int) -> str:
+    size: float = n
     for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size} B"
 
 
 class RequestRow(QFrame):
@@ -119,16 +120,16 @@ class NetworkView(QDialog):
         self.refused_only.toggled.connect(lambda _on: self._rebuild())
         top.addWidget(self.refused_only)
         root.addLayout(top)
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
         self.column = QWidget()
         self.column_layout = QVBoxLayout(self.column)
         self.column_layout.setContentsMargins(0, 0, 0, 0)
         self.column_layout.setSpacing(6)
         self.column_layout.addStretch(1)
-        self.scroll.setWidget(self.column)
-        root.addWidget(self.scroll, 1)
+        self.scroll_area.setWidget(self.column)
+        root.addWidget(self.scroll_area, 1)
         self.hint = QLabel(self.tr(
             "Sandboxed commands reach only the hosts in sandbox.network.allowedDomains, through a proxy that "
             "records every request here. With no list they have no network at all."))

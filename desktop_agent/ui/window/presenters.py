@@ -81,4 +81,5 @@ def token_text(tokens: int) -> str:
 
 
 def status_dot(status: str) -> DotColour:
-    return {IDLE: "muted", ERROR: "error", WAITING: "accent"}.get(status, "added_fg")  # type: ignore[return-value]
+    dots: dict[str, DotColour] = {IDLE: "muted", ERROR: "error", WAITING: "accent"}
+    return dots.get(status, "added_fg")

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QCoreApplication
 
 from desktop_agent.client import Rewindable
+from desktop_agent.ui.window.host_protocol import WindowHost
 
 if TYPE_CHECKING:
-    from desktop_agent.ui.conversation.view import ConversationView
-    from desktop_agent.ui.window.controller import AgentController
+    from desktop_agent.ui.window.live import LiveSession
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate
@@ -26,18 +26,11 @@ UNDO_PREFIX = "undo-restore:"
 RESTORE_BANNER = "restore"
 
 
-class RewindMixin:
-    controller: AgentController
-    conversation: ConversationView
-    diff_panel: Any
-    folder: str | None
+class RewindMixin(WindowHost):
     rewind_dialog: Any = None
     rewind_task: asyncio.Task[Any] | None = None
 
-    if TYPE_CHECKING:
-        def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task: ...
-
-    def _wire_rewind_live(self, live: Any) -> None:
+    def _wire_rewind_live(self, live: LiveSession) -> None:
         """One live session's markers (under its own conversation's prompts), its "Rewind to here", and its changes
         panel's Revert/Redo through the same restore."""
         if not hasattr(self, "rewind_prompts"):
@@ -49,7 +42,7 @@ class RewindMixin:
             action, tool_use_id, path, restore_id, live)
 
     async def _revert_change(self, action: str, tool_use_id: str, path: str, restore_id: str | None,
-                             live: Any = None) -> dict[str, Any]:
+                             live: LiveSession | None = None) -> dict[str, Any]:
         """The changes panel's Revert ("revert") or Redo ("redo") through the session's checkpoint restore; {} when
         there is no session to ask (the panel writes the file itself then)."""
         raw = (live.controller if live is not None else self.controller).session
@@ -65,7 +58,7 @@ class RewindMixin:
         return Rewindable(session) if session is not None and session.state.alive else None
 
     # ----- markers
-    def _turn_marker_soon(self, live: Any) -> None:
+    def _turn_marker_soon(self, live: LiveSession) -> None:
         raw = live.controller.session
         if raw is None or not raw.state.alive:
             return
@@ -111,7 +104,7 @@ class RewindMixin:
             return None
         block = self.rewind_prompts.get(message_id)
         prompt = str(getattr(block, "prompt", "") or "")
-        dialog = self.rewind_dialog = RewindDialog(plan, prompt, parent=self)  # type: ignore[arg-type]
+        dialog = self.rewind_dialog = RewindDialog(plan, prompt, parent=self)
         try:
             choice = await dialog.ask()
         finally:

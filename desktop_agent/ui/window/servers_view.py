@@ -132,16 +132,16 @@ class ServersView(QDialog):
         self.summary.setObjectName("serversSummary")
         self.summary.setWordWrap(True)
         root.addWidget(self.summary)
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
         self.column = QWidget()
         self.column_layout = QVBoxLayout(self.column)
         self.column_layout.setContentsMargins(0, 0, 0, 0)
         self.column_layout.setSpacing(8)
         self.column_layout.addStretch(1)
-        self.scroll.setWidget(self.column)
-        root.addWidget(self.scroll, 1)
+        self.scroll_area.setWidget(self.column)
+        root.addWidget(self.scroll_area, 1)
         self.hint = QLabel(self.tr(
             "Servers come from the folder's .mcp.json (only in a trusted folder), the mcpServers of your "
             "settings (~/.claude/settings.json, ~/.claude.json) and --mcp-config. Their tools ask before "
@@ -162,9 +162,9 @@ class ServersView(QDialog):
         names = [str(s.get("name", "")) for s in servers]
         for name in list(self.rows):
             if name not in names:
-                row = self.rows.pop(name)
-                self.column_layout.removeWidget(row)
-                row.deleteLater()
+                gone = self.rows.pop(name)
+                self.column_layout.removeWidget(gone)
+                gone.deleteLater()
         for i, status in enumerate(servers):
             name = names[i]
             row = self.rows.get(name)

@@ -196,7 +196,9 @@ class SessionsPane(QWidget):
 
     def _session_menu(self, pos: QPoint) -> None:
         item = self.list.itemAt(pos)
-        sid = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+        if item is None:
+            return
+        sid = item.data(Qt.ItemDataRole.UserRole)
         if not sid:
             return
         sid = str(sid)

@@ -17,33 +17,17 @@ from desktop_agent.client.local import suggested_models  # the model names, with
 from desktop_agent.ui.dialogs.bypass import confirm_bypass
 from desktop_agent.ui.mode_labels import MODES, bypass_badge_text, dont_ask_badge_text, mode_label
 from desktop_agent.ui.modes import BYPASS, DONT_ASK, next_mode
+from desktop_agent.ui.window.host_protocol import WindowHost
 
 if TYPE_CHECKING:
-    from PySide6.QtGui import QActionGroup
-    from PySide6.QtWidgets import QStatusBar
-
-    from desktop_agent.ui.dialogs.bypass import BypassDialog
     from desktop_agent.ui.highlight import DiffColors
-    from desktop_agent.ui.window.controller import AgentController
 
 translate = QCoreApplication.translate
 log = logging.getLogger(__name__)
 
 
-class ToolbarMixin:
+class ToolbarMixin(WindowHost):
     """The toolbar's widgets and the mode/model actions (``MainWindow`` provides the host attributes)."""
-
-    controller: AgentController
-    status: QStatusBar
-    mode_group: QActionGroup
-    permission_mode: str
-    demo: bool
-    bypass_box: BypassDialog | None
-    _model_name: str
-
-    if TYPE_CHECKING:
-        def _update_title(self, waiting: bool | None = None) -> None: ...
-        def addToolBar(self, area: Qt.ToolBarArea, toolbar: QToolBar) -> None: ...  # noqa: N802 - QMainWindow's
 
     def _build_toolbar(self) -> None:
         self.toolbar = QToolBar(translate("MainWindow", "Main toolbar"))
@@ -84,7 +68,9 @@ class ToolbarMixin:
         self.model_combo.addItems(suggested_models())
         self.model_combo.setEnabled(False)  # until a session is open
         self.model_combo.activated.connect(lambda _i: self._on_model_chosen())
-        self.model_combo.lineEdit().editingFinished.connect(self._on_model_chosen)
+        model_edit = self.model_combo.lineEdit()  # the box is editable: it has a line edit
+        if model_edit is not None:
+            model_edit.editingFinished.connect(self._on_model_chosen)
         self._add_captioned(translate("MainWindow", "M&odel"), self.model_combo, left=16)
         self.models_task: asyncio.Task | None = None  # the provider's model list being read
         self.models_provider = "anthropic"  # whose names the box lists
@@ -222,8 +208,9 @@ class ToolbarMixin:
         else:
             self.model_combo.setToolTip(
                 translate("MainWindow", "The model of this session's next requests (the default is in Settings)"))
-        if self.model_combo.lineEdit() is not None:
-            self.model_combo.lineEdit().setPlaceholderText(translate("MainWindow", "model name"))
+        model_edit = self.model_combo.lineEdit()
+        if model_edit is not None:
+            model_edit.setPlaceholderText(translate("MainWindow", "model name"))
 
     def show_model(self, name: str, enabled: bool = True) -> None:
         """Put ``name`` in the model box without switching anything."""

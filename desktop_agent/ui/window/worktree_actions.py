@@ -10,30 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QDialog, QVBoxLayout
 
 from desktop_agent.client import review as client_review
 from desktop_agent.ui.review.view import ReviewView
+from desktop_agent.ui.window.host_protocol import WindowHost
 
 translate = QCoreApplication.translate  # the window's context, as its other mixins use
 
-if TYPE_CHECKING:
-    class _Host:
-        folder: str | None
-        review_windows: list[QDialog]
 
-        def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task: ...
-        def _record_entry(self, entry: dict[str, Any]) -> None: ...
-        @property
-        def conversation(self) -> Any: ...
-else:
-    _Host = object
+class WorktreeActionsMixin(WindowHost):
+    review_windows: list[QDialog]  # the Review changes windows open
 
-
-class WorktreeActionsMixin(_Host):
     def new_worktree_session(self) -> None:
         if not self.folder:
             self.conversation.add_banner("error", translate("MainWindow",
@@ -66,7 +56,7 @@ class WorktreeActionsMixin(_Host):
                 "MainWindow", "This folder has no worktree session to review (File ▸ New Session in Worktree…)."))
             return None
         recorder = self._record_entry if here else None  # the session in this window runs in that worktree
-        dlg = QDialog(self)  # type: ignore[arg-type]
+        dlg = QDialog(self)
         dlg.setWindowTitle(translate("MainWindow", "Review changes \u2014 {0}").format(pick.branch))
         dlg.resize(1100, 700)
         view = ReviewView(pick.repo, pick.slug, recorder=recorder, parent=dlg)

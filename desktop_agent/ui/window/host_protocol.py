@@ -1,0 +1,127 @@
+"""What the window's parts use of the window: ``WindowHost`` lists the members of ``MainWindow`` that its mixins
+(``FoldersMixin``, ``BannersMixin``, ``RewindMixin``, ``ToolbarMixin``, ``WorktreeActionsMixin``) read, set or call on
+their shared ``self`` — the session in view and its parts, the window's widgets and state, and the methods one part
+calls of another — in one place instead of ``TYPE_CHECKING`` stubs in every mixin. Each mixin names ``WindowHost``
+as its base: for the type checker a ``QMainWindow`` with those members (so ``self`` is a widget, a signals' owner
+and the window at once, and ``MainWindow``'s own definitions are checked against the same declarations); at run
+time ``object``, so the classes and ``MainWindow``'s bases are as they were.
+
+A plain class, not a ``typing.Protocol``: mypy takes a protocol's attribute declared without a value as abstract,
+and a mixin's ``self.x = ...`` then defines a new ``x`` of its own instead of being checked against the declaration.
+
+Nothing here runs: the module holds types only, and imports no mixin (the mixins import it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import QSettings, SignalInstance
+    from PySide6.QtGui import QActionGroup
+    from PySide6.QtWidgets import QLabel, QMainWindow, QStatusBar, QSystemTrayIcon
+
+    from desktop_agent.ui.changes.panel import DiffPanel
+    from desktop_agent.ui.conversation.view import ConversationView
+    from desktop_agent.ui.dialogs.bypass import BypassDialog
+    from desktop_agent.ui.dialogs.stop_turn import StopTurnDialog
+    from desktop_agent.ui.dialogs.trust import TrustDialog
+    from desktop_agent.ui.window.controller import AgentController
+    from desktop_agent.ui.window.live import LiveSession
+    from desktop_agent.ui.window.message_queue import MessageQueue
+    from desktop_agent.ui.window.prompt import PromptEdit
+    from desktop_agent.ui.window.sidebar import SessionsPane
+
+
+if TYPE_CHECKING:
+    class WindowHost(QMainWindow):
+        """The members of ``MainWindow`` its mixins use (each defined by ``MainWindow`` or by one of the mixins)."""
+
+        # the session in view (``ui.window.live``) and its parts, properties of the window
+        live: LiveSession
+        @property
+        def controller(self) -> AgentController: ...
+        @property
+        def conversation(self) -> ConversationView: ...
+        @property
+        def diff_panel(self) -> DiffPanel: ...
+        @property
+        def message_queue(self) -> MessageQueue: ...
+        @property
+        def folder(self) -> str | None: ...
+        @folder.setter
+        def folder(self, value: str | None) -> None: ...
+
+        lives: list[LiveSession]  # the sessions open in this window, in the order they were opened
+
+        # signals
+        folder_opened: SignalInstance
+        history_shown: SignalInstance
+
+        # widgets
+        sessions_pane: SessionsPane
+        prompt: PromptEdit
+        status: QStatusBar
+        status_label: QLabel
+        mode_group: QActionGroup
+        tray: QSystemTrayIcon | None
+        servers_view: Any  # ``ui.window.servers_view.ServersView``, built when first shown
+
+        # state
+        qsettings: QSettings
+        demo: bool
+        client_factory: Any
+        session_kwargs: dict[str, Any]
+        executor_override: str | None
+        executor_path_override: str | None
+        permission_mode: str
+        wanted_folder: str | None
+        _model_name: str
+        _had_session: bool
+        _history_stats: tuple[int, float, int] | None
+        _restarting: set[str]
+
+        # dialogs and tasks in flight
+        trust_box: TrustDialog | None
+        bypass_box: BypassDialog | None
+        stop_question: StopTurnDialog | None  # "Stop the running turn?" while it is open
+        open_task: asyncio.Task[bool] | None
+        drop_task: asyncio.Task[None] | None
+        restart_task: asyncio.Task[None] | None
+        attach_task: asyncio.Task[Any] | None
+
+        # ``MainWindow``'s methods
+        @staticmethod
+        def app_windows() -> Sequence[WindowHost]: ...  # this app's windows that are still there
+        def _new_live(self, controller: AgentController | None = None) -> LiveSession: ...
+        def show_live(self, live: LiveSession) -> None: ...
+        def save_state(self) -> None: ...
+        def last_folder(self) -> str | None: ...
+        def _add_recent(self, folder: str) -> None: ...
+        def send(self, text: str) -> None: ...
+        def stop(self) -> None: ...
+        def stop_turn(self) -> None: ...
+        def doing_text(self) -> str: ...
+        def _record_entry(self, entry: dict[str, Any], live: LiveSession | None = None) -> None: ...
+        def show_settings(self, first_run: bool = False) -> Any: ...
+        def start_tour(self) -> None: ...
+
+        # the mixins' methods that another part calls
+        def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task[bool]: ...  # FoldersMixin
+        def restart_session(self) -> asyncio.Task[None] | None: ...  # FoldersMixin
+        def _session_failed(self, folder: str, exc: Exception) -> None: ...  # BannersMixin
+        def _show_empty(self) -> None: ...  # BannersMixin
+        def _update_title(self, waiting: bool | None = None) -> None: ...  # BannersMixin
+        def _notify(self, title: str, message: str) -> None: ...  # BannersMixin
+        def request_mode(self, mode: str) -> None: ...  # ToolbarMixin
+        def _select_mode(self, mode: str) -> None: ...  # ToolbarMixin
+        def show_model(self, name: str, enabled: bool = True) -> None: ...  # ToolbarMixin
+        def undo_restore_soon(self, restore_id: str) -> asyncio.Task[Any] | None: ...  # RewindMixin
+
+else:
+    WindowHost = object  # at run time the mixins stay plain classes before QMainWindow in MainWindow's bases
+
+
+__all__ = ["WindowHost"]
