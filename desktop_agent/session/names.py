@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from desktop_agent.util.dirs import data_dir
+from desktop_agent.util.fileio import write_bytes_atomic
 
 _LOCK = threading.Lock()
 FILE = "session-names.json"
@@ -56,19 +56,8 @@ def load() -> SessionNames:
 def _save(state: SessionNames) -> None:
     path = _path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".session-names-", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"names": state.names, "archived": sorted(state.archived)}, fh, indent=1, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    data = json.dumps({"names": state.names, "archived": sorted(state.archived)}, indent=1, sort_keys=True)
+    write_bytes_atomic(str(path), data.encode("utf-8"), mode=0o600)
 
 
 def rename(session_id: str, name: str) -> SessionNames:
