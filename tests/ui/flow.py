@@ -6,7 +6,9 @@ sent back (``tool_results``, ``result_text``), the 60-line file with five change
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -89,3 +91,21 @@ def transcript_entries(n: int) -> list[dict[str, Any]]:
         out.append({"type": "user", "message": {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": f"t{i}", "content": "1\tx"}]}})
     return out
+
+
+def git_repo(root: Path, files: dict[str, str]) -> Path:
+    """A git repository ``root/repo`` with ``files`` in one commit on ``main`` (the worktree-session tests)."""
+    repo = root / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "T")
+    for name, content in files.items():
+        (repo / name).write_text(content)
+    git("add", ".")
+    git("commit", "-q", "-m", "base")
+    return repo

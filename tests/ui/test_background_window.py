@@ -15,7 +15,7 @@ from desktop_agent.host.daemon import control_request
 from desktop_agent.ui.window.main_window import MainWindow
 from tests.fakes.anthropic_server import reply, text
 from tests.host.conftest import HostEnv, host_env  # noqa: F401 - the fixture
-from tests.ui.flow import READ, edit, open_and_send, wait_dialog, wait_for
+from tests.ui.flow import READ, edit, git_repo, open_and_send, wait_dialog, wait_for
 
 BEFORE, AFTER = "export const value = 1", "export const value = 2"
 
@@ -108,8 +108,6 @@ def test_three_sessions_in_the_background_host_come_back_when_the_window_reopens
     """Issue 24: three sessions — two in git worktrees waiting for approval, one done in the folder — run in the
     background host; the window closes; a new window on the folder shows all three again (the Running list), with
     both questions in its inbox; answering each there writes the right file in the right worktree."""
-    import subprocess
-
     from desktop_agent.client import review as client_review
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
@@ -118,13 +116,7 @@ def test_three_sessions_in_the_background_host_come_back_when_the_window_reopens
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
     (config / "desktop-agent").mkdir(parents=True)
     (config / "desktop-agent" / "settings.json").write_text(json.dumps({"keep_sessions_running": True}))
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.com"], ["config", "user.name", "T"]):
-        subprocess.run(["git", "-C", str(repo), *args], check=True)
-    (repo / "a.txt").write_text("one\n")
-    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "base"], check=True)
+    repo = git_repo(tmp_path, {"a.txt": "one\n"})
     settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
     first = MainWindow(settings=settings)
     qtbot.addWidget(first)

@@ -652,15 +652,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             return True
         if len(self.lives) == 1:  # the window always shows a session: an empty one on the same folder
             self._new_live().folder = live.folder
-        self.lives.remove(live)
-        self.pages.removeWidget(live.page)
-        self.panels.removeWidget(live.diff_panel)
         if live is self.live:
-            self.show_live(self.lives[-1])
-        live.page.deleteLater()
-        live.diff_panel.deleteLater()
-        live.deleteLater()
-        self._sessions_changed()
+            self.show_live(next(other for other in reversed(self.lives) if other is not live))
+        self._forget(live)
         return True
 
     async def _drop(self, live: LiveSession) -> None:
@@ -669,13 +663,17 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
             return
         await self._end_live(live)
         if live in self.lives and live is not self.live:
-            self.lives.remove(live)
-            self.pages.removeWidget(live.page)
-            self.panels.removeWidget(live.diff_panel)
-            live.page.deleteLater()
-            live.diff_panel.deleteLater()
-            live.deleteLater()
-            self._sessions_changed()
+            self._forget(live)
+
+    def _forget(self, live: LiveSession) -> None:
+        """A closed session out of the window: its page and panel go (it is not the one in view)."""
+        self.lives.remove(live)
+        self.pages.removeWidget(live.page)
+        self.panels.removeWidget(live.diff_panel)
+        live.page.deleteLater()
+        live.diff_panel.deleteLater()
+        live.deleteLater()
+        self._sessions_changed()
 
     def new_window(self) -> "MainWindow":
         """File ▸ New Window: another window on the same host (its sessions and inbox are this app's too), on this

@@ -8,7 +8,6 @@ worktrees and permission dialogs; clicks on the real sidebar rows.
 from __future__ import annotations
 
 import asyncio
-import subprocess
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
@@ -16,24 +15,11 @@ from PySide6.QtWidgets import QApplication
 from desktop_agent.client import review as client_review
 from desktop_agent.ui.dialogs.permission import PermissionDialog
 from tests.fakes.anthropic_server import reply, text
-from tests.ui.flow import READ, edit, wait_for
-
-
-def _git(cwd, *args):
-    subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True)
+from tests.ui.flow import READ, edit, git_repo, wait_for
 
 
 def _repo(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "t@example.com")
-    _git(repo, "config", "user.name", "T")
-    for name in ("a.txt", "b.txt"):
-        (repo / name).write_text(f"{name} line one\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "base")
-    return repo
+    return git_repo(tmp_path, {name: f"{name} line one\n" for name in ("a.txt", "b.txt")})
 
 
 def _click_row(qtbot, widget, row):

@@ -16,7 +16,7 @@ from desktop_agent.client import review as client_review
 from desktop_agent.session import names as session_names
 from desktop_agent.util.dirs import data_dir
 from tests.fakes.anthropic_server import reply, text
-from tests.ui.flow import wait_for
+from tests.ui.flow import git_repo, wait_for
 
 
 def _rows(win):
@@ -85,13 +85,7 @@ def test_rename_archive_filter_and_delete(qtbot, qloop, fake, make_window, workd
 
 
 def test_archive_worktree_and_restore_it(qtbot, qloop, fake, make_window, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "t@example.com"], ["config", "user.name", "T"]):
-        subprocess.run(["git", "-C", str(repo), *args], check=True)
-    (repo / "a.txt").write_text("one\n")
-    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-q", "-m", "base"], check=True)
+    repo = git_repo(tmp_path, {"a.txt": "one\n"})
     fake.script_for("wt:", [reply(text("ok"))])
     win = make_window()
 

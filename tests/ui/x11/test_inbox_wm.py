@@ -10,19 +10,16 @@ first session's folder only.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.fakes.anthropic_server import FakeAnthropic, reply, text, tool_use
 from tests.ui.flow import edit
+from tests.ui.x11.test_focus_wm import _app
 from tests.ui.x11.xsession import XSession, missing
 
-ROOT = Path(__file__).resolve().parents[3]
 BEFORE, AFTER = "export const value = 1", "export const value = 2"
 
 
@@ -42,10 +39,7 @@ def test_an_out_of_view_question_opens_no_dialog_and_ctrl_i_brings_it_up(wm, tmp
                                          check=lambda body: gate.wait(30) or None),
                                    edit(target, BEFORE, AFTER), reply(text("Done."))])
         fake.script_for("second:", [reply(text("Nothing to change here."))])
-        env = dict(x.env, QT_QPA_PLATFORM="xcb", PYTHONPATH=str(ROOT), ANTHROPIC_API_KEY="test-key",
-                   ANTHROPIC_BASE_URL=fake.base_url, QT_LOGGING_RULES="*.debug=false")
-        app = x.start([sys.executable, "-m", "desktop_agent", str(folder)], env=env, cwd=str(folder),
-                      stdout=log.open("w"), stderr=subprocess.STDOUT)
+        app = _app(x, fake, folder, log)
 
         def alive() -> None:
             assert app.poll() is None, f"the app exited ({app.returncode}):\n{log.read_text()[-3000:]}"
