@@ -71,8 +71,8 @@ class RewindDialog(SafetyDelay, AwaitableDialog["RewindChoice | None"]):
         if conflicts:
             names = ", ".join(html.escape(c) for c in conflicts[:20]) + (" …" if len(conflicts) > 20 else "")
             self.conflicts.setText(html.escape(self.tr(
-                "You changed {0} of these files since; they stay as you left them:").format(len(conflicts)))
-                + f" <b>{names}</b>")
+                "Not restored, since you have changed the same lines since ({0}); they stay as you left them:")
+                .format(len(conflicts))) + f" <b>{names}</b>")
         self.conflicts.setVisible(bool(conflicts))
         root.addWidget(self.conflicts)
         note = QLabel(self.tr("Your later edits to other parts of a file are kept. \"Undo restore\" puts every "
