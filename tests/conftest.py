@@ -12,6 +12,7 @@ import compileall
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 # Imported now, on the main thread, while nothing else runs: imported lazily by its pytest plugin later, its
 # modules go through pytest's assertion rewriting (``ast.parse``) while a window's worker thread may be importing
@@ -179,16 +180,49 @@ def pytest_asyncio_loop_factories(config, item):
     return {"asyncio": asyncio.new_event_loop}
 
 
+_QLOOP: list[Any] = []  # the qloop fixture's loop while it lives
+
+
+def _timer_event_in_the_loop() -> None:
+    """Between two ``run_until_complete`` calls no loop is running, yet Qt still fires qasync's timers whenever a
+    test processes events (pytest-qt does before every teardown; ``qtbot.wait``): a task stepped then runs outside
+    any loop, and an ``asyncio.Queue`` it waits on raises "bound to a different event loop" — it killed the window's
+    session reader (every request then waited out its timeout). The app never processes events outside its loop;
+    here such a callback runs with the fixture's loop set as the running one, as it would in the app."""
+    import qasync
+
+    timer = qasync._SimpleTimer
+    if getattr(timer, "_in_the_loop", False):
+        return
+    original = timer.timerEvent
+
+    def timerEvent(self, event):  # noqa: N802 (Qt's name)
+        loop = _QLOOP[0] if _QLOOP else None
+        if loop is None or loop.is_closed() or asyncio.events._get_running_loop() is not None:
+            return original(self, event)
+        asyncio.events._set_running_loop(loop)
+        try:
+            return original(self, event)
+        finally:
+            asyncio.events._set_running_loop(None)
+
+    timer.timerEvent = timerEvent
+    timer._in_the_loop = True
+
+
 @pytest.fixture
 def qloop(qapp):
     """For sync UI tests: a qasync loop to drive coroutines with run_until_complete."""
     import qasync
 
+    _timer_event_in_the_loop()
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
+    _QLOOP[:] = [loop]
     try:
         yield loop
     finally:
+        _QLOOP.clear()
         loop.close()
         inert(loop)
         asyncio.set_event_loop(None)

@@ -203,25 +203,15 @@ def suggested_models() -> list[str]:
     return list(SUGGESTED_MODELS)
 
 
-def warm_imports() -> None:
-    """Import what a session's first turn needs — the engine, the API client, the shell parser (``bashlex``, its parse
-    tables from the cache or built: ~0.1 s) — on the calling thread, a worker's: never the loop's the first turn runs
-    on."""
-    try:
-        from desktop_agent.shell.bashlex_tables import import_bashlex
-
-        import_bashlex()
-
-        import desktop_agent.app.session  # noqa: F401
-        import desktop_agent.model.anthropic_client  # noqa: F401
-        import desktop_agent.tools.registry  # noqa: F401
-    except Exception:
-        pass
-
-
 def prewarm() -> None:
-    """``warm_imports`` on a worker thread, so opening a folder does not wait."""
-    threading.Thread(target=warm_imports, name="prewarm-engine", daemon=True).start()
+    """``host.server.warm_imports`` on a worker thread (the host imported there too), so opening a folder does not
+    wait."""
+    def run() -> None:
+        from desktop_agent.host.server import warm_imports
+
+        warm_imports()
+
+    threading.Thread(target=run, name="prewarm-engine", daemon=True).start()
 
 
 def discard_empty_transcript(path: str, close: Any = None) -> bool:

@@ -364,6 +364,8 @@ class ProtocolSession:
                 self._on_message(message)
         except asyncio.CancelledError:
             raise
+        except Exception:  # a failure here ends the session visibly: no request may wait for a reader that is gone
+            log.exception("reading from %s failed", transport.name)
         if transport is self.transport:
             self._on_exit()
 

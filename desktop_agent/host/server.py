@@ -129,10 +129,10 @@ class Host:
         folder = os.path.abspath(folder)
 
         def make() -> tuple[AgentSession, str]:
-            _warm()
             return self.engine_factory(folder, settings, dict(engine_kwargs or {})), api_key_source()
 
         session, key_source = await in_thread(make)
+        asyncio.get_running_loop().run_in_executor(None, warm_imports)  # beside the reply, not before it
         hosted = self.add(HostedSession(self, session, config=ServeConfig(out_format="stream-json", asks=True),
                                         title=os.path.basename(folder), key_source=key_source))
         hosted.start()
@@ -289,10 +289,14 @@ class Host:
                 log.exception("a client listener failed")
 
 
-def _warm() -> None:
-    """The engine's first-turn imports on this (worker) thread."""
+def warm_imports() -> None:
+    """Import what a session's first turn needs — the engine, the API client, the shell parser (``bashlex``, its parse
+    tables from the cache or built: ~0.1 s) — on the calling thread, a worker's: never the loop's the first turn runs
+    on."""
     try:
-        import bashlex  # noqa: F401
+        from desktop_agent.shell.bashlex_tables import import_bashlex
+
+        import_bashlex()
 
         import desktop_agent.app.session  # noqa: F401
         import desktop_agent.model.anthropic_client  # noqa: F401
