@@ -23,6 +23,8 @@ from PySide6.QtCore import QCoreApplication, QObject
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QWidget
 
+from desktop_agent.client.base import SessionHandle
+
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate
 
@@ -67,7 +69,7 @@ async def running_session(folder: str, resume: str | None = None) -> str | None:
     return pick_running(status, folder, resume)
 
 
-def in_background(session: Any) -> bool:
+def in_background(session: SessionHandle | None) -> bool:
     """``session`` runs in the background host (closing the window leaves it running)."""
     return session is not None and session.state.executor == "host"
 

@@ -124,7 +124,7 @@ class AgentController(QObject):
         self.set_session(handle, cwd)
         return handle
 
-    def set_session(self, session: Any, cwd: str | None = None) -> None:
+    def set_session(self, session: SessionHandle, cwd: str | None = None) -> None:
         self.session = session
         self.cwd = cwd or session.state.cwd
         self.tokens, self.cost, self.turn_index = 0, 0.0, 0

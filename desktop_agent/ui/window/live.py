@@ -19,6 +19,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from desktop_agent.ui.changes.panel import DiffPanel
+from desktop_agent.ui.window.background import in_background
 from desktop_agent.ui.conversation.view import ConversationView
 from desktop_agent.ui.window.controller import AgentController
 from desktop_agent.ui.window.message_queue import MessageQueue
@@ -29,10 +30,6 @@ translate = QCoreApplication.translate
 NEW, WORKING, DONE, FAILED, STOPPED = "new", "working", "done", "failed", "stopped"
 STOPPED_REASONS = {"aborted_streaming", "aborted_tools", "hook_stopped", "stop_hook_prevented"}
 _ids = itertools.count(1)
-
-
-def in_background_host(session: Any) -> bool:
-    return session is not None and getattr(session.state, "executor", "") == "host"
 
 
 def session_state(busy: bool, status: str, last_reason: str | None, started: bool) -> str:
@@ -130,7 +127,7 @@ class LiveSession(QObject):
         """No prompt yet, nothing running, nothing asked, not being opened: leaving it loses nothing."""
         c = self.controller
         return not self.first_prompt and c.turn_index == 0 and not self.busy and not c.busy and not self.opening \
-            and not self.waiting and not in_background_host(c.session)
+            and not self.waiting and not in_background(c.session)
 
     def label(self, now: float | None = None) -> str:
         return f"{state_label(self.state, self.waiting)} · {since_text((now or time.time()) - self.since)}"
