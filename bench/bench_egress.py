@@ -62,6 +62,17 @@ def file_server(path: str, rate: float = 0.0) -> int:
                 if not chunk:
                     return
                 data += chunk
+            head, _, got = data.partition(b"\r\n\r\n")
+            length = [int(ln.split(b":", 1)[1]) for ln in head.lower().split(b"\r\n") if ln.startswith(b"content-length:")]
+            if length:  # an upload: read the body, answer with its size
+                left, buf = length[0] - len(got), bytearray(1 << 20)
+                while left > 0:
+                    n = conn.recv_into(buf, min(left, len(buf)))
+                    if not n:
+                        return
+                    left -= n
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                return
             conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n".encode())
             with open(path, "rb") as fh:
                 if rate <= 0:
@@ -167,6 +178,9 @@ def download(runs: int, mb: int) -> list[dict]:
     direct = [bwrap, *box, *curl, f"http://127.0.0.1:{port}/big"]
     forward = [*proxy.launch_prefix(), bwrap, *box, *curl, f"http://big.test:{port}/big"]
     tunnel = [*proxy.launch_prefix(), bwrap, *box, *curl, "-p", f"http://big.test:{port}/big"]
+    post = ["--data-binary", f"@{big}", "-H", "Content-Type: application/octet-stream", "-H", "Expect:"]
+    up_direct = [bwrap, *box, *curl, *post, f"http://127.0.0.1:{port}/up"]
+    up_forward = [*proxy.launch_prefix(), bwrap, *box, *curl, *post, f"http://big.test:{port}/up"]
     host_direct = [*curl, f"http://127.0.0.1:{port}/big"]
     host_tunnel = [*curl, "-p", "-x", f"http://127.0.0.1:{hport}", f"http://big.test:{port}/big"]
     env = dict(os.environ)
@@ -178,13 +192,16 @@ def download(runs: int, mb: int) -> list[dict]:
                                   f"TCP:127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.3)
     via_socat = [*curl, f"http://127.0.0.1:{rport}/big"] if relay else None
-    for argv, e in ((direct, env), (forward, penv), (tunnel, penv), (host_direct, env), (host_tunnel, env)):
+    for argv, e in ((direct, env), (forward, penv), (tunnel, penv), (host_direct, env), (host_tunnel, env),
+                    (up_direct, env), (up_forward, penv)):
         run(argv, e)  # warm-up
-    d, f, t, c, hd, ht = [], [], [], [], [], []
+    d, f, t, c, hd, ht, ud, uf = [], [], [], [], [], [], [], []
     for _ in range(runs):
         d.append(run(direct, env))
         f.append(run(forward, penv))
         t.append(run(tunnel, penv))
+        ud.append(run(up_direct, env))
+        uf.append(run(up_forward, penv))
         hd.append(run(host_direct, env))
         ht.append(run(host_tunnel, env))
         if via_socat:
@@ -235,6 +252,10 @@ def download(runs: int, mb: int) -> list[dict]:
               f"(median of {runs})")
         items.append(result(f"egress proxy: {mb} MB local download, {name} (ratio to direct)", samples,
                             unit="s", target=1.05, kind="ratio", baseline=d))
+    print(f"{mb} MB upload (POST, Content-Length), HTTP forward: direct {_median(ud) * 1000:.1f} ms, through the "
+          f"proxy {_median(uf) * 1000:.1f} ms, ratio {_median(uf) / _median(ud):.3f} (median of {runs})")
+    items.append(result(f"egress proxy: {mb} MB local upload, HTTP forward POST (ratio to direct)", uf, unit="s",
+                        target=1.05, kind="ratio", baseline=ud))
     print(f"{mb} MB download with a busy Python thread in the session's process: direct {_median(bd) * 1000:.1f} ms, "
           f"tunnel {_median(bt) * 1000:.1f} ms, ratio {_median(bt) / _median(bd):.3f}; copied in the session's "
           f"process instead of the helper: {_median(bi) * 1000:.1f} ms, ratio {_median(bi) / _median(bd):.3f}")
