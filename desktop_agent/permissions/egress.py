@@ -85,6 +85,7 @@ PROXY_PORT = 3128
 PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
 CONNECT_TIMEOUT_S = 15.0
 HEAD_LIMIT = 64 * 1024
+BULK_BODY = 1 << 20  # a request body this large (Content-Length) is moved by the relay, not the proxy's loop
 MAX_RECORDS = 2000
 RESOLV_CONF = ("# desktop-agent sandbox: no name server here; names resolve through the egress proxy only\n"
                "options timeout:1 attempts:1\n")
@@ -309,7 +310,7 @@ class EgressRecord:
 # their O_NONBLOCK (the proxy's loop still reads the other direction of an HTTP forward): EAGAIN waits in
 # ``poll``. Returns the bytes moved; half-closes ``dst`` at the end.
 COPY_SOURCE = r"""
-def copy_fds(sfd, dfd, size=1 << 22):
+def copy_fds(sfd, dfd, size=1 << 22, limit=-1):
     import _socket, mmap, os, select
     buf = mmap.mmap(-1, size)  # anonymous: a page costs memory only once a read has filled it
     view = memoryview(buf)
@@ -319,9 +320,9 @@ def copy_fds(sfd, dfd, size=1 << 22):
     pout = select.poll()
     pout.register(dfd, select.POLLOUT)
     try:
-        while True:
+        while limit != 0:
             try:
-                n = os.readv(sfd, [buf])
+                n = os.readv(sfd, [buf if limit < 0 else view[:min(size, limit)]])
             except BlockingIOError:
                 pin.poll()
                 continue
@@ -334,11 +335,15 @@ def copy_fds(sfd, dfd, size=1 << 22):
                 except BlockingIOError:
                     pout.poll()
             moved += n
+            if limit > 0:
+                limit -= n
     except OSError:
         pass
     finally:
         view.release()
         buf.close()
+        if limit >= 0:  # a request body: exactly ``limit`` bytes, no half-close (the response still comes)
+            return moved
         try:
             half = _socket.socket(fileno=os.dup(dfd))
             try:
@@ -389,10 +394,11 @@ for fd in fds[1:]:
 null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 2)  # nobody reads our stderr from here on
 lock = _thread.allocate_lock()
-def move(cid, sfd, dfd):
+os.set_inheritable(chan.fileno(), False)
+def move(cid, sfd, dfd, limit):
     n = 0
     try:
-        n = copy_fds(sfd, dfd)
+        n = copy_fds(sfd, dfd, limit=limit)
     finally:
         os.close(sfd)
         os.close(dfd)
@@ -404,7 +410,7 @@ def move(cid, sfd, dfd):
 while True:
     got = array.array("i")
     try:
-        msg, anc, _fl, _ad = chan.recvmsg(64, socket.CMSG_SPACE(2 * got.itemsize))
+        msg, anc, _fl, _ad = chan.recvmsg(64, socket.CMSG_SPACE(2 * got.itemsize), 0x40000000)  # MSG_CMSG_CLOEXEC
     except OSError:
         break
     if not msg:
@@ -416,7 +422,8 @@ while True:
         for fd in got:
             os.close(fd)
         continue
-    _thread.start_new_thread(move, (int(msg), got[0], got[1]))
+    cid, _, limit = msg.partition(b" ")
+    _thread.start_new_thread(move, (int(cid), got[0], got[1], int(limit or -1)))
 os._exit(0)
 """
 
@@ -791,9 +798,11 @@ class EgressProxy:
                            verdict.decision, verdict.rule)
         return verdict, rec
 
-    async def _pump(self, src: socket.socket, dst: socket.socket, rec: EgressRecord, up: bool) -> None:
+    async def _pump(self, src: socket.socket, dst: socket.socket, rec: EgressRecord, up: bool,
+                    limit: int = -1) -> None:
         """Copy ``src`` to ``dst`` until EOF, then half-close ``dst``: by the helper's relay (another process, so
-        this one's GIL never slows the bytes), else in a thread of ours (``copy_fds``)."""
+        this one's GIL never slows the bytes), else in a thread of ours (``copy_fds``). ``limit`` >= 0: exactly
+        that many bytes (a request body; no half-close)."""
         loop = asyncio.get_running_loop()
         ns = self.ns
         if ns is not None and ns.chan is not None and not self._relay_dead:
@@ -801,7 +810,7 @@ class EgressProxy:
             fut: asyncio.Future[int] = loop.create_future()
             self._relay_waits[cid] = fut
             try:
-                ns.chan.sendmsg([b"%d" % cid], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                ns.chan.sendmsg([b"%d %d" % (cid, limit) if limit >= 0 else b"%d" % cid], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                                  array.array("i", [src.fileno(), dst.fileno()]))])
             except OSError:  # the relay is gone or full: this connection is copied here
                 self._relay_waits.pop(cid, None)
@@ -829,7 +838,7 @@ class EgressProxy:
         def work() -> None:
             n = 0
             try:
-                n = copy_fds(src.fileno(), dst.fileno())
+                n = copy_fds(src.fileno(), dst.fileno(), limit=limit)
             finally:
                 self._pumps.discard(threading.current_thread())
                 try:
@@ -1044,7 +1053,7 @@ class EgressProxy:
                 if chunked:
                     await self._forward_chunked(conn, up, rec)
                 elif length:
-                    await self._forward_length(conn, up, rec, length)
+                    await self._forward_length(conn, up, rec, length, bulk=True)
                 conn.buf.clear()  # a pipelined second request is not forwarded: one request per connection
                 await down
             finally:
@@ -1052,9 +1061,22 @@ class EgressProxy:
 
         await self._connected("http", host, port, verdict, rec, ok, fail, body)
 
-    async def _forward_length(self, conn: _Conn, up: socket.socket, rec: EgressRecord, length: int) -> None:
+    async def _forward_length(self, conn: _Conn, up: socket.socket, rec: EgressRecord, length: int,
+                              bulk: bool = False) -> None:
+        """``length`` bytes of a request body: what is buffered, then (``bulk``, a Content-Length body larger than
+        ``BULK_BODY``) the rest moved by the relay as a download is (never more than the body: a pipelined
+        request stays unread), else through this loop."""
         loop = asyncio.get_running_loop()
         left = length
+        if bulk and left - len(conn.buf) >= BULK_BODY:
+            chunk = bytes(conn.buf[:left])
+            del conn.buf[:len(chunk)]
+            if chunk:
+                await loop.sock_sendall(up, chunk)
+                rec.up += len(chunk)
+                left -= len(chunk)
+            await self._pump(conn.sock, up, rec, True, limit=left)
+            return
         while left > 0:
             if not conn.buf and not await conn.fill():
                 return
