@@ -356,7 +356,7 @@ def copy_fds(sfd, dfd, size=1 << 22, limit=-1):
 """
 _copy_ns: dict[str, Any] = {}
 exec(COPY_SOURCE, _copy_ns)  # noqa: S102 - our own constant source, shared with the helper
-copy_fds: Callable[[int, int], int] = _copy_ns["copy_fds"]
+copy_fds: Callable[..., int] = _copy_ns["copy_fds"]  # (sfd, dfd, size=4 MB, limit=-1) -> bytes moved
 
 # The helper: makes the namespace, hands its listening socket and its descriptors over, then stays as the
 # session's relay — ``relay`` messages (SOCK_SEQPACKET: one per direction of a connection, ``b"<id>"`` with the
