@@ -212,12 +212,14 @@ def download(runs: int, mb: int) -> list[dict]:
     inproc.start()
     inproc._relay_dead = True
     in_tunnel = [*inproc.launch_prefix(), bwrap, *box, *curl, "-p", f"http://big.test:{port}/big"]
-    bd, bt, bi = [], [], []
+    bd, bt, bi, bud, buf = [], [], [], [], []
     with Busy():
         for _ in range(max(3, runs // 2)):
             bd.append(run(direct, env))
             bt.append(run(tunnel, penv))
             bi.append(run(in_tunnel, penv))
+            bud.append(run(up_direct, env))
+            buf.append(run(up_forward, penv))
     inproc.close()
     # a paced server: a 1 Gbit/s link
     rate = 125e6
@@ -261,6 +263,11 @@ def download(runs: int, mb: int) -> list[dict]:
           f"process instead of the helper: {_median(bi) * 1000:.1f} ms, ratio {_median(bi) / _median(bd):.3f}")
     items.append(result(f"egress proxy: {mb} MB local download, CONNECT tunnel, session process busy (ratio to "
                         "direct)", bt, unit="s", target=1.05, kind="ratio", baseline=bd))
+    print(f"{mb} MB upload (POST) with a busy Python thread in the session's process: direct "
+          f"{_median(bud) * 1000:.1f} ms, HTTP forward {_median(buf) * 1000:.1f} ms, ratio "
+          f"{_median(buf) / _median(bud):.3f}")
+    items.append(result(f"egress proxy: {mb} MB local upload, HTTP forward POST, session process busy (ratio to "
+                        "direct)", buf, unit="s", target=1.05, kind="ratio", baseline=bud))
     print(f"{mb} MB download from a server paced at 1 Gbit/s: direct {_median(sd) * 1000:.1f} ms, tunnel "
           f"{_median(st) * 1000:.1f} ms, ratio {_median(st) / _median(sd):.3f}")
     items.append(result(f"egress proxy: {mb} MB download at 1 Gbit/s, CONNECT tunnel (ratio to direct)", st,

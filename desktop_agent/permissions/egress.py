@@ -12,7 +12,8 @@ the wait until it listens — and one more copy of every byte). We keep its boun
 ``EgressProxy.start`` starts one helper per session (a small Python program that calls ``unshare(CLONE_NEWUSER |
 CLONE_NEWNET)`` itself, maps our uid to itself and brings ``lo`` up) that creates the listening TCP socket
 ``127.0.0.1:3128`` *inside* the new namespace and hands it to us with its user and network namespace descriptors
-(``SCM_RIGHTS``), and stays as the session's relay: the proxy accepts on that socket directly, decides, connects
+(``SCM_RIGHTS``), and stays as the session's relay (it receives each connection's sockets ``MSG_CMSG_CLOEXEC`` and
+never starts a program: no sandboxed command can hold them): the proxy accepts on that socket directly, decides, connects
 upstream and hands each direction's two sockets to the helper, which moves the bytes (``copy_fds``, out of this
 process and its GIL) and reports the count. ``close`` (the session's end) closes the descriptors and the channel:
 the helper exits and the namespace goes. Each sandboxed shell starts as ``nsenter --user=...
@@ -26,7 +27,9 @@ session's shells share that namespace: a server one command starts on loopback i
 there for the next (the host's loopback is not: ``localhost`` requests go through the proxy, see below).
 
 The proxy speaks HTTP (``CONNECT host:port`` tunnels; plain ``GET http://host/...`` forwarded, one request per
-connection, ``Connection: close``) and SOCKS5 (``CONNECT`` only, names resolved here: ``socks5h``) on the same
+connection, ``Connection: close``; a ``Content-Length`` body over 1 MB is moved by the helper as well, exactly its
+length — measured on a 100 MB POST with a busy Python thread in this process: 1.3x direct, against 81x when this
+loop copied it) and SOCKS5 (``CONNECT`` only, names resolved here: ``socks5h``) on the same
 port, told apart by the first byte. Every request is decided by ``EgressRules`` and logged (``EgressRecord``:
 host, port, bytes up/down, allow|deny and the rule that decided) to ``<data dir>/egress/<session>.jsonl`` (one
 line per request, flushed at once) and to the in-memory ``records`` and ``listeners`` the window reads.
