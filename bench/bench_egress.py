@@ -62,6 +62,17 @@ def file_server(path: str, rate: float = 0.0) -> int:
                 if not chunk:
                     return
                 data += chunk
+            head, _, got = data.partition(b"\r\n\r\n")
+            length = [int(ln.split(b":", 1)[1]) for ln in head.lower().split(b"\r\n") if ln.startswith(b"content-length:")]
+            if length:  # an upload: read the body, answer with its size
+                left, buf = length[0] - len(got), bytearray(1 << 20)
+                while left > 0:
+                    n = conn.recv_into(buf, min(left, len(buf)))
+                    if not n:
+                        return
+                    left -= n
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                return
             conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n".encode())
             with open(path, "rb") as fh:
                 if rate <= 0:
@@ -167,6 +178,9 @@ def download(runs: int, mb: int) -> list[dict]:
     direct = [bwrap, *box, *curl, f"http://127.0.0.1:{port}/big"]
     forward = [*proxy.launch_prefix(), bwrap, *box, *curl, f"http://big.test:{port}/big"]
     tunnel = [*proxy.launch_prefix(), bwrap, *box, *curl, "-p", f"http://big.test:{port}/big"]
+    post = ["--data-binary", f"@{big}", "-H", "Content-Type: application/octet-stream", "-H", "Expect:"]
+    up_direct = [bwrap, *box, *curl, *post, f"http://127.0.0.1:{port}/up"]
+    up_forward = [*proxy.launch_prefix(), bwrap, *box, *curl, *post, f"http://big.test:{port}/up"]
     host_direct = [*curl, f"http://127.0.0.1:{port}/big"]
     host_tunnel = [*curl, "-p", "-x", f"http://127.0.0.1:{hport}", f"http://big.test:{port}/big"]
     env = dict(os.environ)
@@ -178,13 +192,16 @@ def download(runs: int, mb: int) -> list[dict]:
                                   f"TCP:127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.3)
     via_socat = [*curl, f"http://127.0.0.1:{rport}/big"] if relay else None
-    for argv, e in ((direct, env), (forward, penv), (tunnel, penv), (host_direct, env), (host_tunnel, env)):
+    for argv, e in ((direct, env), (forward, penv), (tunnel, penv), (host_direct, env), (host_tunnel, env),
+                    (up_direct, env), (up_forward, penv)):
         run(argv, e)  # warm-up
-    d, f, t, c, hd, ht = [], [], [], [], [], []
+    d, f, t, c, hd, ht, ud, uf = [], [], [], [], [], [], [], []
     for _ in range(runs):
         d.append(run(direct, env))
         f.append(run(forward, penv))
         t.append(run(tunnel, penv))
+        ud.append(run(up_direct, env))
+        uf.append(run(up_forward, penv))
         hd.append(run(host_direct, env))
         ht.append(run(host_tunnel, env))
         if via_socat:
@@ -195,12 +212,14 @@ def download(runs: int, mb: int) -> list[dict]:
     inproc.start()
     inproc._relay_dead = True
     in_tunnel = [*inproc.launch_prefix(), bwrap, *box, *curl, "-p", f"http://big.test:{port}/big"]
-    bd, bt, bi = [], [], []
+    bd, bt, bi, bud, buf = [], [], [], [], []
     with Busy():
         for _ in range(max(3, runs // 2)):
             bd.append(run(direct, env))
             bt.append(run(tunnel, penv))
             bi.append(run(in_tunnel, penv))
+            bud.append(run(up_direct, env))
+            buf.append(run(up_forward, penv))
     inproc.close()
     # a paced server: a 1 Gbit/s link
     rate = 125e6
@@ -235,11 +254,20 @@ def download(runs: int, mb: int) -> list[dict]:
               f"(median of {runs})")
         items.append(result(f"egress proxy: {mb} MB local download, {name} (ratio to direct)", samples,
                             unit="s", target=1.05, kind="ratio", baseline=d))
+    print(f"{mb} MB upload (POST, Content-Length), HTTP forward: direct {_median(ud) * 1000:.1f} ms, through the "
+          f"proxy {_median(uf) * 1000:.1f} ms, ratio {_median(uf) / _median(ud):.3f} (median of {runs})")
+    items.append(result(f"egress proxy: {mb} MB local upload, HTTP forward POST (ratio to direct)", uf, unit="s",
+                        target=1.05, kind="ratio", baseline=ud))
     print(f"{mb} MB download with a busy Python thread in the session's process: direct {_median(bd) * 1000:.1f} ms, "
           f"tunnel {_median(bt) * 1000:.1f} ms, ratio {_median(bt) / _median(bd):.3f}; copied in the session's "
           f"process instead of the helper: {_median(bi) * 1000:.1f} ms, ratio {_median(bi) / _median(bd):.3f}")
     items.append(result(f"egress proxy: {mb} MB local download, CONNECT tunnel, session process busy (ratio to "
                         "direct)", bt, unit="s", target=1.05, kind="ratio", baseline=bd))
+    print(f"{mb} MB upload (POST) with a busy Python thread in the session's process: direct "
+          f"{_median(bud) * 1000:.1f} ms, HTTP forward {_median(buf) * 1000:.1f} ms, ratio "
+          f"{_median(buf) / _median(bud):.3f}")
+    items.append(result(f"egress proxy: {mb} MB local upload, HTTP forward POST, session process busy (ratio to "
+                        "direct)", buf, unit="s", target=1.05, kind="ratio", baseline=bud))
     print(f"{mb} MB download from a server paced at 1 Gbit/s: direct {_median(sd) * 1000:.1f} ms, tunnel "
           f"{_median(st) * 1000:.1f} ms, ratio {_median(st) / _median(sd):.3f}")
     items.append(result(f"egress proxy: {mb} MB download at 1 Gbit/s, CONNECT tunnel (ratio to direct)", st,

@@ -12,7 +12,8 @@ the wait until it listens — and one more copy of every byte). We keep its boun
 ``EgressProxy.start`` starts one helper per session (a small Python program that calls ``unshare(CLONE_NEWUSER |
 CLONE_NEWNET)`` itself, maps our uid to itself and brings ``lo`` up) that creates the listening TCP socket
 ``127.0.0.1:3128`` *inside* the new namespace and hands it to us with its user and network namespace descriptors
-(``SCM_RIGHTS``), and stays as the session's relay: the proxy accepts on that socket directly, decides, connects
+(``SCM_RIGHTS``), and stays as the session's relay (it receives each connection's sockets ``MSG_CMSG_CLOEXEC`` and
+never starts a program: no sandboxed command can hold them): the proxy accepts on that socket directly, decides, connects
 upstream and hands each direction's two sockets to the helper, which moves the bytes (``copy_fds``, out of this
 process and its GIL) and reports the count. ``close`` (the session's end) closes the descriptors and the channel:
 the helper exits and the namespace goes. Each sandboxed shell starts as ``nsenter --user=...
@@ -26,7 +27,9 @@ session's shells share that namespace: a server one command starts on loopback i
 there for the next (the host's loopback is not: ``localhost`` requests go through the proxy, see below).
 
 The proxy speaks HTTP (``CONNECT host:port`` tunnels; plain ``GET http://host/...`` forwarded, one request per
-connection, ``Connection: close``) and SOCKS5 (``CONNECT`` only, names resolved here: ``socks5h``) on the same
+connection, ``Connection: close``; a ``Content-Length`` body over 1 MB is moved by the helper as well, exactly its
+length — measured on a 100 MB POST with a busy Python thread in this process: 1.3x direct, against 81x when this
+loop copied it) and SOCKS5 (``CONNECT`` only, names resolved here: ``socks5h``) on the same
 port, told apart by the first byte. Every request is decided by ``EgressRules`` and logged (``EgressRecord``:
 host, port, bytes up/down, allow|deny and the rule that decided) to ``<data dir>/egress/<session>.jsonl`` (one
 line per request, flushed at once) and to the in-memory ``records`` and ``listeners`` the window reads.
@@ -85,6 +88,7 @@ PROXY_PORT = 3128
 PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"
 CONNECT_TIMEOUT_S = 15.0
 HEAD_LIMIT = 64 * 1024
+BULK_BODY = 1 << 20  # a request body this large (Content-Length) is moved by the relay, not the proxy's loop
 MAX_RECORDS = 2000
 RESOLV_CONF = ("# desktop-agent sandbox: no name server here; names resolve through the egress proxy only\n"
                "options timeout:1 attempts:1\n")
@@ -309,7 +313,7 @@ class EgressRecord:
 # their O_NONBLOCK (the proxy's loop still reads the other direction of an HTTP forward): EAGAIN waits in
 # ``poll``. Returns the bytes moved; half-closes ``dst`` at the end.
 COPY_SOURCE = r"""
-def copy_fds(sfd, dfd, size=1 << 22):
+def copy_fds(sfd, dfd, size=1 << 22, limit=-1):
     import _socket, mmap, os, select
     buf = mmap.mmap(-1, size)  # anonymous: a page costs memory only once a read has filled it
     view = memoryview(buf)
@@ -319,9 +323,9 @@ def copy_fds(sfd, dfd, size=1 << 22):
     pout = select.poll()
     pout.register(dfd, select.POLLOUT)
     try:
-        while True:
+        while limit != 0:
             try:
-                n = os.readv(sfd, [buf])
+                n = os.readv(sfd, [buf if limit < 0 else view[:min(size, limit)]])
             except BlockingIOError:
                 pin.poll()
                 continue
@@ -334,11 +338,15 @@ def copy_fds(sfd, dfd, size=1 << 22):
                 except BlockingIOError:
                     pout.poll()
             moved += n
+            if limit > 0:
+                limit -= n
     except OSError:
         pass
     finally:
         view.release()
         buf.close()
+        if limit >= 0:  # a request body: exactly ``limit`` bytes, no half-close (the response still comes)
+            return moved
         try:
             half = _socket.socket(fileno=os.dup(dfd))
             try:
@@ -351,7 +359,7 @@ def copy_fds(sfd, dfd, size=1 << 22):
 """
 _copy_ns: dict[str, Any] = {}
 exec(COPY_SOURCE, _copy_ns)  # noqa: S102 - our own constant source, shared with the helper
-copy_fds: Callable[[int, int], int] = _copy_ns["copy_fds"]
+copy_fds: Callable[..., int] = _copy_ns["copy_fds"]  # (sfd, dfd, size=4 MB, limit=-1) -> bytes moved
 
 # The helper: makes the namespace, hands its listening socket and its descriptors over, then stays as the
 # session's relay — ``relay`` messages (SOCK_SEQPACKET: one per direction of a connection, ``b"<id>"`` with the
@@ -389,10 +397,11 @@ for fd in fds[1:]:
 null = os.open(os.devnull, os.O_RDWR)
 os.dup2(null, 2)  # nobody reads our stderr from here on
 lock = _thread.allocate_lock()
-def move(cid, sfd, dfd):
+os.set_inheritable(chan.fileno(), False)
+def move(cid, sfd, dfd, limit):
     n = 0
     try:
-        n = copy_fds(sfd, dfd)
+        n = copy_fds(sfd, dfd, limit=limit)
     finally:
         os.close(sfd)
         os.close(dfd)
@@ -404,7 +413,7 @@ def move(cid, sfd, dfd):
 while True:
     got = array.array("i")
     try:
-        msg, anc, _fl, _ad = chan.recvmsg(64, socket.CMSG_SPACE(2 * got.itemsize))
+        msg, anc, _fl, _ad = chan.recvmsg(64, socket.CMSG_SPACE(2 * got.itemsize), 0x40000000)  # MSG_CMSG_CLOEXEC
     except OSError:
         break
     if not msg:
@@ -416,7 +425,8 @@ while True:
         for fd in got:
             os.close(fd)
         continue
-    _thread.start_new_thread(move, (int(msg), got[0], got[1]))
+    cid, _, limit = msg.partition(b" ")
+    _thread.start_new_thread(move, (int(cid), got[0], got[1], int(limit or -1)))
 os._exit(0)
 """
 
@@ -791,9 +801,11 @@ class EgressProxy:
                            verdict.decision, verdict.rule)
         return verdict, rec
 
-    async def _pump(self, src: socket.socket, dst: socket.socket, rec: EgressRecord, up: bool) -> None:
+    async def _pump(self, src: socket.socket, dst: socket.socket, rec: EgressRecord, up: bool,
+                    limit: int = -1) -> None:
         """Copy ``src`` to ``dst`` until EOF, then half-close ``dst``: by the helper's relay (another process, so
-        this one's GIL never slows the bytes), else in a thread of ours (``copy_fds``)."""
+        this one's GIL never slows the bytes), else in a thread of ours (``copy_fds``). ``limit`` >= 0: exactly
+        that many bytes (a request body; no half-close)."""
         loop = asyncio.get_running_loop()
         ns = self.ns
         if ns is not None and ns.chan is not None and not self._relay_dead:
@@ -801,7 +813,7 @@ class EgressProxy:
             fut: asyncio.Future[int] = loop.create_future()
             self._relay_waits[cid] = fut
             try:
-                ns.chan.sendmsg([b"%d" % cid], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                ns.chan.sendmsg([b"%d %d" % (cid, limit) if limit >= 0 else b"%d" % cid], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                                  array.array("i", [src.fileno(), dst.fileno()]))])
             except OSError:  # the relay is gone or full: this connection is copied here
                 self._relay_waits.pop(cid, None)
@@ -829,7 +841,7 @@ class EgressProxy:
         def work() -> None:
             n = 0
             try:
-                n = copy_fds(src.fileno(), dst.fileno())
+                n = copy_fds(src.fileno(), dst.fileno(), limit=limit)
             finally:
                 self._pumps.discard(threading.current_thread())
                 try:
@@ -1044,7 +1056,7 @@ class EgressProxy:
                 if chunked:
                     await self._forward_chunked(conn, up, rec)
                 elif length:
-                    await self._forward_length(conn, up, rec, length)
+                    await self._forward_length(conn, up, rec, length, bulk=True)
                 conn.buf.clear()  # a pipelined second request is not forwarded: one request per connection
                 await down
             finally:
@@ -1052,9 +1064,22 @@ class EgressProxy:
 
         await self._connected("http", host, port, verdict, rec, ok, fail, body)
 
-    async def _forward_length(self, conn: _Conn, up: socket.socket, rec: EgressRecord, length: int) -> None:
+    async def _forward_length(self, conn: _Conn, up: socket.socket, rec: EgressRecord, length: int,
+                              bulk: bool = False) -> None:
+        """``length`` bytes of a request body: what is buffered, then (``bulk``, a Content-Length body larger than
+        ``BULK_BODY``) the rest moved by the relay as a download is (never more than the body: a pipelined
+        request stays unread), else through this loop."""
         loop = asyncio.get_running_loop()
         left = length
+        if bulk and left - len(conn.buf) >= BULK_BODY:
+            chunk = bytes(conn.buf[:left])
+            del conn.buf[:len(chunk)]
+            if chunk:
+                await loop.sock_sendall(up, chunk)
+                rec.up += len(chunk)
+                left -= len(chunk)
+            await self._pump(conn.sock, up, rec, True, limit=left)
+            return
         while left > 0:
             if not conn.buf and not await conn.fill():
                 return

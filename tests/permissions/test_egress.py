@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -285,8 +286,8 @@ def test_the_helper_moves_the_bytes_and_a_dead_helper_falls_back_here(proxy, blo
     local: list[int] = []
     real = egress.copy_fds
 
-    def counted(sfd: int, dfd: int) -> int:
-        n = real(sfd, dfd)
+    def counted(sfd: int, dfd: int, **kw: int) -> int:
+        n = real(sfd, dfd, **kw)
         local.append(n)
         return n
 
@@ -310,3 +311,81 @@ def test_the_helper_moves_the_bytes_and_a_dead_helper_falls_back_here(proxy, blo
     assert proxy._relay_dead and sum(local) >= 2 * len(BLOB), local
     recs = [r for r in proxy.records if r.host == "ok.test" and r.port == blob_server]
     assert len(recs) == 4 and all(r.down >= len(BLOB) for r in recs), recs
+
+
+UPLOAD = """
+import hashlib, http.client, os
+body = bytes(range(256)) * 4096 * 3  # 3 MiB: more than BULK_BODY, so the relay moves it
+c = http.client.HTTPConnection("127.0.0.1", 3128, timeout=20)
+c.request("POST", "http://ok.test:{port}/up", body=body, headers={{"Content-Length": str(len(body))}})
+print(c.getresponse().read().decode().strip(), hashlib.sha256(body).hexdigest())
+"""
+
+
+@pytest.mark.needs_sandbox
+def test_a_large_request_body_is_moved_by_the_helper_and_counted(proxy, server, monkeypatch):
+    local: list[int] = []
+    real = egress.copy_fds
+
+    def counted(sfd: int, dfd: int, **kw: int) -> int:
+        n = real(sfd, dfd, **kw)
+        local.append(n)
+        return n
+
+    monkeypatch.setattr(egress, "copy_fds", counted)
+    _Hits.seen.clear()
+    out = inside(proxy, UPLOAD.format(port=server))
+    size = 256 * 4096 * 3
+    assert f"hit /up {size}" in out, out
+    assert len(_Hits.seen) == 1 and _Hits.seen[0].startswith(f"POST /up host=ok.test:{server}")
+    assert local == [], "the body was copied in the session's process"
+    rec = [r for r in proxy.records if r.host == "ok.test" and r.port == server][-1]
+    assert rec.proto == "http" and size < rec.up < size + 1000 and rec.down > 0, rec
+
+
+FDS_HELD = """
+import os, socket, sys
+c = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+c.sendall(b"CONNECT ok.test:{port} HTTP/1.1\\r\\n\\r\\n")
+assert b" 200 " in c.recv(4096)
+print("TUNNEL", flush=True)
+sys.stdin.readline()  # the tunnel stays open until the test has looked
+"""
+
+
+@pytest.mark.needs_sandbox
+def test_the_tunnels_sockets_stay_in_the_helper_cloexec_and_no_command_inherits_them(proxy, server):
+    """While a tunnel is live, the helper holds its two sockets with FD_CLOEXEC set (it never runs anything, and
+    would not pass them on if it did), and a sandboxed command started meanwhile holds no socket at all."""
+    argv = [*proxy.launch_prefix(), probe().bwrap or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc",
+            "/proc", "--unshare-all", "--share-net", "--cap-drop", "ALL", "--die-with-parent", "--",
+            "/usr/bin/python3", "-c", FDS_HELD.format(port=server)]
+    holder = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=proxy_env(dict(os.environ)))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"TUNNEL"
+        assert proxy.ns is not None and proxy.ns.proc is not None
+        helper = proxy.ns.proc.pid
+        sockets: dict[int, bool] = {}
+        deadline = time.monotonic() + 10
+        while len(sockets) < 3 and time.monotonic() < deadline:  # the proxy hands them over just after the 200
+            time.sleep(0.02)
+            sockets = {}
+            for fd in os.listdir(f"/proc/{helper}/fd"):
+                try:
+                    target = os.readlink(f"/proc/{helper}/fd/{fd}")
+                    with open(f"/proc/{helper}/fdinfo/{fd}") as fh:
+                        flags = int(next(ln for ln in fh if ln.startswith("flags:")).split()[1], 8)
+                except OSError:
+                    continue
+                if target.startswith("socket:"):
+                    sockets[int(fd)] = bool(flags & 0o2000000)  # O_CLOEXEC
+        assert len(sockets) >= 3, sockets  # its channel and the tunnel's two sockets
+        assert all(sockets.values()), sockets
+        out = inside(proxy, "import os\nfor fd in sorted(os.listdir('/proc/self/fd')):\n"
+                            "    try:\n        print(fd, os.readlink('/proc/self/fd/' + fd))\n"
+                            "    except OSError:\n        pass\n")
+        assert "socket:" not in out and "0 " in out, out
+    finally:
+        if holder.stdin is not None:
+            holder.stdin.close()
+        holder.wait(10)
