@@ -225,6 +225,10 @@ class ProtocolSession:
                 self._closing = False
         self._turn = None
         if self.speaks == "host":
+            # Our host is the one inbox: what it sends again on the new connection is pending there still (an answer
+            # that reached it is not sent again). The questions closed here with the old connection were closed
+            # for this window only, so they are asked again rather than taken for ones already answered.
+            self._resolved.clear()
             self.transport = await self._connect(None)
             try:
                 await self.start(attach=True)
@@ -485,8 +489,9 @@ class ProtocolSession:
         except asyncio.CancelledError:  # withdrawn by the host (or it died): a deny
             if ask.prompt is not None:
                 ask.prompt.cancel()
-            self._asks.pop(request_id, None)
-            self._resolve_cancelled(request_id, wire.tool_use_id)
+            if self._asks.get(request_id) is ask:  # else ``_cancel_ask`` closed it (and it may be asked anew)
+                self._asks.pop(request_id, None)
+                self._resolve_cancelled(request_id, wire.tool_use_id)
             return
         self._asks.pop(request_id, None)
         if request_id in self._resolved:  # already resolved (the executor died meanwhile)

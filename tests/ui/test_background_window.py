@@ -342,3 +342,49 @@ def test_the_phone_page_runs_in_the_background_host_and_its_pairing_is_confirmed
 
     qloop.run_until_complete(scenario())
     qloop.run_until_complete(win.controller.detach_session())
+
+
+def test_a_reconnect_with_a_question_pending_asks_it_again_and_the_window_answers_it(
+        qtbot, qloop, fake, host_env: HostEnv, tmp_path, workdir, monkeypatch, keep_app_running):
+    """Issue 26: the window's connection to the background host is made again (``restart()`` on its session handle)
+    while the session's question waits: the old dialog closes with the old connection, the host sends the question
+    again on the new one and the window shows it (not taken for the one it already closed); Allow there completes the
+    host's turn — the edit lands and the question leaves the host."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+    config = tmp_path / "home-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    (config / "desktop-agent").mkdir(parents=True)
+    (config / "desktop-agent" / "settings.json").write_text(json.dumps({"keep_sessions_running": True}))
+    app_ts = workdir / "app.ts"
+    fake.script([READ(app_ts), edit(app_ts, BEFORE, AFTER), reply(text("Done."))])
+    win = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(win)
+    win._notify = lambda title, message: None  # type: ignore[method-assign]
+    win.show()
+
+    async def scenario() -> None:
+        await open_and_send(qtbot, win, workdir, "Change value to 2")
+        session = win.controller.session
+        assert session.state.executor == "host"
+        first = await wait_dialog(win, 30)
+        request_id = first.request.request_id
+        old_pid = control_request("status")["pid"]
+        await session.restart()  # the same host, a new connection, the session attached again
+        assert win.controller.session is session and session.alive
+        status = control_request("status")
+        assert status["pid"] == old_pid and [q["request_id"] for q in status["pending"]] == [request_id]
+        await wait_for(lambda: not first.isVisible(), 10, "the old connection's dialog to close")
+        again = await wait_for(lambda: d if (d := win.controller.current_dialog) is not None and d is not first
+                               and d.isVisible() else None, 10, "the question asked again on the new connection")
+        assert again.request.request_id == request_id
+        assert [r.request_id for r in session.pending_questions] == [request_id]
+        qtbot.mouseClick(again.allow_button, Qt.MouseButton.LeftButton)
+        await wait_for(lambda: app_ts.read_text() == AFTER, 20, "the edit")
+        await wait_for(lambda: not control_request("status")["pending"], 20, "the question to be answered")
+        await wait_for(lambda: not control_request("status")["sessions"][0]["busy"], 20, "the turn to complete")
+        assert not session.refusals  # the window's answer was taken, not refused as one for a closed question
+
+    qloop.run_until_complete(scenario())
+    fake.assert_done()
+    qloop.run_until_complete(win.controller.detach_session())
