@@ -48,21 +48,6 @@ def _import_httpcore_without_trio() -> None:
 
 _import_httpcore_without_trio()
 
-
-def _tls_verify_for(url: str) -> Any:
-    """What httpx2's ``verify`` gets for a client that only ever requests ``url`` (redirects are not followed).
-
-    For ``https://``: ``True`` (the system CA bundle, loaded when the client is made). For a plain ``http://``
-    URL (a local server) loading the CA bundle costs ~60 ms of start-up for a context never used, so it gets
-    a context that still requires a verified certificate and hostname but trusts no CA at all: should TLS
-    ever happen on it, the handshake fails — it never trusts anything."""
-    if not url.lower().startswith("http://"):
-        return True
-    import ssl
-
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # check_hostname=True, verify_mode=CERT_REQUIRED
-    return ctx
-
 API_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 _NESTED = ("message", "content_block", "delta", "usage")
@@ -161,8 +146,7 @@ class MessagesAPI:
             headers["authorization"] = f"Bearer {auth_token}"
         headers.update(default_headers or {})
         self.headers = headers
-        self.http = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s, connect=10.0),
-                                       verify=_tls_verify_for(self.url))
+        self.http = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s, connect=10.0))
 
     async def stream(self, params: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """The raw events of one streaming request, as they arrive."""
