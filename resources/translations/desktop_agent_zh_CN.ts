@@ -1936,8 +1936,8 @@ in this folder</source>
         <translation>消息：</translation>
     </message>
     <message>
-        <source>You changed {0} of these files since; they stay as you left them:</source>
-        <translation>其中 {0} 个文件你之后改过；它们保持你留下的样子：</translation>
+        <source>Not restored, since you have changed the same lines since ({0}); they stay as you left them:</source>
+        <translation>未恢复：此后你修改了相同的行（{0}）；它们保持你留下的样子：</translation>
     </message>
     <message>
         <source>Your later edits to other parts of a file are kept. &quot;Undo restore&quot; puts every byte back. Rewinding the conversation opens a copy from before this message; the original stays.</source>
