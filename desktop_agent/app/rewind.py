@@ -31,7 +31,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from desktop_agent.session.checkpoints import CheckpointError, CheckpointStore, RestorePlan, RestoreResult
 from desktop_agent.util.threads import in_thread
@@ -321,10 +321,21 @@ def result_view(result: RestoreResult) -> dict[str, Any]:
 
 
 __all__ = ["ENV_FLAG", "fork_before", "plan_view", "result_view", "NOT_ENABLED", "NO_CHECKPOINT", "SessionCheckpoints",
-           "TurnMarker", "checkpointing_enabled", "restore_record"]
+           "RewindableSession", "TurnMarker", "checkpointing_enabled", "restore_record"]
 
 
-async def answer_window_rewind(session: Any, action: str, message_id: str | None, restore_id: str | None,
+class RewindableSession(Protocol):
+    """What ``answer_window_rewind`` reads of a session (``app.session.AgentSession`` has it)."""
+
+    checkpoints: SessionCheckpoints
+    last_prompt_uuid: str | None
+    cwd: str
+
+    @property
+    def transcript_path(self) -> str: ...
+
+
+async def answer_window_rewind(session: RewindableSession, action: str, message_id: str | None, restore_id: str | None,
                                files: bool, conversation: bool, tool_use_id: str | None = None,
                                paths: list[str] | None = None) -> dict[str, Any]:
     """The host's answer to ``desktop_agent_rewind`` (the window's Rewind over any transport): plain data only.
