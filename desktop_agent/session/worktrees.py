@@ -41,6 +41,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -57,8 +58,9 @@ from desktop_agent.util.git_env import git_safety_env
 BRANCH_PREFIX = "agent/"
 SNAPSHOT_PREFIX = "refs/desktop-agent/archive/"
 IGNORED_BUDGET = 64 * 1024 * 1024
-State = Literal["creating", "active", "removing", "archived", "deleted"]
+State = Literal["creating", "active", "removing", "restoring", "archived", "deleted"]
 _STAGED = re.compile(rb"^([0-7]{6}) ([0-9a-f]{40,64}) [0-3]\t")
+log = logging.getLogger(__name__)
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _IDENTITY = {"GIT_AUTHOR_NAME": "Desktop Agent", "GIT_AUTHOR_EMAIL": "desktop-agent@localhost",
              "GIT_COMMITTER_NAME": "Desktop Agent", "GIT_COMMITTER_EMAIL": "desktop-agent@localhost"}
@@ -89,6 +91,7 @@ class Worktree:
     created: float = 0.0
     trash: str | None = None  # while ``removing``: where the directory was renamed to
     admin: str | None = None  # <common>/worktrees/<id>
+    prior: State | None = None  # while ``restoring``: the state it goes back to if the restore is cut short
 
     @property
     def key(self) -> str:
@@ -612,17 +615,88 @@ def _recover(entries: dict[str, Worktree], wt: Worktree) -> None:
             shutil.rmtree(wt.admin)
         wt.trash = None
         _save(entries, wt)
-    elif wt.state == "creating":
-        if os.path.isdir(wt.path) and _admin_dir(wt.path) and _is_ours(wt) is None:
-            wt.state, wt.admin = "active", _admin_dir(wt.path)
+    elif wt.state in ("creating", "restoring"):
+        # the registry's lock is held for the whole of a create or a restore, so an entry still in this state was
+        # left by a process that died; nobody was handed the worktree. Its git may live on (an orphan still
+        # writing): then it is left for a later call.
+        if os.path.lexists(wt.path) and processes_using(wt.path):
+            return
+        if wt.state == "creating":
+            if os.path.isdir(wt.path) and _admin_dir(wt.path) and _is_ours(wt) is None and not dirty(wt.path):
+                wt.state, wt.admin = "active", _admin_dir(wt.path)  # git had finished: it is whole
+                _save(entries, wt)
+                return
+            sources = [wt.base]
+        else:
+            tip, snap, _tree, _parent = _refs(wt)
+            sources = [c for c in (snap, tip) if c]
+        if os.path.lexists(wt.path) and not _only_bytes_of(wt.path, wt.repo, sources):
+            log.warning("worktree %s: an interrupted %s left %s with bytes of its own; left as it is", wt.slug,
+                        "creation" if wt.state == "creating" else "restore", wt.path)
+            return
+        # a half checkout holding nothing but bytes git wrote from the commit (whole files or a file cut short):
+        # it goes, and the entry is as before the call (a restore can be tried again)
+        _drop_checkout(wt)
+        if wt.state == "restoring":
+            wt.state, wt.prior = wt.prior or "archived", None
             _save(entries, wt)
-        elif not os.path.lexists(wt.path):
-            ref = f"refs/heads/{wt.branch}"
-            tip = git(["rev-parse", "--verify", "-q", ref], wt.repo, check=False).stdout.decode().strip()
-            if tip == wt.base:  # the branch add made and nothing else: no commit of anyone's is on it
-                git(["update-ref", "-d", ref, wt.base], wt.repo, check=False)
-            del entries[wt.key]
-            _write_registry(entries)
+            return
+        ref = f"refs/heads/{wt.branch}"
+        tip = git(["rev-parse", "--verify", "-q", ref], wt.repo, check=False).stdout.decode().strip()
+        if tip == wt.base:  # the branch add made and nothing else: no commit of anyone's is on it
+            git(["update-ref", "-d", ref, wt.base], wt.repo, check=False)
+        del entries[wt.key]
+        _write_registry(entries)
+
+
+def _drop_checkout(wt: Worktree) -> None:
+    """Remove ``wt``'s directory and git's admin directory for it (the one whose ``gitdir`` names it)."""
+    if os.path.lexists(wt.path):
+        if os.path.isdir(wt.path) and not os.path.islink(wt.path):
+            shutil.rmtree(wt.path)
+        else:
+            os.unlink(wt.path)
+    admins = Path(wt.common_dir, "worktrees")
+    with contextlib.suppress(OSError):
+        for admin in admins.iterdir():
+            with contextlib.suppress(OSError):
+                gitdir = (admin / "gitdir").read_text("utf-8", "surrogateescape").strip()
+                if os.path.realpath(os.path.dirname(gitdir)) == os.path.realpath(wt.path):
+                    shutil.rmtree(admin)
+
+
+def _only_bytes_of(path: str, repo: str, commits: list[str]) -> bool:
+    """Every file and link under ``path`` (its ``.git`` file aside) holds the bytes one of ``commits`` has at that
+    name, or the start of them (a file git was writing when it was killed): removing it loses nothing."""
+    blobs: dict[bytes, set[bytes]] = {}
+    for commit in commits:
+        for rec in git(["ls-tree", "-r", "-z", "--full-tree", commit], repo).stdout.split(b"\0"):
+            meta, _, name = rec.partition(b"\t")
+            if rec and meta.split(b" ")[1] == b"blob":
+                blobs.setdefault(name, set()).add(meta.split(b" ")[2])
+    root = os.fsencode(path)
+    found: list[bytes] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        names = filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in names:
+            rel = os.path.relpath(os.path.join(dirpath, name), root)
+            if rel == b".git":
+                continue
+            if rel not in blobs:
+                return False
+            found.append(rel)
+    if not found:
+        return True
+    for rel in found:
+        full = os.path.join(root, rel)
+        data = os.readlink(full) if os.path.islink(full) else Path(os.fsdecode(full)).read_bytes()
+        if not any(_blob(repo, sha).startswith(data) for sha in blobs[rel]):
+            return False
+    return True
+
+
+def _blob(repo: str, sha: bytes) -> bytes:
+    return git(["cat-file", "blob", sha.decode()], repo).stdout
 
 
 def _entry(entries: dict[str, Worktree], folder: str, slug: str) -> Worktree:
@@ -660,12 +734,14 @@ def restore(folder: str, slug: str) -> Worktree:
             raise WorktreeError(f"{wt.path} already exists")
         if not tip:
             git(["update-ref", f"refs/heads/{wt.branch}", parent, ""], wt.repo)
-        fast = not _filters_may_apply(wt, snap)
-        if fast:  # git's own (parallel) checkout writes the blobs' bytes as they are: only the differences are ours
-            git(["-c", "checkout.workers=0", "worktree", "add", "-q", wt.path, wt.branch], wt.repo)
-        else:
-            git(["worktree", "add", "-q", "--no-checkout", wt.path, wt.branch], wt.repo)
+        wt.prior, wt.state = wt.state, "restoring"
+        _save(entries, wt)  # a kill -9 from here on leaves an entry that says a half checkout may be there
         try:
+            fast = not _filters_may_apply(wt, snap)
+            if fast:  # git's own (parallel) checkout writes the blobs' bytes as they are: only the differences are ours
+                git(["-c", "checkout.workers=0", "worktree", "add", "-q", wt.path, wt.branch], wt.repo)
+            else:
+                git(["worktree", "add", "-q", "--no-checkout", wt.path, wt.branch], wt.repo)
             if fast:
                 _overlay(wt.path, snap)
             else:
@@ -679,8 +755,9 @@ def restore(folder: str, slug: str) -> Worktree:
             shutil.rmtree(wt.path, ignore_errors=True)
             if adm:
                 shutil.rmtree(adm, ignore_errors=True)
+            wt.state, wt.prior = wt.prior or "archived", None
             raise
-        wt.state, wt.admin, wt.snapshot = "active", admin, snap
+        wt.state, wt.admin, wt.snapshot, wt.prior = "active", admin, snap, None
         entries[wt.key] = wt
         return wt
 
