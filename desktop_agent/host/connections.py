@@ -64,10 +64,11 @@ def decode_line(text: str | bytes) -> WireModel | Malformed | None:
     """One client line → its typed message; ``None`` for a blank line. Bytes must be UTF-8: a line that is not is
     refused whole (its JSON object, read with replacement characters, only names the request to refuse)."""
     if isinstance(text, bytes):
+        raw = text
         try:
-            text = text.decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            shown = text.decode("utf-8", errors="replace").strip()
+            shown = raw.decode("utf-8", errors="replace").strip()
             obj, _why = _json(shown)
             return Malformed(shown, obj if isinstance(obj, dict) else None, "not UTF-8")
     text = text.strip()

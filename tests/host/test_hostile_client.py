@@ -10,7 +10,8 @@ the stream can no longer be trusted), acts on nothing it did not ask, and keeps 
   another connection's question;
 - a line nested too deep, a line over the socket's limit, invalid UTF-8, a JSON line that is not an object;
 - the phone page: its state directory is the host's own (absolute, 0700), ``offer``/``revoke``/``off`` only from
-  a connection that turned it on, and a pairing is confirmed only by the window that was asked.
+  a connection that turned it on, and a pairing is confirmed only by the window that was asked;
+- ``update_environment_variables`` does not reach the commands of another client's session.
 """
 
 from __future__ import annotations

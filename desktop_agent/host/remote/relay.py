@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from desktop_agent.host.remote.server import PAIR_CONFIRM_TIMEOUT, PairingPrompt, RemoteServer
 from desktop_agent.host.runtime import ensure_private_dir
-from desktop_agent.util import dirs
 from desktop_agent.protocol.control import ConfirmPairingRequest, PhoneDevicesRequest, PhoneInfo, PhoneRequest
+from desktop_agent.util import dirs
 
 if TYPE_CHECKING:
     from desktop_agent.host.inbox import Inbox
@@ -60,7 +60,8 @@ class PhoneRelay:
         if request.action == "on":
             return (await self.on(client, request.state_dir)).to_wire()
         if client not in self.windows or not _connected(client):
-            raise PermissionError(f"Only a connection that turned the phone page on may {request.action} it")
+            raise PermissionError(f"Refused {request.action!r}: only a connection that turned the phone page on may "
+                                  f"send it")
         if request.action == "off":
             await self.stop()
             return {}
