@@ -142,12 +142,13 @@ class BackgroundClient(LocalStore):
 
     async def phone(self, state_dir: str, confirm: Callable[[Any], Awaitable[bool]]) -> Any:
         """The phone page in the background host, on (``client.phone.BackgroundPhone``: ``stop()`` turns it off);
-        its pairings confirmed by ``confirm`` here."""
+        its pairings confirmed by ``confirm`` here. ``state_dir`` is the in-process host's; the background host
+        keeps the page's state in its own state directory (it refuses a client's choice), so it is not sent."""
         from desktop_agent.client.phone import BackgroundPhone
         from desktop_agent.client.transports import UnixTransport
 
         reader, writer = await connect_host(True, paths=self.paths, command=self.command)
-        return await BackgroundPhone.start(UnixTransport(reader, writer, os.fspath(self.paths.socket)), state_dir,
+        return await BackgroundPhone.start(UnixTransport(reader, writer, os.fspath(self.paths.socket)), None,
                                            confirm)
 
 

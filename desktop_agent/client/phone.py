@@ -47,7 +47,7 @@ class BackgroundPhone:
         self._tasks: set[asyncio.Task[Any]] = set()
 
     @classmethod
-    async def start(cls, transport: UnixTransport, state_dir: str,
+    async def start(cls, transport: UnixTransport, state_dir: str | None,
                     confirm: Callable[[Any], Awaitable[bool]]) -> BackgroundPhone:
         phone = cls(transport, confirm)
         phone._reader = asyncio.ensure_future(phone._read())

@@ -41,30 +41,50 @@ class Connection(Protocol):
 
 @dataclass
 class Malformed:
-    """A line that did not decode: its text, its JSON object when it had one, and why."""
+    """A line that did not decode: its text, its JSON object when it had one, and why; ``fatal`` when the stream
+    can no longer be read line by line (a line over the limit: the connection is closed after the error)."""
 
     text: str
     obj: dict[str, Any] | None
     error: str
+    fatal: bool = False
+
+
+def _json(text: str) -> tuple[Any, str | None]:
+    """``(object, None)``, or ``(None, why)`` for a line that is not JSON or is nested too deep to decode."""
+    try:
+        return json.loads(text), None
+    except RecursionError:
+        return None, "nested too deep"
+    except ValueError:
+        return None, "not JSON"
 
 
 def decode_line(text: str | bytes) -> WireModel | Malformed | None:
-    """One client line → its typed message; ``None`` for a blank line."""
+    """One client line → its typed message; ``None`` for a blank line. Bytes must be UTF-8: a line that is not is
+    refused whole (its JSON object, read with replacement characters, only names the request to refuse)."""
     if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
+        raw = text
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            shown = raw.decode("utf-8", errors="replace").strip()
+            obj, _why = _json(shown)
+            return Malformed(shown, obj if isinstance(obj, dict) else None, "not UTF-8")
     text = text.strip()
     if not text:
         return None
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return Malformed(text, None, "not JSON")
+    obj, why = _json(text)
+    if why is not None:
+        return Malformed(text, None, why)
     if not isinstance(obj, dict):
-        return Malformed(text, None, "not an object")
+        return Malformed(text, None, "not a JSON object")
     try:
         message: WireModel = stream_json.decode(obj)
     except ProtocolError as exc:
         return Malformed(text, obj, str(exc))
+    except RecursionError:
+        return Malformed(text, obj, "nested too deep")
     return message
 
 
@@ -85,9 +105,14 @@ def encoded(message: WireModel) -> bytes:
 
 class StreamConnection:
     """A client on a stream (the Unix socket): one JSON line each way per message. The lines written in one turn
-    of the loop go out in one write (a streamed reply's events come many a turn: one system call, not one each)."""
+    of the loop go out in one write (a streamed reply's events come many a turn: one system call, not one each).
+    Every line that does not decode is answered with an error ``control_response`` (``reports_malformed``); a line
+    over the reader's limit also ends the connection (``Malformed.fatal``). ``shared``: the process serves other
+    clients too (``update_environment_variables`` is refused)."""
 
     in_process = False
+    reports_malformed = True
+    shared = True
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str):
         self.reader, self.writer, self.peer = reader, writer, peer
@@ -118,7 +143,8 @@ class StreamConnection:
             try:
                 raw = await self.reader.readline()
             except (ValueError, asyncio.LimitOverrunError):
-                return Malformed("", None, "line too long")
+                # fatal: the host closes the connection, so the rest of that line is never read as a line of its own
+                return Malformed("", None, "line too long: the connection is closed", fatal=True)
             except (ConnectionError, OSError):
                 return None
             if not raw:

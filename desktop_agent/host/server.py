@@ -19,7 +19,16 @@ in its own process: ``client.transports.MemoryTransport``). Only the ``Connectio
   (``host.controls``) and ours (``protocol.control``'s ``desktop_agent_*``: open, attach, list sessions, list
   pending questions, history, record, retry now, end, and ``desktop_agent_client_active``: whether the client's
   window is active, told to ``client_listeners``; ``desktop_agent_phone``: the phone page, ``host.remote.relay``);
-  any other subtype gets ``Unsupported control request: …``.
+  any other subtype gets ``Unsupported control request: …``, and so does a request only the host sends
+  (``protocol.control.HOST_TO_CLIENT``: ``can_use_tool``, ``hook_callback``, Review, the pairing confirmation, the
+  devices) when a client sends it.
+- A hostile client on the socket (another program of this user) is refused, never acted on: a ``control_response``
+  for nothing this host asked that connection gets an error (the inbox holds only the questions of the session the
+  connection is attached to), a line that does not decode — not UTF-8, not JSON, nested too deep, not an object, a
+  known message whose fields do not validate — gets an error ``control_response``, and a line over the socket's
+  limit also closes the connection (``Malformed.fatal``); ``update_environment_variables`` (the SDKs' line for
+  the CLI's own process) is refused on the socket, where the host's environment is every session's; the other
+  clients are served on.
 - ``serve_connection(host, reader, writer, peer=…)``: one socket client (the background host's entry point).
 - ``client_listeners``: told each time a session's attached clients change, or one of them becomes active or
   inactive (``host.away`` notifies the questions of a session nobody active is attached to).
@@ -44,8 +53,8 @@ from desktop_agent.host.session import (
 )
 from desktop_agent.protocol import WireModel
 from desktop_agent.protocol.control import (
-    AttachSessionRequest, ClientActiveRequest, ControlCancelRequest, ControlRequest, ControlResponse, ListPendingRequest,
-    ListSessionsRequest, OpenSessionRequest, PendingInfo, PhoneRequest, SessionSettings,
+    HOST_TO_CLIENT, AttachSessionRequest, ClientActiveRequest, ControlCancelRequest, ControlRequest, ControlResponse,
+    ListPendingRequest, ListSessionsRequest, OpenSessionRequest, PendingInfo, PhoneRequest, SessionSettings, unsupported,
 )
 from desktop_agent.protocol.stream_json import UnknownLine, UserLine
 
@@ -57,6 +66,8 @@ __all__ = ["RESULT_SUBTYPES", "TERMINAL_REASONS", "Client", "Connection", "Contr
            "decode_line", "discard_empty_transcript", "memory_pair", "register_sdk_hooks", "serve_connection"]
 
 log = logging.getLogger(__name__)
+
+NOT_ASKED = "No request of this host is waiting for this answer on this connection"
 
 
 # ----------------------------------------------------------------------------------------------- host
@@ -184,6 +195,8 @@ class Host:
                 if task is not None:
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+                if isinstance(message, Malformed) and message.fatal:
+                    break  # the stream is out of step: the error is sent, then the connection closes
         finally:
             if client.session is not None:
                 hosted = client.session
@@ -196,6 +209,8 @@ class Host:
         if isinstance(message, Malformed):
             if message.obj is not None and message.obj.get("type") == "control_request":
                 client.line(ControlResponse.failure(str(message.obj.get("request_id") or ""), message.error))
+            elif getattr(client.connection, "reports_malformed", False):  # a socket client: told, never ignored
+                client.line(ControlResponse.failure("", f"Refused a line: {message.error}"))
             elif message.obj is None:
                 client.warn(f"ignoring a stdin line that is not JSON: {message.text[:80]}")
             elif client.verbose:
@@ -203,9 +218,11 @@ class Host:
             return None
         hosted = client.session
         if isinstance(message, ControlResponse):
-            if message.request_id in client.channel.pending or hosted is None:
+            if message.request_id in client.channel.pending:  # an answer to this host's request to this client
                 client.channel.on_response(message)
-            else:
+            elif hosted is None:  # nothing asked this connection: it answers nobody's question
+                client.line(ControlResponse.failure(message.request_id, NOT_ASKED))
+            else:  # a question of its own session, or an error (the inbox knows only its session's questions)
                 hosted.answer(client, message)
             return None
         if isinstance(message, ControlRequest):
@@ -218,7 +235,11 @@ class Host:
             return None
         if isinstance(message, UnknownLine) and message.type in ("keep_alive", "update_environment_variables"):
             variables = message.raw.get("variables")
-            if message.type == "update_environment_variables" and isinstance(variables, dict):
+            if message.type == "update_environment_variables" and getattr(client.connection, "shared", False):
+                # the background host's environment is every session's: one client must not change the others'
+                client.line(ControlResponse.failure("", "Refused update_environment_variables: this host's "
+                                                        "environment is shared by every session it runs"))
+            elif message.type == "update_environment_variables" and isinstance(variables, dict):
                 os.environ.update({str(k): str(v) for k, v in variables.items()})
             return None
         if client.verbose:
@@ -227,6 +248,10 @@ class Host:
 
     async def _control(self, client: Client, message: ControlRequest) -> None:
         request_id, request = message.request_id, message.request
+        if isinstance(request, HOST_TO_CLIENT):
+            client.line(ControlResponse.failure(request_id, f"{unsupported(request.subtype)} (a request the host "
+                                                            f"sends to its clients, never one it answers)"))
+            return
         try:
             if isinstance(request, OpenSessionRequest):
                 engine_kwargs = getattr(request, "engine_kwargs", None) if client.connection.in_process else None

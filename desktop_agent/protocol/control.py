@@ -512,7 +512,7 @@ class ClientActiveRequest(WireModel):
     as active. Response ``{}``."""
 
     subtype: Literal["desktop_agent_client_active"] = "desktop_agent_client_active"
-    active: bool
+    active: bool = Field(strict=True)  # a JSON true or false: never "false", 0 or null coerced (fail closed)
 
 
 class ReviewRequest(WireModel):
@@ -527,10 +527,12 @@ class ReviewRequest(WireModel):
 
 class PhoneRequest(WireModel):
     """The background host's phone page (``host.remote.relay``; Settings → "Answer from my phone"): ``on`` — start
-    it (once per host; ``state_dir``: its certificate, port and devices) and count this connection as a window that
-    confirms pairings; response ``PhoneInfo``; ``off`` — stop it, ``{}``; ``offer`` — ``code`` is the single-use
-    pairing code of the QR this window shows now, ``{}``; ``revoke`` — forget ``device_id`` and close its
-    connections, ``{"revoked": bool, "devices": [...]}``."""
+    it (once per host; its certificate, port and devices live in the host's own state directory — ``state_dir``,
+    when sent, must be exactly that absolute path, or the request is refused) and count this connection as a window
+    that confirms pairings; response ``PhoneInfo``; ``off`` — stop it, ``{}``; ``offer`` — ``code`` is the
+    single-use pairing code of the QR this window shows now, ``{}``; ``revoke`` — forget ``device_id`` and close
+    its connections, ``{"revoked": bool, "devices": [...]}``. ``off``, ``offer`` and ``revoke`` are refused from a
+    connection that did not turn the page on."""
 
     subtype: Literal["desktop_agent_phone"] = "desktop_agent_phone"
     action: Literal["on", "off", "offer", "revoke"]
@@ -568,6 +570,10 @@ class PhoneDevicesRequest(WireModel):
     subtype: Literal["desktop_agent_phone_devices"] = "desktop_agent_phone_devices"
     devices: list[dict[str, Any]] = Field(default_factory=list)
 
+
+# The requests only the host sends to its clients: a client that sends one to the host is refused.
+HOST_TO_CLIENT: tuple[type[WireModel], ...] = (CanUseToolRequest, HookCallbackRequest, ReviewRequest,
+                                               ConfirmPairingRequest, PhoneDevicesRequest)
 
 OurRequest = Union[OpenSessionRequest, AttachSessionRequest, ListSessionsRequest, ListPendingRequest, HistoryRequest,
                    RecordRequest, RetryNowRequest, EndSessionRequest, McpServersRequest, McpRestartRequest, RewindRequest,
