@@ -3,7 +3,10 @@
 A client of the host's ``Inbox`` like the window and the phone page. When a question is asked while the window is
 not active (``window_active``, a callable the window sets), a notification goes out through the freedesktop
 Notifications interface on the session bus (``org.freedesktop.Notifications``, spoken with ``dbus-fast``): the
-title names the session and the tool, the body the command or the file and its +/−.
+title names the session and the tool, the body the command or the file and its +/−. The window drives the rest of
+the rule like ``host.away`` does for the background host: when it (with its own dialogs) stops being active, it calls
+``remind()`` — every pending question gets its notification; when it becomes active again, ``dismiss()`` — they are
+closed and the questions stay pending for its dialogs (``ui.window.away``).
 
 Actions, only where the daemon has the ``actions`` capability (``GetCapabilities``; otherwise a plain notification):
 - **Review** (and the notification's default action, a click on it): ``review(question)`` — the window raises
@@ -193,11 +196,15 @@ class Notifier:
             await self._notify(question)
         return len(waiting)
 
-    async def dismiss(self, session_id: str) -> int:
-        """Close the notifications of ``session_id``'s questions (a window took them back); they stay pending."""
+    async def dismiss(self, session_id: str | None = None) -> int:
+        """Close the notifications of ``session_id``'s questions (every session's with None: the window became
+        active again) — a window took them back; they stay pending."""
+        def ours(key: tuple[str, str]) -> bool:
+            return session_id is None or key[0] == session_id
+
         # what is on the wire now, before any await: a notification sent after this (a later remind) stays
-        self._ended.update(key for key in self._sending if key[0] == session_id)
-        gone = [sent for key, sent in list(self._by_key.items()) if key[0] == session_id]
+        self._ended.update(key for key in self._sending if ours(key))
+        gone = [sent for key, sent in list(self._by_key.items()) if ours(key)]
         for sent in gone:
             self._by_key.pop(sent.question.key, None)
             self._by_id.pop(sent.notification_id, None)

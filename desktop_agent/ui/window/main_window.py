@@ -31,7 +31,8 @@ from desktop_agent.ui import icons
 from desktop_agent.ui.changes.panel import DiffPanel
 from desktop_agent.ui.conversation.view import ConversationView
 from desktop_agent.ui.highlight import colors, is_dark
-from desktop_agent.ui.window.background import in_background, review_in_window, watch_activation
+from desktop_agent.ui.window.away import watch_away
+from desktop_agent.ui.window.background import in_background, is_active, review_in_window, watch_activation
 from desktop_agent.ui.window.banners import APP, BannersMixin
 from desktop_agent.ui.window.controller import IDLE, AgentController
 from desktop_agent.ui.window.demo import TOUR_PROMPTS, prepare_demo_project
@@ -811,7 +812,8 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
 
     def _start_desktop_notifications(self) -> None:
         """Once, for the host in this process: notifications with Review / Deny / Allow once for questions that wait
-        while the window is not active (``client.HostClient.notifications``: a client of the host's inbox)."""
+        while the window — with its own dialogs — is not active (``client.HostClient.notifications``: a client of
+        the host's inbox); sent when it goes inactive, withdrawn when it comes back (``ui.window.away``)."""
         if getattr(self, "_notifications_task", None) is not None or self.demo:
             return
         client = self.controller.client
@@ -821,10 +823,12 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
 
         async def run() -> None:
             notifier = await start(review=lambda _q: self._review_from_notification(),
-                                   window_active=self.isActiveWindow)
+                                   window_active=lambda: is_active(self))  # its own dialog focused counts
             self.controller.desktop_notifier = notifier
-            if notifier is not None and not self.isActiveWindow():
-                await notifier.remind()  # a question asked while the notifier was starting
+            if notifier is not None:
+                self._away_watch = watch_away(self, notifier)  # notified when it goes inactive, withdrawn back
+                if not is_active(self):
+                    await notifier.remind()  # a question asked while the notifier was starting
             from desktop_agent.ui.dialogs.phone import phone_switch_saved
 
             if await asyncio.to_thread(phone_switch_saved):  # "Answer from my phone" was left on: served again
