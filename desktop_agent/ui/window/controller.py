@@ -31,6 +31,7 @@ from desktop_agent.core import events as ev
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
 from desktop_agent.protocol.control import RetryNowRequest
 from desktop_agent.ui.dialogs.permission import PermissionDialog
+from desktop_agent.ui.window.background import is_active
 from desktop_agent.ui.window.presenters import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING
 from desktop_agent.ui.window.questions import PromptQueue
 
@@ -404,7 +405,7 @@ class AgentController(QObject):
     def _announce(self, request: PermissionRequest) -> None:
         """When the window is not active: a taskbar alert and a desktop notification."""
         win = self.window
-        if win is None or win.isActiveWindow():
+        if win is None or is_active(win):  # its own dialog having the focus is the window having it
             return
         QApplication.alert(win, 0)
         notifier = self.desktop_notifier
