@@ -545,3 +545,30 @@ def test_compact_command_in_process(workdir, monkeypatch):
     assert lines[1]["compact_metadata"]["trigger"] == "manual"
     assert "keep names" in json.dumps(client.requests[1].messages)
     assert client.position == 2
+
+
+@pytest.mark.parametrize("source", ["file", "devnull"])
+def test_stream_json_input_from_a_file_or_dev_null_is_read_to_its_end(source, fake, workdir, tmp_path):
+    """``desktop-agent -p --input-format stream-json < messages.jsonl`` (a regular file) answers every message
+    and exits; with ``< /dev/null`` it exits at once. Both used to wait for ever: a character device passes
+    asyncio's pipe check but cannot be polled, and the error was lost in a callback."""
+    home = tmp_path / "h"
+    args = [sys.executable, "-m", "desktop_agent", "-p", "--input-format", "stream-json", "--output-format",
+            "stream-json", "--verbose"]
+    if source == "file":
+        fake.script([reply(text("first answer")), reply(text("second answer"))])
+        messages = tmp_path / "messages.jsonl"
+        messages.write_text("".join(json.dumps({"type": "user", "message": {"role": "user", "content": c}}) + "\n"
+                                    for c in ("one", "two")))
+        stdin = open(messages, "rb")
+    else:
+        stdin = open(os.devnull, "rb")
+    with stdin:
+        proc = subprocess.run(args, cwd=workdir, env=cli_env(fake, home), stdin=stdin, capture_output=True,
+                              text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    results = [m for m in jsonl(proc.stdout) if m.get("type") == "result"]
+    if source == "file":
+        assert [r["result"] for r in results] == ["first answer", "second answer"]
+    else:
+        assert results == [] and len(fake.requests) == 0

@@ -8,6 +8,8 @@ blocking the loop. The control channel, the prompter and SDK hook callbacks are 
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 import sys
 import threading
 from typing import Any, Callable
@@ -53,8 +55,12 @@ class StdinReader:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
         try:
-            if sys.stdin.isatty():  # never leave a shared terminal in non-blocking mode
-                raise ValueError("tty")
+            # a pipe or a socket only: never leave a shared terminal in non-blocking mode, and a character device
+            # such as /dev/null passes asyncio's own check but cannot be polled (epoll: EPERM, raised in a callback
+            # where it is lost: the session would wait for ever); a regular file is read by the thread too
+            mode = os.fstat(sys.stdin.fileno()).st_mode
+            if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+                raise ValueError("not a pipe")
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         except (ValueError, OSError, NotImplementedError):
             await self._run_thread(loop)
