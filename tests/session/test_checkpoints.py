@@ -503,3 +503,88 @@ def test_a_snapshot_of_the_written_file_alone(repo):
     through = store.snapshot("tool", only=["via-link/util.py"])
     assert store.diff_stats(whole.commit, through.commit)[0] == ["src/util.py", "via-link"], "a whole look instead"
     store.undo(store.restore("refs/da/msg/m1").restore_id)
+
+
+def _tree_of(store: CheckpointStore, commit: str) -> str:
+    return store.git.text("rev-parse", f"{commit}^{{tree}}")
+
+
+def _whole_look_tree(folder: Path, root: Path, monkeypatch) -> str:
+    """The tree a store that never watches makes of ``folder`` from nothing (every file hashed, every folder listed)."""
+    monkeypatch.setenv("DESKTOP_AGENT_CHECKPOINT_WATCH", "0")
+    try:
+        other = CheckpointStore.open(folder, root=root)
+        return _tree_of(other, other.snapshot("turn").commit)
+    finally:
+        monkeypatch.delenv("DESKTOP_AGENT_CHECKPOINT_WATCH")
+
+
+# the commands that only touch files in folders the watch already has: taken from its events alone
+WATCHED = {"rm", "mv", "sed -i", "cp over a file", "chmod", "ln -s", "ln", "git checkout -- file",
+           "a symlink replaced by a file", "a hard link broken by sed -i"}
+
+
+@pytest.mark.parametrize("name,command", CORPUS, ids=[c[0] for c in CORPUS])
+def test_a_snapshot_after_a_tool_from_the_folder_watch_is_the_whole_look(repo, tmp_path, monkeypatch, name, command):
+    """After a tool call the armed folder watch names what changed (no stat of every file): the snapshot it makes is
+    the very tree a store looking at everything from nothing makes, and a restore from it is exact. A folder made,
+    removed or renamed falls back to the whole look."""
+    store = CheckpointStore.open(repo)
+    before = manifest(repo)
+    store.snapshot("turn", message_id="m1")
+    store.snapshot("tool")  # a whole look with every folder watched before it began: the watch is armed now
+    assert store._watch is not None and store._watch.armed
+    bash(repo, command)
+    snap = store.snapshot("tool")
+    assert snap.changed
+    assert store._look == ("watched" if name in WATCHED else "whole"), name
+    assert _tree_of(store, snap.commit) == _whole_look_tree(repo, tmp_path / "other", monkeypatch), name
+    store.restore("refs/da/msg/m1")
+    assert manifest(repo) == before, name
+
+
+def test_the_folder_watch_leaves_ignored_files_out_and_sees_new_ones(repo, tmp_path, monkeypatch):
+    (repo / ".gitignore").write_text("*.log\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore logs")
+    store = CheckpointStore.open(repo)
+    store.snapshot("turn")
+    store.snapshot("tool")
+    (repo / "docs" / "run.log").write_text("ignored\n")
+    (repo / "docs" / "new.md").write_text("new\n")
+    snap = store.snapshot("tool")
+    assert store._look == "watched" and snap.changed
+    names = store.git.text("ls-tree", "-r", "--name-only", f"{snap.commit}:w").splitlines()
+    assert "docs/new.md" in names and "docs/run.log" not in names
+    assert _tree_of(store, snap.commit) == _whole_look_tree(repo, tmp_path / "other", monkeypatch)
+    (repo / "docs" / "run.log").write_text("still ignored, longer\n")
+    again = store.snapshot("tool")
+    assert store._look == "watched" and not again.changed, "an ignored file's edit adds no tree"
+
+
+@pytest.mark.parametrize("watch", ["1", "0"])
+def test_a_same_size_rewrite_with_the_same_mtime_is_a_new_tree(tmp_path, monkeypatch, watch):
+    """The racy-git case with the persistent stat cache (and with the folder watch, or without it): a file rewritten
+    right after a snapshot with the same size and its mtime put back to the very same nanosecond holds other bytes,
+    and the next snapshot has them."""
+    monkeypatch.setenv("DESKTOP_AGENT_CHECKPOINT_WATCH", watch)
+    folder = tmp_path / "racy"
+    folder.mkdir()
+    (folder / "other.txt").write_text("other\n")
+    store = CheckpointStore.open(folder)
+    store.snapshot("turn")
+    store.snapshot("tool")
+    f = folder / "f.txt"
+    for i in range(6):
+        f.write_text(f"value {i}\n")
+        st = f.stat()
+        first = store.snapshot("tool")
+        assert first.changed
+        f.write_text(f"VALUE {i}\n")  # same size, same second
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+        snap = store.snapshot("tool")
+        assert snap.changed and snap.commit != first.commit, i
+        assert store.git.run("cat-file", "blob", f"{snap.commit}:w/f.txt") == f"VALUE {i}\n".encode()
+    if watch == "1":
+        assert store._look == "watched"
