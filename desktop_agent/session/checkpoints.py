@@ -33,6 +33,16 @@ snapshot before a prompt: off the turn's path; local objects only). Refs: ``refs
 ``refs/da/msg/<uuid>`` (the state just before that user message), ``refs/da/restore/<id>`` (the state just before a
 restore: what "Undo restore" goes back to), ``refs/da/probe/<sha>`` (a dry run's look at the folder).
 
+**After a tool call**, once a whole look ended with every folder of the cache watched before it began, the folder
+watch (``session.folder_watch``, inotify) names what changed instead: no ``diff-files`` (a stat of every tracked
+file) and no folder scan, only the named paths (``check-ignore`` leaves the ignored ones out) and the folders whose
+names changed listed again. An overflow, a folder made, removed or renamed, an ignore file, or a folder of the cache
+it does not watch (another process's look entered it) means the whole look, which re-arms it. The snapshot before a
+prompt, a dry run's and a restore's always look at everything (what inotify cannot see, an ``mmap`` write or one
+through a hard link from an unwatched folder, is taken there). ``last.json``, ``racy.json``, ``dirs.json`` and
+``index`` are replaced without renaming over the old file (``_replace_aside``: ext4 flushes a file renamed over
+another, 1–2 ms each), and a snapshot that changed nothing rewrites none of them.
+
 **After a Write or an Edit** (``snapshot(only=[path])``) only that file is looked at: the last snapshot with it brought
 up to date, named ``refs/da/tool/<tool_use_id>`` like every call's snapshot that changed something (its parent is the
 state just before the call); the person's edits meanwhile are taken by the next whole snapshot (their stat is unlike

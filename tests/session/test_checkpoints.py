@@ -588,3 +588,25 @@ def test_a_same_size_rewrite_with_the_same_mtime_is_a_new_tree(tmp_path, monkeyp
         assert store.git.run("cat-file", "blob", f"{snap.commit}:w/f.txt") == f"VALUE {i}\n".encode()
     if watch == "1":
         assert store._look == "watched"
+
+
+def test_a_kill_between_moving_the_state_aside_and_putting_the_new_in(repo):
+    """``_replace_aside`` moves the old ``index``/``last.json``/``racy.json``/``dirs.json`` to ``<name>.old`` before
+    the new one comes in: a kill in between leaves only the old ones, which the next snapshot takes back (the state
+    before that snapshot: it then looks at more files, and sees what changed)."""
+    store = CheckpointStore.open(repo)
+    store.snapshot("turn")
+    (repo / "README.md").write_text("changed once\n")
+    first = store.snapshot("tool")
+    for name in ("index", "last.json", "racy.json", "dirs.json"):
+        path = store.root / name
+        assert path.exists(), name
+        os.rename(path, str(path) + ".old")  # as a kill right after the move aside leaves it
+    (repo / "README.md").write_text("changed twice\n")
+    (repo / "docs" / "c.md").write_text("c\n")
+    again = CheckpointStore.open(repo).snapshot("tool")
+    assert again.changed and again.commit != first.commit
+    w = f"{again.commit}:w"
+    assert store.git.run("cat-file", "blob", f"{w}/README.md") == b"changed twice\n"
+    assert store.git.run("cat-file", "blob", f"{w}/docs/c.md") == b"c\n"
+    assert not list(store.root.glob("*.old"))
