@@ -96,7 +96,7 @@ def main() -> None:
         # snapshots after small turns, and git status of the person's repository as the baseline; CPU time (ours
         # and git's) beside the wall clock: on a shared two-core machine the wall clock mostly measures the others
         time.sleep(3.5)  # past the folder cache's racy window (a folder listed under 3 s ago is listed again)
-        snaps, status, cpus = [], [], []
+        snaps, status, cpus, looks = [], [], [], []
         for turn in range(60):
             if turn % 4 != 3:
                 for f in rng.sample(files, rng.randint(1, 3)):
@@ -106,6 +106,7 @@ def main() -> None:
             store.snapshot("tool")
             snaps.append(time.perf_counter() - t)
             cpus.append(_cpu() - c)
+            looks.append((snaps[-1], getattr(store, "_look", "")))  # watched: from the folder watch's events
             t = time.perf_counter()
             git(repo, "status", "--porcelain")
             status.append(time.perf_counter() - t)
@@ -115,6 +116,8 @@ def main() -> None:
         print(f"snapshot: median {statistics.median(snaps) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms (CPU median "
               f"{statistics.median(cpus) * 1000:.0f} ms, p95 {cpu_p95 * 1000:.0f} ms); "
               f"git status median {statistics.median(status) * 1000:.0f} ms; load {os.getloadavg()[0]:.1f}")
+        print(f"  from the folder watch: {sum(1 for _, k in looks if k == 'watched')}/{len(looks)}; slowest: "
+              + ", ".join(f"{w * 1000:.0f} ms ({k or '?'})" for w, k in sorted(looks)[-4:]))
         # after a Write or an Edit: only the file it names is looked at
         written = []
         for turn in range(40):

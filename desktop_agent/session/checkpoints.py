@@ -33,6 +33,16 @@ snapshot before a prompt: off the turn's path; local objects only). Refs: ``refs
 ``refs/da/msg/<uuid>`` (the state just before that user message), ``refs/da/restore/<id>`` (the state just before a
 restore: what "Undo restore" goes back to), ``refs/da/probe/<sha>`` (a dry run's look at the folder).
 
+**After a tool call**, once a whole look ended with every folder of the cache watched before it began, the folder
+watch (``session.folder_watch``, inotify) names what changed instead: no ``diff-files`` (a stat of every tracked
+file) and no folder scan, only the named paths (``check-ignore`` leaves the ignored ones out) and the folders whose
+names changed listed again. An overflow, a folder made, removed or renamed, an ignore file, or a folder of the cache
+it does not watch (another process's look entered it) means the whole look, which re-arms it. The snapshot before a
+prompt, a dry run's and a restore's always look at everything (what inotify cannot see, an ``mmap`` write or one
+through a hard link from an unwatched folder, is taken there). ``last.json``, ``racy.json``, ``dirs.json`` and
+``index`` are replaced without renaming over the old file (``_replace_aside``: ext4 flushes a file renamed over
+another, 1–2 ms each), and a snapshot that changed nothing rewrites none of them.
+
 **After a Write or an Edit** (``snapshot(only=[path])``) only that file is looked at: the last snapshot with it brought
 up to date, named ``refs/da/tool/<tool_use_id>`` like every call's snapshot that changed something (its parent is the
 state just before the call); the person's edits meanwhile are taken by the next whole snapshot (their stat is unlike
@@ -72,6 +82,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+from desktop_agent.session.folder_watch import FolderWatch
 from desktop_agent.util import dirs
 from desktop_agent.util.git_env import git_safety_env
 
@@ -500,8 +511,12 @@ class CheckpointStore:
         if last is None and tip is not None:
             last, last_top, prev_meta = tip, self.git.text("rev-parse", f"{tip}^{{tree}}"), self._meta(tip)
         tmp_index = os.path.join(str(self.root), f"index.tmp.{os.getpid()}.{threading.get_ident()}")
+        self._racy_bytes = b""  # unknown until read (racy.json is written unless it is known to hold the same)
+        _unaside(self.index_path)
         fresh = not os.path.exists(self.index_path) or last is None or not prev_meta
         self._pending_dirs = None
+        self._look = "targeted"  # which look this snapshot takes: targeted (Write/Edit), watched or whole
+        self._dc_spoiled = False
         try:
             released = self._sync_excludes()
             targeted = only is not None and not fresh
@@ -516,15 +531,23 @@ class CheckpointStore:
                                     if not any(p.startswith(d + "/") for p in changed))
             else:
                 dirty_proc = None
-                if not fresh:
+                dc = None if fresh else self._load_dirs()
+                watched = self._watched_look(kind, dc, tmp_index) if dc is not None else None
+                if self._dc_spoiled:  # a watched look given up half-way: the cache from nothing
+                    dc = None
+                self._look = "watched" if watched is not None else "whole"
+                if watched is None:
+                    self._arm_watch(dc)
+                if not fresh and watched is None:
                     shutil.copy2(self.index_path, tmp_index)  # its mtime kept: git's racy-clean check depends on it
                     # tracked files' stat (git, lstat of every entry) beside the look at the folders (us, one lstat a
                     # folder; only those whose ctime moved are listed again)
                     dirty_proc = self.git.start("diff-files", "--name-only", "-z", index=tmp_index)
                 try:
                     new_files: list[str] | None = None
-                    dc = None if fresh else self._load_dirs()
-                    if dc is not None:
+                    if watched is not None:
+                        new_files = watched[1]
+                    elif dc is not None:
                         new_files = self._scan_dirs(dc, tmp_index)
                     full = new_files is None
                     if full:  # no usable folder cache: a full walk (ours before git's: see _scan_dirs)
@@ -533,6 +556,8 @@ class CheckpointStore:
                 finally:
                     dirty = self.git.finish(dirty_proc, "diff-files", ok=(0, 1)) if dirty_proc is not None else b""
                 changed = {p for p in dirty.decode("utf-8", "surrogateescape").split("\0") if p}
+                if watched is not None:
+                    changed |= watched[0]
                 if not full and any(p == ".gitignore" or p.endswith("/.gitignore") for p in changed):
                     # an ignore file changed: what is ignored may have changed anywhere
                     dc = self._rebuild_dirs(tmp_index)
@@ -575,7 +600,9 @@ class CheckpointStore:
                              input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in large))
             meta = self._next_meta(prev_meta, stats, large, empty_dirs, fresh)
             if last is not None and not fresh and not write and not large and meta == prev_meta:
-                return self._done(last, last_top, prev_meta, False, tip, move_tip, tmp_index, started, stats, t0)
+                # git wrote nothing into the copy of the stat cache: the cache is kept as it is
+                return self._done(last, last_top, prev_meta, False, tip, move_tip, tmp_index, started, stats, t0,
+                                  index_written=False)
             tree = self.git.text("write-tree", index=tmp_index)
             meta_blob = self._write_object("blob", _meta_bytes(meta))
             top = self._write_object("tree", _tree_bytes([("40000", "w", tree), ("100644", "meta.json", meta_blob)]))
@@ -589,9 +616,75 @@ class CheckpointStore:
             if os.path.exists(tmp_index):
                 os.unlink(tmp_index)
 
+    _watch: FolderWatch | None = None
+    _watch_tried = False
+    _watch_from: frozenset[str] = frozenset()
+
+    def _arm_watch(self, dc: dict[str, Any] | None) -> None:
+        """Before a whole look: the folder watch (``session.folder_watch``) on every folder of the cache, its queue
+        emptied (what it held is seen by this look). It is armed only once a whole look ends with no folder it did
+        not watch before that look began (``_settle_watch``)."""
+        if not self._watch_tried:
+            self._watch_tried = True
+            self._watch = FolderWatch.create(self.cwd)
+        w = self._watch
+        self._watch_from = frozenset()
+        if w is None:
+            return
+        w.armed = False
+        if dc is None:
+            return
+        want = set(dc["dirs"])
+        w.forget([r for r in list(w._rel) if r not in want])
+        if w.watch(sorted(want)):
+            w.drain()
+            self._watch_from = frozenset(want)
+
+    def _settle_watch(self) -> None:
+        """After a snapshot: the watch is armed when every folder the snapshot's cache holds was watched before
+        the look (a folder entered later could have had a file made in it before its watch). A snapshot of named
+        files only (Write, Edit) drains nothing and leaves it as it was."""
+        w = self._watch
+        if w is None or self._look == "targeted":
+            return
+        dc = self._pending_dirs
+        if dc is None:
+            w.armed = False
+        elif self._look == "watched":
+            w.armed = w.covers(dc["dirs"])
+        else:
+            w.armed = bool(self._watch_from) and set(dc["dirs"]) <= self._watch_from
+        self._watch_from = frozenset()
+
+    def _watched_look(self, kind: str, dc: dict[str, Any], tmp_index: str) -> tuple[set[str], list[str]] | None:
+        """After a tool call, with the watch armed: what changed from the watch's events instead of a stat of every
+        file (the paths the events name, not ignored; the new names of the folders whose names changed), or None
+        (then the whole look). Only after a tool call: the snapshot before a prompt and every snapshot a dry run
+        or a restore takes look at everything (what inotify cannot see, an ``mmap`` write, is taken there)."""
+        w = self._watch
+        if kind != "tool" or w is None or not w.armed:
+            return None
+        if not w.covers(dc["dirs"]):  # another process's look entered folders we do not watch
+            w.armed = False
+            return None
+        ch = w.drain()
+        w.armed = False  # until this snapshot is kept (_settle_watch): the events drained are in no other place
+        if not ch.complete or any(os.path.basename(p) == ".gitignore" for p in ch.paths) \
+                or any(r not in dc["dirs"] for r in ch.dirs):
+            return None
+        shutil.copy2(self.index_path, tmp_index)
+        new_files = self._scan_dirs(dc, tmp_index, only=ch.dirs)
+        if new_files is None:  # the cache is half brought up to date: not to be used
+            self._dc_spoiled = True
+            return None
+        fresh_names = set(new_files)
+        paths = [p for p in ch.paths if not p.startswith(STAGING_PREFIX) and p not in fresh_names]
+        ignored = self._ignored(paths, tmp_index)
+        return {p for p in paths if p not in ignored}, new_files
+
     def _done(self, commit: str, top: str | None, meta: dict[str, Any], changed: bool, tip: str | None,
               move_tip: bool, tmp_index: str, started: float, stats: dict[str, os.stat_result | None],
-              t0: float) -> Snapshot:
+              t0: float, index_written: bool = True) -> Snapshot:
         """Record which snapshot the new stat cache reflects (before the cache itself: a kill in between only
         costs the next snapshot a look at more files), move the tip, keep the cache."""
         if move_tip and tip != commit:
@@ -605,14 +698,22 @@ class CheckpointStore:
                 unpacked = 0
             except CheckpointError as exc:
                 log.warning("checkpoint store repack failed: %s", exc)
-        _write_atomic(self.root / "last.json", json.dumps({"commit": commit, "top": top, "meta": meta,
-                                                           "unpacked": unpacked}).encode("utf-8", "surrogateescape"))
-        self._keep_index(tmp_index, started, stats)
+        last = json.dumps({"commit": commit, "top": top, "meta": meta, "unpacked": unpacked}).encode(
+            "utf-8", "surrogateescape")
+        if last != self._last_bytes:  # a snapshot that changed nothing writes nothing again
+            _write_state(self.root / "last.json", last)
+            self._last_bytes = last
+        self._keep_index(tmp_index, started, stats, index_written)
         self._keep_dirs(self._pending_dirs)
+        self._settle_watch()
         self._pending_dirs = None
         return Snapshot(commit, "", changed, (time.perf_counter() - t0) * 1000)
 
     _unpacked = 0
+    _look = "targeted"
+    _dc_spoiled = False
+    _last_bytes = b""
+    _racy_bytes = b""
     _kind = ""
     _pending_dirs: dict[str, Any] | None = None
     _dirs_edited = False
@@ -625,8 +726,11 @@ class CheckpointStore:
                               capture_output=True, cwd=self.git_dir).returncode == 0
 
     def _last(self) -> tuple[str | None, str | None, dict[str, Any]]:
+        self._last_bytes = b""  # what the file holds, once read (another process may have written it)
         try:
-            data = json.loads((self.root / "last.json").read_text())
+            raw = _read_state(self.root / "last.json")
+            self._last_bytes = raw
+            data = json.loads(raw)
             commit, top, meta = data["commit"], data["top"], data["meta"]
             self._unpacked = int(data.get("unpacked") or 0)
             if isinstance(commit, str) and isinstance(top, str) and isinstance(meta, dict) \
@@ -720,7 +824,7 @@ class CheckpointStore:
         self._enter(dc, [""], index, None)
         return dc
 
-    def _scan_dirs(self, dc: dict[str, Any], index: str) -> list[str] | None:
+    def _scan_dirs(self, dc: dict[str, Any], index: str, only: set[str] | None = None) -> list[str] | None:
         """The untracked files that appeared since the cache was made, looking only at folders: one lstat each,
         and only a folder whose ctime (or mtime, or inode) moved — or that was listed too recently to trust — is
         listed again; a name new in it is asked about (``check-ignore``). None when an ignore file appeared or
@@ -731,7 +835,9 @@ class CheckpointStore:
         gone: list[str] = []
         base = self.cwd.rstrip("/") + "/"
         lstat, isdir = os.lstat, stat.S_ISDIR
-        for rel, entry in dirs.items():
+        # ``only``: the folders whose names the watch saw change (each listed again, whatever its stat says)
+        items = dirs.items() if only is None else [(r, [None, None, None, None]) for r in only if r in dirs]
+        for rel, entry in items:
             try:
                 st = lstat(base + rel)
             except OSError:
@@ -792,6 +898,7 @@ class CheckpointStore:
         """The folder cache (kept in memory while its file is the one we read or wrote), or None when there is
         none, it is unreadable or it was made under other exclude rules."""
         path = self.root / "dirs.json"
+        _unaside(path)
         try:
             st = os.stat(path)
         except OSError:
@@ -823,7 +930,7 @@ class CheckpointStore:
             if (st.st_ino, st.st_mtime_ns, st.st_size) == self._dirs_sig:  # unchanged: not written again
                 self._dirs_mem = (self._dirs_sig, dc)
                 return
-        _write_atomic(path, json.dumps(dc, separators=(",", ":")).encode("utf-8", "surrogateescape"))
+        _write_state(path, json.dumps(dc, separators=(",", ":")).encode("utf-8", "surrogateescape"))
         st = os.stat(path)
         self._dirs_mem = ((st.st_ino, st.st_mtime_ns, st.st_size), dc)
 
@@ -839,17 +946,27 @@ class CheckpointStore:
     def _racy(self) -> set[str]:
         """Paths whose ctime fell in the second of the last snapshot or later: git compares ctime to the second,
         so a chmod or a hard link made within it is not seen; these are looked at again."""
+        self._racy_bytes = b""
         try:
-            data = json.loads((self.root / "racy.json").read_text())
+            raw = _read_state(self.root / "racy.json")
+            self._racy_bytes = raw
+            data = json.loads(raw)
             return {p for p in data if isinstance(p, str)}
         except (OSError, ValueError):
             return set()
 
-    def _keep_index(self, tmp_index: str, started: float, stats: dict[str, os.stat_result | None]) -> None:
-        """Our stat cache becomes the one just built, with the paths still in git's racy second."""
+    def _keep_index(self, tmp_index: str, started: float, stats: dict[str, os.stat_result | None],
+                    written: bool = True) -> None:
+        """Our stat cache becomes the one just built, with the paths still in git's racy second. ``written``
+        False: git wrote nothing into the copy (a snapshot that changed nothing), so the cache stays as it is (the
+        copy is byte-identical, mtime included) and the copy is dropped by the caller."""
         racy = sorted(p for p, st in stats.items() if st is not None and st.st_ctime >= int(started) - 1)
-        _write_atomic(self.root / "racy.json", json.dumps(racy).encode("utf-8", "surrogateescape"))
-        os.replace(tmp_index, self.index_path)
+        data = json.dumps(racy).encode("utf-8", "surrogateescape")
+        if data != self._racy_bytes:
+            _write_state(self.root / "racy.json", data)
+            self._racy_bytes = data
+        if written:
+            _replace_aside(tmp_index, self.index_path)
 
     def _write_object(self, kind: str, body: bytes) -> str:
         """A loose object of the store (written once; temp file + rename, as git does)."""
@@ -1558,6 +1675,55 @@ def _glob_escape(rel: str) -> str:
     for c in rel:
         out.append("\\" + c if c in "*?[]\\!# " else c)
     return "".join(out)
+
+
+def _aside(path: str | os.PathLike[str]) -> str:
+    return os.fspath(path) + ".old"
+
+
+def _unaside(path: str | os.PathLike[str]) -> None:
+    """A state file a kill left moved aside (``_replace_aside``: the old one out, the new one not yet in) is put
+    back: the state before that write, which every reader handles (an older stat cache only costs a look at more
+    files)."""
+    if not os.path.lexists(path) and os.path.lexists(_aside(path)):
+        try:
+            os.rename(_aside(path), path)
+        except OSError:
+            pass
+
+
+def _replace_aside(src: str, path: str | os.PathLike[str]) -> None:
+    """``os.replace(src, path)`` without renaming over an existing file: on ext4 (``auto_da_alloc``) a rename that
+    replaces a file flushes the new one's data first, 1–2 ms each, several times a snapshot. The old file is moved
+    aside (``path.old``), the new one renamed in, the old one removed; a kill in between leaves ``path.old``, which
+    ``_unaside`` puts back before the file is read."""
+    old = _aside(path)
+    try:
+        os.rename(path, old)
+    except FileNotFoundError:
+        pass
+    os.rename(src, path)
+    try:
+        os.unlink(old)
+    except FileNotFoundError:
+        pass
+
+
+def _write_state(path: Path, data: bytes) -> None:
+    """One of the snapshot's own state files (``last.json``, ``racy.json``, ``dirs.json``), written through a
+    temporary file and ``_replace_aside``; read back through ``_read_state``."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    _replace_aside(str(tmp), path)
+
+
+def _read_state(path: Path) -> bytes:
+    _unaside(path)
+    return path.read_bytes()
 
 
 def _write_atomic(path: Path, data: bytes, fsync: bool = False) -> None:

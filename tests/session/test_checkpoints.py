@@ -503,3 +503,110 @@ def test_a_snapshot_of_the_written_file_alone(repo):
     through = store.snapshot("tool", only=["via-link/util.py"])
     assert store.diff_stats(whole.commit, through.commit)[0] == ["src/util.py", "via-link"], "a whole look instead"
     store.undo(store.restore("refs/da/msg/m1").restore_id)
+
+
+def _tree_of(store: CheckpointStore, commit: str) -> str:
+    return store.git.text("rev-parse", f"{commit}^{{tree}}")
+
+
+def _whole_look_tree(folder: Path, root: Path, monkeypatch) -> str:
+    """The tree a store that never watches makes of ``folder`` from nothing (every file hashed, every folder listed)."""
+    monkeypatch.setenv("DESKTOP_AGENT_CHECKPOINT_WATCH", "0")
+    try:
+        other = CheckpointStore.open(folder, root=root)
+        return _tree_of(other, other.snapshot("turn").commit)
+    finally:
+        monkeypatch.delenv("DESKTOP_AGENT_CHECKPOINT_WATCH")
+
+
+# the commands that only touch files in folders the watch already has: taken from its events alone
+WATCHED = {"rm", "mv", "sed -i", "cp over a file", "chmod", "ln -s", "ln", "git checkout -- file",
+           "a symlink replaced by a file", "a hard link broken by sed -i"}
+
+
+@pytest.mark.parametrize("name,command", CORPUS, ids=[c[0] for c in CORPUS])
+def test_a_snapshot_after_a_tool_from_the_folder_watch_is_the_whole_look(repo, tmp_path, monkeypatch, name, command):
+    """After a tool call the armed folder watch names what changed (no stat of every file): the snapshot it makes is
+    the very tree a store looking at everything from nothing makes, and a restore from it is exact. A folder made,
+    removed or renamed falls back to the whole look."""
+    store = CheckpointStore.open(repo)
+    before = manifest(repo)
+    store.snapshot("turn", message_id="m1")
+    store.snapshot("tool")  # a whole look with every folder watched before it began: the watch is armed now
+    assert store._watch is not None and store._watch.armed
+    bash(repo, command)
+    snap = store.snapshot("tool")
+    assert snap.changed
+    assert store._look == ("watched" if name in WATCHED else "whole"), name
+    assert _tree_of(store, snap.commit) == _whole_look_tree(repo, tmp_path / "other", monkeypatch), name
+    store.restore("refs/da/msg/m1")
+    assert manifest(repo) == before, name
+
+
+def test_the_folder_watch_leaves_ignored_files_out_and_sees_new_ones(repo, tmp_path, monkeypatch):
+    (repo / ".gitignore").write_text("*.log\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-qm", "ignore logs")
+    store = CheckpointStore.open(repo)
+    store.snapshot("turn")
+    store.snapshot("tool")
+    (repo / "docs" / "run.log").write_text("ignored\n")
+    (repo / "docs" / "new.md").write_text("new\n")
+    snap = store.snapshot("tool")
+    assert store._look == "watched" and snap.changed
+    names = store.git.text("ls-tree", "-r", "--name-only", f"{snap.commit}:w").splitlines()
+    assert "docs/new.md" in names and "docs/run.log" not in names
+    assert _tree_of(store, snap.commit) == _whole_look_tree(repo, tmp_path / "other", monkeypatch)
+    (repo / "docs" / "run.log").write_text("still ignored, longer\n")
+    again = store.snapshot("tool")
+    assert store._look == "watched" and not again.changed, "an ignored file's edit adds no tree"
+
+
+@pytest.mark.parametrize("watch", ["1", "0"])
+def test_a_same_size_rewrite_with_the_same_mtime_is_a_new_tree(tmp_path, monkeypatch, watch):
+    """The racy-git case with the persistent stat cache (and with the folder watch, or without it): a file rewritten
+    right after a snapshot with the same size and its mtime put back to the very same nanosecond holds other bytes,
+    and the next snapshot has them."""
+    monkeypatch.setenv("DESKTOP_AGENT_CHECKPOINT_WATCH", watch)
+    folder = tmp_path / "racy"
+    folder.mkdir()
+    (folder / "other.txt").write_text("other\n")
+    store = CheckpointStore.open(folder)
+    store.snapshot("turn")
+    store.snapshot("tool")
+    f = folder / "f.txt"
+    for i in range(6):
+        f.write_text(f"value {i}\n")
+        st = f.stat()
+        first = store.snapshot("tool")
+        assert first.changed
+        f.write_text(f"VALUE {i}\n")  # same size, same second
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+        snap = store.snapshot("tool")
+        assert snap.changed and snap.commit != first.commit, i
+        assert store.git.run("cat-file", "blob", f"{snap.commit}:w/f.txt") == f"VALUE {i}\n".encode()
+    if watch == "1":
+        assert store._look == "watched"
+
+
+def test_a_kill_between_moving_the_state_aside_and_putting_the_new_in(repo):
+    """``_replace_aside`` moves the old ``index``/``last.json``/``racy.json``/``dirs.json`` to ``<name>.old`` before
+    the new one comes in: a kill in between leaves only the old ones, which the next snapshot takes back (the state
+    before that snapshot: it then looks at more files, and sees what changed)."""
+    store = CheckpointStore.open(repo)
+    store.snapshot("turn")
+    (repo / "README.md").write_text("changed once\n")
+    first = store.snapshot("tool")
+    for name in ("index", "last.json", "racy.json", "dirs.json"):
+        path = store.root / name
+        assert path.exists(), name
+        os.rename(path, str(path) + ".old")  # as a kill right after the move aside leaves it
+    (repo / "README.md").write_text("changed twice\n")
+    (repo / "docs" / "c.md").write_text("c\n")
+    again = CheckpointStore.open(repo).snapshot("tool")
+    assert again.changed and again.commit != first.commit
+    w = f"{again.commit}:w"
+    assert store.git.run("cat-file", "blob", f"{w}/README.md") == b"changed twice\n"
+    assert store.git.run("cat-file", "blob", f"{w}/docs/c.md") == b"c\n"
+    assert not list(store.root.glob("*.old"))
