@@ -31,18 +31,12 @@ sys.path.insert(0, str(ROOT))
 from bench._common import report, result  # noqa: E402
 
 
-def wait(check, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = check()
-        except Exception:
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError
-        time.sleep(0.005)
+def wait(check, timeout: float = 15.0):  # type: ignore[no-untyped-def]
+    """The shared page poll (``tests.host.remote.browser.wait``), every 5 ms: the bench times what it waits for."""
+    from tests.host.remote.browser import wait as poll
+
+    return poll(check, timeout, poll=0.005)
+
 
 
 def bench_page(repeat: int, shots: Path | None) -> list[dict]:
@@ -51,22 +45,14 @@ def bench_page(repeat: int, shots: Path | None) -> list[dict]:
     from desktop_agent.host.inbox import Inbox
     from desktop_agent.host.remote.server import RemoteServer
     from tests.host.questions import FIVE_HUNKS_OLD, bash_request, five_hunk_edit, start_edit
-    from tests.host.remote.browser import LoopThread, phone_browser
+    from tests.host.remote.browser import LoopThread, phone_browser, serve_phone
     from tests.host.remote.phone import Phone
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-remote-"))
     loop = LoopThread()
     inbox = Inbox()
 
-    async def yes(prompt) -> bool:
-        return True
-
-    async def make() -> RemoteServer:
-        server = RemoteServer(inbox, tmp / "state", host="127.0.0.1", confirm=yes)
-        await server.start()
-        return server
-
-    server: RemoteServer = loop.run(make())
+    server: RemoteServer = serve_phone(loop, inbox, tmp / "state")
     pair_s: list[float] = []
     load_s: list[float] = []
     page_s: list[float] = []

@@ -78,19 +78,6 @@ EDITS = [
 ]
 
 
-def wait(check, timeout: float = 15.0, what: str = "the page"):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = check()
-        except Exception:
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.02)
-
 
 def full_page(driver, path: Path) -> None:
     """The whole page at the phone's width: the viewport made as tall as the page for one shot (so the page's sticky
@@ -112,20 +99,12 @@ def phone_shots(out: Path, tmp: Path) -> None:
     from desktop_agent.host.inbox import Inbox
     from desktop_agent.host.remote.server import RemoteServer
     from tests.host.questions import bash_request, start_edit
-    from tests.host.remote.browser import LoopThread, phone_browser
+    from tests.host.remote.browser import LoopThread, phone_browser, serve_phone, wait
 
     loop = LoopThread()
     inbox = Inbox()
 
-    async def yes(_prompt) -> bool:  # the desktop's pairing dialog, answered yes
-        return True
-
-    async def make() -> RemoteServer:
-        server = RemoteServer(inbox, tmp / "state", host="127.0.0.1", confirm=yes)
-        await server.start()
-        return server
-
-    server: RemoteServer = loop.run(make())
+    server: RemoteServer = serve_phone(loop, inbox, tmp / "state")
     work = tmp / "settings-tool"
     work.mkdir()
     target = work / "settings.py"
@@ -188,6 +167,7 @@ def notification_shot(out: Path, tmp: Path) -> None:
     from desktop_agent.host.notify import Notifier
     from tests.host.dunst_session import DunstSession
     from tests.host.questions import bash_request, start_edit
+    from tests.host.remote.browser import wait
 
     with DunstSession(tmp, size="900x460x24") as desktop:
         async def main() -> None:

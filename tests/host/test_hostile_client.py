@@ -78,6 +78,14 @@ def _pending(wire: Wire) -> list[tuple[str, str]]:
     return [(q["session_id"], q["request_id"]) for q in questions]
 
 
+def _allow_and_finish(wire: Wire, question: dict[str, Any]) -> None:
+    """The question's own client allows it as asked, and the turn ends."""
+    wire.send({"type": "control_response", "response": {
+        "subtype": "success", "request_id": question["request_id"],
+        "response": {"behavior": "allow", "updatedInput": question["request"]["input"]}}})
+    wire.until(lambda m: m.get("type") == "result", "the turn's result")
+
+
 def _still_serving(host_env: Any, host: subprocess.Popen[bytes]) -> None:
     """The host process lives and a fresh client is answered."""
     assert host.poll() is None, host_env.log_text()[-3000:]
@@ -137,10 +145,7 @@ def test_requests_only_the_host_sends_are_refused_from_a_client(engine_host, tmp
         assert "host sends" in w.error_to(rid)
     assert not (folder / "x.txt").exists()
     assert _pending(loose) == [(info["session_id"], question["request_id"])]  # the real question, untouched
-    wire.send({"type": "control_response", "response": {
-        "subtype": "success", "request_id": question["request_id"],
-        "response": {"behavior": "allow", "updatedInput": question["request"]["input"]}}})
-    wire.until(lambda m: m.get("type") == "result", "the turn's result")
+    _allow_and_finish(wire, question)
     assert (folder / "ok.txt").read_text() == "ok"
     _still_serving(host_env, host)
     wire.close()
@@ -244,10 +249,7 @@ def test_malformed_lines_get_an_error_and_the_host_serves_on(engine_host, tmp_pa
     huge.close()
 
     assert _pending(bad) == [(info["session_id"], question["request_id"])]
-    good.send({"type": "control_response", "response": {
-        "subtype": "success", "request_id": question["request_id"],
-        "response": {"behavior": "allow", "updatedInput": question["request"]["input"]}}})
-    good.until(lambda m: m.get("type") == "result", "the turn's result")
+    _allow_and_finish(good, question)
     assert (folder / "ok.txt").read_text() == "ok"
     _still_serving(host_env, host)
     bad.close()
@@ -353,10 +355,7 @@ def test_a_client_cannot_change_the_environment_of_the_other_sessions(engine_hos
     wire, _info = _open(host_env, folder)  # another client's session runs a command in the host's environment
     wire.send({"type": "user", "message": {"role": "user", "content": "run it"}})
     question = wire.question()
-    wire.send({"type": "control_response", "response": {
-        "subtype": "success", "request_id": question["request_id"],
-        "response": {"behavior": "allow", "updatedInput": question["request"]["input"]}}})
-    wire.until(lambda m: m.get("type") == "result", "the turn's result")
+    _allow_and_finish(wire, question)
     assert (folder / "env.txt").read_text() == "[]"
     _still_serving(host_env, host)
     wire.close()

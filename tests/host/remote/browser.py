@@ -8,10 +8,27 @@ from __future__ import annotations
 import asyncio
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any, Coroutine
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+def wait(check: Any, timeout: float = 15.0, what: str = "the page", poll: float = 0.02) -> Any:
+    """``check()``'s first truthy value (an exception counts as not yet: the page is still changing), polled every
+    ``poll`` s; ``TimeoutError(what)`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = check()
+        except Exception:
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(poll)
 
 
 def missing() -> list[str]:
@@ -62,3 +79,19 @@ def phone_browser(spki_b64: str, profile: Path, width: int = 390, height: int = 
 
 def have_display_tools() -> bool:
     return shutil.which("import") is not None
+
+
+def serve_phone(loop: LoopThread, inbox: Any, state: Path) -> Any:
+    """A ``RemoteServer`` on ``inbox`` started on 127.0.0.1 in ``loop``, every pairing confirmed (the desktop's
+    dialog answered yes: for benches and screenshots, never for a test of pairing itself)."""
+    from desktop_agent.host.remote.server import RemoteServer
+
+    async def yes(_prompt: Any) -> bool:
+        return True
+
+    async def make() -> RemoteServer:
+        server = RemoteServer(inbox, state, host="127.0.0.1", confirm=yes)
+        await server.start()
+        return server
+
+    return loop.run(make())

@@ -17,23 +17,11 @@ from desktop_agent.core.permission import PermissionReply
 from desktop_agent.host.inbox import Inbox
 from desktop_agent.host.remote.server import PairingPrompt, RemoteServer
 from tests.host.questions import FIVE_HUNKS_OLD, bash_request, five_hunk_edit, start_edit
-from tests.host.remote.browser import LoopThread, missing, phone_browser
+from tests.host.remote.browser import LoopThread, missing, phone_browser, wait
 
 pytestmark = pytest.mark.skipif(bool(missing()), reason=f"needs {' '.join(missing())}")
 
 
-def wait(check: Any, timeout: float = 10.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = check()
-        except Exception:
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 class Desktop:

@@ -18,24 +18,11 @@ from PySide6.QtCore import Qt
 
 from tests.fakes.anthropic_server import reply, text, tool_use
 from tests.host.remote.browser import missing, phone_browser
+from tests.host.remote.browser import wait as _poll  # on a worker thread
 from tests.ui.flow import ORIGINAL, READ, changed_text, open_and_send, result_text, tool_results, wait_dialog, wait_for
 
 pytestmark = pytest.mark.skipif(bool(missing()), reason=f"needs {' '.join(missing())}")
 
-
-def _poll(check: Any, timeout: float = 10.0, what: str = "") -> Any:
-    """On a worker thread: ``check()`` until it gives something truthy (a Selenium lookup may raise meanwhile)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = check()
-        except Exception:
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_phone_answers_the_window_question_and_the_window_dialog_closes(qtbot, qloop, fake, make_window, workdir,
