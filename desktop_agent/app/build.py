@@ -10,13 +10,12 @@ session without it.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from desktop_agent.config import AppSettings, find_api_key, find_openai_key, resolve_provider
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.core.permission import PermissionPrompter
 from desktop_agent.core.tool import Tool
-from desktop_agent.mcp.client import McpManager
 from desktop_agent.mcp.config import denial, load_server_configs
 from desktop_agent.model.anthropic_client import AnthropicClient
 from desktop_agent.permissions import identity
@@ -26,6 +25,9 @@ from desktop_agent.permissions.sandbox_launch import BubblewrapSandbox
 from desktop_agent.session.history import FileHistory
 from desktop_agent.tools.registry import all_builtin_tools, default_tools
 from desktop_agent.util import dirs
+
+if TYPE_CHECKING:
+    from desktop_agent.mcp.client import McpManager
 
 
 class ConfigError(Exception):
@@ -110,7 +112,12 @@ def make_mcp(cwd: str, permission_context: PermissionContext, mcp_config: Sequen
             cfg.error = denial(cfg, permission_context.denied_mcp_servers) or (
                 f"the MCP server {cfg.name!r} is denied by the rule {rule.rule.value.tool_name}; it was not started"
                 if rule is not None else None)
-    return McpManager(configs) if configs else None
+    if not configs:
+        return None
+    # deferred (a cost, not a cycle): the MCP client (its pydantic models) only in a session with servers
+    from desktop_agent.mcp.client import McpManager
+
+    return McpManager(configs)
 
 
 def make_context(cwd: str, permission_context: PermissionContext, *, prompter: PermissionPrompter | None,

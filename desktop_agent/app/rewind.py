@@ -31,10 +31,12 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from desktop_agent.session.checkpoints import CheckpointError, CheckpointStore, RestorePlan, RestoreResult
 from desktop_agent.util.threads import in_thread
+
+if TYPE_CHECKING:
+    from desktop_agent.session.checkpoints import CheckpointStore, RestorePlan, RestoreResult
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,10 @@ class SessionCheckpoints:
         """The project's store (blocking: call from a worker thread)."""
         with self._open_lock:
             if self._store is None:
+                # deferred (a cost, not a cycle): the store (git plumbing, the folder watch) only where checkpointing
+                # is on; a -p run without it never imports session.checkpoints
+                from desktop_agent.session.checkpoints import CheckpointStore
+
                 kw: dict[str, Any] = {"include": self._include}
                 if self._max is not None:
                     kw["max_file_bytes"] = self._max
@@ -145,6 +151,8 @@ class SessionCheckpoints:
     def _target(self, message_id: str) -> str:
         commit = self.store().checkpoint_for(message_id)
         if commit is None:
+            from desktop_agent.session.checkpoints import CheckpointError  # deferred (a cost): see store()
+
             raise CheckpointError(NO_CHECKPOINT)
         return commit
 
@@ -224,6 +232,8 @@ class SessionCheckpoints:
         """The ``rewind_files`` response (``RewindFilesResult``)."""
         if not self.enabled:
             return {"canRewind": False, "error": NOT_ENABLED}
+        from desktop_agent.session.checkpoints import CheckpointError  # deferred (a cost): see store()
+
         try:
             if dry_run:
                 plan = await self.plan(message_id)
@@ -300,6 +310,8 @@ def fork_before(transcript_path: str, cwd: str, message_id: str) -> str:
                 obj["sessionId"] = new_id
             out.append(json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n")
     if not found:
+        from desktop_agent.session.checkpoints import CheckpointError  # deferred (a cost): see store()
+
         raise CheckpointError("That message is not in this conversation")
     dst = transcript_path_for(cwd, new_id)
     dst.parent.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Any, AsyncIterator, Awaitable, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Protocol, Sequence, TypeVar, runtime_checkable
 
 from desktop_agent.app import build, commands, workspace
 from desktop_agent.app.build import ConfigError
@@ -53,7 +53,6 @@ from desktop_agent.core.tool import Tool
 from desktop_agent.engine.defer import DEFER_ALLOWED
 from desktop_agent.engine.loop import query, settle_pending
 from desktop_agent.engine.params import QueryParams
-from desktop_agent.mcp.client import McpManager
 from desktop_agent.model.client import DEFAULT_MODEL, ModelClient
 from desktop_agent.model.pricing import CostTracker
 from desktop_agent.permissions.context import PermissionContext
@@ -63,6 +62,9 @@ from desktop_agent.session.changes import ChangeNotes
 from desktop_agent.session.resume import DeferredCall, ResumedConversation, find_deferred, history_for_display
 from desktop_agent.session.store import SessionInfo, TranscriptStore, list_sessions, read_transcript
 from desktop_agent.tools.bash.background import kill_background_shells
+
+if TYPE_CHECKING:
+    from desktop_agent.mcp.client import McpManager
 
 INTERRUPTED_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
 INTERRUPTED = "[Request interrupted by user]"

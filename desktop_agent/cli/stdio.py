@@ -1,7 +1,7 @@
 """The stdio side of the CLI server: stdout lines and the stdin reader.
 
 ``Output`` writes one JSON line (or the text reply) per call, flushed. ``StdinReader`` reads stdin lines without
-blocking the loop. The control channel, the prompter and SDK hook callbacks are the host's (``host.server``:
+blocking the loop. The control channel, the prompter and SDK hook callbacks are the host's (``host.connections``:
 ``ControlChannel`` is re-exported here for its tests).
 """
 
@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any, Callable
 
-from desktop_agent.host.server import ControlChannel
+from desktop_agent.host.connections import ControlChannel
 from desktop_agent.protocol import WireModel, encode
 
 __all__ = ["ControlChannel", "Output", "StdinReader"]

@@ -17,12 +17,16 @@ from the top level of a message, a content block, a delta and a usage object (``
 exclude_none=True)``); events without an SSE ``event:`` name are ignored; HTTP errors and in-stream
 ``error`` events raise ``APIStatusError`` with the status, headers and parsed body; a transport
 failure raises ``APIConnectionError`` (``APITimeoutError`` for a timeout) with the cause chained.
+
+The HTTP client is made on first use; its TLS context (httpx2's verifying default) is loaded on a thread from the
+moment the transport is made (``_TLSContext``), beside the rest of start-up.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 from typing import Any, AsyncGenerator, Mapping, Protocol
 
 import httpx2
@@ -146,7 +150,16 @@ class MessagesAPI:
             headers["authorization"] = f"Bearer {auth_token}"
         headers.update(default_headers or {})
         self.headers = headers
-        self.http = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s, connect=10.0))
+        self._timeout = httpx2.Timeout(timeout_s, connect=10.0)
+        self._http: httpx2.AsyncClient | None = None
+        self._tls = _TLSContext()
+
+    @property
+    def http(self) -> httpx2.AsyncClient:
+        """The HTTP client, made on first use with the TLS context ``_TLSContext`` loaded beside start-up."""
+        if self._http is None:
+            self._http = httpx2.AsyncClient(timeout=self._timeout, verify=self._tls.get())
+        return self._http
 
     async def stream(self, params: dict[str, Any]) -> AsyncGenerator[dict[str, Any], None]:
         """The raw events of one streaming request, as they arrive."""
@@ -200,4 +213,32 @@ class MessagesAPI:
         return tidy(parsed)
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+
+
+class _TLSContext:
+    """httpx2's default TLS context (``httpx2.create_ssl_context()``: the system CA store, or ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR``, exactly what ``AsyncClient()`` would load itself), loaded on a thread from the moment
+    the transport is made. Loading the CA store is ~20 ms of OpenSSL work that releases the GIL, so it runs while
+    the session is still being built instead of before it; ``get()`` waits for it (at once when it is done). If
+    loading failed on the thread, ``get()`` gives ``True``: the client then loads it itself and raises the same
+    error (a bad ``SSL_CERT_FILE``), at the first request rather than when the transport is made. The same context also serves the proxy transports (``HTTPS_PROXY``…), as ``verify=True`` would
+    have built one equal to it for each."""
+
+    def __init__(self) -> None:
+        self._ctx: Any = None
+        # not a daemon: a process that ends at once (``-p`` with stdin at its end) waits the few ms for it, where a
+        # daemon thread still inside OpenSSL while the interpreter finalizes crashed it (SIGSEGV)
+        self._thread = threading.Thread(target=self._load, name="desktop-agent-tls", daemon=False)
+        self._thread.start()
+
+    def _load(self) -> None:
+        try:
+            self._ctx = httpx2.create_ssl_context()
+        except Exception:  # get() falls back to the client's own load, which raises the same error where it did
+            self._ctx = None
+
+    def get(self) -> Any:
+        self._thread.join()
+        return self._ctx if self._ctx is not None else True

@@ -27,21 +27,21 @@ import shutil
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from desktop_agent.core.context import ToolUseContext
 from desktop_agent.permissions.context import PermissionContext
 from desktop_agent.permissions.paths import working_dirs
-from desktop_agent.permissions.egress import (EgressProxy, EgressRules, log_path_for, proxy_env,
-                                              resolv_conf_file)
 from desktop_agent.permissions.sandbox import probe, sandbox_status, warn_once
-from desktop_agent.permissions.sandbox_caches import cache_dir, cache_env, read_only_dirs, writable_dirs
 from desktop_agent.permissions.sandbox_policy import (SandboxPolicy, add_command_stubs, add_socket_policy,
                                                       build_policy, private_tmpdir)
 from desktop_agent.permissions.sandbox_settings import SandboxSettings, load_sandbox_settings
 from desktop_agent.permissions.sandbox_stubs import program_of_rule, stub_dir
 from desktop_agent.util import dirs
 from desktop_agent.util.git_env import git_safety_env
+
+if TYPE_CHECKING:
+    from desktop_agent.permissions.egress import EgressProxy, EgressRules
 
 ProxyFor = Callable[[ToolUseContext, SandboxSettings], "EgressProxy | None"]
 
@@ -105,6 +105,11 @@ def plan_launch(argv: list[str], cwd: str, env: dict[str, str], ctx: ToolUseCont
 def _finish_plan(policy: SandboxPolicy, argv: list[str], cwd: str, env: dict[str, str],
                  pc: PermissionContext | None, settings: SandboxSettings, proxy_for: ProxyFor | None,
                  ctx: ToolUseContext) -> LaunchPlan:
+    # deferred (a cost, not a cycle): the caches and the egress proxy only for a shell the sandbox actually wraps;
+    # a session whose sandbox is off (every -p run without sandbox settings) never imports them
+    from desktop_agent.permissions.egress import proxy_env, resolv_conf_file
+    from desktop_agent.permissions.sandbox_caches import cache_dir, cache_env, read_only_dirs, writable_dirs
+
     try:
         cache = cache_dir(pc.project_dir if pc is not None else cwd)
     except OSError:
@@ -153,6 +158,8 @@ class BubblewrapSandbox:
                            proxy_for=self.proxy_for)
 
     def rules(self, settings: SandboxSettings) -> EgressRules:
+        from desktop_agent.permissions.egress import EgressRules  # deferred (a cost): see _finish_plan
+
         rules = EgressRules.from_lists(settings.allowed_domains, settings.denied_domains)
         return rules.with_allowed(self.session_hosts) if self.session_hosts else rules
 
@@ -163,6 +170,8 @@ class BubblewrapSandbox:
             return None
         with self._lock:
             if self.egress is None:
+                from desktop_agent.permissions.egress import EgressProxy, log_path_for  # deferred (a cost)
+
                 session = ctx.session_id or "session"
                 self.egress = EgressProxy(rules, session_id=session,
                                           log_path=log_path_for(str(dirs.data_dir()), session),

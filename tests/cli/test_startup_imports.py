@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # Never needed for a -p turn against an Anthropic endpoint (no MCP server configured, no remote, no window).
 NOT_IN_A_TURN = ("aiohttp", "pygments", "dbus_fast", "PySide6", "qasync", "anthropic", "keyring",
                  "desktop_agent.ui", "desktop_agent.host.remote", "desktop_agent.host.daemon",
-                 "desktop_agent.host.notify", "desktop_agent.model.openai_wire")
+                 "desktop_agent.host.notify", "desktop_agent.model.openai_wire",
+                 # checkpoint-only, MCP-only, and only for a shell the sandbox wraps (a turn without Bash):
+                 "desktop_agent.session.checkpoints", "desktop_agent.session.folder_watch", "desktop_agent.mcp.client",
+                 "desktop_agent.permissions.egress", "desktop_agent.permissions.sandbox_caches")
 
 
 def imported_modules(stderr: str) -> set[str]:

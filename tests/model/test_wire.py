@@ -262,3 +262,86 @@ def test_unknown_transport_is_a_clear_error():
     with pytest.raises(ModelError) as exc:
         AnthropicClient("k", transport="grpc")
     assert "Unknown API transport 'grpc'" in str(exc.value)
+
+
+# ------------------------------------------------------------------------------ TLS (the context loaded beside start-up)
+
+
+def _self_signed(folder: Any, name: str) -> tuple[str, str]:
+    """A real certificate for 127.0.0.1 (``openssl req -x509``) and its key."""
+    import subprocess
+
+    cert, key = folder / f"{name}.pem", folder / f"{name}.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=60)
+    return str(cert), str(key)
+
+
+class _TLSServer:
+    """An HTTPS server on 127.0.0.1 answering every POST with one short SSE reply."""
+
+    def __init__(self, cert: str, key: str):
+        import http.server
+        import ssl
+        import threading
+
+        body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in [
+            {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                  "content": [], "model": "m", "usage": {"input_tokens": 1}}},
+            {"type": "message_stop"}]).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"https://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@aio
+async def test_https_is_verified_against_the_ca_store_the_background_load_read(tmp_path, monkeypatch):
+    """The TLS context comes from a worker thread now; it must still be httpx2's verifying default: the server's
+    certificate named by ``SSL_CERT_FILE`` is trusted, and the same server is refused under another CA file."""
+    cert, key = _self_signed(tmp_path, "server")
+    other, _ = _self_signed(tmp_path, "other")
+    server = _TLSServer(cert, key)
+    try:
+        monkeypatch.setenv("SSL_CERT_FILE", cert)
+        events, exc = await events_of(wire.MessagesAPI("k", server.url))
+        assert exc is None and [e["type"] for e in events] == ["message_start", "message_stop"]
+
+        monkeypatch.setenv("SSL_CERT_FILE", other)  # fail closed: an unknown certificate is never accepted
+        events, exc = await events_of(wire.MessagesAPI("k", server.url))
+        assert events == [] and isinstance(exc, wire.APIConnectionError)
+        assert "CERTIFICATE_VERIFY_FAILED" in str(exc)
+    finally:
+        server.close()
+
+
+@aio
+async def test_a_ca_file_that_cannot_be_read_still_raises_the_clients_own_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    with pytest.raises(OSError) as direct:
+        wire.httpx2.AsyncClient()
+    api = wire.MessagesAPI("k", "https://127.0.0.1:9")  # the load failed on its thread: nothing raised yet
+    with pytest.raises(type(direct.value)):
+        await api.stream(PARAMS).__anext__()
+    await api.aclose()
