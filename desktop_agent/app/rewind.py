@@ -99,6 +99,14 @@ class SessionCheckpoints:
                 self._store = CheckpointStore.open(self.cwd, **kw)
             return self._store
 
+    async def aclose(self) -> None:
+        """The session ends: the turn's snapshot finished, then the store's folder watch let go (on a worker
+        thread: it waits for any snapshot still running)."""
+        await self.settle()
+        store = self._store
+        if store is not None:
+            await self._run("close", store.close)
+
     async def _run(self, what: str, fn: Any) -> Any:
         try:
             return await in_thread(fn)

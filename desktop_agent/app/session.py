@@ -611,6 +611,10 @@ class AgentSession:
                 await asyncio.to_thread(close_sandbox)
             except Exception:  # pragma: no cover - best effort at shutdown
                 pass
+        try:
+            await self.checkpoints.aclose()  # the folder watch's inotify instance
+        except Exception:  # pragma: no cover - best effort at shutdown
+            pass
         self.close()
         if self.mcp is not None:
             try:

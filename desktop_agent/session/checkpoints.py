@@ -360,6 +360,15 @@ class CheckpointStore:
             self._recover()
         return self
 
+    def close(self) -> None:
+        """Let go of the folder watch's inotify instance (a user has only ``max_user_instances`` of them, 128 by
+        default): after a running snapshot, under the same lock. The store stays usable; it looks at everything
+        from then on."""
+        with self._tlock:
+            watch, self._watch, self._watch_tried = self._watch, None, True
+            if watch is not None:
+                watch.close()
+
     @contextmanager
     def _locked(self) -> Iterator[None]:
         with self._tlock:

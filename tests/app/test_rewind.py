@@ -132,3 +132,37 @@ def test_the_turn_snapshot_runs_beside_the_first_request_and_tools_wait_for_it(w
     files, _ins, _dels = store.diff_stats(before, store.tip())
     assert files == ["late.txt"], "the checkpoint is the folder before the write"
     assert s.checkpoints._pending is None
+
+
+def _is_inotify(fd: int) -> bool:
+    import os
+
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
+    except OSError:
+        return False
+
+
+def test_the_session_end_lets_go_of_the_folder_watch(workdir):
+    """The folder watch holds an inotify instance (a user has 128 by default): ``aclose`` of the session closes it,
+    and the store still takes a correct snapshot after (looking at everything)."""
+    import sys
+
+    import pytest
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("inotify is Linux's")
+    bash = reply(tool_use("Bash", {"command": "printf 'b\\n' > b.txt"}, id="toolu_b1"))
+    client = ScriptedModelClient([_write(workdir / "a.txt", "a\n", "toolu_w1"), bash, reply(text("done"))])
+    s = AgentSession.create(str(workdir), client=client, permission_mode="bypassPermissions",
+                            checkpoint_default=True)
+    asyncio.run(s.run("write and run"))
+    store = s.checkpoints.store()
+    watch = store._watch
+    assert watch is not None and _is_inotify(watch._fd)  # armed by the turn's whole look
+    fd = watch._fd
+    asyncio.run(s.aclose())
+    assert store._watch is None and watch._fd == -1 and not _is_inotify(fd)
+    (workdir / "c.txt").write_text("c\n")
+    snap = store.snapshot("manual")
+    assert "c.txt" in store.diff_stats(store.checkpoint_for(s.last_prompt_uuid), snap.commit)[0]
