@@ -33,6 +33,7 @@ from _common import report, result  # noqa: E402
 from desktop_agent.core.context import ToolUseContext  # noqa: E402
 from desktop_agent.engine.execution import run_tool_use  # noqa: E402
 from desktop_agent.engine.scheduler import run_tools  # noqa: E402
+from desktop_agent.permissions.context import PermissionContext  # noqa: E402
 from desktop_agent.util import fileio  # noqa: E402
 from desktop_agent.tools.read import tool as read_mod  # noqa: E402
 from desktop_agent.tools.edit import EditTool, take_snapshot  # noqa: E402
@@ -49,7 +50,9 @@ def bench_edit(workdir: Path, rounds: int = 21) -> list[dict]:
     path = workdir / "big.py"
     path.write_text("".join(f"def function_{i}(x):  # line {i}\n    return x + {i}\n" for i in range(50_000)))
     size = path.stat().st_size
-    ctx = ToolUseContext(cwd=str(workdir), tools=[ReadTool(), EditTool(), WriteTool()])
+    # acceptEdits: the edit is measured, not a question nobody answers (a default context with no prompter denies)
+    ctx = ToolUseContext(cwd=str(workdir), tools=[ReadTool(), EditTool(), WriteTool()],
+                         permission_context=PermissionContext(str(workdir), mode="acceptEdits"))
 
     async def main() -> tuple[list[float], list[float]]:
         out = await run_tool_use({"id": "r", "name": "Read", "input": {"file_path": str(path), "offset": 1,
