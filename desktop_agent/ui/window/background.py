@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from PySide6.QtCore import QCoreApplication, QObject
+from PySide6.QtCore import QCoreApplication, QObject, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -90,27 +90,51 @@ def is_active(window: QWidget) -> bool:
     return False
 
 
+SETTLE_MS = 150
+
+
 class ActivationWatch(QObject):
-    """The app's focus window changed: the window's background-host sessions are told whether it is active (a
-    child of the window: it goes with it, and its connection with it)."""
+    """The window's one watch of its activation (a child of the window: it goes with it). Each focus change tells
+    the window's background-host sessions at once whether it is active (the host withdraws its notifications as
+    soon as the window is back). ``listeners`` (``ui.window.away``: the in-process host's notifier) are called
+    with the state once the focus has settled (``SETTLE_MS``), and only when it changed: focus moving from the
+    window to its own dialog passes through "no focus window" on X11 (the focus-out comes before the focus-in), and
+    a dialog opening must not read as the person leaving."""
 
     def __init__(self, window: Any) -> None:
         super().__init__(window)
         self.window = window
+        self.active = is_active(window)
+        self.listeners: list[Callable[[bool], None]] = []
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(SETTLE_MS)
+        self._timer.timeout.connect(self.settle)
         app = QGuiApplication.instance()
         if isinstance(app, QGuiApplication):
             app.focusWindowChanged.connect(self.changed)
 
     def changed(self, _focus: object = None) -> None:
         tell_active(getattr(self.window, "lives", ()), is_active(self.window))
+        self._timer.start()  # (re)started: the listeners hear once the focus has settled
+
+    def settle(self) -> None:
+        active = is_active(self.window)
+        if active != self.active:
+            self.active = active
+            for listener in list(self.listeners):
+                listener(active)
 
 
-def watch_activation(window: Any, live: Any) -> None:
-    """``live`` (a session just opened or attached in ``window``) told whether the window is active, and the
-    window's activation watched from now on (once per window)."""
-    if getattr(window, "_activation_watch", None) is None:
-        window._activation_watch = ActivationWatch(window)
-    tell_active([live], is_active(window))
+def watch_activation(window: Any, live: Any = None) -> ActivationWatch:
+    """The window's activation watched from now on (once per window); ``live`` (a session just opened or attached
+    in ``window``) told at once whether the window is active."""
+    watch = getattr(window, "_activation_watch", None)
+    if watch is None:
+        watch = window._activation_watch = ActivationWatch(window)
+    if live is not None:
+        tell_active([live], is_active(window))
+    return watch
 
 
 def tell_active(lives: Iterable[Any], active: bool) -> None:

@@ -54,7 +54,7 @@ class Dunst:
 
 def scenario(qtbot, qloop, fake, make_window, workdir, dunst: Dunst, deactivate, reactivate) -> None:
     from tests.fakes.anthropic_server import reply, text, tool_use
-    from desktop_agent.ui.window.away import SETTLE_MS
+    from desktop_agent.ui.window.background import SETTLE_MS
     from desktop_agent.ui.window.background import is_active
 
     dunst.ctl("close-all")
