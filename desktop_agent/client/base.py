@@ -15,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Generator, Literal, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Generator, Literal, Protocol, Sequence
 
 from desktop_agent.client.local import ProviderModels, SessionSummary
 from desktop_agent.core.events import AgentEvent
 from desktop_agent.core.permission import PermissionMode, PermissionPrompter, PermissionReply
-from desktop_agent.protocol import WireModel
+
+if TYPE_CHECKING:  # an annotation only: the window imports this module before its first paint, the protocol after
+    from desktop_agent.protocol import WireModel
 
 ExecutorKind = Literal["inprocess", "process", "claude", "host"]  # host: the background host (not a setting yet)
 EXECUTOR_KINDS: tuple[ExecutorKind, ...] = ("inprocess", "process", "claude")

@@ -108,10 +108,14 @@ class LocalStore:
 
     async def sandbox_warning(self) -> str | None:
         """The sentence to show when the shell sandbox cannot start (None when it runs or is off on purpose);
-        the first call probes bubblewrap (a process)."""
-        from desktop_agent.permissions.sandbox import sandbox_warning
+        the first call probes bubblewrap (a process); the sandbox module is imported there too, off the Qt thread."""
+        return await in_thread(_sandbox_warning)
 
-        return await in_thread(sandbox_warning)
+
+def _sandbox_warning() -> str | None:
+    from desktop_agent.permissions.sandbox import sandbox_warning
+
+    return sandbox_warning()
 
 
 def store_sessions(folder: str | os.PathLike[str]) -> list[SessionSummary]:

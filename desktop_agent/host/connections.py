@@ -74,6 +74,9 @@ def decode_line(text: str | bytes) -> WireModel | Malformed | None:
     text = text.strip()
     if not text:
         return None
+    quick = stream_json.decode_agent_event(text)  # the lines of a streamed turn, most of them
+    if quick is not None:
+        return quick
     obj, why = _json(text)
     if why is not None:
         return Malformed(text, None, why)

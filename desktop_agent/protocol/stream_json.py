@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Literal, Union
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from desktop_agent.core.events import AgentEvent
 from desktop_agent.protocol import control
@@ -158,6 +158,9 @@ class UnknownLine(WireModel):
     raw: dict[str, Any] = Field(default_factory=dict)
 
 
+_set = object.__setattr__
+
+
 class AgentEventLine(WireModel):
     """Ours (SPEC App. D.1): one ``AgentEvent`` exactly, for the clients that asked for them in ``initialize``
     (or opened their session with ``desktop_agent_open``). ``event`` holds the typed event; on the wire it is the
@@ -168,7 +171,15 @@ class AgentEventLine(WireModel):
 
     @classmethod
     def of(cls, event: AgentEvent) -> AgentEventLine:
-        return cls.model_construct(type="agent_event", event=event)
+        # What ``model_construct(type="agent_event", event=event)`` makes, set directly: it runs twice for every event
+        # over a socket or a pipe (made by the host, made again by the client's decode), and pydantic's generic
+        # construct costs several microseconds a call (tests/protocol pins that the two agree).
+        line = object.__new__(cls)
+        _set(line, "__dict__", {"type": "agent_event", "event": event})
+        _set(line, "__pydantic_fields_set__", {"type", "event"})
+        _set(line, "__pydantic_extra__", {})
+        _set(line, "__pydantic_private__", None)
+        return line
 
     def agent_event(self) -> AgentEvent:
         if isinstance(self.event, dict):
@@ -193,9 +204,30 @@ def _event_adapter() -> TypeAdapter[Any]:
 DataLine = Union[SystemInit, SystemLine, AssistantLine, UserLine, StreamEventLine, ResultLine, AgentEventLine]
 
 
+# How ``encode`` starts an ``agent_event`` line; ``decode_agent_event`` knows a line by it.
+AGENT_EVENT_PREFIX = '{"type": "agent_event", "event": '
+
+
 def encode(line: WireModel) -> str:
-    """One JSON line, ``\\n``-terminated, as the reference writes it (non-ASCII kept)."""
+    """One JSON line, ``\\n``-terminated, as the reference writes it (non-ASCII kept). An ``agent_event`` line (many a
+    turn, to our own clients) is the event's JSON from pydantic's serializer inside ``AGENT_EVENT_PREFIX``: the same
+    object ``to_wire`` gives, about five times quicker than ``json.dumps`` over the dumped dict."""
+    if type(line) is AgentEventLine and isinstance(line.event, BaseModel):
+        return f"{AGENT_EVENT_PREFIX}{line.event.model_dump_json()}}}\n"
     return json.dumps(line.to_wire(), ensure_ascii=False) + "\n"
+
+
+def decode_agent_event(text: str) -> AgentEventLine | None:
+    """The quick way in for a line as ``encode`` writes an ``agent_event`` (stripped): the event parsed and validated
+    in one pass (``validate_json``). None for any other line, and for one that does not validate (a line that starts
+    so but holds more keys, bad JSON, a bad event): the caller decodes it the general way, which names the problem.
+    What it accepts is exactly ``{"type": "agent_event", "event": E}`` with E a valid event."""
+    if not (text.startswith(AGENT_EVENT_PREFIX) and text.endswith("}")):
+        return None
+    try:
+        return AgentEventLine.of(_event_adapter().validate_json(text[len(AGENT_EVENT_PREFIX):-1]))
+    except (ValidationError, ValueError):
+        return None
 
 
 def decode_data(obj: dict[str, Any]) -> DataLine | UnknownLine:

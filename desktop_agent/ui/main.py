@@ -20,9 +20,10 @@ from typing import Any, Mapping, Protocol
 
 _T0 = time.perf_counter()
 
-from PySide6.QtCore import QEvent, QLibraryInfo, QLocale, QObject, QTimer, QTranslator  # noqa: E402
+from PySide6.QtCore import QLibraryInfo, QLocale, QTimer, QTranslator  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from desktop_agent.ui.first_paint import FirstPaint  # noqa: E402
 from desktop_agent.ui.modes import MODE_ORDER  # noqa: E402
 from desktop_agent.ui.prefs import read_prefs  # noqa: E402
 from desktop_agent.ui.style import ThemeWatcher, apply_theme  # noqa: E402
@@ -112,19 +113,6 @@ def make_loop(app: QApplication) -> Any:
     return loop
 
 
-class _FirstPaint(QObject):
-    def __init__(self, on_paint: Any):
-        super().__init__()
-        self.on_paint = on_paint
-        self.done = False
-
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802
-        if not self.done and event.type() == QEvent.Type.Paint:
-            self.done = True
-            QTimer.singleShot(0, self.on_paint)
-        return False
-
-
 def launch_mode(options: WindowOptions, prefs: dict[str, Any]) -> str:
     """The permission mode the window starts in: the command line (``--dangerously-skip-permissions`` is already
     ``bypassPermissions`` there), else the Settings default."""
@@ -172,7 +160,7 @@ def main(options: WindowOptions) -> int:
             print(f"first_paint_s={since:.3f}", flush=True)
             os._exit(0)  # measuring only: do not wait for background work (engine import, session build)
 
-        painter = _FirstPaint(_report)
+        painter = FirstPaint(_report)
         if os.environ["DESKTOP_AGENT_EXIT_AFTER_PAINT"] == "loaded":  # after the folder's session is shown
             def _arm(_folder: str) -> None:
                 # the opaque conversation column covers the viewport once it holds the history

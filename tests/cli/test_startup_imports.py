@@ -1,6 +1,7 @@
 """What a real ``desktop-agent -p`` turn imports (``python -X importtime``), and what the window's first paint
-imports: pins the start-up gains of issue 28 (nothing of the GUI, the remote bridge, the desktop notifications, syntax
-highlighting or the ``anthropic`` SDK in a CLI turn; not the host's sessions and engine, the tools or the worktree review when the window module loads)."""
+imports: pins the start-up gains of issues 28 and 23 (nothing of the GUI, the remote bridge, the desktop
+notifications, syntax highlighting or the ``anthropic`` SDK in a CLI turn; not the host's sessions and engine, the
+tools, the worktree review or the protocol models when the window module loads)."""
 
 from __future__ import annotations
 
@@ -53,11 +54,13 @@ def test_a_print_mode_turn_imports_nothing_it_does_not_use(tmp_path):
     assert unwanted == []
 
 
-def test_the_window_module_does_not_import_the_host_sessions_the_tools_or_the_review():
+def test_the_window_module_does_not_import_the_host_sessions_the_tools_the_review_or_the_protocol():
     code = ("import sys; import desktop_agent.ui.window.main_window; "
             "print(sorted(m for m in sys.modules if m in ('desktop_agent.host.server', 'desktop_agent.host.session',"
             " 'desktop_agent.host.inbox', 'desktop_agent.session.review', 'desktop_agent.session.worktrees',"
-            " 'desktop_agent.tools.edit', 'desktop_agent.tools.write', 'desktop_agent.core.tool')))")
+            " 'desktop_agent.tools.edit', 'desktop_agent.tools.write', 'desktop_agent.core.tool',"
+            # the protocol models (~60 ms) load after the window's first paint, with the first session
+            " 'desktop_agent.protocol', 'desktop_agent.client.session', 'desktop_agent.host.connections')))")
     env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
                          env=env)

@@ -145,3 +145,49 @@ async def test_claude_code_executor_gets_a_computed_patch(tmp_path, monkeypatch)
     assert isinstance(events[-1], TurnFinished) and events[-1].reason == "completed"
     argv = json.loads((tmp_path / "argv.json").read_text())
     assert "--permission-prompt-tool" in argv and "--session-id" in argv
+
+
+def _events():
+    from desktop_agent.core.events import ErrorEvent, PermissionResolved, TextDelta, ToolCallProgress
+
+    return [TextDelta(index=0, text="naïve 日本 \"quoted\" \\ \n"),
+            TurnFinished(reason="completed", duration_ms=1.5e-7, cost_usd=0.1, usage={"input_tokens": 3}),
+            ToolCallProgress(tool_use_id="t", data={"text": "x" * 5000, "n": [1, 2.5, None]}),
+            ErrorEvent(message="boom", retryable=False),
+            PermissionResolved(request_id="r", tool_use_id="t", reply=PermissionReply(behavior="allow"))]
+
+
+def test_agent_event_lines_encode_as_the_general_encoder_would():
+    from desktop_agent.protocol.stream_json import AgentEventLine, decode_agent_event
+
+    for event in _events():
+        line = AgentEventLine.of(event)
+        assert line == AgentEventLine.model_construct(type="agent_event", event=event)
+        assert (line.__pydantic_fields_set__, line.__pydantic_extra__, line.__pydantic_private__) == \
+            ({"type", "event"}, {}, None)
+        text = encode(line)
+        assert text.endswith("\n") and "\n" not in text[:-1]
+        assert json.loads(text) == json.loads(json.dumps(line.to_wire(), ensure_ascii=False))
+        assert "\\u" not in text  # non-ASCII kept as is, as json.dumps(ensure_ascii=False) keeps it
+        back = decode_agent_event(text.strip())
+        assert back is not None and back.agent_event() == event
+        assert decode(text).agent_event() == event
+
+
+def test_the_quick_agent_event_decode_takes_exactly_its_own_lines():
+    """A line that starts as ``encode`` writes one but says more is decoded the general way (or refused), never
+    read as the event alone."""
+    from desktop_agent.host.connections import Malformed, decode_line
+    from desktop_agent.protocol.stream_json import AGENT_EVENT_PREFIX, decode_agent_event
+
+    event = '{"type":"text_delta","index":0,"text":"hi"}'
+    assert decode_agent_event(AGENT_EVENT_PREFIX + event + "}") is not None
+    more_keys = AGENT_EVENT_PREFIX + event + ', "type": "control_request", "request_id": "r", "request": ' \
+        '{"subtype": "interrupt"}}'
+    assert decode_agent_event(more_keys) is None
+    assert type(decode_line(more_keys)).__name__ == "ControlRequest"  # what json.loads makes of it: the last "type"
+    for bad in (AGENT_EVENT_PREFIX + '{"type":"text_delta"}}', AGENT_EVENT_PREFIX + "{" * 5000 + "}",
+                AGENT_EVENT_PREFIX + '{"type":"no_such_event"}}', AGENT_EVENT_PREFIX + "}"):
+        assert decode_agent_event(bad) is None
+        assert isinstance(decode_line(bad), Malformed)
+    assert isinstance(decode_line((AGENT_EVENT_PREFIX + event + "}").encode()[:-3] + b"\xff}}"), Malformed)

@@ -11,9 +11,11 @@ from tests.ui.flow import wait_for
 
 
 def _window(qtbot, qloop, tmp_path):
-    """The window once its sandbox probe (on a worker thread, started from the loop) has answered."""
+    """The window once its sandbox probe (on a worker thread, started from the loop after the first paint) has
+    answered."""
     win = MainWindow(client_factory=None, settings=QSettings(str(tmp_path / "w.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(win)
+    win.show()  # the probe waits for the first paint
 
     async def probed():
         await wait_for(lambda: win.sandbox_task is not None and win.sandbox_task.done(), what="the sandbox probe")

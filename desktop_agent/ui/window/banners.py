@@ -22,7 +22,6 @@ from desktop_agent.ui.window.presenters import (
 )
 from desktop_agent.ui.window.host_protocol import WindowHost
 from desktop_agent.ui.window.settings_gate import RETRY_ACTION
-from desktop_agent.protocol.control import McpRestartRequest
 
 if TYPE_CHECKING:
     from desktop_agent.client import SessionHandle
@@ -200,6 +199,8 @@ class BannersMixin(WindowHost):
         return asyncio.ensure_future(self._restart(session, name))
 
     async def _restart(self, session: SessionHandle, name: str) -> None:
+        from desktop_agent.protocol.control import McpRestartRequest  # the protocol models load after the first paint
+
         try:
             await session.request(McpRestartRequest(serverName=name))
         except Exception as exc:

@@ -29,7 +29,6 @@ from PySide6.QtWidgets import QApplication, QWidget
 from desktop_agent.client import EngineClient, ExecutorKind, SessionHandle, SessionOptions, make_client
 from desktop_agent.core import events as ev
 from desktop_agent.core.permission import PermissionReply, PermissionRequest
-from desktop_agent.protocol.control import RetryNowRequest
 from desktop_agent.ui.dialogs.permission import PermissionDialog
 from desktop_agent.ui.window.background import is_active
 from desktop_agent.ui.window.presenters import ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING
@@ -305,6 +304,8 @@ class AgentController(QObject):
 
         async def retry() -> None:
             try:
+                from desktop_agent.protocol.control import RetryNowRequest  # after the first paint
+
                 await session.request(RetryNowRequest())
             except Exception as exc:  # an executor that retries to itself (Claude Code)
                 log.info("retry now: %s", exc)

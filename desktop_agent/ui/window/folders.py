@@ -34,7 +34,6 @@ from desktop_agent.ui.window.background import in_background, keep_sessions_runn
 from desktop_agent.ui.window.presenters import STOPPING, home, session_rows
 from desktop_agent.ui.window.settings_gate import settings_gate, show_problems
 from desktop_agent.util.threads import in_thread
-from desktop_agent.protocol.control import HistoryRequest
 
 if TYPE_CHECKING:
     from desktop_agent.ui.window.live import LiveSession
@@ -419,6 +418,8 @@ class FoldersMixin(WindowHost):
         """Read ``session``'s transcript and show it (``prepare_history`` on a worker thread, then ``show_history``)."""
         live = live or self.live
         folder = live.conversation.cwd or session.state.cwd
+        from desktop_agent.protocol.control import HistoryRequest  # the protocol models load after the first paint
+
         try:
             entries = list((await session.request(HistoryRequest())).get("entries") or [])
         except Exception:

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from desktop_agent.ui import icons
 from desktop_agent.ui.changes.panel import DiffPanel
 from desktop_agent.ui.conversation.view import ConversationView
+from desktop_agent.ui.first_paint import after_first_paint
 from desktop_agent.ui.highlight import colors, is_dark
 from desktop_agent.ui.window.away import watch_away
 from desktop_agent.ui.window.background import in_background, is_active, review_in_window, watch_activation
@@ -50,8 +51,6 @@ from desktop_agent.ui.window.sidebar import InboxRow, LiveRow, SessionsPane
 from desktop_agent.ui.window.toolbar import ToolbarMixin
 from desktop_agent.ui.window.worktree_actions import WorktreeActionsMixin
 from desktop_agent.client.local import discard_empty_transcript as discard_if_empty
-from desktop_agent.client.session import ProtocolSession
-from desktop_agent.protocol.control import RecordRequest
 
 log = logging.getLogger(__name__)
 
@@ -741,7 +740,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self._sessions_timer.setInterval(300)
         self._sessions_timer.timeout.connect(lambda: self._refresh_sessions(self._session_id()))
         self.sandbox_task: asyncio.Task | None = None  # the probe below, once the loop runs
-        QTimer.singleShot(0, self._probe_sandbox)
+        after_first_paint((self, self.conversation.viewport()), self._probe_sandbox)  # nothing the first frame shows
 
     def _probe_sandbox(self) -> None:
         """Bubblewrap cannot start: say so, once. The probe starts a process: on a worker thread, from the loop."""
@@ -976,6 +975,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         session = (live or self.live).controller.session
         if session is None:
             raise RuntimeError("no session to record the revert in")
+        from desktop_agent.client.session import ProtocolSession  # protocol models: loaded after the first paint
+        from desktop_agent.protocol.control import RecordRequest
+
         if isinstance(session, ProtocolSession):
             session.request_threadsafe(RecordRequest(entry=entry))
         else:
