@@ -27,6 +27,7 @@ from tests.ui.flow import open_and_send, wait_dialog, wait_for
 
 CASE_ENV = "DESKTOP_AGENT_AWAY_WM_CASE"
 BUS_ENV = "DESKTOP_AGENT_AWAY_WM_BUS"
+WM_ENV = "DESKTOP_AGENT_AWAY_WM"  # which window manager the parent started
 
 pytestmark = pytest.mark.skipif(bool(missing()), reason=f"needs {' '.join(missing())}")
 
@@ -131,16 +132,17 @@ def test_offscreen_dialog_focus_is_active_and_leaving_notifies(qtbot, qloop, fak
     scenario(qtbot, qloop, fake, make_window, workdir, Dunst(desktop.bus_address), deactivate, reactivate)
 
 
-def test_under_openbox_leaving_for_xterm_notifies_and_coming_back_withdraws(tmp_path, desktop):
+@pytest.mark.parametrize("wm", ["openbox", "icewm"])
+def test_under_a_window_manager_leaving_for_xterm_notifies_and_coming_back_withdraws(wm, tmp_path, desktop):
     from tests.ui.x11.xsession import XSession
     from tests.ui.x11.xsession import missing as x_missing
 
-    lacking = x_missing("openbox")
+    lacking = x_missing(wm)
     if lacking:
         pytest.skip(f"needs a real X server and window manager: apt-get install {' '.join(lacking)}")
-    with XSession("openbox", tmp_path) as x:
+    with XSession(wm, tmp_path) as x:
         env = dict(x.env, QT_QPA_PLATFORM="xcb", DBUS_SESSION_BUS_ADDRESS=desktop.bus_address,
-                   **{CASE_ENV: "1", BUS_ENV: desktop.bus_address})
+                   **{CASE_ENV: "1", BUS_ENV: desktop.bus_address, WM_ENV: wm})
         child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
                                 "-p", "no:hypothesispytest", f"{__file__}::test_case_under_the_window_manager"],
                                env=env, capture_output=True, text=True, timeout=150)
@@ -149,10 +151,10 @@ def test_under_openbox_leaving_for_xterm_notifies_and_coming_back_withdraws(tmp_
 
 def test_case_under_the_window_manager(qtbot, qloop, fake, make_window, workdir, tmp_path, keep_app_running):
     if os.environ.get(CASE_ENV) != "1":
-        pytest.skip("runs in the child of test_under_openbox_leaving_for_xterm_notifies_and_coming_back_withdraws")
+        pytest.skip("runs in the child of test_under_a_window_manager_leaving_for_xterm_notifies_and_coming_back_…")
     from tests.ui.x11.xsession import XSession
 
-    x = XSession("openbox", tmp_path)  # the display the parent started (not entered: nothing to start)
+    x = XSession(os.environ.get(WM_ENV, "openbox"), tmp_path)  # the display the parent started (not entered)
     x.display = os.environ["DISPLAY"]
     title = f"another-application-{os.getpid()}"
     xterm = subprocess.Popen(["xterm", "-T", title, "-geometry", "60x10+600+400", "-e", "sh", "-c", "exec cat"],
