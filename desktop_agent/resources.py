@@ -27,6 +27,7 @@ __all__ = [
     "resource_path",
     "app_icon_path",
     "theme_path",
+    "theme_sheet",
     "theme_colors",
     "translation_path",
     "APP_ID",
@@ -105,6 +106,13 @@ def theme_path(name: str) -> Path:
     if name not in THEMES:
         raise ValueError(f"unknown theme {name!r}; themes are {THEMES}")
     return resource_path("themes", f"{name}.qss")
+
+
+def theme_sheet(name: str) -> str:
+    """The style sheet of a theme as Qt loads it: its ``url("@THEMES@/…")`` images (the check box's tick) point
+    into the shipped themes folder, wherever the install put it."""
+    sheet = theme_path(name)
+    return sheet.read_text("utf-8").replace("@THEMES@", sheet.parent.as_posix())
 
 
 def theme_colors(name: str) -> dict[str, str]:

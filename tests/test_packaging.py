@@ -46,6 +46,7 @@ REQUIRED = [
     "themes/light.qss",
     "themes/dark.qss",
     "themes/colors.json",
+    "themes/check.svg",
     "translations/desktop_agent_zh_CN.qm",
     f"linux/{res.APP_ID}.desktop",
     f"linux/{res.APP_ID}.metainfo.xml",
@@ -60,6 +61,15 @@ GUIDE_DIFF_COLOURS = {
 # ---------------------------------------------------------------------------------------------
 # The helper, from the source tree
 # ---------------------------------------------------------------------------------------------
+
+def test_every_image_a_style_sheet_names_is_shipped():
+    import re
+
+    for name in res.THEMES:
+        sheet = res.theme_path(name)
+        for ref in re.findall(r'url\("@THEMES@/([^")]+)"\)', sheet.read_text("utf-8")):
+            assert (sheet.parent / ref).is_file(), f"{sheet.name} names {ref}, which is not in themes/"
+
 
 def test_resource_path_finds_the_checkout_resources():
     assert res.resource_dir() in (RESOURCES.resolve(), (ROOT / "desktop_agent" / "_resources").resolve())
@@ -153,7 +163,7 @@ def test_themes_parse_in_qt(qapp):
     previous = qInstallMessageHandler(lambda _type, _ctx, msg: messages.append(msg))
     try:
         for name in res.THEMES:
-            qapp.setStyleSheet(res.theme_path(name).read_text("utf-8"))
+            qapp.setStyleSheet(res.theme_sheet(name))
             dialog = QDialog()
             dialog.setObjectName("permissionDialog")
             layout = QVBoxLayout(dialog)

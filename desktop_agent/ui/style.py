@@ -50,9 +50,9 @@ def apply_theme(app: QApplication, theme: str = "system") -> None:
             pass
     qss = ""
     try:
-        from desktop_agent.resources import theme_path
+        from desktop_agent.resources import theme_sheet
 
-        qss = theme_path(name).read_text("utf-8")
+        qss = theme_sheet(name)
     except Exception:
         pass
     app.setStyleSheet(qss + EXTRA_QSS)

@@ -37,7 +37,7 @@ def test_a_theme_other_than_the_systems_forces_its_palette(app):
     assert app.palette().color(QPalette.ColorRole.Window) == QColor(wanted["window"])
     assert app.palette().color(QPalette.ColorRole.Text) == QColor(wanted["text"])
     assert is_dark_palette(app) == (other == "dark")
-    assert app.styleSheet() == resources.theme_path(other).read_text("utf-8") + EXTRA_QSS
+    assert app.styleSheet() == resources.theme_sheet(other) + EXTRA_QSS
 
 
 def test_the_system_theme_keeps_the_system_palette(app):
@@ -45,4 +45,4 @@ def test_the_system_theme_keeps_the_system_palette(app):
     apply_theme(app, "system")
     assert app.palette().color(QPalette.ColorRole.Window) == before
     name = "dark" if is_dark_palette(app) else "light"
-    assert app.styleSheet() == resources.theme_path(name).read_text("utf-8") + EXTRA_QSS
+    assert app.styleSheet() == resources.theme_sheet(name) + EXTRA_QSS
