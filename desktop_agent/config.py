@@ -101,8 +101,8 @@ class AppSettings(BaseModel):
 
 def _usable_keyring() -> Any | None:
     try:
-        import keyring  # type: ignore[import-not-found]
-        from keyring.backends import fail  # type: ignore[import-not-found]
+        import keyring
+        from keyring.backends import fail
     except Exception:
         return None
     try:

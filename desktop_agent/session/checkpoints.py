@@ -386,7 +386,8 @@ class CheckpointStore:
             tmp = self.root / f"store.git.init-{uuid_mod.uuid4().hex[:8]}"
             subprocess.run(["git", *_config_args(), "init", "-q", "--bare", str(tmp)], env=_clean_env({}),
                            capture_output=True, check=True, cwd=str(self.root))
-            (tmp / "hooks").exists() and shutil.rmtree(tmp / "hooks", ignore_errors=True)
+            if (tmp / "hooks").exists():
+                shutil.rmtree(tmp / "hooks", ignore_errors=True)
             try:
                 os.rename(tmp, gd)
             except OSError:
@@ -726,6 +727,7 @@ class CheckpointStore:
     _kind = ""
     _pending_dirs: dict[str, Any] | None = None
     _dirs_edited = False
+    _dirs_mem: tuple[tuple[int, int, int], dict[str, Any]] | None = None  # (dirs.json's signature, its folders)
     _excludes_key = ""
 
     def _has_object(self, sha: str) -> bool:
@@ -933,8 +935,9 @@ class CheckpointStore:
         costs a look at more names; a newer one could hide a file)."""
         if dc is None:
             return
+        folders: dict[str, Any] = dc
         path = self.root / "dirs.json"
-        if dc is getattr(self, "_dirs_read", None) and not self._dirs_edited:
+        if folders is getattr(self, "_dirs_read", None) and not self._dirs_edited:
             st = os.stat(path)
             if (st.st_ino, st.st_mtime_ns, st.st_size) == self._dirs_sig:  # unchanged: not written again
                 self._dirs_mem = (self._dirs_sig, dc)
@@ -1361,7 +1364,7 @@ class CheckpointStore:
             rid = uuid_mod.uuid4().hex[:16]
             self._write_ref(f"refs/da/restore/{rid}", before.commit)
             self._drop_probes()  # the restore ref keeps the snapshot before
-            record = {"id": rid, "target": commit, "before": before.commit, "conflicts": plan.conflicts}
+            record: dict[str, Any] = {"id": rid, "target": commit, "before": before.commit, "conflicts": plan.conflicts}
             if paths is not None:
                 record["paths"] = list(paths)
             skipped = self._apply(plan, commit, before.commit, record)

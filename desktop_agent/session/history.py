@@ -9,6 +9,7 @@ backup; a missing file is recorded too (``existed: false``), without a copy.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import os
@@ -129,7 +130,7 @@ class FileHistory:
             os.chmod(entry.path, entry.mode)
         return entry
 
-    def files(self) -> list[str]:
+    def files(self) -> builtins.list[str]:  # ``list`` here is the method above
         """Every path backed up in this session, in first-backup order."""
         seen: dict[str, None] = {}
         for e in self.list():
