@@ -16,7 +16,9 @@ from desktop_agent.core.permission import PermissionReply, PermissionRequest
 
 class _Event(BaseModel):
     # Validators are built on first use: the window imports these before its first paint (~10 ms otherwise).
-    model_config = ConfigDict(defer_build=True)
+    # A float that is not finite goes out as json.dumps writes it (NaN, Infinity), not as null: an event's line
+    # (protocol.stream_json.encode, pydantic's serializer) decodes back to the same event.
+    model_config = ConfigDict(defer_build=True, ser_json_inf_nan="constants")
 
 
 class TurnStarted(_Event):

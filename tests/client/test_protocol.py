@@ -152,6 +152,7 @@ def _events():
 
     return [TextDelta(index=0, text="naïve 日本 \"quoted\" \\ \n"),
             TurnFinished(reason="completed", duration_ms=1.5e-7, cost_usd=0.1, usage={"input_tokens": 3}),
+            TurnFinished(reason="completed", duration_ms=float("inf"), duration_api_ms=1e300),
             ToolCallProgress(tool_use_id="t", data={"text": "x" * 5000, "n": [1, 2.5, None]}),
             ErrorEvent(message="boom", retryable=False),
             PermissionResolved(request_id="r", tool_use_id="t", reply=PermissionReply(behavior="allow"))]
