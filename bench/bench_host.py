@@ -19,7 +19,7 @@ bigger tree would be measured as slower to compile, not to run.
 File checkpoints (``app.rewind``, after the baseline: a snapshot thread before each turn, the window's default) are
 off in this tree's sessions unless ``--checkpoints``, so that the host's own cost is compared like for like.
 
-    .venv/bin/python bench/bench_host.py [--turns 30] [--chunk 8] [--rounds 2] [--paint-rounds 7] [--baseline 5ea6fcb]
+    .venv/bin/python bench/bench_host.py [--turns 30] [--chunk 8] [--rounds 5] [--paint-rounds 7] [--baseline 5ea6fcb]
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--chunk", type=int, default=8)
     parser.add_argument("--baseline", default="5ea6fcb")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)  # one open a round: 2 left the median to chance
     parser.add_argument("--paint-rounds", type=int, default=7)
     parser.add_argument("--checkpoints", action="store_true",
                         help="this tree's sessions take file checkpoints before each turn (the window's default)")
