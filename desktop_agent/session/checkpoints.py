@@ -728,6 +728,8 @@ class CheckpointStore:
     _pending_dirs: dict[str, Any] | None = None
     _dirs_edited = False
     _dirs_mem: tuple[tuple[int, int, int], dict[str, Any]] | None = None  # (dirs.json's signature, its folders)
+    _dirs_read: dict[str, Any] | None = None  # the folder cache the last read gave, and dirs.json's signature then
+    _dirs_sig: tuple[int, int, int] = (0, 0, 0)
     _excludes_key = ""
 
     def _has_object(self, sha: str) -> bool:
@@ -915,7 +917,7 @@ class CheckpointStore:
         except OSError:
             return None
         sig = (st.st_ino, st.st_mtime_ns, st.st_size)
-        cached = getattr(self, "_dirs_mem", None)
+        cached = self._dirs_mem
         if cached is not None and cached[0] == sig:
             dc = cached[1]
         else:
@@ -935,9 +937,8 @@ class CheckpointStore:
         costs a look at more names; a newer one could hide a file)."""
         if dc is None:
             return
-        folders: dict[str, Any] = dc
         path = self.root / "dirs.json"
-        if folders is getattr(self, "_dirs_read", None) and not self._dirs_edited:
+        if dc is self._dirs_read and not self._dirs_edited:
             st = os.stat(path)
             if (st.st_ino, st.st_mtime_ns, st.st_size) == self._dirs_sig:  # unchanged: not written again
                 self._dirs_mem = (self._dirs_sig, dc)

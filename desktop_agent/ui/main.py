@@ -23,7 +23,7 @@ _T0 = time.perf_counter()
 from PySide6.QtCore import QLibraryInfo, QLocale, QTimer, QTranslator  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from desktop_agent.ui.first_paint import FirstPaint  # noqa: E402
+from desktop_agent.ui.first_paint import FirstPaint, after_first_paint  # noqa: E402
 from desktop_agent.ui.modes import MODE_ORDER  # noqa: E402
 from desktop_agent.ui.prefs import read_prefs  # noqa: E402
 from desktop_agent.ui.style import ThemeWatcher, apply_theme  # noqa: E402
@@ -160,8 +160,9 @@ def main(options: WindowOptions) -> int:
             print(f"first_paint_s={since:.3f}", flush=True)
             os._exit(0)  # measuring only: do not wait for background work (engine import, session build)
 
-        painter = FirstPaint(_report)
         if os.environ["DESKTOP_AGENT_EXIT_AFTER_PAINT"] == "loaded":  # after the folder's session is shown
+            painter = FirstPaint(_report)
+
             def _arm(_folder: str) -> None:
                 # the opaque conversation column covers the viewport once it holds the history
                 for w in (window.conversation.viewport(), window.conversation.column):
@@ -171,8 +172,7 @@ def main(options: WindowOptions) -> int:
             window.history_shown.connect(_arm)
             window.folder_opened.connect(_arm)
         else:
-            window.installEventFilter(painter)
-            window.conversation.viewport().installEventFilter(painter)
+            after_first_paint((window, window.conversation.viewport()), _report)
     window.show()
     window.prompt.setFocus()
     if not options.demo:
