@@ -23,6 +23,7 @@ def _panel(qtbot, tmp_path, n: int) -> DiffPanel:
         panel.log.on_tool_finished(f"t{i}", "Edit", False, {"filePath": str(target), "structuredPatch":
                                                              structured_patch(old, new)}, 1 + i // 3)
         panel.log.changes[-1].collapsed = i < n - 8  # as after a resume: the newest open
+        panel.log.changes[-1].created = 1_800_000_000.0 + i  # a turn's heading shows its minute: the same in both
     return panel
 
 
