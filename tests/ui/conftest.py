@@ -51,8 +51,11 @@ def _no_dialog_safety_delay(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _collect_on_main_thread():
-    """Free the previous test's Qt objects here rather than on some worker thread later."""
+    """Free the previous test's Qt objects here rather than on some worker thread later. What survives is frozen
+    (``gc.freeze``: never collected, so never freed by the cyclic GC from a worker thread either), so the next
+    collection walks only what this test makes (tests/conftest.py ``pytest_collection_finish``)."""
     gc.collect()
+    gc.freeze()
     yield
 
 
