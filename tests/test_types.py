@@ -2,8 +2,8 @@
 
 ``follow_imports = "silent"`` keeps the other packages' types in play while reporting errors only in the
 packages named here; a package joins ``TYPED`` once it is clean (every package and top-level module outside ``ui/``
-is in it now). ``ui/`` is checked in a run of its own, the window (``ui/window/``) with it: its mixins are checked
-against ``ui.window.host_protocol.WindowHost``.
+is in it now). ``ui/`` is checked in a run of its own, the window (``ui/window/``) with it: its mixins and part
+objects are checked against ``ui.window.host_protocol.WindowHost``.
 """
 
 from __future__ import annotations

@@ -171,7 +171,7 @@ def test_the_window_starts_a_worktree_session_and_reviews_it(make_window, qloop,
     qloop.run_until_complete(until(lambda: not win.controller.busy
                                    and os.path.exists(os.path.join(wt.path, "from_model.txt"))))
     assert not os.path.exists(os.path.join(repo, "from_model.txt"))
-    view = qloop.run_until_complete(win._review(win.folder))
+    view = qloop.run_until_complete(win.worktree_actions.review(win.folder))
     assert view is not None and view.review is not None
     assert [f.path for f in view.review.files] == ["from_model.txt"]
     assert qloop.run_until_complete(view.run("apply"))
@@ -185,7 +185,7 @@ def test_the_window_starts_a_worktree_session_and_reviews_it(make_window, qloop,
     sent = json.dumps(fake.requests[-1].body["messages"][-1])
     assert "Since your last turn the user reviewed your worktree changes" in sent
     assert "from_model.txt (new file)" in sent and "Applied to the folder" in sent
-    for dlg in list(win.review_windows):
+    for dlg in list(win.worktree_actions.review_windows):
         dlg.close()
 
 

@@ -34,8 +34,8 @@ def test_marker_dry_run_restore_and_undo(qtbot, qloop, fake, make_window, tmp_pa
         assert win.conversation.column.index_of(marker) == win.conversation.column.index_of(
             win.conversation.last_user_block) + 1, "the marker sits under its prompt"
         qtbot.mouseClick(marker.rewind_button, Qt.MouseButton.LeftButton)
-        dialog = await wait_for(lambda: win.rewind_dialog if win.rewind_dialog is not None
-                                and win.rewind_dialog.isVisible() else None, 10, "rewind dialog")
+        dialog = await wait_for(lambda: win.rewind.dialog if win.rewind.dialog is not None
+                                and win.rewind.dialog.isVisible() else None, 10, "rewind dialog")
         rows = [dialog.files.item(i).text() for i in range(dialog.files.count())]
         assert any("app.ts" in r and "create" in r for r in rows) and any("new.txt" in r and "delete" in r
                                                                           for r in rows)
@@ -43,7 +43,7 @@ def test_marker_dry_run_restore_and_undo(qtbot, qloop, fake, make_window, tmp_pa
         qtbot.keyClick(dialog, Qt.Key.Key_Return)  # Enter answers nothing
         assert dialog.isVisible()
         qtbot.mouseClick(dialog.files_button, Qt.MouseButton.LeftButton)
-        assert await asyncio.wait_for(win.rewind_task, 20) == "files"
+        assert await asyncio.wait_for(win.rewind.task, 20) == "files"
         assert manifest(folder) == before
         banner = win.conversation.banners["restore"]
         # the count includes the empty mount points the sandbox left in the folder during the turn (gone now)
@@ -77,10 +77,10 @@ def test_rewind_conversation_opens_a_fork(qtbot, qloop, fake, make_window, tmp_p
         marker = await wait_for(lambda: next(iter(reversed(list(win.conversation.markers.values()))), None)
                                 if len(win.conversation.markers) >= 2 else None, 10, "marker")
         qtbot.mouseClick(marker.rewind_button, Qt.MouseButton.LeftButton)
-        dialog = await wait_for(lambda: win.rewind_dialog if win.rewind_dialog is not None
-                                and win.rewind_dialog.isVisible() else None, 10, "rewind dialog")
+        dialog = await wait_for(lambda: win.rewind.dialog if win.rewind.dialog is not None
+                                and win.rewind.dialog.isVisible() else None, 10, "rewind dialog")
         qtbot.mouseClick(dialog.both_button, Qt.MouseButton.LeftButton)
-        assert await asyncio.wait_for(win.rewind_task, 20) == "both"
+        assert await asyncio.wait_for(win.rewind.task, 20) == "both"
         assert not (folder / "made.txt").exists()
         await wait_for(lambda: win.controller.session is not None and win.controller.session is not original
                        and not win.controller.busy, 20, "the fork opened")

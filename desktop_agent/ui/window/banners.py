@@ -54,7 +54,7 @@ class BannersMixin(WindowHost):
         from desktop_agent.ui.window.rewind import UNDO_PREFIX
 
         if action.startswith(UNDO_PREFIX):  # the restore banner's "Undo restore"
-            self.undo_restore_soon(action[len(UNDO_PREFIX):])
+            self.rewind.undo_restore_soon(action[len(UNDO_PREFIX):])
         elif action == "retry-now":
             self.controller.retry_now()
         elif action == "retry-cancel":

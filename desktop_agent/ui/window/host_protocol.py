@@ -1,15 +1,17 @@
 """What the window's parts use of the window: ``WindowHost`` lists the members of ``MainWindow`` that its mixins
-(``FoldersMixin``, ``BannersMixin``, ``RewindMixin``, ``ToolbarMixin``, ``WorktreeActionsMixin``) read, set or call on
-their shared ``self`` — the session in view and its parts, the window's widgets and state, and the methods one part
-calls of another — in one place instead of ``TYPE_CHECKING`` stubs in every mixin. Each mixin names ``WindowHost``
-as its base: for the type checker a ``QMainWindow`` with those members (so ``self`` is a widget, a signals' owner
-and the window at once, and ``MainWindow``'s own definitions are checked against the same declarations); at run
-time ``object``, so the classes and ``MainWindow``'s bases are as they were.
+(``FoldersMixin``, ``BannersMixin``, ``ToolbarMixin``) read, set or call on their shared ``self``, and that its part
+objects (``rewind.WindowRewind``, ``worktree_actions.WorktreeActions``: each holds its own state) reach through their
+``window`` — the session in view and its parts, the window's widgets and state, and the methods one part calls of
+another — in one place instead of ``TYPE_CHECKING`` stubs in every part. Each mixin names ``WindowHost`` as its
+base: for the type checker a ``QMainWindow`` with those members (so ``self`` is a widget, a signals' owner and the
+window at once, and ``MainWindow``'s own definitions are checked against the same declarations); at run time
+``object``, so the classes and ``MainWindow``'s bases are as they were. A part object another part calls is declared
+here by what it is called for (``RewindPart``), so that no part imports another.
 
 A plain class, not a ``typing.Protocol``: mypy takes a protocol's attribute declared without a value as abstract,
 and a mixin's ``self.x = ...`` then defines a new ``x`` of its own instead of being checked against the declaration.
 
-Nothing here runs: the module holds types only, and imports no mixin (the mixins import it).
+Nothing here runs: the module holds types only, and imports no part (the parts import it).
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ if TYPE_CHECKING:
 
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
+    class RewindPart(Protocol):
+        """What the other parts call of the window's rewind (``rewind.WindowRewind``)."""
+
+        def undo_restore_soon(self, restore_id: str) -> asyncio.Task[Any] | None: ...
+
     class WindowHost(QMainWindow):
         """The members of ``MainWindow`` its mixins use (each defined by ``MainWindow`` or by one of the mixins)."""
 
@@ -55,6 +64,7 @@ if TYPE_CHECKING:
         def folder(self, value: str | None) -> None: ...
 
         lives: list[LiveSession]  # the sessions open in this window, in the order they were opened
+        rewind: RewindPart  # the window's part objects another part calls
 
         # signals
         folder_opened: SignalInstance
@@ -118,7 +128,6 @@ if TYPE_CHECKING:
         def request_mode(self, mode: str) -> None: ...  # ToolbarMixin
         def _select_mode(self, mode: str) -> None: ...  # ToolbarMixin
         def show_model(self, name: str, enabled: bool = True) -> None: ...  # ToolbarMixin
-        def undo_restore_soon(self, restore_id: str) -> asyncio.Task[Any] | None: ...  # RewindMixin
 
 else:
     WindowHost = object  # at run time the mixins stay plain classes before QMainWindow in MainWindow's bases

@@ -46,10 +46,10 @@ from desktop_agent.ui.window.live import LiveSession, since_text
 from desktop_agent.ui.window.message_queue import MessageQueue
 from desktop_agent.ui.window.questions import PromptQueue
 from desktop_agent.ui.window.prompt import PromptEdit
-from desktop_agent.ui.window.rewind import RewindMixin
+from desktop_agent.ui.window.rewind import WindowRewind
 from desktop_agent.ui.window.sidebar import InboxRow, LiveRow, SessionsPane
 from desktop_agent.ui.window.toolbar import ToolbarMixin
-from desktop_agent.ui.window.worktree_actions import WorktreeActionsMixin
+from desktop_agent.ui.window.worktree_actions import WorktreeActions
 from desktop_agent.client.local import discard_empty_transcript as discard_if_empty
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def _loop_running() -> bool:
         return False
 
 
-class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, WorktreeActionsMixin, QMainWindow):
+class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
     """The product window. ``client_factory`` (tests) builds the model client of an in-process session."""
 
     folder_opened = Signal(str)
@@ -101,6 +101,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         self.questions = controller.questions if controller is not None else PromptQueue(self)
         self.questions.scope = lambda key: key[0] == self.live.session_id or not self.live.session_id
         self.lives: list[LiveSession] = []  # the sessions open in this window, in the order they were opened
+        # the window's part objects: each holds its own state and reaches the window through its ``window``
+        self.rewind: WindowRewind = WindowRewind(self)
+        self.worktree_actions = WorktreeActions(self)
         self._first_controller = controller or AgentController(self, window=self, questions=self.questions,
                                                                client=client)
         self.pages = QStackedWidget()  # one conversation page per live session (``LiveSession.page``)
@@ -226,9 +229,10 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
                                            self.new_window)
         file_menu.addAction(self.new_window_action)
         self.new_worktree_action = _triggers(QAction(self.tr("New Session in &Worktree…"), self),
-                                             self.new_worktree_session)
+                                             self.worktree_actions.new_worktree_session)
         file_menu.addAction(self.new_worktree_action)
-        self.review_action = _triggers(QAction(self.tr("&Review Worktree Changes…"), self), self.review_worktree)
+        self.review_action = _triggers(QAction(self.tr("&Review Worktree Changes…"), self),
+                                       self.worktree_actions.review_worktree)
         file_menu.addAction(self.review_action)
         self.restore_worktree_action = _triggers(QAction(self.tr("Restore &Worktree…"), self),
                                                  self.restore_worktree)
@@ -399,7 +403,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         conversation.card_selected.connect(panel.select_tool)
         conversation.banner_action.connect(self._on_banner_action)
         panel.change_selected.connect(lambda tid: conversation.select_card(tid, scroll=True))
-        self._wire_rewind_live(live)  # checkpoint markers, "Rewind…", "Undo restore"
+        self.rewind.wire(live)  # checkpoint markers, "Rewind…", "Undo restore"
         live.changed.connect(self._sessions_changed)
 
     # ----- the Running list and the inbox (sidebar) ----------------------------------------------
@@ -511,7 +515,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, RewindMixin, Worktree
         elif action == "close":
             asyncio.ensure_future(win.close_live(live))
         elif action == "review" and live.worktree is not None:
-            asyncio.ensure_future(win._review(live.folder or ""))
+            asyncio.ensure_future(win.worktree_actions.review(live.folder or ""))
         elif action == "archive_worktree" and live.worktree is not None:
             self.archive_task = asyncio.ensure_future(win.archive_worktree(live))
 

@@ -2,8 +2,12 @@
 run in ``RewindDialog`` (one dialog at a time, focus-safe), the restore of the files, the conversation (a fork of
 the session from just before that message, opened in its place; the original stays) or both, and the
 "Undo restore" banner that stays offered until the next turn; the changes panel's per-change Revert and Redo go
-through the same restore (``_revert_change``: the panel's ``reverter``). A mixin of ``MainWindow``; the session is reached
-only through the client (``client.Rewindable``), every store operation off the Qt thread.
+through the same restore (``_revert_change``: the panel's ``reverter``).
+
+``WindowRewind`` is a part of ``MainWindow`` (``window.rewind``): it holds its own state (the dialog open, the task
+in flight, the prompts the markers go under) and reaches the window only through ``window``, typed as
+``host_protocol.WindowHost``. The session is reached only through the client (``client.Rewindable``), every store
+operation off the Qt thread.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QCoreApplication
 
 from desktop_agent.client import Rewindable
-from desktop_agent.ui.window.host_protocol import WindowHost
 
 if TYPE_CHECKING:
+    from desktop_agent.ui.dialogs.rewind import RewindDialog
+    from desktop_agent.ui.window.host_protocol import WindowHost
     from desktop_agent.ui.window.live import LiveSession
 
 log = logging.getLogger(__name__)
@@ -26,15 +31,18 @@ UNDO_PREFIX = "undo-restore:"
 RESTORE_BANNER = "restore"
 
 
-class RewindMixin(WindowHost):
-    rewind_dialog: Any = None
-    rewind_task: asyncio.Task[Any] | None = None
+class WindowRewind:
+    """The window's rewind: one per window, for every live session in it."""
 
-    def _wire_rewind_live(self, live: LiveSession) -> None:
+    def __init__(self, window: WindowHost) -> None:
+        self.window = window
+        self.dialog: RewindDialog | None = None  # the dry run on screen (one at a time)
+        self.task: asyncio.Task[Any] | None = None  # the rewind in flight
+        self.prompts: dict[str, Any] = {}  # user message id → its user block (the marker goes under it)
+
+    def wire(self, live: LiveSession) -> None:
         """One live session's markers (under its own conversation's prompts), its "Rewind to here", and its changes
         panel's Revert/Redo through the same restore."""
-        if not hasattr(self, "rewind_prompts"):
-            self.rewind_prompts: dict[str, Any] = {}  # user message id → its user block (the marker goes under it)
         live.controller.turn_finished.connect(lambda _e: self._turn_marker_soon(live))
         live.controller.user_prompt.connect(lambda _p: live.conversation.remove_banner(RESTORE_BANNER))
         live.conversation.rewind_requested.connect(self.rewind_to_soon)
@@ -45,7 +53,7 @@ class RewindMixin(WindowHost):
                              live: LiveSession | None = None) -> dict[str, Any]:
         """The changes panel's Revert ("revert") or Redo ("redo") through the session's checkpoint restore; {} when
         there is no session to ask (the panel writes the file itself then)."""
-        raw = (live.controller if live is not None else self.controller).session
+        raw = (live.controller if live is not None else self.window.controller).session
         if raw is None or not raw.state.alive or getattr(raw, "claude", False):  # Claude Code keeps no checkpoints
             return {}
         session = Rewindable(raw)
@@ -54,7 +62,7 @@ class RewindMixin(WindowHost):
         return await session.redo_change(str(restore_id))
 
     def _rewindable(self) -> Rewindable | None:
-        session = self.controller.session
+        session = self.window.controller.session
         return Rewindable(session) if session is not None and session.state.alive else None
 
     # ----- markers
@@ -74,16 +82,16 @@ class RewindMixin(WindowHost):
         if marker is None:
             return
         mid = str(marker["messageId"])
-        self.rewind_prompts[mid] = block
+        self.prompts[mid] = block
         conversation.add_checkpoint_marker(mid, marker["files"], marker["insertions"], marker["deletions"],
                                            under=block)
 
     # ----- rewinding
     def rewind_to_soon(self, message_id: str) -> asyncio.Task[Any] | None:
-        if self.rewind_dialog is not None or (self.rewind_task is not None and not self.rewind_task.done()):
+        if self.dialog is not None or (self.task is not None and not self.task.done()):
             return None  # one at a time
-        self.rewind_task = asyncio.ensure_future(self.rewind_to(message_id))
-        return self.rewind_task
+        self.task = asyncio.ensure_future(self.rewind_to(message_id))
+        return self.task
 
     async def rewind_to(self, message_id: str) -> str | None:
         """The dry run, the person's choice, then the restore; returns the choice (None: cancelled or failed)."""
@@ -92,36 +100,36 @@ class RewindMixin(WindowHost):
         session = self._rewindable()
         if session is None:
             return None
-        if self.controller.busy:
-            self.conversation.add_banner("notice", translate("Rewind", "Stop the running turn before rewinding."),
-                                         key=RESTORE_BANNER)
+        if self.window.controller.busy:
+            self.window.conversation.add_banner(
+                "notice", translate("Rewind", "Stop the running turn before rewinding."), key=RESTORE_BANNER)
             return None
         try:
             plan = await session.rewind_plan(message_id)
         except Exception as exc:
-            self.conversation.add_banner("error", translate("Rewind", "Cannot rewind: {0}").format(exc),
-                                         key=RESTORE_BANNER)
+            self.window.conversation.add_banner("error", translate("Rewind", "Cannot rewind: {0}").format(exc),
+                                                key=RESTORE_BANNER)
             return None
-        block = self.rewind_prompts.get(message_id)
+        block = self.prompts.get(message_id)
         prompt = str(getattr(block, "prompt", "") or "")
-        dialog = self.rewind_dialog = RewindDialog(plan, prompt, parent=self)
+        dialog = self.dialog = RewindDialog(plan, prompt, parent=self.window)
         try:
             choice = await dialog.ask()
         finally:
-            self.rewind_dialog = None
+            self.dialog = None
         if choice is None:
             return None
         try:
             done = await session.rewind(message_id, files=choice in ("files", "both"),
                                         conversation=choice in ("conversation", "both"))
         except Exception as exc:
-            self.conversation.add_banner("error", translate("Rewind", "The restore failed: {0}").format(exc),
-                                         key=RESTORE_BANNER)
+            self.window.conversation.add_banner("error", translate("Rewind", "The restore failed: {0}").format(exc),
+                                                key=RESTORE_BANNER)
             return None
         self._restored_banner(done)
         fork = done.get("forkSessionId")
-        if fork and self.folder:
-            self.open_folder_soon(self.folder, resume=fork)
+        if fork and self.window.folder:
+            self.window.open_folder_soon(self.window.folder, resume=fork)
         return choice
 
     def _restored_banner(self, done: dict[str, Any]) -> None:
@@ -136,8 +144,8 @@ class RewindMixin(WindowHost):
             text += " " + translate("Rewind", "Left as you changed them: {0}.").format(", ".join(conflicts[:10]))
         if skipped:
             text += " " + translate("Rewind", "{0} paths behind links were not touched.").format(skipped)
-        self.conversation.add_banner("notice", text, [(translate("Rewind", "Undo restore"), UNDO_PREFIX + rid)],
-                                     key=RESTORE_BANNER)
+        self.window.conversation.add_banner("notice", text, [(translate("Rewind", "Undo restore"), UNDO_PREFIX + rid)],
+                                            key=RESTORE_BANNER)
 
     def undo_restore_soon(self, restore_id: str) -> asyncio.Task[Any] | None:
         session = self._rewindable()
@@ -149,11 +157,11 @@ class RewindMixin(WindowHost):
         try:
             done = await session.undo_restore(restore_id)
         except Exception as exc:
-            self.conversation.add_banner("error", translate("Rewind", "Undo failed: {0}").format(exc),
-                                         key=RESTORE_BANNER)
+            self.window.conversation.add_banner("error", translate("Rewind", "Undo failed: {0}").format(exc),
+                                                key=RESTORE_BANNER)
             return
-        self.conversation.add_banner("notice", translate("Rewind", "Restore undone: {0} files put back.").format(
+        self.window.conversation.add_banner("notice", translate("Rewind", "Restore undone: {0} files put back.").format(
             len(done.get("files") or [])), key=RESTORE_BANNER)
 
 
-__all__ = ["RewindMixin", "UNDO_PREFIX"]
+__all__ = ["UNDO_PREFIX", "WindowRewind"]

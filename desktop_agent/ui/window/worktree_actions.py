@@ -4,66 +4,76 @@ session's working folder, permissions and sandbox are the worktree's. Review ope
 window's worktree (or, from the main checkout, its most recent one) in its own window; the review record goes to
 the session running in that worktree, which tells the model with its next message. Git work runs on worker
 threads (``client.review``).
+
+``WorktreeActions`` is a part of ``MainWindow`` (``window.worktree_actions``): it holds the Review windows it opened
+and reaches the window only through ``window``, typed as ``host_protocol.WindowHost``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QDialog, QVBoxLayout
 
 from desktop_agent.client import review as client_review
 from desktop_agent.ui.review.view import ReviewView
-from desktop_agent.ui.window.host_protocol import WindowHost
 
-translate = QCoreApplication.translate  # the window's context, as its other mixins use
+if TYPE_CHECKING:
+    from desktop_agent.ui.window.host_protocol import WindowHost
+
+translate = QCoreApplication.translate  # the window's context, as its other parts use
 
 
-class WorktreeActionsMixin(WindowHost):
-    review_windows: list[QDialog]  # the Review changes windows open
+class WorktreeActions:
+    """File ▸ New Session in Worktree… and File ▸ Review Worktree Changes… of one window."""
+
+    def __init__(self, window: WindowHost) -> None:
+        self.window = window
+        self.review_windows: list[QDialog] = []  # the Review changes windows open
 
     def new_worktree_session(self) -> None:
-        if not self.folder:
-            self.conversation.add_banner("error", translate("MainWindow",
+        if not self.window.folder:
+            self.window.conversation.add_banner("error", translate("MainWindow",
                                                             "Open a folder first (File ▸ Open Folder…, Ctrl+O)."))
             return
-        asyncio.ensure_future(self._new_worktree(self.folder))
+        asyncio.ensure_future(self._new_worktree(self.window.folder))
 
     async def _new_worktree(self, folder: str) -> None:
         try:
             wt = await client_review.new_worktree(folder)
         except client_review.WorktreeError as exc:
-            self.conversation.add_banner("error", translate("MainWindow", "Cannot start a worktree session: {0}")
-                                         .format(exc))
+            self.window.conversation.add_banner(
+                "error", translate("MainWindow", "Cannot start a worktree session: {0}").format(exc))
             return
-        self.open_folder_soon(wt.path)
+        self.window.open_folder_soon(wt.path)
 
     def review_worktree(self) -> None:
-        if not self.folder:
-            self.conversation.add_banner("error", translate("MainWindow",
+        if not self.window.folder:
+            self.window.conversation.add_banner("error", translate("MainWindow",
                                                             "Open a folder first (File ▸ Open Folder…, Ctrl+O)."))
             return
-        asyncio.ensure_future(self._review(self.folder))
+        asyncio.ensure_future(self.review(self.window.folder))
 
-    async def _review(self, folder: str) -> ReviewView | None:
+    async def review(self, folder: str) -> ReviewView | None:
+        """Review the worktree ``folder`` is (or, from the main checkout, its most recent one) in a window of its
+        own; None when there is none to review."""
         trees = [w for w in await client_review.list_worktrees(folder) if w.state == "active"]
         here = [w for w in trees if os.path.realpath(w.path) == os.path.realpath(folder)]
         pick = here[0] if here else (trees[-1] if trees else None)
         if pick is None:
-            self.conversation.add_banner("notice", translate(
+            self.window.conversation.add_banner("notice", translate(
                 "MainWindow", "This folder has no worktree session to review (File ▸ New Session in Worktree…)."))
             return None
-        recorder = self._record_entry if here else None  # the session in this window runs in that worktree
-        dlg = QDialog(self)
+        recorder = self.window._record_entry if here else None  # the session in this window runs in that worktree
+        dlg = QDialog(self.window)
         dlg.setWindowTitle(translate("MainWindow", "Review changes \u2014 {0}").format(pick.branch))
         dlg.resize(1100, 700)
         view = ReviewView(pick.repo, pick.slug, recorder=recorder, parent=dlg)
         QVBoxLayout(dlg).addWidget(view)
         view.closed.connect(dlg.close)
-        if not hasattr(self, "review_windows"):
-            self.review_windows = []
         self.review_windows.append(dlg)
         dlg.finished.connect(lambda _r: self.review_windows.remove(dlg) if dlg in self.review_windows else None)
         dlg.show()
@@ -71,4 +81,4 @@ class WorktreeActionsMixin(WindowHost):
         return view
 
 
-__all__ = ["WorktreeActionsMixin"]
+__all__ = ["WorktreeActions"]
