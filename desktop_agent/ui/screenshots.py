@@ -132,7 +132,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     # 2. streaming turn
     folder = prepare_demo_project()
     populate_streaming(win, folder)
-    win._update_title()
+    win.banners.update_title()
     await settle(300)
     save(win.grab().toImage(), "02-streaming")
     win.close()
@@ -182,7 +182,7 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
         raise RuntimeError("screenshots: the Bypass question is not shown")
     save(_composite(bp, box), "08-bypass-confirm")
     box.yes_button.click()
-    bp._update_title()
+    bp.banners.update_title()
     await settle(200)
     img = bp.grab().toImage()
     _title_strip(img, bp.windowTitle())
@@ -333,12 +333,12 @@ async def _shoot_ecosystem(folder: str, save) -> None:
         {"name": "docs", "status": "connected", "transport": "http", "source": "--mcp-config",
          "tools": ["search_docs"], "error": None, "restarts": 0},
     ])
-    win._restarting = {"docs"}
-    view = win.show_servers()
+    win.banners.restarting = {"docs"}
+    view = win.banners.show_servers()
     await settle(300)
     save(_composite(win, view), "13-mcp-servers")
     view.close()
-    win._restarting = set()
+    win.banners.restarting = set()
     win.controller.session = None
     win.close()
 

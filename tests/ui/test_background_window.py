@@ -35,7 +35,7 @@ def test_closing_the_window_leaves_the_session_running_and_a_new_window_answers_
     qtbot.addWidget(first)
     first.show()
     notes: list[str] = []
-    first._notify = lambda title, message: notes.append(message)  # type: ignore[method-assign]
+    first.banners.notify = lambda title, message: notes.append(message)  # type: ignore[method-assign]
 
     async def ask_then_close() -> str:
         await open_and_send(qtbot, first, workdir, "Change value to 2")
@@ -121,7 +121,7 @@ def test_three_sessions_in_the_background_host_come_back_when_the_window_reopens
     first = MainWindow(settings=settings)
     qtbot.addWidget(first)
     first.show()
-    first._notify = lambda title, message: None  # type: ignore[method-assign]
+    first.banners.notify = lambda title, message: None  # type: ignore[method-assign]
 
     async def three_then_close():
         trees = [await client_review.new_worktree(str(repo), name) for name in ("alpha", "beta")]
@@ -223,7 +223,7 @@ def test_an_inactive_window_gets_the_host_notification_and_review_raises_it_on_t
     fake.script_for("hello:", [reply(text("Hello."))])
     win = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(win)
-    win._notify = lambda title, message: None  # type: ignore[method-assign]
+    win.banners.notify = lambda title, message: None  # type: ignore[method-assign]
     win.show()
     win.activateWindow()
     other = QWidget()  # "another application": a window that takes the focus from ours
@@ -302,7 +302,7 @@ def test_the_phone_page_runs_in_the_background_host_and_its_pairing_is_confirmed
     (config / "desktop-agent" / "settings.json").write_text(json.dumps({"keep_sessions_running": True}))
     win = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(win)
-    win._notify = lambda title, message: None  # type: ignore[method-assign]
+    win.banners.notify = lambda title, message: None  # type: ignore[method-assign]
     win.show()
 
     async def scenario() -> None:
@@ -360,7 +360,7 @@ def test_a_reconnect_with_a_question_pending_asks_it_again_and_the_window_answer
     fake.script([READ(app_ts), edit(app_ts, BEFORE, AFTER), reply(text("Done."))])
     win = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(win)
-    win._notify = lambda title, message: None  # type: ignore[method-assign]
+    win.banners.notify = lambda title, message: None  # type: ignore[method-assign]
     win.show()
 
     async def scenario() -> None:

@@ -67,7 +67,7 @@ def test_mcp_calls_through_the_dialog_and_a_crashed_server_in_the_servers_view(
 
     async def scenario():
         assert await win.open_folder(str(workdir))
-        view = win.show_servers()
+        view = win.banners.show_servers()
         assert view.isVisible() and not view.isModal()
         assert view.rows["fake"].state == "pending"  # servers start with the first request
         # 1. the dialog asks for each call: Allow writes, Deny does not
@@ -99,8 +99,8 @@ def test_mcp_calls_through_the_dialog_and_a_crashed_server_in_the_servers_view(
         assert banner.text_plain.startswith("MCP server fake failed: ")
         assert "1 failed" in view.summary.text()
         qtbot.mouseClick(row.restart_button, Qt.MouseButton.LeftButton)
-        assert "fake" in win._restarting and not row.restart_button.isEnabled()  # the click returned at once
-        await wait_for(lambda: row.state == "connected" and not win._restarting, what="restarted server")
+        assert "fake" in win.banners.restarting and not row.restart_button.isEnabled()  # the click returned at once
+        await wait_for(lambda: row.state == "connected" and not win.banners.restarting, what="restarted server")
         assert "mcp:fake" not in win.conversation.banners and row.restart_button.isEnabled()
 
         # 3. crashed again, then the next call restarts it by itself

@@ -49,7 +49,7 @@ def test_marker_dry_run_restore_and_undo(qtbot, qloop, fake, make_window, tmp_pa
         # the count includes the empty mount points the sandbox left in the folder during the turn (gone now)
         assert banner.text_plain.startswith(f"Restored {dialog.files.count()} files (+1 −1)")
         (action,) = [a for _label, a in banner.links]
-        win._on_banner_action(action)
+        win.banners.on_banner_action(action)
         await wait_for(lambda: "Restore undone" in win.conversation.banners["restore"].text_plain, 20, "undo restore")
         assert manifest(folder) == after
 

@@ -1,7 +1,10 @@
 """What the window says about its state: the status bar (and the title's "Waiting for approval"), the empty
 conversation's welcome, the window's own banners — a session that could not open, one per failed MCP server (an
 error event's banner, with its actions, is the conversation presenter's) — what each banner button does, and the
-MCP Servers view. A mixin of ``MainWindow``; the decisions (which servers, which colour) are ``presenters``.
+MCP Servers view. The decisions (which servers, which colour) are ``presenters``.
+
+``WindowBanners`` is a part of ``MainWindow`` (``window.banners``): it holds its own state (the tray icon, the Servers
+view, the servers restarting) and reaches the window only through ``window``, typed as ``host_protocol.WindowHost``.
 """
 
 from __future__ import annotations
@@ -20,67 +23,74 @@ from desktop_agent.ui.window.presenters import (
     ERROR, IDLE, RETRYING, STOPPING, STREAMING, THINKING, TOOL, WAITING, failed_servers, home, is_setup_error,
     status_dot,
 )
-from desktop_agent.ui.window.host_protocol import WindowHost
 from desktop_agent.ui.window.settings_gate import RETRY_ACTION
 
 if TYPE_CHECKING:
     from desktop_agent.client import SessionHandle
+    from desktop_agent.ui.window.host_protocol import WindowHost
+    from desktop_agent.ui.window.servers_view import ServersView
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate
 APP = "Desktop Agent"
 
 
-class BannersMixin(WindowHost):
-    """Status bar, title, welcome, banners and the MCP Servers view (``MainWindow`` provides the host)."""
+class WindowBanners:
+    """Status bar, title, welcome, banners and the MCP Servers view of one window."""
 
-    def _session_failed(self, folder: str, exc: Exception) -> None:
+    def __init__(self, window: WindowHost) -> None:
+        self.window = window
+        self.tray: QSystemTrayIcon | None = None  # made for the first notification
+        self.servers_view: ServersView | None = None  # the MCP Servers view, built when first shown
+        self.restarting: set[str] = set()  # MCP servers whose restart is under way
+
+    def session_failed(self, folder: str, exc: Exception) -> None:
         name = type(exc).__name__
         text = str(exc) or name
         log.warning("could not open a session in %s: %s: %s", folder, name, text)
-        self.conversation.cwd = folder
+        self.window.conversation.cwd = folder
         if is_setup_error(name, text):
-            self.conversation.add_banner(
+            self.window.conversation.add_banner(
                 "error", translate("MainWindow", "No API key is set up, so the agent cannot talk to a model. {0} opens "
                                                  "as soon as a key is saved.").format(home(folder)),
                 [("settings", translate("MainWindow", "Open settings")),
                  ("tour", translate("MainWindow", "Take the offline tour"))], key="setup")
         else:
-            self.conversation.add_banner(
+            self.window.conversation.add_banner(
                 "error", translate("MainWindow", "Could not open the session: {0}").format(text),
                 [("settings", translate("MainWindow", "Open settings"))], key="setup")
 
-    def _on_banner_action(self, action: str) -> None:
+    def on_banner_action(self, action: str) -> None:
         from desktop_agent.ui.window.rewind import UNDO_PREFIX
 
         if action.startswith(UNDO_PREFIX):  # the restore banner's "Undo restore"
-            self.rewind.undo_restore_soon(action[len(UNDO_PREFIX):])
+            self.window.rewind.undo_restore_soon(action[len(UNDO_PREFIX):])
         elif action == "retry-now":
-            self.controller.retry_now()
+            self.window.controller.retry_now()
         elif action == "retry-cancel":
-            self.stop()
+            self.window.stop()
         elif action == "settings":
-            self.show_settings(False)
+            self.window.show_settings(False)
         elif action == "tour":
-            self.start_tour()
+            self.window.start_tour()
         elif action == "servers":
             self.show_servers()
         elif action == "network" or action.startswith("egress-allow:"):  # ui/window/network_view.py
             from desktop_agent.ui.window import network_view
 
             if action == "network":
-                network_view.show_network(self)
+                network_view.show_network(self.window)
             else:
-                network_view.allow_host(self, action.split(":", 1)[1])
+                network_view.allow_host(self.window, action.split(":", 1)[1])
         elif action == "restart":
-            self.restart_session()
-        elif action == RETRY_ACTION and self.wanted_folder:  # the settings are fixed: open the folder again
-            self.open_folder_soon(self.wanted_folder)
-        elif action == "retry" and self.prompt.history:
-            self.send(self.prompt.history[-1])
+            self.window.restart_session()
+        elif action == RETRY_ACTION and self.window.wanted_folder:  # the settings are fixed: open the folder again
+            self.window.open_folder_soon(self.window.wanted_folder)
+        elif action == "retry" and self.window.prompt.history:
+            self.window.send(self.window.prompt.history[-1])
 
-    def _set_status_view(self, status: str, detail: str) -> None:
-        c = colors(is_dark(self))
+    def set_status_view(self, status: str, detail: str) -> None:
+        c = colors(is_dark(self.window))
         text = {
             IDLE: translate("MainWindow", "Idle"), THINKING: translate("MainWindow", "Thinking…"),
             STREAMING: translate("MainWindow", "Responding…"),
@@ -93,53 +103,53 @@ class BannersMixin(WindowHost):
             STOPPING: translate("MainWindow", "Stopping…"),
         }.get(status, status)
         dot = {"muted": c.muted, "error": c.error, "accent": c.accent, "added_fg": c.added_fg}[status_dot(status)]
-        self.status_label.setText(f"<span style='color:{dot}'>●</span>&nbsp; {text}")
-        self.status.setProperty("attention", "true" if status == WAITING else "false")
-        self.status.style().unpolish(self.status)
-        self.status.style().polish(self.status)
+        self.window.status_label.setText(f"<span style='color:{dot}'>●</span>&nbsp; {text}")
+        self.window.status.setProperty("attention", "true" if status == WAITING else "false")
+        self.window.status.style().unpolish(self.window.status)
+        self.window.status.style().polish(self.window.status)
         if status == WAITING:
-            self.status.setStyleSheet(f"QStatusBar#statusBar {{ background: {c.accent}; }} "
+            self.window.status.setStyleSheet(f"QStatusBar#statusBar {{ background: {c.accent}; }} "
                                       f"QStatusBar#statusBar QLabel {{ color: #1f2328; font-weight: 600; }}")
         else:
-            self.status.setStyleSheet("")
-        self._update_title(waiting=status == WAITING)
+            self.window.status.setStyleSheet("")
+        self.update_title(waiting=status == WAITING)
 
-    def _update_title(self, waiting: bool | None = None) -> None:
+    def update_title(self, waiting: bool | None = None) -> None:
         if waiting is None:
-            waiting = self.controller.status == WAITING
+            waiting = self.window.controller.status == WAITING
         parts = []
         if waiting:
             parts.append(translate("MainWindow", "Waiting for approval"))
-        if self.permission_mode == BYPASS:
+        if self.window.permission_mode == BYPASS:
             parts.append(bypass_badge_text())
-        elif self.permission_mode == DONT_ASK:
+        elif self.window.permission_mode == DONT_ASK:
             parts.append(dont_ask_badge_text())
-        if self.folder:
-            parts.append(home(self.folder))
-        if self.demo:
+        if self.window.folder:
+            parts.append(home(self.window.folder))
+        if self.window.demo:
             parts.append(translate("MainWindow", "Tour"))
         # The app name last, once: Qt appends the application display name to a title that does not
         # already end with it (the window manager showed "Desktop Agent — … — Desktop Agent").
         parts.append(APP)
-        self.setWindowTitle(" — ".join(parts))
+        self.window.setWindowTitle(" — ".join(parts))
 
-    def _notify(self, title: str, message: str) -> None:
+    def notify(self, title: str, message: str) -> None:
         if not QSystemTrayIcon.isSystemTrayAvailable():
             return
         if self.tray is None:
-            self.tray = QSystemTrayIcon(self.windowIcon(), self)
+            self.tray = QSystemTrayIcon(self.window.windowIcon(), self.window)
             self.tray.show()
         self.tray.showMessage(title, message, QSystemTrayIcon.MessageIcon.Information, 8000)
 
     # ----- misc actions ------------------------------------------------------------------------
-    def _show_empty(self) -> None:
-        c = colors(is_dark(self))
+    def show_empty(self) -> None:
+        c = colors(is_dark(self.window))
         # tr() outside f-strings: pyside6-lupdate does not look inside them.
-        if self.folder is None:
+        if self.window.folder is None:
             title = translate("MainWindow", "Open a folder to start")
             lines = [translate("MainWindow", "File ▸ Open Folder… (Ctrl+O), then ask for a change."),
                      translate("MainWindow", "Every edit is shown as a diff and waits for your Allow.")]
-        elif self.demo:
+        elif self.window.demo:
             title = translate("MainWindow", "Welcome to the tour")
             lines = [translate("MainWindow", "A scripted model works on a copy of a sample project."),
                      translate("MainWindow",
@@ -150,14 +160,14 @@ class BannersMixin(WindowHost):
                      translate("MainWindow", "The agent reads freely; writes wait for your approval.")]
         html = (f"<p style='font-size:large'><b>{title}</b></p>"
                 f"<p style='color:{c.muted}'>{'<br/>'.join(lines)}</p>")
-        self.conversation.show_empty(html)
+        self.window.conversation.show_empty(html)
 
     def show_servers(self) -> Any:
         """View ▸ MCP Servers… (Ctrl+Shift+E): the current session's servers, non-modal."""
         from desktop_agent.ui.window.servers_view import ServersView
 
         if self.servers_view is None:
-            self.servers_view = ServersView(self)
+            self.servers_view = ServersView(self.window)
             self.servers_view.restart_requested.connect(self.restart_server)
         self.refresh_servers()
         self.servers_view.show()
@@ -165,7 +175,7 @@ class BannersMixin(WindowHost):
         return self.servers_view
 
     def _mcp_status(self) -> list[dict[str, Any]]:
-        session = self.controller.session
+        session = self.window.controller.session
         try:
             return list(session.state.mcp_servers) if session is not None else []
         except Exception:
@@ -178,23 +188,23 @@ class BannersMixin(WindowHost):
 
         servers = self._mcp_status()
         if self.servers_view is not None:
-            self.servers_view.set_servers(servers, self._restarting)
-        failed = failed_servers(servers, self._restarting)
-        for key in [k for k in self.conversation.banners if k.startswith("mcp:") and k[4:] not in failed]:
-            self.conversation.remove_banner(key)
+            self.servers_view.set_servers(servers, self.restarting)
+        failed = failed_servers(servers, self.restarting)
+        for key in [k for k in self.window.conversation.banners if k.startswith("mcp:") and k[4:] not in failed]:
+            self.window.conversation.remove_banner(key)
         for name, status in failed.items():
             text = failed_banner_text(status)
-            old = self.conversation.banners.get(f"mcp:{name}")
+            old = self.window.conversation.banners.get(f"mcp:{name}")
             if old is None or old.text_plain != text:
-                self.conversation.add_banner("error", text, [("servers", translate("MainWindow", "Show MCP servers"))],
-                                             key=f"mcp:{name}")
+                self.window.conversation.add_banner(
+                    "error", text, [("servers", translate("MainWindow", "Show MCP servers"))], key=f"mcp:{name}")
 
     def restart_server(self, name: str) -> asyncio.Task | None:
         """Restart one MCP server as a task on the loop (the Qt thread never waits for it)."""
-        session = self.controller.session
-        if session is None or not session.state.manages_mcp or name in self._restarting:
+        session = self.window.controller.session
+        if session is None or not session.state.manages_mcp or name in self.restarting:
             return None
-        self._restarting.add(name)
+        self.restarting.add(name)
         self.refresh_servers()
         return asyncio.ensure_future(self._restart(session, name))
 
@@ -205,7 +215,8 @@ class BannersMixin(WindowHost):
             await session.request(McpRestartRequest(serverName=name))
         except Exception as exc:
             log.warning("could not restart the MCP server %s: %s", name, exc)
-            self.status.showMessage(translate("MainWindow", "Could not restart {0}: {1}").format(name, exc), 5000)
+            self.window.status.showMessage(
+                translate("MainWindow", "Could not restart {0}: {1}").format(name, exc), 5000)
         finally:
-            self._restarting.discard(name)
+            self.restarting.discard(name)
             self.refresh_servers()

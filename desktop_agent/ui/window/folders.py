@@ -72,7 +72,7 @@ class FoldersMixin(WindowHost):
         title = home(live.folder or session.state.cwd)
         await live.controller.detach_session()
         log.info("session %s left running in the background host", session.session_id)
-        self._notify("Desktop Agent", left_running_text(title))
+        self.banners.notify("Desktop Agent", left_running_text(title))
 
     async def end_session(self, reason: str) -> None:
         """SessionEnd for the current session (its hooks, then closing it); an empty session's file goes."""
@@ -189,7 +189,7 @@ class FoldersMixin(WindowHost):
             session = await self.controller.open_session(folder, **kwargs)
         except Exception as exc:
             self.status.clearMessage()
-            self._session_failed(folder, exc)
+            self.banners.session_failed(folder, exc)
             return False
         self.status.clearMessage()
         self.folder = folder
@@ -215,7 +215,7 @@ class FoldersMixin(WindowHost):
         if (resume or attached) and not replayed:
             await self.replay_history(session)
         elif not resume:
-            self._show_empty()
+            self.banners.show_empty()
         show_problems(self.conversation, problems)
         if resume and self._history_stats is not None:  # totals and turn numbers continue from the transcript
             tokens, cost, turns = self._history_stats
@@ -230,7 +230,7 @@ class FoldersMixin(WindowHost):
         if kind == "host":  # the host's other sessions (another folder, a worktree) come back beside this one
             self.attach_task = asyncio.ensure_future(self.attach_running())
         self._add_recent(folder)
-        self._update_title()
+        self.banners.update_title()
         self.save_state()
         self.prompt.setFocus()
         self.folder_opened.emit(folder)

@@ -1,12 +1,13 @@
 """What the window's parts use of the window: ``WindowHost`` lists the members of ``MainWindow`` that its mixins
-(``FoldersMixin``, ``BannersMixin``, ``ToolbarMixin``) read, set or call on their shared ``self``, and that its part
-objects (``rewind.WindowRewind``, ``worktree_actions.WorktreeActions``: each holds its own state) reach through their
-``window`` — the session in view and its parts, the window's widgets and state, and the methods one part calls of
-another — in one place instead of ``TYPE_CHECKING`` stubs in every part. Each mixin names ``WindowHost`` as its
-base: for the type checker a ``QMainWindow`` with those members (so ``self`` is a widget, a signals' owner and the
-window at once, and ``MainWindow``'s own definitions are checked against the same declarations); at run time
-``object``, so the classes and ``MainWindow``'s bases are as they were. A part object another part calls is declared
-here by what it is called for (``RewindPart``), so that no part imports another.
+(``FoldersMixin``, ``ToolbarMixin``) read, set or call on their shared ``self``, and that its part objects
+(``rewind.WindowRewind``, ``banners.WindowBanners``, ``worktree_actions.WorktreeActions``: each holds its own state)
+reach through their ``window`` — the session in view and its parts, the window's widgets and state, and the methods
+one part calls of another — in one place instead of ``TYPE_CHECKING`` stubs in every part. Each mixin names
+``WindowHost`` as its base: for the type checker a ``QMainWindow`` with those members (so ``self`` is a widget, a
+signals' owner and the window at once, and ``MainWindow``'s own definitions are checked against the same
+declarations); at run time ``object``, so the classes and ``MainWindow``'s bases are as they were. A part object
+another part calls is declared here by what it is called for (``RewindPart``, ``BannersPart``), so that no part
+imports another.
 
 A plain class, not a ``typing.Protocol``: mypy takes a protocol's attribute declared without a value as abstract,
 and a mixin's ``self.x = ...`` then defines a new ``x`` of its own instead of being checked against the declaration.
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from PySide6.QtCore import QSettings, SignalInstance
     from PySide6.QtGui import QActionGroup
-    from PySide6.QtWidgets import QLabel, QMainWindow, QStatusBar, QSystemTrayIcon
+    from PySide6.QtWidgets import QLabel, QMainWindow, QStatusBar
 
     from desktop_agent.ui.changes.panel import DiffPanel
     from desktop_agent.ui.conversation.view import ConversationView
@@ -45,6 +46,14 @@ if TYPE_CHECKING:
 
         def undo_restore_soon(self, restore_id: str) -> asyncio.Task[Any] | None: ...
 
+    class BannersPart(Protocol):
+        """What the other parts call of the window's status, title and banners (``banners.WindowBanners``)."""
+
+        def session_failed(self, folder: str, exc: Exception) -> None: ...
+        def show_empty(self) -> None: ...
+        def update_title(self, waiting: bool | None = None) -> None: ...
+        def notify(self, title: str, message: str) -> None: ...
+
     class WindowHost(QMainWindow):
         """The members of ``MainWindow`` its mixins use (each defined by ``MainWindow`` or by one of the mixins)."""
 
@@ -65,6 +74,7 @@ if TYPE_CHECKING:
 
         lives: list[LiveSession]  # the sessions open in this window, in the order they were opened
         rewind: RewindPart  # the window's part objects another part calls
+        banners: BannersPart
 
         # signals
         folder_opened: SignalInstance
@@ -76,8 +86,6 @@ if TYPE_CHECKING:
         status: QStatusBar
         status_label: QLabel
         mode_group: QActionGroup
-        tray: QSystemTrayIcon | None
-        servers_view: Any  # ``ui.window.servers_view.ServersView``, built when first shown
 
         # state
         qsettings: QSettings
@@ -91,7 +99,6 @@ if TYPE_CHECKING:
         _model_name: str
         _had_session: bool
         _history_stats: tuple[int, float, int] | None
-        _restarting: set[str]
 
         # dialogs and tasks in flight
         trust_box: TrustDialog | None
@@ -121,10 +128,6 @@ if TYPE_CHECKING:
         # the mixins' methods that another part calls
         def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task[bool]: ...  # FoldersMixin
         def restart_session(self) -> asyncio.Task[None] | None: ...  # FoldersMixin
-        def _session_failed(self, folder: str, exc: Exception) -> None: ...  # BannersMixin
-        def _show_empty(self) -> None: ...  # BannersMixin
-        def _update_title(self, waiting: bool | None = None) -> None: ...  # BannersMixin
-        def _notify(self, title: str, message: str) -> None: ...  # BannersMixin
         def request_mode(self, mode: str) -> None: ...  # ToolbarMixin
         def _select_mode(self, mode: str) -> None: ...  # ToolbarMixin
         def show_model(self, name: str, enabled: bool = True) -> None: ...  # ToolbarMixin

@@ -34,7 +34,7 @@ from desktop_agent.ui.first_paint import after_first_paint
 from desktop_agent.ui.highlight import colors, is_dark
 from desktop_agent.ui.window.away import watch_away
 from desktop_agent.ui.window.background import in_background, is_active, review_in_window, watch_activation
-from desktop_agent.ui.window.banners import APP, BannersMixin
+from desktop_agent.ui.window.banners import APP, WindowBanners
 from desktop_agent.ui.window.controller import IDLE, AgentController
 from desktop_agent.ui.window.demo import TOUR_PROMPTS, prepare_demo_project
 from desktop_agent.ui.window.find import FindBar
@@ -72,7 +72,7 @@ def _loop_running() -> bool:
         return False
 
 
-class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
+class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
     """The product window. ``client_factory`` (tests) builds the model client of an in-process session."""
 
     folder_opened = Signal(str)
@@ -103,6 +103,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.lives: list[LiveSession] = []  # the sessions open in this window, in the order they were opened
         # the window's part objects: each holds its own state and reaches the window through its ``window``
         self.rewind: WindowRewind = WindowRewind(self)
+        self.banners: WindowBanners = WindowBanners(self)
         self.worktree_actions = WorktreeActions(self)
         self._first_controller = controller or AgentController(self, window=self, questions=self.questions,
                                                                client=client)
@@ -116,7 +117,6 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.trust_box = None
         self.stop_question = None  # "Stop the running turn?" while it is open (folders.stop_running_turn)
         self.settings_dialog: Any = None
-        self.tray = None
         self._model_name = ""
         self.permission_mode = "default"  # the mode in force (bypass only after its confirmation)
         self.bypass_box = None
@@ -124,9 +124,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self._saved_model = ""  # the Settings model when Settings opened
         self.wanted_folder = None  # the folder asked for whose session could not open yet
         self._history_stats = None
-        self.servers_view = None  # the MCP Servers view, built when first shown
         self.network_view: Any = None  # the Network view (ui/window/network_view.py), built when first shown
-        self._restarting = set()  # MCP servers whose restart is under way
         self._had_session = False  # a later new session starts in Settings' default mode
         self._close_task: asyncio.Task | None = None  # SessionEnd before the window closes
         self.attach_task = None  # the background host's other sessions coming back
@@ -142,9 +140,9 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
             if first != BYPASS:
                 self.permission_mode = first
                 self._select_mode(first)
-        self._update_title()
-        self._show_empty()
-        self._set_status_view(IDLE, "")
+        self.banners.update_title()
+        self.banners.show_empty()
+        self.banners.set_status_view(IDLE, "")
 
     # ----- construction ------------------------------------------------------------------------
     def _build(self) -> None:
@@ -265,7 +263,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         view_menu.addAction(self.toggle_changes)
         view_menu.addSeparator()
         self.servers_action = _triggers(QAction(self.tr("MCP &Servers…"), self,
-                                                shortcut=QKeySequence("Ctrl+Shift+E")), self.show_servers)
+                                                shortcut=QKeySequence("Ctrl+Shift+E")), self.banners.show_servers)
         view_menu.addAction(self.servers_action)
         self.network_action = _triggers(QAction(self.tr("&Network…"), self, shortcut=QKeySequence("Ctrl+Shift+N")),
                                         self.show_network)
@@ -388,20 +386,21 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         c.permission_requested.connect(lambda r: self._on_permission_requested(r, live))
         c.permission_resolved.connect(lambda e: self._on_permission_resolved(e, live))
         c.notice.connect(lambda kind, text: conversation.add_banner("notice", text))
-        c.status_changed.connect(shown(self._set_status_view))
+        c.status_changed.connect(shown(self.banners.set_status_view))
         c.usage_changed.connect(shown(self._on_usage))
         c.busy_changed.connect(lambda busy: self._on_busy(busy, live))
-        c.notifier = self._notify
+        c.notifier = self.banners.notify
         c.reviewer = lambda request_id: review_in_window(self, live, request_id)  # the background host's Review
         c.session_changed.connect(lambda _s: self._start_desktop_notifications())
         c.session_changed.connect(lambda _s: watch_activation(self, live))  # the host notifies while inactive
         c.session_changed.connect(lambda _s: self.questions.rescope())
-        c.turn_finished.connect(shown(lambda _e: self.refresh_servers()))  # MCP states after each turn
-        c.tool_finished.connect(shown(lambda e: self.refresh_servers() if str(e.name).startswith("mcp__") else None))
-        c.session_changed.connect(shown(lambda _s: self.refresh_servers()))
+        c.turn_finished.connect(shown(lambda _e: self.banners.refresh_servers()))  # MCP states after each turn
+        c.tool_finished.connect(shown(lambda e: self.banners.refresh_servers()
+                                      if str(e.name).startswith("mcp__") else None))
+        c.session_changed.connect(shown(lambda _s: self.banners.refresh_servers()))
         panel.recorder = lambda entry: self._record_entry(entry, live)  # a revert or redo, in the transcript
         conversation.card_selected.connect(panel.select_tool)
-        conversation.banner_action.connect(self._on_banner_action)
+        conversation.banner_action.connect(self.banners.on_banner_action)
         panel.change_selected.connect(lambda tid: conversation.select_card(tid, scroll=True))
         self.rewind.wire(live)  # checkpoint markers, "Rewind…", "Undo restore"
         live.changed.connect(self._sessions_changed)
@@ -705,7 +704,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.panels.setCurrentWidget(live.diff_panel)
         self.find_bar.conversation = live.conversation
         c = live.controller
-        self._set_status_view(c.status, c.status_detail)
+        self.banners.set_status_view(c.status, c.status_detail)
         self._on_usage(c.tokens, c.cost)
         self.stop_action.setEnabled(c.busy)
         session = c.session
@@ -717,7 +716,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
         self.questions.rescope()
         self._sessions_changed()
         self._refresh_sessions(self._session_id())
-        self._update_title()
+        self.banners.update_title()
 
     def _wire(self) -> None:
         self._wire_live(self.live)
@@ -1058,7 +1057,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, BannersMixin, QMainWindow):
             self.open_folder_soon(folder)  # e.g. first run: the folder from the command line, now with a key
         elif not folder:
             self.conversation.remove_banner("setup")
-            self._show_empty()
+            self.banners.show_empty()
 
     def start_tour(self) -> None:
         self._tour_window = start_tour_window()

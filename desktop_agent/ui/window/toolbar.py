@@ -147,7 +147,7 @@ class ToolbarMixin(WindowHost):
         if self.bypass_action.isVisible() != bypass or self.dont_ask_action.isVisible() != dont_ask:
             self.bypass_action.setVisible(bypass)
             self.dont_ask_action.setVisible(dont_ask)
-            self._update_title()
+            self.banners.update_title()
 
     def _style_mode_badges(self, c: DiffColors) -> None:
         """The badges in the theme's colours: Bypass on the error red, Don't ask outlined in it."""

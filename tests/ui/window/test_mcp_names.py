@@ -31,7 +31,7 @@ def test_servers_say_when_they_start_and_tools_read_server_dot_tool(qtbot, qloop
 
     async def scenario():
         assert await win.open_folder(str(workdir))
-        view = win.show_servers()
+        view = win.banners.show_servers()
         row = view.rows["demo"]
         assert row.state == "pending"
         assert "starts with the first message" in row.details.text()

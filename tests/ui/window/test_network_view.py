@@ -115,7 +115,7 @@ def test_a_refused_host_gets_a_banner_that_allows_it_for_the_session(qtbot, qloo
         await asyncio.wait_for(task, 30)
         banner = await wait_for(lambda: win.conversation.banners.get("egress:refused.example"), what="the banner")
         assert "refused network access to refused.example:80" in banner.text_plain
-        win._on_banner_action("egress-allow:refused.example")
+        win.banners.on_banner_action("egress-allow:refused.example")
         box = win._allow_host_box
         box.safety_delay_ms = 300
         await wait_for(box.is_ready, what="the confirmation's delay")
