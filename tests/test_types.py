@@ -13,6 +13,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TYPED = ("desktop_agent/core", "desktop_agent/permissions", "desktop_agent/shell", "desktop_agent/util",
          "desktop_agent/mcp", "desktop_agent/model", "desktop_agent/protocol", "desktop_agent/engine",
@@ -29,6 +31,7 @@ def _mypy(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=300)
 
 
+@pytest.mark.timeout(600)  # mypy from a cold cache: 56 s on CI's machine
 def test_typed_packages_are_clean():
     out = _mypy(*TYPED)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -39,6 +42,7 @@ def test_typed_packages_are_clean():
     assert int(checked.group(1)) == expected
 
 
+@pytest.mark.timeout(600)
 def test_the_ui_is_clean():
     out = _mypy(UI)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -559,6 +559,7 @@ def _past_git_locks(call):  # type: ignore[no-untyped-def]
     raise AssertionError("still locked")
 
 
+@pytest.mark.timeout(600)  # a kill at every step of a call: 42 s on CI's machine
 @pytest.mark.parametrize("op", ["create", "archive", "restore", "delete"])
 def test_a_kill_9_at_every_step_of_a_call_loses_nothing(op: str, template: str, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
