@@ -164,7 +164,7 @@ def test_openai_compatible_provider_from_settings_read_edit_text(qtbot, qloop, m
             reopened = win.show_settings()  # the saved provider comes back with its own fields
             assert reopened.provider() == "openai" and reopened.base_url_edit.text() == oa.base_url
             reopened.provider_combo.setCurrentIndex(reopened.provider_combo.findData("anthropic"))
-            assert reopened.base_url_edit.text() == "" and reopened.model_combo.count() > 0
+            assert reopened.base_url_edit.text() == "" and reopened.toolbar.model_combo.count() > 0
             reopened.reject()
 
             assert await win.open_folder(str(workdir))
@@ -198,14 +198,14 @@ def test_settings_default_mode_applies_to_new_sessions(qtbot, qloop, fake, make_
                                          "new_string": "value = 3"}, id="toolu_edit")),
                  reply(text("Done without asking."))])
     win = make_window()
-    assert win.permission_mode == "acceptEdits" and win.mode_combo.currentData() == "acceptEdits"
+    assert win.permission_mode == "acceptEdits" and win.toolbar.mode_combo.currentData() == "acceptEdits"
     asked = []
     win.controller.dialog_opened.connect(asked.append)
 
     async def scenario():
         assert await win.open_folder(str(workdir))
         assert win.controller.session.permission_mode == "acceptEdits"
-        win.request_mode("default")  # this session only
+        win.toolbar.request_mode("default")  # this session only
         assert win.controller.session.permission_mode == "default"
         first = win.controller.session
         win.new_session()
