@@ -164,7 +164,7 @@ def test_openai_compatible_provider_from_settings_read_edit_text(qtbot, qloop, m
             reopened = win.show_settings()  # the saved provider comes back with its own fields
             assert reopened.provider() == "openai" and reopened.base_url_edit.text() == oa.base_url
             reopened.provider_combo.setCurrentIndex(reopened.provider_combo.findData("anthropic"))
-            assert reopened.base_url_edit.text() == "" and reopened.toolbar.model_combo.count() > 0
+            assert reopened.base_url_edit.text() == "" and reopened.model_combo.count() > 0
             reopened.reject()
 
             assert await win.open_folder(str(workdir))
