@@ -178,7 +178,7 @@ def main(options: WindowOptions) -> int:
     if not options.demo:
         mode = launch_mode(options, prefs)
         if mode != window.permission_mode:  # the window starts in Settings' default (never bypass unasked)
-            window.request_mode(mode)  # bypassPermissions: its question first, over the window
+            window.toolbar.request_mode(mode)  # bypassPermissions: its question first, over the window
     if not (options.folder or options.demo):  # opening a folder imports the engine anyway: do not compete
         from desktop_agent.client.local import prewarm  # the engine and the API client, on a worker thread
 

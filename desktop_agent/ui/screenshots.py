@@ -175,9 +175,9 @@ async def _shoot(outdir: str, theme: str) -> list[str]:
     bp.resize(W, H)
     bp.show()
     populate_streaming(bp, folder)
-    bp.request_mode(BYPASS)
+    bp.toolbar.request_mode(BYPASS)
     await settle(300)
-    box = bp.bypass_box
+    box = bp.toolbar.bypass_box
     if not isinstance(box, BypassDialog):
         raise RuntimeError("screenshots: the Bypass question is not shown")
     save(_composite(bp, box), "08-bypass-confirm")

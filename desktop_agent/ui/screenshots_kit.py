@@ -42,7 +42,7 @@ def populate_streaming(win, folder: str) -> None:
     win.folder = folder
     win.conversation.cwd = folder
     win.diff_panel.cwd = folder
-    win.show_model("claude-sonnet-4-5")
+    win.toolbar.show_model("claude-sonnet-4-5")
     c.turn_index = 1
     c.user_prompt.emit("Why does `npm test` fail on the date parser? Fix it.")
     c.handle_event(ev.RequestStarted(turn=1, model="claude-sonnet-4-5"))

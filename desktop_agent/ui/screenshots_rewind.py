@@ -72,7 +72,7 @@ async def shoot_rewind(save: Callable[[Any, str], None], size: tuple[int, int] =
     win.resize(*size)
     win.show()
     c = win.controller
-    win.show_model("claude-sonnet-4-5")
+    win.toolbar.show_model("claude-sonnet-4-5")
     prompts = [("m1", "Use the ISO week in parseDate and drop the old test."),
                ("m2", "Make isoWeek compute the real week.")]
     for i, (mid, prompt) in enumerate(prompts, 1):

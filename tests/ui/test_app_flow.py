@@ -253,9 +253,9 @@ def test_prompt_keys_and_state_persist(qtbot, qloop, fake, make_window, workdir,
 def test_mode_selector_sets_session_mode(qtbot, qloop, fake, make_window, workdir):
     win = make_window()
     qloop.run_until_complete(win.open_folder(str(workdir)))
-    win.mode_combo.setCurrentIndex(win.mode_combo.findData("acceptEdits"))
+    win.toolbar.mode_combo.setCurrentIndex(win.toolbar.mode_combo.findData("acceptEdits"))
     assert win.controller.session.permission_mode == "acceptEdits"
-    win.cycle_mode()
+    win.toolbar.cycle_mode()
     assert win.controller.session.permission_mode == "plan"
 
 
@@ -309,10 +309,10 @@ def test_model_box_switches_the_model_of_the_next_request(qtbot, qloop, fake, ma
         task = await open_and_send(qtbot, win, workdir, "hello")
         await asyncio.wait_for(task, 10)
         first_model = fake.requests[0].body["model"]
-        assert win.model_combo.isEnabled() and win.model_combo.currentText() == first_model
-        win.model_combo.lineEdit().selectAll()
-        qtbot.keyClicks(win.model_combo.lineEdit(), "claude-haiku-4-5")
-        qtbot.keyClick(win.model_combo.lineEdit(), Qt.Key.Key_Return)
+        assert win.toolbar.model_combo.isEnabled() and win.toolbar.model_combo.currentText() == first_model
+        win.toolbar.model_combo.lineEdit().selectAll()
+        qtbot.keyClicks(win.toolbar.model_combo.lineEdit(), "claude-haiku-4-5")
+        qtbot.keyClick(win.toolbar.model_combo.lineEdit(), Qt.Key.Key_Return)
         assert win.controller.session.model == "claude-haiku-4-5"
         assert "claude-haiku-4-5" in win.status.currentMessage()
         win.prompt.setFocus()

@@ -330,7 +330,7 @@ def test_claude_code_allow_for_session_adds_only_this_files_rule(qtbot, qloop, f
     assert not last_tool_result(fake.main[3]).get("is_error")
     assert last_tool_result(fake.main[5]).get("is_error")
     assert win.controller.session.permission_mode == "default"
-    assert win.mode_combo.currentData() == "default"
+    assert win.toolbar.mode_combo.currentData() == "default"
     fake.assert_done()
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
 
@@ -346,10 +346,10 @@ def test_claude_code_toolbar_model_switch_mid_session(qtbot, qloop, fake, claude
         task = await open_and_send(qtbot, win, workdir, "hello")
         await asyncio.wait_for(task, 60)
         pid = win.controller.session.pid
-        win.model_combo.setFocus()
-        win.model_combo.lineEdit().selectAll()
-        qtbot.keyClicks(win.model_combo.lineEdit(), TOOLBAR_MODEL)
-        qtbot.keyClick(win.model_combo.lineEdit(), Qt.Key.Key_Return)
+        win.toolbar.model_combo.setFocus()
+        win.toolbar.model_combo.lineEdit().selectAll()
+        qtbot.keyClicks(win.toolbar.model_combo.lineEdit(), TOOLBAR_MODEL)
+        qtbot.keyClick(win.toolbar.model_combo.lineEdit(), Qt.Key.Key_Return)
         assert await win.controller.session.set_model(TOOLBAR_MODEL)  # the executor's control_response
         qtbot.keyClicks(win.prompt, "again")
         qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
@@ -462,7 +462,8 @@ def test_claude_code_mode_switch_only_when_picked(qtbot, qloop, fake, claude_bin
     qloop.run_until_complete(scenario())
     assert app_ts.read_text() == "a = 2\n" and other.read_text() == "c = 2\n"
     assert len(opened) == 1
-    assert win.controller.session.permission_mode == "acceptEdits" and win.mode_combo.currentData() == "acceptEdits"
+    assert win.controller.session.permission_mode == "acceptEdits"
+    assert win.toolbar.mode_combo.currentData() == "acceptEdits"
     fake.assert_done()
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit", timeout=15))
 
@@ -556,7 +557,7 @@ def test_claude_code_settings_model_saved_during_a_turn_is_sent_with_set_model(q
         dlg = win.show_settings()
         dlg.model_combo.setCurrentText(TOOLBAR_MODEL)
         dlg._save()
-        assert win.model_combo.currentText() == TOOLBAR_MODEL
+        assert win.toolbar.model_combo.currentText() == TOOLBAR_MODEL
         await asyncio.wait_for(task, 60)
         return pid
 

@@ -198,14 +198,14 @@ def test_settings_default_mode_applies_to_new_sessions(qtbot, qloop, fake, make_
                                          "new_string": "value = 3"}, id="toolu_edit")),
                  reply(text("Done without asking."))])
     win = make_window()
-    assert win.permission_mode == "acceptEdits" and win.mode_combo.currentData() == "acceptEdits"
+    assert win.permission_mode == "acceptEdits" and win.toolbar.mode_combo.currentData() == "acceptEdits"
     asked = []
     win.controller.dialog_opened.connect(asked.append)
 
     async def scenario():
         assert await win.open_folder(str(workdir))
         assert win.controller.session.permission_mode == "acceptEdits"
-        win.request_mode("default")  # this session only
+        win.toolbar.request_mode("default")  # this session only
         assert win.controller.session.permission_mode == "default"
         first = win.controller.session
         win.new_session()

@@ -32,7 +32,7 @@ def test_tour_plays_both_steps(qtbot, qloop):
         while not (win.controller.session is not None and win.prompt.toPlainText()):
             assert time.monotonic() < deadline
             await asyncio.sleep(0.02)
-        assert win.tour_label.isVisibleTo(win) and "Tour" in win.windowTitle()
+        assert win.toolbar.tour_label.isVisibleTo(win) and "Tour" in win.windowTitle()
         for expected in TOUR_PROMPTS:
             assert win.prompt.toPlainText() == expected
             win.send(win.prompt.toPlainText())

@@ -27,8 +27,8 @@ def _box(win_or_dlg):
 
 def _assert_not_bypass(win, mode="default"):
     assert win.permission_mode == mode
-    assert win.mode_combo.currentData() == mode
-    assert not win.bypass_action.isVisible()
+    assert win.toolbar.mode_combo.currentData() == mode
+    assert not win.toolbar.bypass_action.isVisible()
     assert "nothing asks" not in win.windowTitle()
     if win.controller.session is not None:
         assert win.controller.session.permission_mode == mode
@@ -38,25 +38,26 @@ def _assert_not_bypass(win, mode="default"):
 def test_toolbar_box_asks_before_bypass_and_cancel_keeps_the_old_mode(qtbot, qloop, make_window, workdir):
     win = make_window()
     assert qloop.run_until_complete(win.open_folder(str(workdir)))
-    win.mode_combo.setCurrentIndex(win.mode_combo.findData("acceptEdits"))
+    win.toolbar.mode_combo.setCurrentIndex(win.toolbar.mode_combo.findData("acceptEdits"))
     assert win.controller.session.permission_mode == "acceptEdits"
 
-    win.mode_combo.setCurrentIndex(win.mode_combo.findData(BYPASS))
-    box = _box(win)
+    win.toolbar.mode_combo.setCurrentIndex(win.toolbar.mode_combo.findData(BYPASS))
+    box = _box(win.toolbar)
     _assert_not_bypass(win, "acceptEdits")  # nothing changes while the question is open
     qtbot.mouseClick(box.no_button, Qt.MouseButton.LeftButton)
     _assert_not_bypass(win, "acceptEdits")
 
-    win.mode_combo.setCurrentIndex(win.mode_combo.findData(BYPASS))
-    qtbot.mouseClick(_box(win).yes_button, Qt.MouseButton.LeftButton)
+    win.toolbar.mode_combo.setCurrentIndex(win.toolbar.mode_combo.findData(BYPASS))
+    qtbot.mouseClick(_box(win.toolbar).yes_button, Qt.MouseButton.LeftButton)
     assert win.controller.session.permission_mode == BYPASS
-    assert win.mode_combo.currentData() == BYPASS
-    assert win.bypass_action.isVisible() and win.bypass_badge.text() == "Bypass — nothing asks"
+    assert win.toolbar.mode_combo.currentData() == BYPASS
+    assert win.toolbar.bypass_action.isVisible() and win.toolbar.bypass_badge.text() == "Bypass — nothing asks"
     assert "Bypass — nothing asks" in win.windowTitle()
     assert win.windowTitle().count("Desktop Agent") == 1 and win.windowTitle().endswith("Desktop Agent")
 
-    win.mode_combo.setCurrentIndex(win.mode_combo.findData("default"))  # leaving bypass needs no question
-    assert win.bypass_box is None
+    combo = win.toolbar.mode_combo
+    combo.setCurrentIndex(combo.findData("default"))  # leaving bypass needs no question
+    assert win.toolbar.bypass_box is None
     _assert_not_bypass(win)
 
 
@@ -65,13 +66,13 @@ def test_menu_entry_asks_and_escape_cancels(qtbot, qloop, make_window, workdir):
     assert qloop.run_until_complete(win.open_folder(str(workdir)))
     action = next(a for a in win.mode_group.actions() if a.data() == BYPASS)
     action.trigger()
-    box = _box(win)
+    box = _box(win.toolbar)
     assert not action.isChecked()  # the menu still shows the mode in force
     qtbot.keyClick(box, Qt.Key.Key_Escape)
     assert not box.isVisible()
     _assert_not_bypass(win)
     action.trigger()
-    box = _box(win)
+    box = _box(win.toolbar)
     qtbot.keyClick(box, Qt.Key.Key_Return)  # Enter turns nothing on (and no button is default)
     _assert_not_bypass(win)
     assert box.isVisible()
@@ -87,14 +88,14 @@ def test_cycle_shortcut_never_reaches_bypass_nor_dont_ask(qtbot, qloop, make_win
         mods = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
         qtbot.keyClick(win.prompt, Qt.Key.Key_M, mods)
         seen.append(win.controller.session.permission_mode)
-        assert win.bypass_box is None
+        assert win.toolbar.bypass_box is None
     assert BYPASS not in seen and "dontAsk" not in seen
     assert set(seen) == {"default", "acceptEdits", "plan"}
     # entered deliberately, the cycle leaves it
-    win.request_mode(BYPASS)
-    _box(win).yes_button.click()
+    win.toolbar.request_mode(BYPASS)
+    _box(win.toolbar).yes_button.click()
     assert win.permission_mode == BYPASS
-    win.cycle_mode()
+    win.toolbar.cycle_mode()
     assert win.permission_mode == "default" and win.controller.session.permission_mode == "default"
 
 
@@ -102,17 +103,17 @@ def test_dont_ask_says_what_it_does_from_the_menu_with_a_badge(qtbot, qloop, mak
     win = make_window()
     assert qloop.run_until_complete(win.open_folder(str(workdir)))
     label = "Don't ask \u2014 deny anything not allowed"
-    assert win.mode_combo.itemText(win.mode_combo.findData("dontAsk")) == label
+    assert win.toolbar.mode_combo.itemText(win.toolbar.mode_combo.findData("dontAsk")) == label
     action = next(a for a in win.mode_group.actions() if a.data() == "dontAsk")
     assert action.text() == label
-    assert not win.dont_ask_action.isVisible()
+    assert not win.toolbar.dont_ask_action.isVisible()
     action.trigger()  # the menu: no question, but a badge in the toolbar and the title
     assert win.permission_mode == "dontAsk" and win.controller.session.permission_mode == "dontAsk"
-    assert win.dont_ask_action.isVisible() and not win.bypass_action.isVisible()
-    assert win.dont_ask_badge.text() == "Don't ask \u2014 denies anything not allowed"
+    assert win.toolbar.dont_ask_action.isVisible() and not win.toolbar.bypass_action.isVisible()
+    assert win.toolbar.dont_ask_badge.text() == "Don't ask \u2014 denies anything not allowed"
     assert "Don't ask \u2014 denies anything not allowed" in win.windowTitle()
-    win.cycle_mode()  # the cycle leaves it and never comes back to it
-    assert win.permission_mode == "default" and not win.dont_ask_action.isVisible()
+    win.toolbar.cycle_mode()  # the cycle leaves it and never comes back to it
+    assert win.permission_mode == "default" and not win.toolbar.dont_ask_action.isVisible()
     assert "Don't ask" not in win.windowTitle()
 
 
@@ -137,8 +138,8 @@ def test_b_space_and_return_never_turn_bypass_on(qtbot, qloop, make_window, work
     after the delay turns it on."""
     win = make_window()
     assert qloop.run_until_complete(win.open_folder(str(workdir)))
-    win.request_mode(BYPASS)
-    box = _box(win)
+    win.toolbar.request_mode(BYPASS)
+    box = _box(win.toolbar)
     assert "&" not in box.yes_button.text() and not box.yes_button.isDefault() and not box.no_button.isDefault()
     qtbot.waitUntil(box.isActiveWindow)
     assert box.focusWidget() is box.no_button  # Cancel has the focus
@@ -159,7 +160,7 @@ def test_b_space_and_return_never_turn_bypass_on(qtbot, qloop, make_window, work
     qtbot.waitUntil(box.is_ready, timeout=3000)
     qtbot.mouseClick(box.yes_button, Qt.MouseButton.LeftButton)
     assert win.permission_mode == BYPASS and win.controller.session.permission_mode == BYPASS
-    assert win.bypass_box is None and not box.isVisible()
+    assert win.toolbar.bypass_box is None and not box.isVisible()
 
 
 def test_the_bypass_question_at_launch_over_an_inactive_window_takes_no_keys(qtbot, qloop, make_window, workdir,
@@ -177,8 +178,8 @@ def test_the_bypass_question_at_launch_over_an_inactive_window_takes_no_keys(qtb
     qtbot.waitUntil(win.isActiveWindow)  # shown (offscreen activates it), then the person types elsewhere
     other.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
-    win.request_mode(BYPASS)
-    box = _box(win)
+    win.toolbar.request_mode(BYPASS)
+    box = _box(win.toolbar)
     assert box.opened_inactive and box.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
     other.activateWindow()  # offscreen activates it anyway; a window manager does not
     qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
@@ -210,8 +211,8 @@ def test_settings_default_bypass_asks_and_applies_once_saved(qtbot, qloop, make_
     assert dlg.model_mode() == BYPASS
     dlg._save()
     assert config.AppSettings.load().default_permission_mode == BYPASS
-    assert win.permission_mode == BYPASS and win.bypass_action.isVisible()  # confirmed in Settings: asked once
-    assert win.bypass_box is None
+    assert win.permission_mode == BYPASS and win.toolbar.bypass_action.isVisible()  # confirmed in Settings: asked once
+    assert win.toolbar.bypass_box is None
 
 
 def test_command_line_bypass_asks_before_the_window_uses_it(qtbot, qloop, make_window, workdir):
@@ -227,25 +228,25 @@ def test_command_line_bypass_asks_before_the_window_uses_it(qtbot, qloop, make_w
     assert launch_mode(window_options([str(workdir)]), {"default_permission_mode": "plan"}) == "plan"
 
     win = make_window()
-    win.request_mode(launch_mode(window_options([str(workdir), "--dangerously-skip-permissions"]), {}))
-    box = _box(win)
+    win.toolbar.request_mode(launch_mode(window_options([str(workdir), "--dangerously-skip-permissions"]), {}))
+    box = _box(win.toolbar)
     assert qloop.run_until_complete(win.open_folder(str(workdir)))  # the folder opens meanwhile, not in bypass
     _assert_not_bypass(win)
     qtbot.mouseClick(box.no_button, Qt.MouseButton.LeftButton)
     _assert_not_bypass(win)
 
-    win.request_mode(BYPASS)
-    qtbot.mouseClick(_box(win).yes_button, Qt.MouseButton.LeftButton)
+    win.toolbar.request_mode(BYPASS)
+    qtbot.mouseClick(_box(win.toolbar).yes_button, Qt.MouseButton.LeftButton)
     assert win.controller.session.permission_mode == BYPASS
 
 
 def test_bypass_confirmed_before_the_session_exists_is_used_by_it(qtbot, qloop, make_window, workdir, fake):
     fake.script([reply(text("hi"))])
     win = make_window()
-    win.request_mode(BYPASS)
-    _box(win).yes_button.click()
+    win.toolbar.request_mode(BYPASS)
+    _box(win.toolbar).yes_button.click()
     assert qloop.run_until_complete(win.open_folder(str(workdir)))
-    assert win.controller.session.permission_mode == BYPASS and win.bypass_action.isVisible()
+    assert win.controller.session.permission_mode == BYPASS and win.toolbar.bypass_action.isVisible()
 
 
 # ----- 2. first run keeps the folder ----------------------------------------------------------------------
@@ -422,7 +423,7 @@ def test_resume_rebuilds_changes_panel_card_summaries_and_tokens(qtbot, qloop, m
         reply(text("Done."), usage={"input_tokens": 1600, "output_tokens": 20}),
     ])
     win = make_window()
-    win.request_mode("acceptEdits")
+    win.toolbar.request_mode("acceptEdits")
 
     async def scenario():
         assert await win.open_folder(str(workdir))
@@ -710,7 +711,7 @@ def test_disabled_stop_looks_disabled(qtbot, make_window):
     assert opaque, "the stop icon has no opaque pixels"
     red = QColor(c.error)
     assert all(abs(p.red() - red.red()) + abs(p.green() - red.green()) > 60 for p in opaque)  # not red
-    assert "disabled" in win.stop_button.styleSheet() and c.muted in win.stop_button.styleSheet()
+    assert "disabled" in win.toolbar.stop_button.styleSheet() and c.muted in win.toolbar.stop_button.styleSheet()
 
 
 def test_900_by_600_nothing_clipped(qtbot, make_window):
@@ -723,7 +724,7 @@ def test_900_by_600_nothing_clipped(qtbot, make_window):
     p = win.prompt
     fm = QFontMetrics(p.font())
     assert fm.horizontalAdvance(p.placeholderText()) <= p.viewport().width()  # the hint fits its one line
-    assert win.stop_button.isVisible() and win.toolbar.width() <= 900
+    assert win.toolbar.stop_button.isVisible() and win.toolbar.bar.width() <= 900
     win.resize(1400, 800)
     qtbot.waitUntil(lambda: win.width() == 1400)
     assert "Shift+Enter" in p.placeholderText()  # the full hint where it fits

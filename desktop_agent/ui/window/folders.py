@@ -149,10 +149,10 @@ class FoldersMixin(WindowHost):
         if not resume and self._had_session and not self.demo and "permission_mode" not in self.session_kwargs:
             fresh = default_mode_setting()  # a new session starts in Settings' default mode
             if fresh == BYPASS:
-                self.request_mode(BYPASS)  # asks (unless bypass is on already)
+                self.toolbar.request_mode(BYPASS)  # asks (unless bypass is on already)
             elif fresh != self.permission_mode:
                 self.permission_mode = fresh
-                self._select_mode(fresh)
+                self.toolbar.select_mode(fresh)
         kwargs = dict(self.session_kwargs)
         if self.client_factory is not None:  # a model client (tests, tour): its TLS context loads certificates
             kwargs["client"] = await in_thread(self.client_factory)
@@ -195,7 +195,7 @@ class FoldersMixin(WindowHost):
         self.folder = folder
         live.folder = folder
         self._had_session = True
-        self.show_model(session.model or "", enabled=True)
+        self.toolbar.show_model(session.model or "", enabled=True)
         # the mode asked for, unless the user picked another while the session was built; an attached session keeps
         # its own
         want = self.permission_mode if self.permission_mode != chosen_before else str(kwargs["permission_mode"])
@@ -210,7 +210,7 @@ class FoldersMixin(WindowHost):
         if mode != (session.permission_mode or "default"):  # bypass is never entered without its question
             self.controller.set_permission_mode(mode)
         self.permission_mode = mode
-        self._select_mode(mode)
+        self.toolbar.select_mode(mode)
         # the transcript only this session's executor knows (Claude Code's own), or the host's session attached to
         if (resume or attached) and not replayed:
             await self.replay_history(session)

@@ -1,13 +1,13 @@
 """What the window's parts use of the window: ``WindowHost`` lists the members of ``MainWindow`` that its mixins
-(``FoldersMixin``, ``ToolbarMixin``) read, set or call on their shared ``self``, and that its part objects
-(``rewind.WindowRewind``, ``banners.WindowBanners``, ``worktree_actions.WorktreeActions``: each holds its own state)
+(``FoldersMixin``) read, set or call on their shared ``self``, and that its part objects (``rewind.WindowRewind``,
+``banners.WindowBanners``, ``toolbar.WindowToolbar``, ``worktree_actions.WorktreeActions``: each holds its own state)
 reach through their ``window`` — the session in view and its parts, the window's widgets and state, and the methods
 one part calls of another — in one place instead of ``TYPE_CHECKING`` stubs in every part. Each mixin names
 ``WindowHost`` as its base: for the type checker a ``QMainWindow`` with those members (so ``self`` is a widget, a
 signals' owner and the window at once, and ``MainWindow``'s own definitions are checked against the same
 declarations); at run time ``object``, so the classes and ``MainWindow``'s bases are as they were. A part object
-another part calls is declared here by what it is called for (``RewindPart``, ``BannersPart``), so that no part
-imports another.
+another part calls is declared here by what it is called for (``RewindPart``, ``BannersPart``, ``ToolbarPart``), so
+that no part imports another.
 
 A plain class, not a ``typing.Protocol``: mypy takes a protocol's attribute declared without a value as abstract,
 and a mixin's ``self.x = ...`` then defines a new ``x`` of its own instead of being checked against the declaration.
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
     from desktop_agent.ui.changes.panel import DiffPanel
     from desktop_agent.ui.conversation.view import ConversationView
-    from desktop_agent.ui.dialogs.bypass import BypassDialog
     from desktop_agent.ui.dialogs.stop_turn import StopTurnDialog
     from desktop_agent.ui.dialogs.trust import TrustDialog
     from desktop_agent.ui.window.controller import AgentController
@@ -54,6 +53,13 @@ if TYPE_CHECKING:
         def update_title(self, waiting: bool | None = None) -> None: ...
         def notify(self, title: str, message: str) -> None: ...
 
+    class ToolbarPart(Protocol):
+        """What the other parts call of the window's toolbar (``toolbar.WindowToolbar``)."""
+
+        def request_mode(self, mode: str) -> None: ...
+        def select_mode(self, mode: str) -> None: ...
+        def show_model(self, name: str, enabled: bool = True) -> None: ...
+
     class WindowHost(QMainWindow):
         """The members of ``MainWindow`` its mixins use (each defined by ``MainWindow`` or by one of the mixins)."""
 
@@ -75,6 +81,7 @@ if TYPE_CHECKING:
         lives: list[LiveSession]  # the sessions open in this window, in the order they were opened
         rewind: RewindPart  # the window's part objects another part calls
         banners: BannersPart
+        toolbar: ToolbarPart
 
         # signals
         folder_opened: SignalInstance
@@ -102,7 +109,6 @@ if TYPE_CHECKING:
 
         # dialogs and tasks in flight
         trust_box: TrustDialog | None
-        bypass_box: BypassDialog | None
         stop_question: StopTurnDialog | None  # "Stop the running turn?" while it is open
         open_task: asyncio.Task[bool] | None
         drop_task: asyncio.Task[None] | None
@@ -128,9 +134,6 @@ if TYPE_CHECKING:
         # the mixins' methods that another part calls
         def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task[bool]: ...  # FoldersMixin
         def restart_session(self) -> asyncio.Task[None] | None: ...  # FoldersMixin
-        def request_mode(self, mode: str) -> None: ...  # ToolbarMixin
-        def _select_mode(self, mode: str) -> None: ...  # ToolbarMixin
-        def show_model(self, name: str, enabled: bool = True) -> None: ...  # ToolbarMixin
 
 else:
     WindowHost = object  # at run time the mixins stay plain classes before QMainWindow in MainWindow's bases

@@ -48,7 +48,7 @@ from desktop_agent.ui.window.questions import PromptQueue
 from desktop_agent.ui.window.prompt import PromptEdit
 from desktop_agent.ui.window.rewind import WindowRewind
 from desktop_agent.ui.window.sidebar import InboxRow, LiveRow, SessionsPane
-from desktop_agent.ui.window.toolbar import ToolbarMixin
+from desktop_agent.ui.window.toolbar import WindowToolbar
 from desktop_agent.ui.window.worktree_actions import WorktreeActions
 from desktop_agent.client.local import discard_empty_transcript as discard_if_empty
 
@@ -72,7 +72,7 @@ def _loop_running() -> bool:
         return False
 
 
-class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
+class MainWindow(FoldersMixin, QMainWindow):
     """The product window. ``client_factory`` (tests) builds the model client of an in-process session."""
 
     folder_opened = Signal(str)
@@ -119,7 +119,6 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
         self.settings_dialog: Any = None
         self._model_name = ""
         self.permission_mode = "default"  # the mode in force (bypass only after its confirmation)
-        self.bypass_box = None
         self._saved_default_mode: str | None = None
         self._saved_model = ""  # the Settings model when Settings opened
         self.wanted_folder = None  # the folder asked for whose session could not open yet
@@ -139,7 +138,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
             first = default_mode_setting()  # bypass only through its question (ui/main.py asks at launch)
             if first != BYPASS:
                 self.permission_mode = first
-                self._select_mode(first)
+                self.toolbar.select_mode(first)
         self.banners.update_title()
         self.banners.show_empty()
         self.banners.set_status_view(IDLE, "")
@@ -156,7 +155,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
         except Exception:
             pass
 
-        self._build_toolbar()
+        self.toolbar: WindowToolbar = WindowToolbar(self)  # the bar, the mode and model boxes, Stop
 
         # Panes.
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -282,14 +281,14 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
                                                       shortcut=QKeySequence("Ctrl+I")), self.next_question)
         session_menu.addAction(self.next_question_action)
         self.cycle_mode_action = _triggers(QAction(self.tr("&Cycle Permission Mode"), self,
-                                                   shortcut=QKeySequence("Ctrl+Shift+M")), self.cycle_mode)
+                                                   shortcut=QKeySequence("Ctrl+Shift+M")), self.toolbar.cycle_mode)
         session_menu.addAction(self.cycle_mode_action)
         mode_menu = session_menu.addMenu(self.tr("Permission &Mode"))
         self.mode_group = QActionGroup(self)
         for i, (mode, label) in enumerate(MODES):
             act = QAction(mode_label(label), self, checkable=True)
             act.setData(mode)
-            act.triggered.connect(lambda _=False, mode=mode: self.request_mode(mode))
+            act.triggered.connect(lambda _=False, mode=mode: self.toolbar.request_mode(mode))
             self.mode_group.addAction(act)
             mode_menu.addAction(act)
 
@@ -297,7 +296,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
         help_menu.addAction(_triggers(QAction(self.tr("Take the Offline &Tour"), self), self.start_tour))
         help_menu.addAction(_triggers(QAction(self.tr("&Keyboard Shortcuts"), self), self.show_shortcuts))
         help_menu.addAction(_triggers(QAction(self.tr("&About Desktop Agent"), self), self.show_about))
-        self.stop_button.setDefaultAction(self.stop_action)
+        self.toolbar.stop_button.setDefaultAction(self.stop_action)
         self.stop_action.setText(self.tr("Stop  Esc"))
 
     def _apply_icons(self) -> None:
@@ -312,12 +311,12 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
         self.new_action.setIcon(icons.icon("plus", fg))
         self.settings_action.setIcon(icons.icon("settings", fg))
         c = colors(is_dark(self))
-        self.tour_label.setStyleSheet(
+        self.toolbar.tour_label.setStyleSheet(
             f"QLabel#tourLabel {{ color: {c.accent}; border: 1px solid {c.accent}; border-radius: 4px; "
             f"padding: 2px 8px; margin-left: 8px; font-weight: 600; }}")
         self.sessions_title.setStyleSheet(f"color: {c.muted}; font-weight: 600;")
-        self.stop_button.setStyleSheet(f"QToolButton#stopButton:disabled {{ color: {c.muted}; }}")
-        self._style_mode_badges(c)
+        self.toolbar.stop_button.setStyleSheet(f"QToolButton#stopButton:disabled {{ color: {c.muted}; }}")
+        self.toolbar.style_badges(c)
         for live in self.lives:
             live.diff_panel.title.setStyleSheet("font-weight: 600;")
 
@@ -711,8 +710,8 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
         if session is not None:
             mode = session.permission_mode or self.permission_mode
             self.permission_mode = mode
-            self._select_mode(mode)
-            self.show_model(session.model or "", enabled=True)
+            self.toolbar.select_mode(mode)
+            self.toolbar.show_model(session.model or "", enabled=True)
         self.questions.rescope()
         self._sessions_changed()
         self._refresh_sessions(self._session_id())
@@ -721,7 +720,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
     def _wire(self) -> None:
         self._wire_live(self.live)
         self.prompt.submitted.connect(self.send)
-        self.mode_combo.currentIndexChanged.connect(self._on_mode_changed)
+        self.toolbar.mode_combo.currentIndexChanged.connect(self.toolbar.on_mode_changed)
         self.sessions_pane.session_activated.connect(self._on_session_activated)
         self.sessions_pane.live_activated.connect(self._on_live_activated)
         self.sessions_pane.live_action.connect(self._on_live_action)
@@ -941,7 +940,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
             if live is self.live and update.type == "setMode" and update.mode \
                     and update.mode != "bypassPermissions" and update.destination == "session":
                 self.permission_mode = update.mode
-                self._select_mode(update.mode)
+                self.toolbar.select_mode(update.mode)
 
     def _on_usage(self, tokens: int, cost: float) -> None:
         self.usage_label.setText(self.tr("{0} tokens · ${1:.2f}").format(token_text(tokens), cost))
@@ -955,7 +954,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
         if not busy:
             model = self.controller.session.model if self.controller.session is not None else ""
             if model and not self._model_name:  # an executor says its model with its first turn
-                self.show_model(model, enabled=True)
+                self.toolbar.show_model(model, enabled=True)
             self._refresh_sessions(current=self._session_id())
             if QApplication.activeModalWidget() is None:
                 self.prompt.setFocus()
@@ -1045,13 +1044,13 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
         default = dlg.model_mode() if dlg is not None else None
         if default and default != self._saved_default_mode:  # a new default applies here too (confirmed there)
             self._saved_default_mode = default
-            self._apply_mode(default)
+            self.toolbar.apply_mode(default)
         model = (dlg.settings.model or "") if dlg is not None else ""
         started = self.controller.busy or not self.live.unstarted
         if model and model != self._saved_model and started and self.controller.session is not None:
             self._saved_model = model  # a session that has run keeps running: its next request takes the model
             self.controller.set_model(model)  # (an executor: set_model)
-            self.show_model(model, enabled=True)
+            self.toolbar.show_model(model, enabled=True)
         folder = self.folder or self.wanted_folder
         if folder and not started and not self.demo:  # a session not started yet (or none) opens with the settings
             self.open_folder_soon(folder)  # e.g. first run: the folder from the command line, now with a key
@@ -1096,7 +1095,7 @@ class MainWindow(ToolbarMixin, FoldersMixin, QMainWindow):
         self._fit_narrow()
 
     def _fit_narrow(self) -> None:
-        self.fit_toolbar(self.width() < 1000)
+        self.toolbar.fit(self.width() < 1000)
         if self.width() < 1000 and self.side.isVisible():
             sizes = self.splitter.sizes()
             if len(sizes) == 3 and sizes[0] > 140:
@@ -1114,8 +1113,8 @@ def start_tour_window(show: bool = True) -> MainWindow:
     scripted model is the in-process client's ``script="tour"`` (``client.tour``)."""
     folder = prepare_demo_project()
     win = MainWindow(demo=True, session_kwargs={"trusted": True, "script": "tour"})
-    win.tour_action.setVisible(True)
-    win.tour_label.setVisible(True)
+    win.toolbar.tour_action.setVisible(True)
+    win.toolbar.tour_label.setVisible(True)
     prompts = list(TOUR_PROMPTS)
 
     def prefill() -> None:
@@ -1124,7 +1123,7 @@ def start_tour_window(show: bool = True) -> MainWindow:
             win.prompt.moveCursor(win.prompt.textCursor().MoveOperation.End)
 
     def opened(_f: str) -> None:
-        win.show_model(QCoreApplication.translate("MainWindow", "scripted (offline tour)"), enabled=False)
+        win.toolbar.show_model(QCoreApplication.translate("MainWindow", "scripted (offline tour)"), enabled=False)
         prefill()
 
     win.folder_opened.connect(opened)

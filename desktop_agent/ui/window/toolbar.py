@@ -1,7 +1,12 @@
 """The toolbar — permission mode (with the Bypass and Don't ask badges), model, the tour's label, Stop — and what
 its mode and model boxes do: every mode change goes through ``request_mode`` (bypassPermissions only after its
-focus-safe question; until the answer the old mode stays in force and on screen). A mixin of ``MainWindow``; the
-cycle is ``modes.next_mode`` (never bypass nor dontAsk).
+focus-safe question; until the answer the old mode stays in force and on screen). The cycle is ``modes.next_mode``
+(never bypass nor dontAsk).
+
+``WindowToolbar`` is a part of ``MainWindow`` (``window.toolbar``): it owns the bar (``bar``) and its widgets, the
+provider's model list being read and the Bypass question while it is open; the mode in force
+(``window.permission_mode``) and the model shown stay the window's. It reaches the window only through ``window``,
+typed as ``host_protocol.WindowHost``.
 """
 
 from __future__ import annotations
@@ -17,24 +22,27 @@ from desktop_agent.client.local import suggested_models  # the model names, with
 from desktop_agent.ui.dialogs.bypass import confirm_bypass
 from desktop_agent.ui.mode_labels import MODES, bypass_badge_text, dont_ask_badge_text, mode_label
 from desktop_agent.ui.modes import BYPASS, DONT_ASK, next_mode
-from desktop_agent.ui.window.host_protocol import WindowHost
 
 if TYPE_CHECKING:
+    from desktop_agent.ui.dialogs.bypass import BypassDialog
     from desktop_agent.ui.highlight import DiffColors
+    from desktop_agent.ui.window.host_protocol import WindowHost
 
 translate = QCoreApplication.translate
 log = logging.getLogger(__name__)
 
 
-class ToolbarMixin(WindowHost):
-    """The toolbar's widgets and the mode/model actions (``MainWindow`` provides the host attributes)."""
+class WindowToolbar:
+    """The toolbar's widgets and the mode/model actions of one window."""
 
-    def _build_toolbar(self) -> None:
-        self.toolbar = QToolBar(translate("MainWindow", "Main toolbar"))
-        self.toolbar.setObjectName("mainToolbar")
-        self.toolbar.setMovable(False)
-        self.toolbar.setIconSize(QSize(16, 16))
-        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
+    def __init__(self, window: WindowHost) -> None:
+        self.window = window
+        self.bypass_box: BypassDialog | None = None  # the Bypass question while it is open
+        self.bar = QToolBar(translate("MainWindow", "Main toolbar"))
+        self.bar.setObjectName("mainToolbar")
+        self.bar.setMovable(False)
+        self.bar.setIconSize(QSize(16, 16))
+        self.window.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.bar)
         self.mode_combo = QComboBox()
         self.mode_combo.setObjectName("modeCombo")
         self.mode_combo.setAccessibleName(translate("MainWindow", "Permission mode"))
@@ -47,7 +55,7 @@ class ToolbarMixin(WindowHost):
         self.bypass_badge.setAccessibleName(bypass_badge_text())
         self.bypass_badge.setToolTip(translate("MainWindow", "Bypass permissions is on: tools run without asking. "
                                              "Pick another mode to turn it off."))
-        self.bypass_action = self.toolbar.addWidget(self.bypass_badge)
+        self.bypass_action = self.bar.addWidget(self.bypass_badge)
         self.bypass_action.setVisible(False)
         self.dont_ask_badge = QLabel(dont_ask_badge_text())
         self.dont_ask_badge.setObjectName("dontAskBadge")
@@ -55,7 +63,7 @@ class ToolbarMixin(WindowHost):
         self.dont_ask_badge.setToolTip(translate(
             "MainWindow", "Don't ask is on: every tool that no rule allows is denied without asking — edits too. "
             "Pick another mode to turn it off."))
-        self.dont_ask_action = self.toolbar.addWidget(self.dont_ask_badge)
+        self.dont_ask_action = self.bar.addWidget(self.dont_ask_badge)
         self.dont_ask_action.setVisible(False)
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("modelCombo")
@@ -74,82 +82,84 @@ class ToolbarMixin(WindowHost):
         self._add_captioned(translate("MainWindow", "M&odel"), self.model_combo, left=16)
         self.models_task: asyncio.Task | None = None  # the provider's model list being read
         self.models_provider = "anthropic"  # whose names the box lists
-        self.controller.session_changed.connect(lambda _s: self.refresh_models())  # e.g. after Settings changed it
+        # e.g. after Settings changed it
+        self.window.controller.session_changed.connect(lambda _s: self.refresh_models())
         self.tour_label = QLabel(translate("MainWindow", "Tour · scripted model, sample project"))
         self.tour_label.setObjectName("tourLabel")
         self.tour_label.setVisible(False)
-        self.tour_action = self.toolbar.addWidget(self.tour_label)
-        self.tour_action.setVisible(self.demo)
+        self.tour_action = self.bar.addWidget(self.tour_label)
+        self.tour_action.setVisible(self.window.demo)
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        self.toolbar.addWidget(spacer)
+        self.bar.addWidget(spacer)
         self.stop_button = QToolButton()
         self.stop_button.setObjectName("stopButton")
         self.stop_button.setText(translate("MainWindow", "Stop  Esc"))
         self.stop_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.stop_button.setAccessibleName(translate("MainWindow", "Stop the agent"))
         self.stop_button.setEnabled(False)
-        self.toolbar.addWidget(self.stop_button)
+        self.bar.addWidget(self.stop_button)
 
     def cycle_mode(self) -> None:
         """Ctrl+Shift+M: the next mode, never bypassPermissions (only through its question) nor dontAsk (menu and mode
         box only)."""
-        self.request_mode(next_mode(self.permission_mode))
+        self.request_mode(next_mode(self.window.permission_mode))
 
     def request_mode(self, mode: str) -> None:
         """Switch the permission mode from any control. bypassPermissions asks first; until the
         answer (and after a Cancel) the old mode stays in force and on screen."""
-        if mode == self.permission_mode:
-            self._select_mode(mode)
+        if mode == self.window.permission_mode:
+            self.select_mode(mode)
             return
         if mode != BYPASS:
-            self._apply_mode(mode)
+            self.apply_mode(mode)
             return
-        self._select_mode(self.permission_mode)  # the box shows the old mode while the question is open
+        self.select_mode(self.window.permission_mode)  # the box shows the old mode while the question is open
         if self.bypass_box is not None and self.bypass_box.isVisible():
             return
 
         def done(yes: bool) -> None:
             self.bypass_box = None
             if yes:
-                self._apply_mode(BYPASS)
+                self.apply_mode(BYPASS)
             else:
-                self.status.showMessage(translate("MainWindow", "Bypass permissions stays off."), 3000)
+                self.window.status.showMessage(translate("MainWindow", "Bypass permissions stays off."), 3000)
 
-        self.bypass_box = confirm_bypass(self, done)
+        self.bypass_box = confirm_bypass(self.window, done)
 
-    def _apply_mode(self, mode: str) -> None:
+    def apply_mode(self, mode: str) -> None:
         try:
-            self.controller.set_permission_mode(mode)
+            self.window.controller.set_permission_mode(mode)
         except Exception as exc:
-            self.status.showMessage(str(exc), 4000)
-            self._select_mode(self.permission_mode)
+            self.window.status.showMessage(str(exc), 4000)
+            self.select_mode(self.window.permission_mode)
             return
-        actual = (self.controller.session.permission_mode or mode) if self.controller.session is not None else mode
+        session = self.window.controller.session
+        actual = (session.permission_mode or mode) if session is not None else mode
         if actual != mode:  # e.g. bypass disabled by the settings (disableBypassPermissionsMode)
-            self.status.showMessage(
+            self.window.status.showMessage(
                 translate("MainWindow", "Permission mode {0} is not available here.").format(mode), 5000)
-        self.permission_mode = actual
-        self._select_mode(actual)
-        self.status.showMessage(
+        self.window.permission_mode = actual
+        self.select_mode(actual)
+        self.window.status.showMessage(
             translate("MainWindow", "Permission mode: {0}").format(self.mode_combo.currentText()), 3000)
 
-    def _select_mode(self, mode: str) -> None:
+    def select_mode(self, mode: str) -> None:
         idx = self.mode_combo.findData(mode)
         if idx >= 0 and idx != self.mode_combo.currentIndex():
             self.mode_combo.blockSignals(True)
             self.mode_combo.setCurrentIndex(idx)
             self.mode_combo.blockSignals(False)
-        for act in self.mode_group.actions():
+        for act in self.window.mode_group.actions():
             act.setChecked(act.data() == mode)
-        bypass = mode == BYPASS and self.permission_mode == BYPASS
-        dont_ask = mode == DONT_ASK and self.permission_mode == DONT_ASK
+        bypass = mode == BYPASS and self.window.permission_mode == BYPASS
+        dont_ask = mode == DONT_ASK and self.window.permission_mode == DONT_ASK
         if self.bypass_action.isVisible() != bypass or self.dont_ask_action.isVisible() != dont_ask:
             self.bypass_action.setVisible(bypass)
             self.dont_ask_action.setVisible(dont_ask)
-            self.banners.update_title()
+            self.window.banners.update_title()
 
-    def _style_mode_badges(self, c: DiffColors) -> None:
+    def style_badges(self, c: DiffColors) -> None:
         """The badges in the theme's colours: Bypass on the error red, Don't ask outlined in it."""
         self.bypass_badge.setStyleSheet(
             f"QLabel#bypassBadge {{ color: #ffffff; background: {c.error}; border-radius: 4px; "
@@ -164,10 +174,10 @@ class ToolbarMixin(WindowHost):
         label.setObjectName("muted")
         label.setContentsMargins(left, 0, 4, 0)
         label.setBuddy(combo)
-        self.toolbar.addWidget(label)
-        self.toolbar.addWidget(combo)
+        self.bar.addWidget(label)
+        self.bar.addWidget(combo)
 
-    def fit_toolbar(self, narrow: bool) -> None:
+    def fit(self, narrow: bool) -> None:
         """A narrow window (900 px) shortens the tour's label, so Stop stays on the toolbar (not in its overflow)."""
         self.tour_label.setText(translate("MainWindow", "Tour") if narrow
                                 else translate("MainWindow", "Tour · scripted model, sample project"))
@@ -188,7 +198,7 @@ class ToolbarMixin(WindowHost):
 
     async def _fill_models(self) -> None:
         try:
-            listing = await self.controller.client.provider_models()
+            listing = await self.window.controller.client.provider_models()
         except Exception:
             log.exception("could not list the provider's models")
             return
@@ -214,7 +224,7 @@ class ToolbarMixin(WindowHost):
 
     def show_model(self, name: str, enabled: bool = True) -> None:
         """Put ``name`` in the model box without switching anything."""
-        self._model_name = name
+        self.window._model_name = name
         self.model_combo.blockSignals(True)
         self.model_combo.setCurrentText(name)
         self.model_combo.blockSignals(False)
@@ -223,15 +233,15 @@ class ToolbarMixin(WindowHost):
     def _on_model_chosen(self) -> None:
         name = self.model_combo.currentText().strip()
         if not name:
-            self.show_model(self._model_name, self.model_combo.isEnabled())
+            self.show_model(self.window._model_name, self.model_combo.isEnabled())
             return
-        if name == self._model_name or self.controller.session is None:
+        if name == self.window._model_name or self.window.controller.session is None:
             return
-        self._model_name = name
-        self.controller.set_model(name)
-        self.status.showMessage(translate("MainWindow", "Model for this session: {0}").format(name), 4000)
+        self.window._model_name = name
+        self.window.controller.set_model(name)
+        self.window.status.showMessage(translate("MainWindow", "Model for this session: {0}").format(name), 4000)
 
-    def _on_mode_changed(self, index: int) -> None:
+    def on_mode_changed(self, index: int) -> None:
         mode = self.mode_combo.itemData(index)
         if mode:
             self.request_mode(str(mode))

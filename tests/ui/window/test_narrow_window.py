@@ -83,7 +83,7 @@ def test_900_by_600_no_side_pane_scrolls_sideways_and_nothing_is_clipped(qtbot, 
     assert side_bars == [], side_bars
     assert clipped == [], clipped
     assert win.splitter.sizes()[0] <= 140
-    assert win.stop_button.isVisible() and win.toolbar.width() <= 900
+    assert win.toolbar.stop_button.isVisible() and win.toolbar.bar.width() <= 900
     # the changes panel shows the long lines (wrapped, not cut)
     card = win.conversation.cards["toolu_edit"]
     assert card.state == "done", (card.state, card.result)

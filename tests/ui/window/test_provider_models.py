@@ -39,14 +39,14 @@ def test_model_box_lists_the_servers_models_and_keeps_free_text(qtbot, qloop, op
     openai_server.script([reply(text("hi")), reply(text("again"))])
     win = make_window(with_client=False)
     win.client_factory = lambda: AnthropicClient("sk-local", openai_server.base_url, transport="openai")
-    combo = win.model_combo
+    combo = win.toolbar.model_combo
     ticks: list[float] = []
 
     async def scenario():
         assert await win.open_folder(str(workdir))
         assert threading.current_thread() is threading.main_thread()
         start = asyncio.get_event_loop().time()
-        while not openai_server.model_listings or win.models_task is None or not win.models_task.done():
+        while not openai_server.model_listings or win.toolbar.models_task is None or not win.toolbar.models_task.done():
             ticks.append(asyncio.get_event_loop().time() - start)
             await asyncio.sleep(0.02)
             assert asyncio.get_event_loop().time() - start < 10, "the model list never came"
@@ -86,13 +86,13 @@ def test_a_server_that_cannot_list_leaves_the_box_editable(qtbot, qloop, monkeyp
         win = make_window(with_client=False)
 
         async def scenario():
-            task = win.refresh_models()
+            task = win.toolbar.refresh_models()
             assert task is not None
             await asyncio.wait_for(task, 10)
 
         qloop.run_until_complete(scenario())
         assert server.model_listings, "the server was not asked"
-    combo = win.model_combo
+    combo = win.toolbar.model_combo
     assert _items(combo) == [] and combo.isEditable()
     assert "did not list its models" in combo.toolTip() and "401" in combo.toolTip()
 
@@ -102,7 +102,7 @@ def test_anthropic_provider_keeps_claudes_names(qtbot, qloop, monkeypatch, make_
     win = make_window()
 
     async def scenario():
-        await asyncio.wait_for(win.refresh_models(), 10)
+        await asyncio.wait_for(win.toolbar.refresh_models(), 10)
 
     qloop.run_until_complete(scenario())
-    assert _items(win.model_combo) and all(i.startswith("claude") for i in _items(win.model_combo))
+    assert _items(win.toolbar.model_combo) and all(i.startswith("claude") for i in _items(win.toolbar.model_combo))
