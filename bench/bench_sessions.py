@@ -103,7 +103,7 @@ async def run(executor: str, n: int, tmp: Path) -> list[dict]:
             controller.agent_event.connect(seen)
 
         async def open_one(i: int) -> None:
-            assert await win.open_folder(str(folders[i]))
+            assert await win.folders.open_folder(str(folders[i]))
             watch(i, win.controller)
 
         # one session alone: the baseline of the first-event latency

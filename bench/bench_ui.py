@@ -239,7 +239,7 @@ def bench_stall(chunks: int = 600) -> list[dict]:
     gaps: list[float] = []
 
     async def scenario() -> float:
-        assert await win.open_folder(tree)
+        assert await win.folders.open_folder(tree)
         await win.controller.submit("warm up")
         stop = asyncio.Event()
         probe_task = asyncio.ensure_future(probe(stop, gaps, 0.005))
@@ -300,7 +300,7 @@ def bench_big_diff(runs: int = 3) -> list[dict]:
         marks: dict[str, float] = {}
 
         async def scenario() -> None:
-            assert await win.open_folder(project)
+            assert await win.folders.open_folder(project)
             await asyncio.sleep(0.2)  # let the window settle
             stop = asyncio.Event()
             probe_task = asyncio.ensure_future(probe(stop, gaps, 0.002))
@@ -395,7 +395,7 @@ def bench_whole_patch(runs: int = 3, n_lines: int = 20_000) -> list[dict]:
         marks: dict[str, float] = {}
 
         async def scenario() -> None:
-            assert await win.open_folder(project)
+            assert await win.folders.open_folder(project)
             await asyncio.sleep(0.2)
             stop = asyncio.Event()
             probe_task = asyncio.ensure_future(probe(stop, gaps, 0.002))

@@ -96,7 +96,7 @@ async def shoot(outdir: str, theme: str, claude: str) -> list[str]:
         win = MainWindow(executor="claude", executor_path=claude)
         win.resize(W, H)
         win.show()
-        assert await win.open_folder(str(ws))
+        assert await win.folders.open_folder(str(ws))
         win.send("Tidy up src/app.ts and raise the retries")
         await _until(lambda: win.controller.current_dialog is not None and win.controller.current_dialog.isVisible(),
                      60)

@@ -70,7 +70,7 @@ async def shoot(outdir: str, theme: str) -> list[str]:
         win.show()
         for folder, prompt in ((str(repo), "Summarise the README"), (trees[0].path, "Use an f-string in greet"),
                                (trees[1].path, "Raise the retries to 3"), (str(repo), "Explain the design")):
-            assert await win.open_folder(folder)
+            assert await win.folders.open_folder(folder)
             win.send(prompt)
             await _until(lambda: win.controller.busy or win.controller.turn_index > 0, 30)
             if prompt.startswith("Summarise"):

@@ -191,9 +191,9 @@ def main(options: WindowOptions) -> int:
                 print(f"desktop-agent: not a folder: {folder}", file=sys.stderr)
                 return 2
             if options.resume:
-                window.open_folder_soon(folder, resume=options.resume)
+                window.folders.open_folder_soon(folder, resume=options.resume)
             else:
-                window.open_folder_soon(folder)
+                window.folders.open_folder_soon(folder)
         if not os.environ.get("DESKTOP_AGENT_EXIT_AFTER_PAINT"):
             async def _first_run() -> None:
                 from desktop_agent.util.threads import in_thread

@@ -34,7 +34,7 @@ async def wait_for(cond, timeout=10.0, what="condition"):
 
 
 async def open_and_send(qtbot, win, folder, prompt):
-    assert await win.open_folder(str(folder))
+    assert await win.folders.open_folder(str(folder))
     assert win.prompt.hasFocus() or win.focusWidget() is win.prompt
     qtbot.keyClicks(win.prompt, prompt)
     qtbot.keyClick(win.prompt, Qt.Key.Key_Return)

@@ -227,7 +227,7 @@ def test_prompt_keys_and_state_persist(qtbot, qloop, fake, make_window, workdir,
     win = make_window()
 
     async def scenario():
-        await win.open_folder(str(workdir))
+        await win.folders.open_folder(str(workdir))
         qtbot.keyClicks(win.prompt, "first line")
         qtbot.keyClick(win.prompt, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
         qtbot.keyClicks(win.prompt, "second")
@@ -252,7 +252,7 @@ def test_prompt_keys_and_state_persist(qtbot, qloop, fake, make_window, workdir,
 
 def test_mode_selector_sets_session_mode(qtbot, qloop, fake, make_window, workdir):
     win = make_window()
-    qloop.run_until_complete(win.open_folder(str(workdir)))
+    qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     win.toolbar.mode_combo.setCurrentIndex(win.toolbar.mode_combo.findData("acceptEdits"))
     assert win.controller.session.permission_mode == "acceptEdits"
     win.toolbar.cycle_mode()
@@ -268,9 +268,9 @@ def test_resume_replays_history(qtbot, qloop, fake, make_window, workdir):
         task = await open_and_send(qtbot, win, workdir, "What is in app.ts?")
         await asyncio.wait_for(task, 10)
         sid = win.controller.session.session_id
-        assert await win.open_folder(str(workdir))  # new session
+        assert await win.folders.open_folder(str(workdir))  # new session
         assert win.conversation.text_content() == ""
-        assert await win.open_folder(str(workdir), resume=sid)
+        assert await win.folders.open_folder(str(workdir), resume=sid)
 
     qloop.run_until_complete(scenario())
     conv = win.conversation.text_content()
@@ -284,7 +284,7 @@ def test_trust_question_for_folder_with_allow_rules(qtbot, qloop, fake, make_win
     win = make_window()
 
     async def scenario():
-        task = asyncio.ensure_future(win.open_folder(str(workdir)))
+        task = asyncio.ensure_future(win.folders.open_folder(str(workdir)))
         box = await wait_for(lambda: win.trust_box if win.trust_box is not None and win.trust_box.isVisible()
                              else None, what="trust question")
         trust_button = box.trust_button

@@ -60,7 +60,7 @@ def test_closing_the_window_leaves_the_session_running_and_a_new_window_answers_
     second.show()
 
     async def reopen_and_answer() -> None:
-        assert await second.open_folder(str(workdir))
+        assert await second.folders.open_folder(str(workdir))
         assert second.controller.session.session_id == session_id  # attached, not a new session
         dlg = await wait_dialog(second, 30)
         assert dlg.request.tool_name == "Edit" and dlg.request.input["file_path"] == str(app_ts)
@@ -88,19 +88,19 @@ def test_a_host_that_cannot_start_is_a_banner_naming_why(qtbot, qloop, host_env:
     os.chmod(host_env.host_dir, 0o777)
     win = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat))
     qtbot.addWidget(win)
-    assert win.executor_choice() == ("host", None)
-    assert not qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert win.folders.executor_choice() == ("host", None)
+    assert not qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     banner = win.conversation.banners["setup"].text_plain
     assert "Could not open the session" in banner and "writable by other users" in banner
     assert win.controller.session is None
     assert not host_env.socket.exists() and control_request("status") is None
     tour = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat), demo=True)
     qtbot.addWidget(tour)
-    assert tour.executor_choice() == ("inprocess", None)  # the tour never leaves this process
+    assert tour.folders.executor_choice() == ("inprocess", None)  # the tour never leaves this process
     forced = MainWindow(settings=QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat),
                         executor="process")
     qtbot.addWidget(forced)
-    assert forced.executor_choice() == ("process", None)  # --executor wins over the setting
+    assert forced.folders.executor_choice() == ("process", None)  # --executor wins over the setting
 
 
 def test_three_sessions_in_the_background_host_come_back_when_the_window_reopens(
@@ -150,7 +150,7 @@ def test_three_sessions_in_the_background_host_come_back_when_the_window_reopens
     second.show()
 
     async def reopen():
-        assert await second.open_folder(str(repo))
+        assert await second.folders.open_folder(str(repo))
         await wait_for(lambda: second.attach_task is not None and second.attach_task.done(), 30, "the others back")
         assert len(second.lives) == 3
         assert {live.session_id for live in second.lives} == {s["session_id"] for s in status["sessions"]}
@@ -306,7 +306,7 @@ def test_the_phone_page_runs_in_the_background_host_and_its_pairing_is_confirmed
     win.show()
 
     async def scenario() -> None:
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         assert win.controller.session.state.executor == "host"
         dlg = win.show_settings()
         dlg.phone.switch.setChecked(True)

@@ -322,7 +322,7 @@ def test_partly_allowed_change_then_revert_then_resume(qtbot, qloop, fake, make_
         await wait_for(lambda: change.status == REVERTED, what="the revert")
         state["sid"] = win.controller.session.session_id
         state["transcript"] = win.controller.session.transcript_path
-        assert await win.open_folder(str(workdir), resume=state["sid"])
+        assert await win.folders.open_folder(str(workdir), resume=state["sid"])
         resumed = win.diff_panel.changes
         assert len(resumed) == 1 and resumed[0].rejected and "2 of 5 hunks rejected" in win.diff_panel.text_content()
         assert resumed[0].status == REVERTED and "Redo…" in win.diff_panel.text_content()

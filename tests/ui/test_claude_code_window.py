@@ -159,7 +159,7 @@ def test_claude_code_allow_then_deny_an_edit(qtbot, qloop, fake, claude_bin, wor
 
     async def resume():
         assert await win.close_live(win.live)  # open sessions are shown, not opened twice: close it, then resume
-        assert await win.open_folder(str(workdir), resume=sid)
+        assert await win.folders.open_folder(str(workdir), resume=sid)
         assert not session.alive  # the first executor ended with its session
         resumed = win.controller.session
         assert resumed is not session and resumed.session_id == sid and resumed.executor == "claude"
@@ -280,7 +280,7 @@ def test_claude_code_rejected_hunks_reach_the_model_and_the_panel(qtbot, qloop, 
     session = win.controller.session
 
     async def resume():
-        assert await win.open_folder(str(workdir), resume=session.session_id)
+        assert await win.folders.open_folder(str(workdir), resume=session.session_id)
 
     qloop.run_until_complete(resume())
     [change] = win.diff_panel.changes
@@ -424,7 +424,7 @@ def test_claude_code_sessions_in_the_sidebar_and_resumed_by_id(qtbot, qloop, fak
     fresh = claude_window(qtbot, tmp_path / "again", claude_bin)
 
     async def relaunch():
-        assert await fresh.open_folder(str(workdir), resume=first)
+        assert await fresh.folders.open_folder(str(workdir), resume=first)
         assert fresh.controller.session.session_id == first and fresh.controller.session.executor == "claude"
 
     qloop.run_until_complete(relaunch())

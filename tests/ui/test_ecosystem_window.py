@@ -66,7 +66,7 @@ def test_mcp_calls_through_the_dialog_and_a_crashed_server_in_the_servers_view(
     win = make_window()
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         view = win.banners.show_servers()
         assert view.isVisible() and not view.isModal()
         assert view.rows["fake"].state == "pending"  # servers start with the first request
@@ -167,7 +167,7 @@ def test_openai_compatible_provider_from_settings_read_edit_text(qtbot, qloop, m
             assert reopened.base_url_edit.text() == "" and reopened.model_combo.count() > 0
             reopened.reject()
 
-            assert await win.open_folder(str(workdir))
+            assert await win.folders.open_folder(str(workdir))
             assert win.controller.session.model == "local-model"
             task = await send(qtbot, win, "Change value to 2")
             perm = await dialog(win)
@@ -203,12 +203,12 @@ def test_settings_default_mode_applies_to_new_sessions(qtbot, qloop, fake, make_
     win.controller.dialog_opened.connect(asked.append)
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         assert win.controller.session.permission_mode == "acceptEdits"
         win.toolbar.request_mode("default")  # this session only
         assert win.controller.session.permission_mode == "default"
         first = win.controller.session
-        win.new_session()
+        win.folders.new_session()
         await asyncio.wait_for(win.open_task, 20)
         assert win.controller.session is not first
         assert win.controller.session.permission_mode == "acceptEdits" and win.permission_mode == "acceptEdits"
@@ -252,13 +252,13 @@ def test_session_end_hooks_on_new_session_and_window_close(qtbot, qloop, fake, m
         return out
 
     async def scenario():
-        assert await win.open_folder(str(proj))
+        assert await win.folders.open_folder(str(proj))
         first = win.controller.session.session_id
         await asyncio.wait_for(await send(qtbot, win, "one"), 20)
-        win.new_session()
+        win.folders.new_session()
         await asyncio.wait_for(win.open_task, 20)
         assert ends() == []  # a new session opens beside the first, which stays open (issue 24)
-        win.new_session()  # one that has not started is replaced (an empty session leaves no trace)
+        win.folders.new_session()  # one that has not started is replaced (an empty session leaves no trace)
         await asyncio.wait_for(win.open_task, 20)
         assert ends() == [] and len(win.lives) == 2
         second = win.controller.session.session_id

@@ -206,9 +206,9 @@ def test_resume_replays_history_and_continues(qtbot, qloop, fake, make_window, w
         task = await open_and_send(qtbot, win, workdir, "What is in app.ts?")
         await asyncio.wait_for(task, 20)
         sid = win.controller.session.session_id
-        assert await win.open_folder(str(workdir))  # a new session
+        assert await win.folders.open_folder(str(workdir))  # a new session
         assert win.conversation.text_content() == ""
-        assert await win.open_folder(str(workdir), resume=sid)
+        assert await win.folders.open_folder(str(workdir), resume=sid)
         assert win.controller.session.session_id == sid
         qtbot.keyClicks(win.prompt, "and now?")
         qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
@@ -303,7 +303,7 @@ def test_executor_dying_between_turns_is_reported(qtbot, qloop, fake, make_windo
         banner = await wait_for(lambda: win.conversation.banners.get("error:executor"), what="executor banner")
         assert f"pid {pid}" in banner.text_plain
         assert win.controller.can_restart
-        task = win.restart_session()
+        task = win.folders.restart_session()
         await asyncio.wait_for(task, 30)
         assert win.controller.session.alive
 
@@ -329,7 +329,7 @@ def test_kill_executor_while_a_tool_runs(qtbot, qloop, fake, make_window, workdi
         assert win.controller.status == "error" and not win.controller.busy
         assert not win.stop_action.isEnabled()
         transcript_messages(win)  # still a valid conversation (the running tool_use is paired on resume)
-        await asyncio.wait_for(win.restart_session(), 30)
+        await asyncio.wait_for(win.folders.restart_session(), 30)
         qtbot.keyClicks(win.prompt, "go on")
         qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
         await asyncio.wait_for(win.controller._task, 20)
@@ -362,15 +362,15 @@ def test_settings_choose_where_sessions_run(qtbot, qloop, fake, tmp_path, workdi
     settings = QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
     win = MainWindow(settings=settings)
     qtbot.addWidget(win)
-    assert win.executor_choice() == ("process", None)
-    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert win.folders.executor_choice() == ("process", None)
+    assert qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     session = win.controller.session
     assert session.executor == "process" and session.alive
     qloop.run_until_complete(win.controller.end_session("prompt_input_exit"))
     assert not session.alive
     tour = MainWindow(settings=settings, demo=True)
     qtbot.addWidget(tour)
-    assert tour.executor_choice() == ("inprocess", None)  # the tour stays in this process
+    assert tour.folders.executor_choice() == ("inprocess", None)  # the tour stays in this process
 
 
 def test_executor_flag_on_the_command_line():

@@ -25,7 +25,7 @@ def test_notebook_edit_dialog_shows_the_cell_patch_and_allow_writes(qtbot, qloop
     win = make_window()
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         task = await send(qtbot, win, "update the calc cell")
         dlg = await dialog(win)
         assert dlg.request.tool_name == "NotebookEdit"

@@ -148,7 +148,7 @@ def test_the_window_starts_a_worktree_session_and_reviews_it(make_window, qloop,
 
     repo, _wt = session_repo
     win = make_window()
-    assert qloop.run_until_complete(win.open_folder(repo))
+    assert qloop.run_until_complete(win.folders.open_folder(repo))
     menu_texts = [a.text() for a in win.menuBar().actions()[0].menu().actions()]
     assert "New Session in &Worktree…" in menu_texts and "&Review Worktree Changes…" in menu_texts
     before = set(w.slug for w in W.list_worktrees(repo))

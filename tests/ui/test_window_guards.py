@@ -37,7 +37,7 @@ def _assert_not_bypass(win, mode="default"):
 # ----- 1. bypass behind a guard ---------------------------------------------------------------------------
 def test_toolbar_box_asks_before_bypass_and_cancel_keeps_the_old_mode(qtbot, qloop, make_window, workdir):
     win = make_window()
-    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     win.toolbar.mode_combo.setCurrentIndex(win.toolbar.mode_combo.findData("acceptEdits"))
     assert win.controller.session.permission_mode == "acceptEdits"
 
@@ -63,7 +63,7 @@ def test_toolbar_box_asks_before_bypass_and_cancel_keeps_the_old_mode(qtbot, qlo
 
 def test_menu_entry_asks_and_escape_cancels(qtbot, qloop, make_window, workdir):
     win = make_window()
-    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     action = next(a for a in win.mode_group.actions() if a.data() == BYPASS)
     action.trigger()
     box = _box(win.toolbar)
@@ -82,7 +82,7 @@ def test_menu_entry_asks_and_escape_cancels(qtbot, qloop, make_window, workdir):
 
 def test_cycle_shortcut_never_reaches_bypass_nor_dont_ask(qtbot, qloop, make_window, workdir):
     win = make_window()
-    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     seen = []
     for _ in range(12):
         mods = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
@@ -101,7 +101,7 @@ def test_cycle_shortcut_never_reaches_bypass_nor_dont_ask(qtbot, qloop, make_win
 
 def test_dont_ask_says_what_it_does_from_the_menu_with_a_badge(qtbot, qloop, make_window, workdir):
     win = make_window()
-    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     label = "Don't ask \u2014 deny anything not allowed"
     assert win.toolbar.mode_combo.itemText(win.toolbar.mode_combo.findData("dontAsk")) == label
     action = next(a for a in win.mode_group.actions() if a.data() == "dontAsk")
@@ -137,7 +137,7 @@ def test_b_space_and_return_never_turn_bypass_on(qtbot, qloop, make_window, work
     delay, after it, on every widget of it, with and without Alt — leave bypass off; only a click on the button
     after the delay turns it on."""
     win = make_window()
-    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     win.toolbar.request_mode(BYPASS)
     box = _box(win.toolbar)
     assert "&" not in box.yes_button.text() and not box.yes_button.isDefault() and not box.no_button.isDefault()
@@ -230,7 +230,7 @@ def test_command_line_bypass_asks_before_the_window_uses_it(qtbot, qloop, make_w
     win = make_window()
     win.toolbar.request_mode(launch_mode(window_options([str(workdir), "--dangerously-skip-permissions"]), {}))
     box = _box(win.toolbar)
-    assert qloop.run_until_complete(win.open_folder(str(workdir)))  # the folder opens meanwhile, not in bypass
+    assert qloop.run_until_complete(win.folders.open_folder(str(workdir)))  # the folder opens meanwhile, not in bypass
     _assert_not_bypass(win)
     qtbot.mouseClick(box.no_button, Qt.MouseButton.LeftButton)
     _assert_not_bypass(win)
@@ -245,7 +245,7 @@ def test_bypass_confirmed_before_the_session_exists_is_used_by_it(qtbot, qloop, 
     win = make_window()
     win.toolbar.request_mode(BYPASS)
     _box(win.toolbar).yes_button.click()
-    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     assert win.controller.session.permission_mode == BYPASS and win.toolbar.bypass_action.isVisible()
 
 
@@ -259,14 +259,14 @@ def test_first_run_opens_the_folder_once_the_key_is_saved(qtbot, qloop, make_win
     win = make_window(with_client=False)  # the real client, built from the saved key and base URL
 
     async def scenario():
-        assert not await win.open_folder(str(workdir))
+        assert not await win.folders.open_folder(str(workdir))
         banners = list(win.conversation.banners.values())
         assert len(banners) == 1 and "No API key" in banners[0].text_plain
         for _ in range(3):  # Enter again and again: still one banner
             win.send("hello")
         assert [type(w).__name__ for w in win.conversation.column.items] == ["Banner"]
         assert "Open a folder first" not in win.conversation.text_content()
-        assert win.folder_dialog_start() == str(workdir)
+        assert win.folders.folder_dialog_start() == str(workdir)
         dlg = win.show_settings(first_run=True)
         qtbot.keyClicks(dlg.key_edit, "sk-test-first-run")
         dlg.base_url_edit.setText(fake.base_url)
@@ -304,14 +304,14 @@ def test_keyed_banners_replace_each_other(qtbot):
 def test_folder_dialog_starts_in_the_last_folder_or_cwd(qtbot, qloop, make_window, workdir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     win = make_window()
-    assert win.folder_dialog_start() == str(tmp_path)  # nothing opened yet: the cwd, not HOME
-    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert win.folders.folder_dialog_start() == str(tmp_path)  # nothing opened yet: the cwd, not HOME
+    assert qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     win.save_state()
-    win.choose_folder()
-    assert win.folder_dialog.directory().absolutePath() == str(workdir)
-    win.folder_dialog.reject()
+    win.folders.choose_folder()
+    assert win.folders.folder_dialog.directory().absolutePath() == str(workdir)
+    win.folders.folder_dialog.reject()
     win2 = make_window()
-    assert win2.folder_dialog_start() == str(workdir)  # the last folder, from the saved state
+    assert win2.folders.folder_dialog_start() == str(workdir)  # the last folder, from the saved state
 
 
 # ----- 3. monospace under zh_CN ---------------------------------------------------------------------------
@@ -426,15 +426,15 @@ def test_resume_rebuilds_changes_panel_card_summaries_and_tokens(qtbot, qloop, m
     win.toolbar.request_mode("acceptEdits")
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         win.send("Change value and add new.py")
         await asyncio.wait_for(win.controller._task, 10)
         live = (win.controller.tokens, round(win.controller.cost, 6), win.diff_panel.text_content())
         sid = win.controller.session.session_id
-        assert await win.open_folder(str(workdir))  # a fresh session: empty panel, zero tokens
+        assert await win.folders.open_folder(str(workdir))  # a fresh session: empty panel, zero tokens
         assert not win.diff_panel.changes and win.controller.tokens == 0
         empty_path = win.controller.session.transcript_path
-        assert await win.open_folder(str(workdir), resume=sid)
+        assert await win.folders.open_folder(str(workdir), resume=sid)
         return live, sid, empty_path
 
     (tokens, cost, panel_before), sid, empty_path = qloop.run_until_complete(scenario())
@@ -464,7 +464,7 @@ def test_an_unused_session_leaves_no_file_when_the_window_closes(qtbot, qloop, m
     from desktop_agent.app.session import AgentSession
 
     win = make_window()
-    assert qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     path = win.controller.session.transcript_path
     win.close()
     assert not os.path.exists(path)
@@ -481,7 +481,7 @@ def test_running_bash_card_shows_output_tail_and_elapsed_then_stopped(qtbot, qlo
     shots = {}
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         win.send("Run it")
         task = win.controller._task
         card = await wait_for(lambda: win.conversation.cards.get("toolu_run"), what="Bash card")
@@ -517,7 +517,7 @@ def test_one_retry_card_counts_down_and_retry_now_skips_the_wait(qtbot, qloop, m
     win = make_window(retries=5)
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         t0 = time.monotonic()
         win.send("hello")
         task = win.controller._task
@@ -547,7 +547,7 @@ def test_retry_cancel_stops_the_turn(qtbot, qloop, make_window, workdir, fake):
     win = make_window(retries=5)
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         win.send("hello")
         task = win.controller._task
         card = await wait_for(lambda: win.conversation.retry_card, what="retry card")
@@ -648,7 +648,7 @@ def test_deny_feedback_appears_in_the_conversation(qtbot, qloop, make_window, wo
     win = make_window()
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         win.send("Change value")
         task = win.controller._task
         dlg = await wait_for(lambda: win.controller.current_dialog if win.controller.current_dialog is not None

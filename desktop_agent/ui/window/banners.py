@@ -83,9 +83,9 @@ class WindowBanners:
             else:
                 network_view.allow_host(self.window, action.split(":", 1)[1])
         elif action == "restart":
-            self.window.restart_session()
+            self.window.folders.restart_session()
         elif action == RETRY_ACTION and self.window.wanted_folder:  # the settings are fixed: open the folder again
-            self.window.open_folder_soon(self.window.wanted_folder)
+            self.window.folders.open_folder_soon(self.window.wanted_folder)
         elif action == "retry" and self.window.prompt.history:
             self.window.send(self.window.prompt.history[-1])
 

@@ -1,16 +1,15 @@
-"""What the window's parts use of the window: ``WindowHost`` lists the members of ``MainWindow`` that its mixins
-(``FoldersMixin``) read, set or call on their shared ``self``, and that its part objects (``rewind.WindowRewind``,
-``banners.WindowBanners``, ``toolbar.WindowToolbar``, ``worktree_actions.WorktreeActions``: each holds its own state)
-reach through their ``window`` — the session in view and its parts, the window's widgets and state, and the methods
-one part calls of another — in one place instead of ``TYPE_CHECKING`` stubs in every part. Each mixin names
-``WindowHost`` as its base: for the type checker a ``QMainWindow`` with those members (so ``self`` is a widget, a
-signals' owner and the window at once, and ``MainWindow``'s own definitions are checked against the same
-declarations); at run time ``object``, so the classes and ``MainWindow``'s bases are as they were. A part object
-another part calls is declared here by what it is called for (``RewindPart``, ``BannersPart``, ``ToolbarPart``), so
-that no part imports another.
+"""What the window's parts use of the window. ``MainWindow`` is composed of part objects — ``folders.WindowFolders``
+(opening folders and sessions), ``toolbar.WindowToolbar``, ``banners.WindowBanners`` (status bar, title, banners, MCP
+Servers view), ``rewind.WindowRewind`` and ``worktree_actions.WorktreeActions`` — each holding its own state and
+reaching the window only through its ``window``, typed as ``WindowHost``: the members of ``MainWindow`` the parts
+read, set or call (the session in view and its parts, the window's widgets and state, its methods), declared once.
+A part that another part calls is declared here by what it is called for (``FoldersPart``, ``ToolbarPart``,
+``BannersPart``, ``RewindPart``), so that no part imports another, nor the window.
 
-A plain class, not a ``typing.Protocol``: mypy takes a protocol's attribute declared without a value as abstract,
-and a mixin's ``self.x = ...`` then defines a new ``x`` of its own instead of being checked against the declaration.
+For the type checker ``WindowHost`` is a ``QMainWindow`` with those members (a part uses the window as a widget
+too: a dialog's parent, its title), and ``MainWindow`` names it as its first base, so that its own definitions are
+checked against the same declarations; at run time it is an empty class. A plain class, not a ``typing.Protocol``: a
+protocol cannot be a ``QMainWindow`` as well.
 
 Nothing here runs: the module holds types only, and imports no part (the parts import it).
 """
@@ -60,8 +59,14 @@ if TYPE_CHECKING:
         def select_mode(self, mode: str) -> None: ...
         def show_model(self, name: str, enabled: bool = True) -> None: ...
 
+    class FoldersPart(Protocol):
+        """What the other parts call of the window's folders and sessions (``folders.WindowFolders``)."""
+
+        def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task[bool]: ...
+        def restart_session(self) -> asyncio.Task[None] | None: ...
+
     class WindowHost(QMainWindow):
-        """The members of ``MainWindow`` its mixins use (each defined by ``MainWindow`` or by one of the mixins)."""
+        """The members of ``MainWindow`` its parts use."""
 
         # the session in view (``ui.window.live``) and its parts, properties of the window
         live: LiveSession
@@ -79,9 +84,10 @@ if TYPE_CHECKING:
         def folder(self, value: str | None) -> None: ...
 
         lives: list[LiveSession]  # the sessions open in this window, in the order they were opened
-        rewind: RewindPart  # the window's part objects another part calls
-        banners: BannersPart
+        folders: FoldersPart  # the window's part objects another part calls
         toolbar: ToolbarPart
+        banners: BannersPart
+        rewind: RewindPart
 
         # signals
         folder_opened: SignalInstance
@@ -131,12 +137,9 @@ if TYPE_CHECKING:
         def show_settings(self, first_run: bool = False) -> Any: ...
         def start_tour(self) -> None: ...
 
-        # the mixins' methods that another part calls
-        def open_folder_soon(self, folder: str, **kwargs: Any) -> asyncio.Task[bool]: ...  # FoldersMixin
-        def restart_session(self) -> asyncio.Task[None] | None: ...  # FoldersMixin
-
 else:
-    WindowHost = object  # at run time the mixins stay plain classes before QMainWindow in MainWindow's bases
+    class WindowHost:
+        """At run time an empty base of ``MainWindow`` (``object`` itself cannot come before ``QMainWindow``)."""
 
 
 __all__ = ["WindowHost"]

@@ -1,7 +1,8 @@
 """The main window: sessions | conversation + prompt | changes, toolbar, menus and status bar — the layout and the
-wiring. Its parts live beside it: ``toolbar`` (mode and model boxes), ``sidebar`` (sessions list), ``find`` (find
-bar), ``banners`` (status bar, banners, MCP servers), ``folders`` (opening folders and sessions), ``modes`` (the
-mode names and the bypass question), ``presenters`` (their decisions, without Qt).
+wiring. It is composed of part objects, each with its own state, that reach it through ``host_protocol.WindowHost``:
+``folders`` (opening folders and sessions), ``toolbar`` (mode and model boxes, Stop), ``banners`` (status bar, title,
+banners, MCP servers), ``rewind`` and ``worktree_actions``. Beside it: ``sidebar`` (sessions list), ``find`` (find
+bar), ``modes`` (the mode names and the bypass question), ``presenters`` (their decisions, without Qt).
 
 All agent work goes through ``AgentController``, and the engine only through ``desktop_agent.client``; this module
 wires the controller's signals to the views (each ``AgentEvent`` once to ``ConversationView.handle_event``, whose
@@ -38,7 +39,8 @@ from desktop_agent.ui.window.banners import APP, WindowBanners
 from desktop_agent.ui.window.controller import IDLE, AgentController
 from desktop_agent.ui.window.demo import TOUR_PROMPTS, prepare_demo_project
 from desktop_agent.ui.window.find import FindBar
-from desktop_agent.ui.window.folders import FoldersMixin
+from desktop_agent.ui.window.folders import WindowFolders
+from desktop_agent.ui.window.host_protocol import WindowHost
 from desktop_agent.ui.mode_labels import MODES, mode_label
 from desktop_agent.ui.modes import BYPASS, default_mode_setting
 from desktop_agent.ui.window.presenters import RETRYING, STOPPING, STREAMING, TOOL, WAITING, home, token_text
@@ -72,7 +74,7 @@ def _loop_running() -> bool:
         return False
 
 
-class MainWindow(FoldersMixin, QMainWindow):
+class MainWindow(WindowHost, QMainWindow):
     """The product window. ``client_factory`` (tests) builds the model client of an in-process session."""
 
     folder_opened = Signal(str)
@@ -102,6 +104,7 @@ class MainWindow(FoldersMixin, QMainWindow):
         self.questions.scope = lambda key: key[0] == self.live.session_id or not self.live.session_id
         self.lives: list[LiveSession] = []  # the sessions open in this window, in the order they were opened
         # the window's part objects: each holds its own state and reaches the window through its ``window``
+        self.folders: WindowFolders = WindowFolders(self)
         self.rewind: WindowRewind = WindowRewind(self)
         self.banners: WindowBanners = WindowBanners(self)
         self.worktree_actions = WorktreeActions(self)
@@ -216,11 +219,13 @@ class MainWindow(FoldersMixin, QMainWindow):
         mb = self.menuBar()
         file_menu = mb.addMenu(self.tr("&File"))
         self.open_action = _triggers(QAction(self.tr("&Open Folder…"), self,
-                                             shortcut=QKeySequence(QKeySequence.StandardKey.Open)), self.choose_folder)
+                                             shortcut=QKeySequence(QKeySequence.StandardKey.Open)),
+                                   self.folders.choose_folder)
         file_menu.addAction(self.open_action)
         self.recent_menu = file_menu.addMenu(self.tr("Open &Recent"))
         self.new_action = _triggers(QAction(self.tr("&New Session"), self,
-                                            shortcut=QKeySequence(QKeySequence.StandardKey.New)), self.new_session)
+                                            shortcut=QKeySequence(QKeySequence.StandardKey.New)),
+                                  self.folders.new_session)
         file_menu.addAction(self.new_action)
         self.new_window_action = _triggers(QAction(self.tr("New &Window"), self, shortcut=QKeySequence("Ctrl+Shift+W")),
                                            self.new_window)
@@ -534,14 +539,14 @@ class MainWindow(FoldersMixin, QMainWindow):
         first; a session open here is closed first; its transcript moves to the data directory's trash)."""
         client = self.controller.client
         if action == "rename" and name is None:
-            current = getattr(self, "session_names", None)
+            current = self.folders.session_names
             title = (current.names.get(sid) if current is not None else None) or ""
             self._ask_name(title, lambda text: asyncio.ensure_future(self.session_action("rename", sid, text)))
             return False
         try:
             if action == "rename":
                 await client.rename_session(sid, name or "")
-                live = self._live_of(sid)
+                live = self.folders.live_of(sid)
                 if live is not None:
                     live.rename(name or "")
             elif action in ("archive", "unarchive"):
@@ -549,7 +554,7 @@ class MainWindow(FoldersMixin, QMainWindow):
             elif action == "delete":
                 if not await self._confirm_delete(sid):
                     return False
-                live = self._live_of(sid)
+                live = self.folders.live_of(sid)
                 if live is not None and not await self.close_live(live):
                     return False
                 where = await client.delete_session(self.folder or "", sid)
@@ -559,7 +564,7 @@ class MainWindow(FoldersMixin, QMainWindow):
             log.exception("session action %s failed", action)
             self.status.showMessage(self.tr("Could not change the session: {0}").format(exc), 8000)
             return False
-        self._refresh_sessions(self._session_id())
+        self.folders.refresh_sessions(self._session_id())
         return True
 
     async def _confirm_delete(self, sid: str) -> bool:
@@ -593,7 +598,7 @@ class MainWindow(FoldersMixin, QMainWindow):
         for other in self.lives:  # an empty view left on the worktree's folder, which is gone: on the repository
             if other.controller.session is None and other.folder == live.folder:
                 other.folder = tree.repo
-        self._refresh_sessions(self._session_id())
+        self.folders.refresh_sessions(self._session_id())
         self.status.showMessage(self.tr("Worktree {0} archived: its branch and a snapshot are kept "
                                         "(File ▸ Restore Worktree…).").format(done.branch), 8000)
         return True
@@ -637,7 +642,7 @@ class MainWindow(FoldersMixin, QMainWindow):
         except Exception as exc:
             self.conversation.add_banner("error", self.tr("The worktree was not restored: {0}").format(exc))
             return None
-        await self.open_folder(back.path)
+        await self.folders.open_folder(back.path)
         return back.path
 
     async def close_live(self, live: LiveSession) -> bool:
@@ -647,9 +652,9 @@ class MainWindow(FoldersMixin, QMainWindow):
             return False
         if live.controller.busy:
             self.show_live(live)
-            if not await self.stop_running_turn(live.folder or "", None, closing=True):
+            if not await self.folders.stop_running_turn(live.folder or "", None, closing=True):
                 return False
-        await self._end_live(live)
+        await self.folders.end_live(live)
         if live not in self.lives:
             return True
         if len(self.lives) == 1:  # the window always shows a session: an empty one on the same folder
@@ -663,7 +668,7 @@ class MainWindow(FoldersMixin, QMainWindow):
         """Close a session that never started (out of view; its empty transcript goes)."""
         if live is self.live or not live.unstarted:
             return
-        await self._end_live(live)
+        await self.folders.end_live(live)
         if live in self.lives and live is not self.live:
             self._forget(live)
 
@@ -687,7 +692,7 @@ class MainWindow(FoldersMixin, QMainWindow):
         win.show()
         self._new_windows = getattr(self, "_new_windows", []) + [win]
         if self.folder:
-            win.open_folder_soon(self.folder)
+            win.folders.open_folder_soon(self.folder)
         return win
 
     def show_live(self, live: LiveSession) -> None:
@@ -714,19 +719,19 @@ class MainWindow(FoldersMixin, QMainWindow):
             self.toolbar.show_model(session.model or "", enabled=True)
         self.questions.rescope()
         self._sessions_changed()
-        self._refresh_sessions(self._session_id())
+        self.folders.refresh_sessions(self._session_id())
         self.banners.update_title()
 
     def _wire(self) -> None:
         self._wire_live(self.live)
         self.prompt.submitted.connect(self.send)
         self.toolbar.mode_combo.currentIndexChanged.connect(self.toolbar.on_mode_changed)
-        self.sessions_pane.session_activated.connect(self._on_session_activated)
+        self.sessions_pane.session_activated.connect(self.folders.on_session_activated)
         self.sessions_pane.live_activated.connect(self._on_live_activated)
         self.sessions_pane.live_action.connect(self._on_live_action)
         self.sessions_pane.session_action.connect(lambda action, sid: asyncio.ensure_future(
             self.session_action(action, sid)))
-        self.sessions_pane.show_archived.toggled.connect(lambda _on: self._refresh_sessions(self._session_id()))
+        self.sessions_pane.show_archived.toggled.connect(lambda _on: self.folders.refresh_sessions(self._session_id()))
         self.sessions_pane.question_activated.connect(self.answer_from_inbox)
         self.questions.changed.connect(self._questions_changed)
         self._sidebar_timer = QTimer(self)  # the Running list and the inbox, redrawn once per burst of changes
@@ -740,7 +745,7 @@ class MainWindow(FoldersMixin, QMainWindow):
         self._sessions_timer = QTimer(self)
         self._sessions_timer.setSingleShot(True)
         self._sessions_timer.setInterval(300)
-        self._sessions_timer.timeout.connect(lambda: self._refresh_sessions(self._session_id()))
+        self._sessions_timer.timeout.connect(lambda: self.folders.refresh_sessions(self._session_id()))
         self.sandbox_task: asyncio.Task | None = None  # the probe below, once the loop runs
         after_first_paint((self, self.conversation.viewport()), self._probe_sandbox)  # nothing the first frame shows
 
@@ -807,7 +812,7 @@ class MainWindow(FoldersMixin, QMainWindow):
         folders = self._recent()
         for f in folders:
             act = self.recent_menu.addAction(home(f))
-            act.triggered.connect(lambda _=False, f=f: self.open_folder_soon(f))
+            act.triggered.connect(lambda _=False, f=f: self.folders.open_folder_soon(f))
         if not folders:
             self.recent_menu.addAction(self.tr("(no recent folders)")).setEnabled(False)
 
@@ -853,7 +858,7 @@ class MainWindow(FoldersMixin, QMainWindow):
                 leaving = any(in_background(live.controller.session) for live in open_lives)
                 self.status.showMessage(self.tr("Leaving the session running in the background host…") if leaving
                                         else self.tr("Closing the session…"))
-                self._close_task = asyncio.ensure_future(self._end_then_close())
+                self._close_task = asyncio.ensure_future(self.folders.end_then_close())
             return
         for live in self.lives:
             c = live.controller
@@ -948,14 +953,14 @@ class MainWindow(FoldersMixin, QMainWindow):
     def _on_busy(self, busy: bool, live: LiveSession) -> None:
         if live is not self.live:
             if not busy:
-                self._refresh_sessions(current=self._session_id())
+                self.folders.refresh_sessions(current=self._session_id())
             return
         self.stop_action.setEnabled(busy)
         if not busy:
             model = self.controller.session.model if self.controller.session is not None else ""
             if model and not self._model_name:  # an executor says its model with its first turn
                 self.toolbar.show_model(model, enabled=True)
-            self._refresh_sessions(current=self._session_id())
+            self.folders.refresh_sessions(current=self._session_id())
             if QApplication.activeModalWidget() is None:
                 self.prompt.setFocus()
 
@@ -1053,7 +1058,7 @@ class MainWindow(FoldersMixin, QMainWindow):
             self.toolbar.show_model(model, enabled=True)
         folder = self.folder or self.wanted_folder
         if folder and not started and not self.demo:  # a session not started yet (or none) opens with the settings
-            self.open_folder_soon(folder)  # e.g. first run: the folder from the command line, now with a key
+            self.folders.open_folder_soon(folder)  # e.g. first run: the folder from the command line, now with a key
         elif not folder:
             self.conversation.remove_banner("setup")
             self.banners.show_empty()
@@ -1130,5 +1135,5 @@ def start_tour_window(show: bool = True) -> MainWindow:
     win.controller.turn_finished.connect(lambda _e: prefill())
     if show:
         win.show()
-    win.open_folder_soon(folder)
+    win.folders.open_folder_soon(folder)
     return win

@@ -129,7 +129,7 @@ class WindowRewind:
         self._restored_banner(done)
         fork = done.get("forkSessionId")
         if fork and self.window.folder:
-            self.window.open_folder_soon(self.window.folder, resume=fork)
+            self.window.folders.open_folder_soon(self.window.folder, resume=fork)
         return choice
 
     def _restored_banner(self, done: dict[str, Any]) -> None:

@@ -48,7 +48,7 @@ class WorktreeActions:
             self.window.conversation.add_banner(
                 "error", translate("MainWindow", "Cannot start a worktree session: {0}").format(exc))
             return
-        self.window.open_folder_soon(wt.path)
+        self.window.folders.open_folder_soon(wt.path)
 
     def review_worktree(self) -> None:
         if not self.window.folder:

@@ -78,7 +78,7 @@ def test_revert_close_resume_then_redo_and_the_model_is_told(qtbot, qloop, fake,
     second = make_window()
 
     async def after_resuming():
-        assert await second.open_folder(str(workdir), resume=state["sid"])
+        assert await second.folders.open_folder(str(workdir), resume=state["sid"])
         panel = second.diff_panel
         change = panel.by_tool["toolu_fix"]
         assert change.status == REVERTED and change.undo is not None

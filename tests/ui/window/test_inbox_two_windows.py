@@ -42,7 +42,7 @@ def test_twenty_sessions_five_questions_each_answered_from_two_windows(qtbot, ql
     async def scenario():
         for i, folder in enumerate(folders):
             win = windows[i % 2]
-            assert await win.open_folder(str(folder))
+            assert await win.folders.open_folder(str(folder))
             win.prompt.setFocus()
             qtbot.keyClicks(win.prompt, f"s{i:02d}: write five files")
             qtbot.keyClick(win.prompt, Qt.Key.Key_Return)

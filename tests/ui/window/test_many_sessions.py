@@ -57,18 +57,19 @@ def test_three_sessions_two_waiting_answered_from_the_inbox(qtbot, qloop, fake, 
                                   reply(text("beta done"))])
         fake.script_for("gamma:", [reply(text("A long answer. " * 30), delay=0.04)])
 
-        assert await win.open_folder(wt_a.path)
+        assert await win.folders.open_folder(wt_a.path)
         await _send(qtbot, win, "alpha: change a")
         first = await wait_for(lambda: win.controller.current_dialog, what="alpha's question")
         session_a = win.controller.session
 
-        assert await win.open_folder(wt_b.path)  # a new session beside alpha's: alpha keeps waiting, not stopped
+        # a new session beside alpha's: alpha keeps waiting, not stopped
+        assert await win.folders.open_folder(wt_b.path)
         assert len(win.lives) == 2 and win.lives[0].controller.session is session_a
         assert win.lives[0].controller.busy and not first.isVisible()  # its dialog went back to the inbox
         await _send(qtbot, win, "beta: change b")
         await wait_for(lambda: win.controller.current_dialog, what="beta's question")
 
-        assert await win.open_folder(str(repo))  # the third, in the folder itself
+        assert await win.folders.open_folder(str(repo))  # the third, in the folder itself
         await _send(qtbot, win, "gamma: tell a story")
         assert len(win.lives) == 3 and all(live.controller.busy for live in win.lives)
         await wait_for(lambda: _labels(win) == {"alpha": "Needs you (1)", "beta": "Needs you (1)",
@@ -127,10 +128,10 @@ def test_switching_and_closing_views_never_stop_another_session(qtbot, qloop, fa
     async def scenario():
         fake.script_for("slow:", [reply(text("slowly " * 60), delay=0.03)])
         fake.script_for("quick:", [reply(text("quick answer"))])
-        assert await win.open_folder(str(repo))
+        assert await win.folders.open_folder(str(repo))
         await _send(qtbot, win, "slow: take your time")
         slow = win.live
-        win.new_session()  # Ctrl+N while it runs: a new session, the slow one runs on
+        win.folders.new_session()  # Ctrl+N while it runs: a new session, the slow one runs on
         await wait_for(lambda: len(win.lives) == 2 and win.live is not slow and win.controller.session is not None,
                        what="the second session")
         quick = win.live

@@ -30,7 +30,7 @@ def test_servers_say_when_they_start_and_tools_read_server_dot_tool(qtbot, qloop
     win = make_window()
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         view = win.banners.show_servers()
         row = view.rows["demo"]
         assert row.state == "pending"

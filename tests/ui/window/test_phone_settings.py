@@ -14,7 +14,7 @@ def test_the_switch_starts_and_stops_the_phone_page(qtbot, qloop, make_window, w
     from tests.ui.flow import wait_for
 
     win = make_window()
-    assert qloop.run_until_complete(win.open_folder(workdir))
+    assert qloop.run_until_complete(win.folders.open_folder(workdir))
     dlg = win.show_settings()
     assert dlg.phone.switch.isChecked() is False and getattr(win, "phone_server", None) is None
 
@@ -61,7 +61,7 @@ def test_the_switch_is_saved_and_the_page_comes_back_at_the_next_launch_on_the_s
 
     assert AppSettings.load().answer_from_phone is False  # off by default
     first = make_window()
-    assert qloop.run_until_complete(first.open_folder(workdir))
+    assert qloop.run_until_complete(first.folders.open_folder(workdir))
     assert getattr(first, "phone_server", None) is None  # not started unless asked
     dlg = first.show_settings()
 
@@ -80,7 +80,7 @@ def test_the_switch_is_saved_and_the_page_comes_back_at_the_next_launch_on_the_s
     second = make_window()  # the next launch: the page is served again once its first session has a host
 
     async def relaunch() -> None:
-        assert await second.open_folder(workdir)
+        assert await second.folders.open_folder(workdir)
         server = await wait_for(lambda: getattr(second, "phone_server", None), 15, "the page served again")
         assert server.origin == origin  # the same port: a paired phone's key (bound to the origin) still works
         settings = second.show_settings()

@@ -43,7 +43,7 @@ def test_model_box_lists_the_servers_models_and_keeps_free_text(qtbot, qloop, op
     ticks: list[float] = []
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         assert threading.current_thread() is threading.main_thread()
         start = asyncio.get_event_loop().time()
         while not openai_server.model_listings or win.toolbar.models_task is None or not win.toolbar.models_task.done():

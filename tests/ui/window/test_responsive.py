@@ -192,13 +192,13 @@ def test_window_keeps_painting_while_a_slow_git_folder_opens_and_a_50_mb_session
     async def scenario():
         await wait_for(lambda: meter.paints > 5, what="the meter painting")
         meter.reset()
-        assert await win.open_folder(str(repo))  # (a) the git repository, every git call 2 s
+        assert await win.folders.open_folder(str(repo))  # (a) the git repository, every git call 2 s
         assert win.folder == str(repo) and win.controller.session is not None
         opened = meter.max_gap, meter.report()
         resumes = []
         for _attempt in range(2):  # a second try only when the first stalled: a frame gap is a wall-clock
             meter.reset()          # figure, and two cores shared with another job can stall any thread
-            assert await win.open_folder(str(repo), resume=sid)  # (b) the 50 MB session
+            assert await win.folders.open_folder(str(repo), resume=sid)  # (b) the 50 MB session
             resumes.append((meter.max_gap, meter.report()))
             if meter.max_gap < MAX_GAP_S:
                 break
@@ -261,7 +261,7 @@ def test_window_keeps_painting_while_a_sandboxed_bash_asks_slow_git(qtbot, qloop
 
     async def scenario():
         await wait_for(lambda: meter.paints > 5, what="the meter painting")
-        assert await win.open_folder(str(repo))
+        assert await win.folders.open_folder(str(repo))
         meter.reset()
         task = win.controller.submit("List the files")
         await task

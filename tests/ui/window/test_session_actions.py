@@ -25,7 +25,7 @@ def _rows(win):
 
 
 async def _session(qtbot, win, folder, prompt):
-    assert await win.open_folder(str(folder))
+    assert await win.folders.open_folder(str(folder))
     win.prompt.setFocus()
     qtbot.keyClicks(win.prompt, prompt)
     qtbot.keyClick(win.prompt, Qt.Key.Key_Return)
@@ -75,7 +75,7 @@ def test_rename_archive_filter_and_delete(qtbot, qloop, fake, make_window, workd
     again = make_window()
 
     async def reopen():
-        assert await again.open_folder(str(workdir))
+        assert await again.folders.open_folder(str(workdir))
         await wait_for(lambda: any("Alpha work" in r for r in _rows(again)), what="the name after a reopen")
 
     qloop.run_until_complete(reopen())

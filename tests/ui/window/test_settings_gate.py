@@ -36,7 +36,7 @@ def test_invalid_project_settings_block_the_folder_until_fixed(qtbot, qloop, mak
     win = make_window(executor)
 
     async def scenario():
-        assert not await win.open_folder(str(workdir))
+        assert not await win.folders.open_folder(str(workdir))
         banner = win.conversation.banners.get(BLOCKED_KEY)
         assert banner is not None and banner.kind == "error"
         assert str(settings) in banner.text_plain and "line 3, column 26" in banner.text_plain
@@ -66,7 +66,7 @@ def test_user_settings_with_a_key_given_twice_block_every_folder(qtbot, qloop, m
     with open(user, "w") as fh:
         fh.write('{"permissions": {"deny": ["Read(./.env)"]},\n "permissions": {"allow": []}}')
     win = make_window()
-    assert not qloop.run_until_complete(win.open_folder(str(workdir)))
+    assert not qloop.run_until_complete(win.folders.open_folder(str(workdir)))
     banner = win.conversation.banners[BLOCKED_KEY]
     assert user in banner.text_plain and "given twice" in banner.text_plain and "line 2, column 2" in banner.text_plain
     assert win.controller.session is None and fake.requests == []
@@ -80,7 +80,7 @@ def test_invalid_entries_are_a_notice_and_the_valid_ones_hold(qtbot, qloop, make
     win = make_window()
 
     async def scenario():
-        assert await win.open_folder(str(workdir))
+        assert await win.folders.open_folder(str(workdir))
         notice = win.conversation.banners.get(PROBLEMS_KEY)
         assert notice is not None and notice.kind == "notice"
         assert str(settings) in notice.text_plain

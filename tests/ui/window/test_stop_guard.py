@@ -142,17 +142,17 @@ def test_switching_or_opening_while_a_turn_runs_asks_nothing_and_stops_nothing(q
         first = await open_and_send(qtbot, win, workdir, "First session")
         await asyncio.wait_for(first, 10)
         first_id = win.controller.session.session_id
-        assert await win.open_folder(str(workdir))  # a new session beside the first
+        assert await win.folders.open_folder(str(workdir))  # a new session beside the first
         task = await open_and_send(qtbot, win, workdir, "Second session")
         second = win.live
         await wait_for(lambda: win.controller.status == "tool", what="running the tool")
-        win._on_session_activated(first_id)  # the first is open: shown at once, no question
+        win.folders.on_session_activated(first_id)  # the first is open: shown at once, no question
         assert win.stop_question is None and win.controller.session.session_id == first_id
         assert second.controller.busy
         qtbot.keyClick(win.prompt, Qt.Key.Key_N, CTRL)  # Ctrl+N: the first has run, so a third opens
         await asyncio.wait_for(win.open_task, 15)
         assert win.stop_question is None and len(win.lives) == 3 and second.controller.busy
-        assert await win.open_folder(str(other))  # the third had not started: it is replaced by this folder's
+        assert await win.folders.open_folder(str(other))  # the third had not started: it is replaced by this folder's
         assert len(win.lives) == 3 and win.folder == str(other) and second.controller.busy
         await asyncio.wait_for(task, 10)
         assert second.controller.status == "idle" and "Two." in second.conversation.text_content()

@@ -17,7 +17,7 @@ from tests.ui.flow import wait_for
 
 
 async def _ask(win, folder):
-    task = asyncio.ensure_future(win.open_folder(str(folder)))
+    task = asyncio.ensure_future(win.folders.open_folder(str(folder)))
     box = await wait_for(lambda: win.trust_box if win.trust_box is not None and win.trust_box.isVisible() else None,
                          what="trust question")
     return task, box
