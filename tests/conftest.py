@@ -149,6 +149,23 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+def parse_python(source: str, filename: str = "<unknown>") -> Any:
+    """``ast.parse``, tried again on CPython 3.11's "AST constructor recursion depth mismatch" (gh-106905: the AST
+    converter's depth counter is shared by threads, so a parse on another thread of the worker — pytest rewriting a
+    module a leftover thread imports — can corrupt the count of this one; the counter is reset at each parse)."""
+    import ast
+    import time
+
+    for attempt in range(5):
+        try:
+            return ast.parse(source, filename)
+        except SystemError as exc:
+            if "recursion depth mismatch" not in str(exc) or attempt == 4:
+                raise
+            time.sleep(0.05)
+    raise AssertionError("unreachable")
+
+
 def pytest_collection_finish(session):
     """What the run holds from here on (modules, the collected items) is frozen out of the cyclic GC, so that a
     collection — automatic, or the one before each UI test (tests/ui/conftest.py) — walks only what tests made

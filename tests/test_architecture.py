@@ -12,6 +12,8 @@ import pathlib
 import subprocess
 import sys
 
+from tests.conftest import parse_python
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -46,7 +48,7 @@ def import_graph(root: pathlib.Path, package: str) -> dict[str, dict[str, list[t
     for module, path in modules.items():
         is_package = path.name == "__init__.py"
         rel = str(path.relative_to(root))
-        for node in ast.walk(ast.parse(path.read_text("utf-8"), rel)):
+        for node in ast.walk(parse_python(path.read_text("utf-8"), rel)):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]

@@ -7,6 +7,8 @@ import pathlib
 import subprocess
 import sys
 
+from tests.conftest import parse_python
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 QT_MODULES = ("PySide6", "shiboken6", "qasync")
 
@@ -17,7 +19,7 @@ def test_no_qt_imports_outside_ui():
         rel = path.relative_to(ROOT)
         if rel.parts[:2] == ("desktop_agent", "ui"):
             continue
-        tree = ast.parse(path.read_text("utf-8"))
+        tree = parse_python(path.read_text("utf-8"), str(rel))
         for node in ast.walk(tree):
             names = []
             if isinstance(node, ast.Import):
