@@ -133,7 +133,6 @@ class MainWindow(WindowHost, QMainWindow):
         self.drop_task = None  # an unstarted session left for another, closing
         self.delete_dialog: Any = None  # "Delete this session?" while it is open
         self.rename_dialog: Any = None
-        self.restore_dialog: Any = None  # File ▸ Restore Worktree…
         self._build()
         self._wire()
         self._restore_state()
@@ -237,7 +236,7 @@ class MainWindow(WindowHost, QMainWindow):
                                        self.worktree_actions.review_worktree)
         file_menu.addAction(self.review_action)
         self.restore_worktree_action = _triggers(QAction(self.tr("Restore &Worktree…"), self),
-                                                 self.restore_worktree)
+                                                 self.worktree_actions.restore_worktree)
         file_menu.addAction(self.restore_worktree_action)
         file_menu.addSeparator()
         file_menu.addAction(_triggers(QAction(self.tr("&Quit"), self,
@@ -520,7 +519,7 @@ class MainWindow(WindowHost, QMainWindow):
         elif action == "review" and live.worktree is not None:
             asyncio.ensure_future(win.worktree_actions.review(live.folder or ""))
         elif action == "archive_worktree" and live.worktree is not None:
-            self.archive_task = asyncio.ensure_future(win.archive_worktree(live))
+            self.archive_task = asyncio.ensure_future(win.worktree_actions.archive_worktree(live))
 
     def _ask_name(self, current: str, done: Callable[[str], object]) -> None:
         from PySide6.QtWidgets import QInputDialog
@@ -580,70 +579,6 @@ class MainWindow(WindowHost, QMainWindow):
             return bool(await dialog.ask())
         finally:
             self.delete_dialog = None
-
-    async def archive_worktree(self, live: LiveSession) -> bool:
-        """Archive Worktree: the session closes (a running turn asks first), then the worktree is removed with its
-        branch and a snapshot kept — refused, and said, when it is dirty in a way the snapshot cannot keep, locked
-        or in use (``session.worktrees``)."""
-        from desktop_agent.client import review as client_review
-
-        tree = live.worktree
-        if tree is None or not await self.close_live(live):
-            return False
-        try:
-            done = await client_review.archive_worktree(tree.repo, tree.slug)
-        except Exception as exc:
-            self.conversation.add_banner("error", self.tr("The worktree was not archived: {0}").format(exc))
-            return False
-        for other in self.lives:  # an empty view left on the worktree's folder, which is gone: on the repository
-            if other.controller.session is None and other.folder == live.folder:
-                other.folder = tree.repo
-        self.folders.refresh_sessions(self._session_id())
-        self.status.showMessage(self.tr("Worktree {0} archived: its branch and a snapshot are kept "
-                                        "(File ▸ Restore Worktree…).").format(done.branch), 8000)
-        return True
-
-    def restore_worktree(self) -> asyncio.Task | None:
-        """File ▸ Restore Worktree…: an archived worktree of this folder's repository back, and a session in it."""
-        if not self.folder:
-            return None
-        return asyncio.ensure_future(self._restore_worktree(self.folder))
-
-    async def _restore_worktree(self, folder: str) -> str | None:
-        from PySide6.QtWidgets import QInputDialog
-
-        from desktop_agent.client import review as client_review
-
-        archived = [w for w in await client_review.list_worktrees(folder) if w.state == "archived"]
-        if not archived:
-            self.conversation.add_banner("notice", self.tr("This repository has no archived worktree."))
-            return None
-        dlg = QInputDialog(self)
-        dlg.setObjectName("restoreWorktreeDialog")
-        dlg.setWindowTitle(self.tr("Restore Worktree"))
-        dlg.setLabelText(self.tr("Worktree:"))
-        dlg.setComboBoxItems([w.branch for w in archived])
-        picked: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-
-        def settle(value: str | None) -> None:
-            if not picked.done():
-                picked.set_result(value)
-
-        dlg.textValueSelected.connect(settle)
-        dlg.rejected.connect(lambda: settle(None))
-        self.restore_dialog = dlg
-        dlg.open()
-        branch = await picked
-        tree = next((w for w in archived if w.branch == branch), None)
-        if tree is None:
-            return None
-        try:
-            back = await client_review.restore_worktree(tree.repo, tree.slug)
-        except Exception as exc:
-            self.conversation.add_banner("error", self.tr("The worktree was not restored: {0}").format(exc))
-            return None
-        await self.folders.open_folder(back.path)
-        return back.path
 
     async def close_live(self, live: LiveSession) -> bool:
         """Close one session (its view goes; the others run on): a running turn asks "Stop the running turn?"

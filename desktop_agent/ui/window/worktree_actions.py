@@ -1,4 +1,5 @@
-"""File ▸ New Session in Worktree… and File ▸ Review Worktree Changes… (issue 24). A new worktree session is the
+"""File ▸ New Session in Worktree…, File ▸ Review Worktree Changes…, the sidebar's Archive Worktree and File ▸
+Restore Worktree… (issue 24). A new worktree session is the
 window's folder set to a fresh git worktree of it (``client.review.new_worktree``: branch ``agent/<slug>``), so the
 session's working folder, permissions and sandbox are the worktree's. Review opens ``ui.review.ReviewView`` on the
 window's worktree (or, from the main checkout, its most recent one) in its own window; the review record goes to
@@ -6,33 +7,35 @@ the session running in that worktree, which tells the model with its next messag
 threads (``client.review``).
 
 ``WorktreeActions`` is a part of ``MainWindow`` (``window.worktree_actions``): it holds the Review windows it opened
-and reaches the window only through ``window``, typed as ``host_protocol.WindowHost``.
+and the restore question, and reaches the window only through ``window``, typed as ``host_protocol.WindowHost``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QDialog, QVBoxLayout
+from PySide6.QtWidgets import QDialog, QInputDialog, QVBoxLayout
 
 from desktop_agent.client import review as client_review
 from desktop_agent.ui.review.view import ReviewView
 
 if TYPE_CHECKING:
     from desktop_agent.ui.window.host_protocol import WindowHost
+    from desktop_agent.ui.window.live import LiveSession
 
 translate = QCoreApplication.translate  # the window's context, as its other parts use
 
 
 class WorktreeActions:
-    """File ▸ New Session in Worktree… and File ▸ Review Worktree Changes… of one window."""
+    """The worktree actions of one window: new, review, archive, restore."""
 
     def __init__(self, window: WindowHost) -> None:
         self.window = window
         self.review_windows: list[QDialog] = []  # the Review changes windows open
+        self.restore_dialog: Any = None  # File ▸ Restore Worktree…'s question, once asked
 
     def new_worktree_session(self) -> None:
         if not self.window.folder:
@@ -79,6 +82,67 @@ class WorktreeActions:
         dlg.show()
         await view.load()
         return view
+
+    async def archive_worktree(self, live: LiveSession) -> bool:
+        """Archive Worktree: the session closes (a running turn asks first), then the worktree is removed with its
+        branch and a snapshot kept — refused, and said, when it is dirty in a way the snapshot cannot keep, locked
+        or in use (``session.worktrees``)."""
+        tree = live.worktree
+        if tree is None or not await self.window.close_live(live):
+            return False
+        try:
+            done = await client_review.archive_worktree(tree.repo, tree.slug)
+        except Exception as exc:
+            self.window.conversation.add_banner(
+                "error", translate("MainWindow", "The worktree was not archived: {0}").format(exc))
+            return False
+        for other in self.window.lives:  # an empty view left on the worktree's folder, which is gone: on the repo
+            if other.controller.session is None and other.folder == live.folder:
+                other.folder = tree.repo
+        self.window.folders.refresh_sessions(self.window._session_id())
+        self.window.status.showMessage(translate("MainWindow", "Worktree {0} archived: its branch and a snapshot are "
+                                                 "kept (File ▸ Restore Worktree…).").format(done.branch), 8000)
+        return True
+
+    def restore_worktree(self) -> asyncio.Task | None:
+        """File ▸ Restore Worktree…: an archived worktree of this folder's repository back, and a session in it."""
+        if not self.window.folder:
+            return None
+        return asyncio.ensure_future(self._restore_worktree(self.window.folder))
+
+    async def _restore_worktree(self, folder: str) -> str | None:
+        archived = [w for w in await client_review.list_worktrees(folder) if w.state == "archived"]
+        if not archived:
+            self.window.conversation.add_banner(
+                "notice", translate("MainWindow", "This repository has no archived worktree."))
+            return None
+        dlg = QInputDialog(self.window)
+        dlg.setObjectName("restoreWorktreeDialog")
+        dlg.setWindowTitle(translate("MainWindow", "Restore Worktree"))
+        dlg.setLabelText(translate("MainWindow", "Worktree:"))
+        dlg.setComboBoxItems([w.branch for w in archived])
+        picked: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+
+        def settle(value: str | None) -> None:
+            if not picked.done():
+                picked.set_result(value)
+
+        dlg.textValueSelected.connect(settle)
+        dlg.rejected.connect(lambda: settle(None))
+        self.restore_dialog = dlg
+        dlg.open()
+        branch = await picked
+        tree = next((w for w in archived if w.branch == branch), None)
+        if tree is None:
+            return None
+        try:
+            back = await client_review.restore_worktree(tree.repo, tree.slug)
+        except Exception as exc:
+            self.window.conversation.add_banner(
+                "error", translate("MainWindow", "The worktree was not restored: {0}").format(exc))
+            return None
+        await self.window.folders.open_folder(back.path)
+        return back.path
 
 
 __all__ = ["WorktreeActions"]

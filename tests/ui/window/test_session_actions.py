@@ -96,13 +96,13 @@ def test_archive_worktree_and_restore_it(qtbot, qloop, fake, make_window, tmp_pa
         await _session(qtbot, win, tree.path, "wt: hello")
         live = win.live
         assert live.worktree is not None and live.worktree.slug == tree.slug
-        assert await win.archive_worktree(live)
+        assert await win.worktree_actions.archive_worktree(live)
         assert not os.path.exists(tree.path) and live not in win.lives
         branches = subprocess.run(["git", "-C", str(repo), "branch", "--list", "agent/*"], capture_output=True,
                                   text=True, check=True).stdout
         assert tree.branch in branches
-        restoring = win.restore_worktree()
-        dialog = await wait_for(lambda: getattr(win, "restore_dialog", None), what="the restore question")
+        restoring = win.worktree_actions.restore_worktree()
+        dialog = await wait_for(lambda: win.worktree_actions.restore_dialog, what="the restore question")
         dialog.setTextValue(tree.branch)
         dialog.accept()
         back = await asyncio.wait_for(restoring, 30)
